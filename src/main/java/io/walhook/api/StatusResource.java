@@ -1,0 +1,56 @@
+package io.walhook.api;
+
+import java.util.List;
+
+import jakarta.inject.Inject;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.MediaType;
+
+import io.smallrye.mutiny.Uni;
+import io.vertx.mutiny.sqlclient.Pool;
+import io.vertx.mutiny.sqlclient.Row;
+import io.vertx.mutiny.sqlclient.Tuple;
+import io.walhook.config.WalhookConfig;
+
+/** {@code GET /status}: where the slot stands against the server, and what walhook has acknowledged. */
+@Path("/status")
+public class StatusResource {
+
+    private final Pool pool;
+    private final WalhookConfig config;
+    private final String query;
+
+    @Inject
+    public StatusResource(Pool pool, WalhookConfig config) {
+        this.pool = pool;
+        this.config = config;
+        // state-schema is validated as a plain identifier at start-up
+        this.query = """
+                SELECT pg_current_wal_lsn()::text AS server_lsn,
+                       s.slot_name IS NOT NULL AS slot_exists, s.active,
+                       s.confirmed_flush_lsn::text AS confirmed_flush_lsn, s.restart_lsn::text AS restart_lsn,
+                       s.wal_status,
+                       pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::bigint AS lag_bytes,
+                       (SELECT c.end_lsn::text FROM %s.checkpoint c WHERE c.slot_name = $1) AS checkpoint_lsn
+                FROM (SELECT 1) AS one
+                LEFT JOIN pg_replication_slots s ON s.slot_name = $1
+                """.formatted(config.stateSchema());
+    }
+
+    @GET
+    @Produces(MediaType.APPLICATION_JSON)
+    public Uni<StatusView> status() {
+        return pool.preparedQuery(query).execute(Tuple.of(config.slot()))
+                .map(rows -> toView(rows.iterator().next()));
+    }
+
+    private StatusView toView(Row row) {
+        StatusView.SlotView slot = new StatusView.SlotView(config.slot(), row.getBoolean("slot_exists"),
+                row.getBoolean("active"), row.getString("confirmed_flush_lsn"), row.getString("restart_lsn"),
+                row.getString("wal_status"));
+        return new StatusView(slot, row.getString("server_lsn"), row.getLong("lag_bytes"),
+                row.getString("checkpoint_lsn"), List.of());
+    }
+}

@@ -1,0 +1,23 @@
+package io.walhook.api;
+
+import java.util.List;
+
+import io.quarkus.runtime.annotations.RegisterForReflection;
+
+/** The body of {@code GET /status}; see {@code StatusView} in openapi.yaml. */
+@RegisterForReflection
+public record StatusView(SlotView slot, String serverLsn, Long lagBytes, String checkpointLsn,
+        List<SubscriptionStatusView> subscriptions) {
+
+    /** The replication slot as the server reports it; {@code exists=false} before walhook created it. */
+    @RegisterForReflection
+    public record SlotView(String name, boolean exists, Boolean active, String confirmedFlushLsn, String restartLsn,
+            String walStatus) {
+    }
+
+    /** Per-subscription delivery counters. */
+    @RegisterForReflection
+    public record SubscriptionStatusView(String name, long inFlight, long retrying, long parked, long delivered,
+            String lastError) {
+    }
+}

@@ -1,0 +1,50 @@
+package io.walhook.config;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+import io.smallrye.config.ConfigSourceContext;
+import io.smallrye.config.ConfigSourceFactory;
+import io.smallrye.config.ConfigValue;
+import io.smallrye.config.PropertiesConfigSource;
+import org.eclipse.microprofile.config.spi.ConfigSource;
+
+/**
+ * Derives Quarkus' datasource settings (JDBC for Flyway, reactive for queries) from
+ * {@code WALHOOK_SOURCE_URL}, so operators set one variable. A URL that does not parse yields
+ * nothing here; {@link StartupCheck} then stops start-up with the reason.
+ */
+public final class DatasourceConfigSourceFactory implements ConfigSourceFactory {
+
+    @Override
+    public Iterable<ConfigSource> getConfigSources(ConfigSourceContext context) {
+        Map<String, String> derived = new LinkedHashMap<>();
+        try {
+            SourceUrl source = SourceUrl.parse(value(context, "walhook.source.url"),
+                    value(context, "walhook.source.user"), value(context, "walhook.source.password"));
+            derived.put("quarkus.datasource.jdbc.url", source.jdbcUrl());
+            derived.put("quarkus.datasource.reactive.url", source.reactiveUrl());
+            derived.put("quarkus.datasource.username", source.user());
+            if (source.password() != null) {
+                derived.put("quarkus.datasource.password", source.password());
+            }
+        } catch (ConfigProblem notUsable) {
+            // reported by StartupCheck, with the variable's name
+        }
+        // Below application.properties (ordinal 250), so an explicit quarkus.datasource.* still wins.
+        return List.of(new PropertiesConfigSource(derived, "walhook-source-url", 200));
+    }
+
+    @Override
+    public OptionalInt getPriority() {
+        return OptionalInt.of(200);
+    }
+
+    private static Optional<String> value(ConfigSourceContext context, String name) {
+        ConfigValue value = context.getValue(name);
+        return value == null ? Optional.empty() : Optional.ofNullable(value.getValue());
+    }
+}

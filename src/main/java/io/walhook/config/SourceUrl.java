@@ -1,0 +1,131 @@
+package io.walhook.config;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * {@code WALHOOK_SOURCE_URL} parsed: {@code postgresql://user:password@host:port/database?sslmode=...}
+ * (libpq's URI form, scheme {@code postgres} accepted too), with the user and password overrides
+ * applied. Every problem is reported as a {@link ConfigProblem} naming the variable.
+ */
+public record SourceUrl(String host, int port, String database, String user, String password,
+        Map<String, String> parameters) {
+
+    public static final String VARIABLE = "WALHOOK_SOURCE_URL";
+
+    /** libpq parameters that mean the same to pgjdbc and the Vert.x client. */
+    private static final Set<String> PARAMETERS = Set.of("sslmode", "sslrootcert", "sslcert", "sslkey",
+            "application_name", "connect_timeout");
+    private static final Set<String> SSL_MODES = Set.of("disable", "allow", "prefer", "require", "verify-ca", "verify-full");
+
+    public SourceUrl {
+        parameters = Collections.unmodifiableMap(new LinkedHashMap<>(parameters));
+    }
+
+    public static SourceUrl parse(Optional<String> url, Optional<String> user, Optional<String> password) {
+        String text = url.map(String::strip).filter(s -> !s.isEmpty()).orElseThrow(() -> new ConfigProblem(VARIABLE,
+                "is required: set it to postgresql://user:password@host:port/database"));
+        URI uri;
+        try {
+            uri = new URI(text);
+        } catch (URISyntaxException e) {
+            throw new ConfigProblem(VARIABLE, "is not a URL (" + e.getReason() + " at index " + e.getIndex()
+                    + "); expected postgresql://user:password@host:port/database");
+        }
+        if (!"postgresql".equals(uri.getScheme()) && !"postgres".equals(uri.getScheme())) {
+            throw new ConfigProblem(VARIABLE, "must start with postgresql://, not " + uri.getScheme() + ":");
+        }
+        if (uri.getHost() == null && uri.getRawAuthority() != null) {
+            throw new ConfigProblem(VARIABLE, "has '" + uri.getRawAuthority().replaceFirst("^[^@]*@", "")
+                    + "' where a host[:port] belongs, and it is not host[:port]");
+        }
+        if (uri.getHost() == null || uri.getHost().isEmpty()) {
+            throw new ConfigProblem(VARIABLE, "names no host; expected postgresql://user:password@host:port/database");
+        }
+        int port = uri.getPort() < 0 ? 5432 : uri.getPort();
+        String path = uri.getRawPath() == null ? "" : uri.getRawPath();
+        String database = path.length() > 1 ? decode(path.substring(1)) : "";
+        if (database.isEmpty() || database.contains("/")) {
+            throw new ConfigProblem(VARIABLE, "must name one database in its path, as in postgresql://host:5432/mydb");
+        }
+        String urlUser = null;
+        String urlPassword = null;
+        if (uri.getRawUserInfo() != null) {
+            String[] info = uri.getRawUserInfo().split(":", 2);
+            urlUser = decode(info[0]);
+            urlPassword = info.length > 1 ? decode(info[1]) : null;
+        }
+        String effectiveUser = user.filter(s -> !s.isBlank()).orElse(urlUser);
+        if (effectiveUser == null || effectiveUser.isEmpty()) {
+            throw new ConfigProblem(VARIABLE, "names no user: write postgresql://user@host/db or set WALHOOK_SOURCE_USER");
+        }
+        String effectivePassword = password.orElse(urlPassword);
+        Map<String, String> parameters = new LinkedHashMap<>();
+        if (uri.getRawQuery() != null && !uri.getRawQuery().isEmpty()) {
+            for (String pair : uri.getRawQuery().split("&")) {
+                String[] kv = pair.split("=", 2);
+                String key = decode(kv[0]);
+                if (!PARAMETERS.contains(key)) {
+                    throw new ConfigProblem(VARIABLE, "has an unsupported parameter '" + key + "'; supported: "
+                            + String.join(", ", new java.util.TreeSet<>(PARAMETERS)));
+                }
+                String value = kv.length > 1 ? decode(kv[1]) : "";
+                if (key.equals("sslmode") && !SSL_MODES.contains(value)) {
+                    throw new ConfigProblem(VARIABLE, "has sslmode=" + value + "; expected one of "
+                            + String.join(", ", new java.util.TreeSet<>(SSL_MODES)));
+                }
+                parameters.put(key, value);
+            }
+        }
+        return new SourceUrl(uri.getHost(), port, database, effectiveUser, effectivePassword, parameters);
+    }
+
+    private static String decode(String s) {
+        return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    }
+
+    /** For pgjdbc: credentials are passed apart, never in the URL. */
+    public String jdbcUrl() {
+        StringBuilder url = new StringBuilder("jdbc:postgresql://").append(hostForUrl()).append(':').append(port)
+                .append('/').append(encode(database));
+        char sep = '?';
+        for (Map.Entry<String, String> p : parameters.entrySet()) {
+            String key = p.getKey().equals("connect_timeout") ? "connectTimeout" : p.getKey().equals("application_name")
+                    ? "ApplicationName" : p.getKey();
+            url.append(sep).append(key).append('=').append(encode(p.getValue()));
+            sep = '&';
+        }
+        return url.toString();
+    }
+
+    /** For the Vert.x client, which reads libpq URIs; credentials are passed apart. */
+    public String reactiveUrl() {
+        StringBuilder url = new StringBuilder("postgresql://").append(hostForUrl()).append(':').append(port)
+                .append('/').append(encode(database));
+        String sslmode = parameters.get("sslmode");
+        if (sslmode != null) {
+            url.append("?sslmode=").append(sslmode);
+        }
+        return url.toString();
+    }
+
+    private String hostForUrl() {
+        return host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host;
+    }
+
+    private static String encode(String s) {
+        return java.net.URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
+    @Override
+    public String toString() {
+        return "postgresql://" + user + "@" + hostForUrl() + ":" + port + "/" + database;
+    }
+}

@@ -1,0 +1,107 @@
+package io.walhook.config;
+
+import java.util.regex.Pattern;
+
+import jakarta.annotation.Priority;
+import jakarta.enterprise.event.Observes;
+import jakarta.enterprise.inject.Instance;
+import jakarta.inject.Inject;
+import jakarta.inject.Singleton;
+
+import org.flywaydb.core.Flyway;
+import org.jboss.logging.Logger;
+
+import io.quarkus.runtime.PreventFurtherStepsException;
+import io.quarkus.runtime.Quarkus;
+import io.quarkus.runtime.StartupEvent;
+
+/**
+ * Validates the configuration before anything connects, then brings walhook's own schema up to
+ * date. A bad value stops start-up with one line naming the variable.
+ */
+@Singleton
+public class StartupCheck {
+
+    private static final Logger LOG = Logger.getLogger(StartupCheck.class);
+    /** Replication slot names: lower-case letters, digits and underscores (PostgreSQL's rule). */
+    private static final Pattern SLOT = Pattern.compile("[a-z0-9_]{1,63}");
+    private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}");
+    private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}\\.[A-Za-z_][A-Za-z0-9_$]{0,62}");
+
+    /** The exit status of a start-up stopped by configuration (sysexits' EX_CONFIG). */
+    public static final int EXIT_CONFIG = 78;
+
+    private final WalhookConfig config;
+    /** An Instance: the datasource (and so Flyway) is inactive until the URL is valid. */
+    private final Instance<Flyway> flyway;
+
+    @Inject
+    public StartupCheck(WalhookConfig config, Instance<Flyway> flyway) {
+        this.config = config;
+        this.flyway = flyway;
+    }
+
+    void onStart(@Observes @Priority(10) StartupEvent event) {
+        SourceUrl source;
+        try {
+            source = validate(config);
+        } catch (ConfigProblem problem) {
+            throw stop(problem);
+        }
+        try {
+            flyway.get().migrate();
+        } catch (RuntimeException e) {
+            throw stop(new ConfigProblem(SourceUrl.VARIABLE, "points at " + source
+                    + " where walhook cannot set up its schema '" + config.stateSchema() + "': " + firstLine(e)));
+        }
+        LOG.infof("walhook ready: source %s, slot %s, publication %s, state schema %s", source, config.slot(),
+                config.publication().name(), config.stateSchema());
+    }
+
+    /** Every check that needs no network; throws the first {@link ConfigProblem}. */
+    public static SourceUrl validate(WalhookConfig config) {
+        SourceUrl source = SourceUrl.parse(config.source().url(), config.source().user(), config.source().password());
+        if (!SLOT.matcher(config.slot()).matches()) {
+            throw new ConfigProblem("WALHOOK_SLOT", "'" + config.slot()
+                    + "' is not a replication slot name: use 1 to 63 lower-case letters, digits and underscores");
+        }
+        if (!IDENTIFIER.matcher(config.publication().name()).matches()) {
+            throw new ConfigProblem("WALHOOK_PUBLICATION", "'" + config.publication().name()
+                    + "' is not a plain identifier: use letters, digits and underscores, 63 at most");
+        }
+        if (!IDENTIFIER.matcher(config.stateSchema()).matches()) {
+            throw new ConfigProblem("WALHOOK_STATE_SCHEMA", "'" + config.stateSchema()
+                    + "' is not a plain identifier: use letters, digits and underscores, 63 at most");
+        }
+        String tables = config.publication().tables().strip();
+        if (!tables.equals("*")) {
+            for (String table : tables.split(",", -1)) {
+                if (!TABLE.matcher(table.strip()).matches()) {
+                    throw new ConfigProblem("WALHOOK_PUBLICATION_TABLES", "has '" + table.strip()
+                            + "'; expected * or a comma list of schema.table");
+                }
+            }
+        }
+        return source;
+    }
+
+    /**
+     * One log line naming the variable, then exit: thrown from a start-up observer, this
+     * exception makes Quarkus skip the remaining start-up steps without a stack trace.
+     */
+    private static PreventFurtherStepsException stop(ConfigProblem problem) {
+        LOG.error("walhook cannot start: " + problem.getMessage());
+        Quarkus.asyncExit(EXIT_CONFIG);
+        return new PreventFurtherStepsException(problem.getMessage(), EXIT_CONFIG);
+    }
+
+    private static String firstLine(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String message = String.valueOf(root.getMessage());
+        int newline = message.indexOf('\n');
+        return newline < 0 ? message : message.substring(0, newline);
+    }
+}

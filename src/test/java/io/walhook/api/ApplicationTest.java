@@ -1,0 +1,72 @@
+package io.walhook.api;
+
+import static io.restassured.RestAssured.given;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.matchesPattern;
+import static org.hamcrest.Matchers.nullValue;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.Test;
+
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.PostgresTestResource;
+import io.walhook.testing.TestPostgres;
+
+/** walhook starts against a real PostgreSQL: its schema, health, status and API contract. */
+@QuarkusTest
+@QuarkusTestResource(value = PostgresTestResource.class, restrictToAnnotatedClass = true)
+class ApplicationTest {
+
+    @ConfigProperty(name = "quarkus.datasource.jdbc.url")
+    String jdbcUrl;
+
+    @Test
+    void migratesItsOwnSchemaFromTheSourceUrl() throws Exception {
+        PostgresServer server = TestPostgres.shared();
+        String database = jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1);
+        try (Connection c = server.connect(database); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT to_regclass('walhook.checkpoint') IS NOT NULL,"
+                     + " (SELECT max(version) FROM walhook.flyway_schema_history)")) {
+            rs.next();
+            assertThat(rs.getBoolean(1)).isTrue();
+            assertThat(rs.getString(2)).isEqualTo("1");
+        }
+    }
+
+    @Test
+    void isReadyWhenTheDatabaseAnswers() {
+        given().get("/q/health/ready").then().statusCode(200).body("status", equalTo("UP"));
+        given().get("/q/health/live").then().statusCode(200).body("status", equalTo("UP"));
+    }
+
+    @Test
+    void reportsTheServerPositionBeforeTheSlotExists() {
+        given().get("/status").then().statusCode(200)
+                .contentType("application/json")
+                .body("slot.name", equalTo("walhook"))
+                .body("slot.exists", equalTo(false))
+                .body("server_lsn", matchesPattern("[0-9A-F]{1,8}/[0-9A-F]{1,8}"))
+                .body("lag_bytes", nullValue())
+                .body("subscriptions.size()", equalTo(0));
+    }
+
+    @Test
+    void servesOpenapiYamlAsTheContract() {
+        given().get("/q/openapi").then().statusCode(200)
+                .body(containsString("walhook management API"))
+                .body(containsString("/status:"));
+    }
+
+    @Test
+    void exposesPrometheusMetrics() {
+        given().get("/q/metrics").then().statusCode(200).body(containsString("jvm_memory_used_bytes"));
+    }
+}

@@ -1,0 +1,57 @@
+package io.walhook.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class SourceUrlTest {
+
+    private static SourceUrl parse(String url) {
+        return SourceUrl.parse(Optional.ofNullable(url), Optional.empty(), Optional.empty());
+    }
+
+    @Test
+    void readsEveryPartOfALibpqUrl() {
+        SourceUrl url = parse("postgresql://app:s%40cret@db.example.com:6543/orders?sslmode=verify-full");
+        assertThat(url.host()).isEqualTo("db.example.com");
+        assertThat(url.port()).isEqualTo(6543);
+        assertThat(url.database()).isEqualTo("orders");
+        assertThat(url.user()).isEqualTo("app");
+        assertThat(url.password()).isEqualTo("s@cret");
+        assertThat(url.jdbcUrl()).isEqualTo("jdbc:postgresql://db.example.com:6543/orders?sslmode=verify-full");
+        assertThat(url.reactiveUrl()).isEqualTo("postgresql://db.example.com:6543/orders?sslmode=verify-full");
+        assertThat(url.toString()).doesNotContain("s@cret");
+    }
+
+    @Test
+    void defaultsThePortAndLetsOverridesWin() {
+        SourceUrl url = SourceUrl.parse(Optional.of("postgres://app:old@localhost/db"), Optional.of("other"),
+                Optional.of("new"));
+        assertThat(url.port()).isEqualTo(5432);
+        assertThat(url.user()).isEqualTo("other");
+        assertThat(url.password()).isEqualTo("new");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "                                           | is required",
+        "mysql://u@h/db                             | must start with postgresql://",
+        "postgresql://u@h                           | must name one database",
+        "postgresql://u@h/db?sslmode=sometimes      | sslmode=sometimes",
+        "postgresql://u@h/db?currentSchema=x        | unsupported parameter 'currentSchema'",
+        "postgresql://h/db                          | names no user",
+        "postgresql://u@h:99999999999/db            | is not host[:port]",
+    })
+    void namesTheVariableAndTheProblem(String url, String problem) {
+        assertThatThrownBy(() -> parse(url))
+                .isInstanceOf(ConfigProblem.class)
+                .hasMessageStartingWith("WALHOOK_SOURCE_URL ")
+                .hasMessageContaining(problem)
+                .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+}

@@ -1,0 +1,73 @@
+package io.walhook.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WalhookProcess;
+
+/** The packaged jar, configured by environment variables: bad values stop it with one line. */
+class StartupIT {
+
+    private static final Duration EXIT = Duration.ofSeconds(60);
+
+    private static List<String> linesNaming(String output, String variable) {
+        return Arrays.stream(output.split("\n")).filter(l -> l.contains(variable)).toList();
+    }
+
+    private static void assertStopsNaming(Map<String, String> env, String variable, String problem) throws Exception {
+        try (WalhookProcess walhook = WalhookProcess.start(env)) {
+            int status = walhook.awaitExit(EXIT);
+            String output = walhook.output();
+            assertThat(status).as(output).isEqualTo(StartupCheck.EXIT_CONFIG);
+            assertThat(linesNaming(output, variable)).as(output).hasSize(1)
+                    .allSatisfy(line -> assertThat(line).contains(problem));
+            assertThat(output).as("no stack trace").doesNotContain("\tat ").doesNotContain("Exception");
+        }
+    }
+
+    @Test
+    void missingSourceUrlStopsStartup() throws Exception {
+        assertStopsNaming(Map.of(), "WALHOOK_SOURCE_URL", "is required");
+    }
+
+    @Test
+    void badSlotNameStopsStartup() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase()), "WALHOOK_SLOT", "Orders-Slot"),
+                "WALHOOK_SLOT", "'Orders-Slot' is not a replication slot name");
+    }
+
+    @Test
+    void badPublicationTablesStopStartup() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase()),
+                "WALHOOK_PUBLICATION_TABLES", "public.orders,customers"),
+                "WALHOOK_PUBLICATION_TABLES", "'customers'");
+    }
+
+    @Test
+    void unreachableDatabaseStopsStartupNamingTheUrl() throws Exception {
+        assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", "postgresql://app:secret@127.0.0.1:1/app"),
+                "WALHOOK_SOURCE_URL", "127.0.0.1:1");
+    }
+
+    @Test
+    void startsAndBecomesReadyFromTheSourceUrlAlone() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("startup");
+        try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database)))) {
+            walhook.awaitReady(Duration.ofSeconds(60));
+            assertThat(walhook.status("/status")).isEqualTo(200);
+            assertThat(walhook.output()).contains("walhook ready: source postgresql://postgres@127.0.0.1:" + pg.port()
+                    + "/" + database).doesNotContain(":" + pg.password() + "@");
+        }
+    }
+}

@@ -1,0 +1,146 @@
+package io.walhook.testing;
+
+import java.io.IOException;
+import java.net.HttpURLConnection;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The packaged walhook ({@code target/quarkus-app/quarkus-run.jar}) in its own process,
+ * configured by environment variables only, as operators run it.
+ */
+public final class WalhookProcess implements AutoCloseable {
+
+    private final Process process;
+    private final Path output;
+    private final int httpPort;
+
+    private WalhookProcess(Process process, Path output, int httpPort) {
+        this.process = process;
+        this.output = output;
+        this.httpPort = httpPort;
+    }
+
+    public static Path jar() {
+        Path jar = Path.of("target", "quarkus-app", "quarkus-run.jar").toAbsolutePath();
+        if (!Files.isRegularFile(jar)) {
+            throw new HarnessException(jar + " does not exist: run './mvnw package' first");
+        }
+        return jar;
+    }
+
+    /** Starts walhook with exactly these variables (plus PATH and HOME) and a free HTTP port. */
+    public static WalhookProcess start(Map<String, String> env) {
+        int port = freePort();
+        try {
+            Path output = Files.createTempFile("walhook-process", ".log");
+            List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx256m", "-XX:+UseSerialGC", "-jar", jar().toString()));
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectOutput(output.toFile());
+            Map<String, String> environment = builder.environment();
+            environment.keySet().removeIf(k -> !k.equals("PATH") && !k.equals("HOME") && !k.equals("TMPDIR"));
+            environment.put("QUARKUS_HTTP_PORT", Integer.toString(port));
+            environment.putAll(env);
+            return new WalhookProcess(builder.start(), output, port);
+        } catch (IOException e) {
+            throw new HarnessException("cannot start walhook: " + e.getMessage(), e);
+        }
+    }
+
+    public int httpPort() {
+        return httpPort;
+    }
+
+    public URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + httpPort + path);
+    }
+
+    /** Everything the process printed so far. */
+    public String output() {
+        try {
+            return Files.readString(output, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "(cannot read output: " + e.getMessage() + ")";
+        }
+    }
+
+    /** Waits for the process to end by itself; returns its exit status. */
+    public int awaitExit(Duration timeout) throws InterruptedException {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("walhook did not exit within " + timeout + "; output:\n" + output());
+        }
+        return process.exitValue();
+    }
+
+    /** Waits until {@code /q/health/ready} answers 200, or fails with the process's output. */
+    public void awaitReady(Duration timeout) throws InterruptedException {
+        Instant deadline = Instant.now().plus(timeout);
+        while (Instant.now().isBefore(deadline)) {
+            if (!process.isAlive()) {
+                throw new AssertionError("walhook exited with " + process.exitValue() + "; output:\n" + output());
+            }
+            if (status("/q/health/ready") == 200) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError("walhook was not ready within " + timeout + "; output:\n" + output());
+    }
+
+    /** The HTTP status of a GET, or -1 when nothing answers. */
+    public int status(String path) {
+        try {
+            HttpURLConnection connection = (HttpURLConnection) uri(path).toURL().openConnection();
+            connection.setConnectTimeout(1000);
+            connection.setReadTimeout(5000);
+            try {
+                return connection.getResponseCode();
+            } finally {
+                connection.disconnect();
+            }
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** SIGTERM, as an orchestrator stops it. */
+    public void terminate() {
+        process.destroy();
+    }
+
+    @Override
+    public void close() {
+        process.destroyForcibly();
+        try {
+            process.waitFor(30, TimeUnit.SECONDS);
+            Files.deleteIfExists(output);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IOException ignored) {
+            // a leftover log in the temp directory
+        }
+    }
+
+    private static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new HarnessException("cannot find a free port: " + e, e);
+        }
+    }
+}
