@@ -1,0 +1,88 @@
+package io.walhook.testing;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Consumer;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+/**
+ * A real HTTP receiver on 127.0.0.1 that records every request it gets and answers 204.
+ * Tests read {@link #requests()}; the quick start prints them as they arrive.
+ */
+public final class WebhookReceiver implements AutoCloseable {
+
+    /** One request as received: method, path, headers (lower-case names) and body. */
+    public record Request(String method, String path, Map<String, List<String>> headers, String body) {
+        public String header(String name) {
+            List<String> values = headers.get(name.toLowerCase(java.util.Locale.ROOT));
+            return values == null || values.isEmpty() ? null : values.get(0);
+        }
+    }
+
+    private final HttpServer server;
+    private final ExecutorService executor;
+    private final List<Request> requests = new CopyOnWriteArrayList<>();
+    private final Consumer<Request> listener;
+
+    private WebhookReceiver(Consumer<Request> listener) throws IOException {
+        this.listener = listener;
+        this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
+        this.executor = Executors.newFixedThreadPool(4, r -> {
+            Thread t = new Thread(r, "webhook-receiver");
+            t.setDaemon(true);
+            return t;
+        });
+        server.setExecutor(executor);
+        server.createContext("/", this::handle);
+        server.start();
+    }
+
+    public static WebhookReceiver start() {
+        return start(request -> { });
+    }
+
+    public static WebhookReceiver start(Consumer<Request> listener) {
+        try {
+            return new WebhookReceiver(listener);
+        } catch (IOException e) {
+            throw new HarnessException("cannot start the webhook receiver: " + e.getMessage(), e);
+        }
+    }
+
+    private void handle(HttpExchange exchange) throws IOException {
+        try (exchange; InputStream in = exchange.getRequestBody()) {
+            String body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            Map<String, List<String>> headers = new java.util.TreeMap<>();
+            exchange.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(java.util.Locale.ROOT), List.copyOf(v)));
+            Request request = new Request(exchange.getRequestMethod(), exchange.getRequestURI().getPath(), headers, body);
+            requests.add(request);
+            listener.accept(request);
+            exchange.sendResponseHeaders(204, -1);
+        }
+    }
+
+    /** The URL of a path on this receiver. */
+    public String url(String path) {
+        return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+    }
+
+    public List<Request> requests() {
+        return List.copyOf(requests);
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}
