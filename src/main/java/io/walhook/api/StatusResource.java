@@ -13,6 +13,8 @@ import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Row;
 import io.vertx.mutiny.sqlclient.Tuple;
 import io.walhook.config.WalhookConfig;
+import io.walhook.source.ReplicationSource;
+import io.walhook.source.SourceStatus;
 
 /** {@code GET /status}: where the slot stands against the server, and what walhook has acknowledged. */
 @Path("/status")
@@ -22,10 +24,13 @@ public class StatusResource {
     private final WalhookConfig config;
     private final String query;
 
+    private final ReplicationSource source;
+
     @Inject
-    public StatusResource(Pool pool, WalhookConfig config) {
+    public StatusResource(Pool pool, WalhookConfig config, ReplicationSource source) {
         this.pool = pool;
         this.config = config;
+        this.source = source;
         // state-schema is validated as a plain identifier at start-up
         this.query = """
                 SELECT pg_current_wal_lsn()::text AS server_lsn,
@@ -50,7 +55,11 @@ public class StatusResource {
         StatusView.SlotView slot = new StatusView.SlotView(config.slot(), row.getBoolean("slot_exists"),
                 row.getBoolean("active"), row.getString("confirmed_flush_lsn"), row.getString("restart_lsn"),
                 row.getString("wal_status"));
+        SourceStatus s = source.status();
+        StatusView.ReplicationView replication = s == null ? null : new StatusView.ReplicationView(s.state().name(),
+                s.lastError(), s.received().toString(), s.acknowledged().toString(), s.events(),
+                s.pendingTransactions(), s.openStreams(), s.spilledTransactions());
         return new StatusView(slot, row.getString("server_lsn"), row.getLong("lag_bytes"),
-                row.getString("checkpoint_lsn"), List.of());
+                row.getString("checkpoint_lsn"), replication, List.of());
     }
 }

@@ -7,7 +7,13 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 /** The body of {@code GET /status}; see {@code StatusView} in openapi.yaml. */
 @RegisterForReflection
 public record StatusView(SlotView slot, String serverLsn, Long lagBytes, String checkpointLsn,
-        List<SubscriptionStatusView> subscriptions) {
+        ReplicationView replication, List<SubscriptionStatusView> subscriptions) {
+
+    /** The replication reader of this instance. */
+    @RegisterForReflection
+    public record ReplicationView(String state, String lastError, String receivedLsn, String acknowledgedLsn,
+            long events, int pendingTransactions, int openStreams, long spilledTransactions) {
+    }
 
     /** The replication slot as the server reports it; {@code exists=false} before walhook created it. */
     @RegisterForReflection

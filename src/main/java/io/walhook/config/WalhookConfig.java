@@ -45,6 +45,29 @@ public interface WalhookConfig {
 
         /** Overrides the URL's password. */
         Optional<String> password();
+
+        /** How often walhook reports its position to the server; keep it below wal_sender_timeout / 2. */
+        @WithDefault("10s")
+        java.time.Duration statusInterval();
+
+        /** How long walhook may wait between acknowledging delivered positions (and persisting them). */
+        @WithDefault("1s")
+        java.time.Duration checkpointInterval();
+
+        /** Bytes of unfinished streamed transactions kept in memory; beyond, they are spilled to disk. */
+        @WithDefault("67108864")
+        long streamMemoryBytes();
+
+        /** Where streamed transactions are spilled; the JVM's temporary directory when unset. */
+        Optional<String> spillDirectory();
+
+        /** Events handed from the reader to delivery before the reader waits (back-pressure). */
+        @WithDefault("10000")
+        int handoffCapacity();
+
+        /** The longest wait between reconnection attempts (backoff doubles from 1 s). */
+        @WithDefault("30s")
+        java.time.Duration reconnectMaxBackoff();
     }
 
     interface Publication {

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.matchesPattern;
-import static org.hamcrest.Matchers.nullValue;
+import static org.hamcrest.Matchers.notNullValue;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
 
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -42,20 +45,25 @@ class ApplicationTest {
     }
 
     @Test
-    void isReadyWhenTheDatabaseAnswers() {
-        given().get("/q/health/ready").then().statusCode(200).body("status", equalTo("UP"));
+    void isReadyOnceTheReplicationStreamRuns() {
+        await().atMost(Duration.ofSeconds(30)).untilAsserted(() ->
+                given().get("/q/health/ready").then().statusCode(200).body("status", equalTo("UP")));
+        given().get("/q/health/ready").then().body("checks.find { it.name == 'replication' }.data.state",
+                equalTo("STREAMING"));
         given().get("/q/health/live").then().statusCode(200).body("status", equalTo("UP"));
     }
 
     @Test
-    void reportsTheServerPositionBeforeTheSlotExists() {
-        given().get("/status").then().statusCode(200)
+    void reportsTheSlotItCreatedAndItsStream() {
+        await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/status").then().statusCode(200)
                 .contentType("application/json")
                 .body("slot.name", equalTo("walhook"))
-                .body("slot.exists", equalTo(false))
+                .body("slot.exists", equalTo(true))
+                .body("slot.active", equalTo(true))
                 .body("server_lsn", matchesPattern("[0-9A-F]{1,8}/[0-9A-F]{1,8}"))
-                .body("lag_bytes", nullValue())
-                .body("subscriptions.size()", equalTo(0));
+                .body("lag_bytes", notNullValue())
+                .body("replication.state", equalTo("STREAMING"))
+                .body("subscriptions.size()", equalTo(0)));
     }
 
     @Test

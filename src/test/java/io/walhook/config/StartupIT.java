@@ -9,6 +9,7 @@ import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
+import io.walhook.testing.EmbeddedPostgres;
 import io.walhook.testing.PostgresServer;
 import io.walhook.testing.TestPostgres;
 import io.walhook.testing.WalhookProcess;
@@ -69,5 +70,29 @@ class StartupIT {
             assertThat(walhook.output()).contains("walhook ready: source postgresql://postgres@127.0.0.1:" + pg.port()
                     + "/" + database).doesNotContain(":" + pg.password() + "@");
         }
+    }
+
+    @Test
+    void walLevelOtherThanLogicalStopsStartupWithTheFix() throws Exception {
+        EmbeddedPostgres replica = EmbeddedPostgres.builder().setting("wal_level", "replica").start();
+        try {
+            assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", replica.sourceUrl("postgres")), "WALHOOK_SOURCE_URL",
+                    "wal_level = replica; walhook needs logical: run ALTER SYSTEM SET wal_level = logical;");
+        } finally {
+            replica.stop();
+        }
+    }
+
+    @Test
+    void roleWithoutReplicationStopsStartupWithTheFix() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("norepl");
+        try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement()) {
+            s.execute("CREATE ROLE plain_" + database + " LOGIN PASSWORD 'pw'");
+            s.execute("GRANT CREATE ON DATABASE " + database + " TO plain_" + database);
+        }
+        String url = "postgresql://plain_" + database + ":pw@127.0.0.1:" + pg.port() + "/" + database;
+        assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", url), "WALHOOK_SOURCE_URL",
+                "may not replicate: run ALTER ROLE \"plain_" + database + "\" REPLICATION;");
     }
 }

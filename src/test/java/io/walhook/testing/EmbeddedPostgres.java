@@ -317,6 +317,16 @@ public final class EmbeddedPostgres implements PostgresServer {
         return data;
     }
 
+    /** Stops the server (fast shutdown: clients are disconnected) and starts it again on the same port. */
+    public synchronized void restart() {
+        ToolResult stopped = runQuietly(List.of(tool("pg_ctl"), "-D", data.toString(), "-m", "fast", "-w", "stop"));
+        if (stopped.exitCode != 0) {
+            throw new HarnessException("pg_ctl stop failed: " + stopped.output.strip());
+        }
+        running = false;
+        startOnPort(port);
+    }
+
     @Override
     public synchronized void stop() {
         if (running) {

@@ -1,0 +1,139 @@
+package io.walhook.change;
+
+import io.walhook.pgoutput.Lsn;
+import io.walhook.pgoutput.TupleData;
+
+/**
+ * One change as walhook delivers it (CONTRACT.md section 3), still in pgoutput's form: the
+ * tuples are the decoded (detached) bytes and become JSON only in {@link EventJsonWriter}.
+ *
+ * <p>{@link #id()} is stable: the commit LSN of its transaction and its position in it, so the
+ * same change always has the same id across retries, restarts and redelivery.
+ */
+public final class ChangeEvent {
+
+    private final Operation op;
+    private final RelationInfo relation;
+    private final TupleData key;
+    private final TupleData oldRow;
+    private final TupleData newRow;
+    private final Lsn lsn;
+    private final TxInfo tx;
+    private final int seq;
+    private final boolean truncateCascade;
+    private final boolean truncateRestartIdentity;
+    private final String messagePrefix;
+    private final byte[] messageContent;
+    private final boolean messageTransactional;
+
+    private ChangeEvent(Operation op, RelationInfo relation, TupleData key, TupleData oldRow, TupleData newRow, Lsn lsn,
+            TxInfo tx, int seq, boolean truncateCascade, boolean truncateRestartIdentity, String messagePrefix,
+            byte[] messageContent, boolean messageTransactional) {
+        this.op = op;
+        this.relation = relation;
+        this.key = key;
+        this.oldRow = oldRow;
+        this.newRow = newRow;
+        this.lsn = lsn;
+        this.tx = tx;
+        this.seq = seq;
+        this.truncateCascade = truncateCascade;
+        this.truncateRestartIdentity = truncateRestartIdentity;
+        this.messagePrefix = messagePrefix;
+        this.messageContent = messageContent;
+        this.messageTransactional = messageTransactional;
+    }
+
+    /** An insert, update or delete: {@code key} is a 'K' tuple, {@code oldRow} an 'O' tuple, either may be null. */
+    static ChangeEvent row(Operation op, RelationInfo relation, TupleData key, TupleData oldRow, TupleData newRow,
+            Lsn lsn, TxInfo tx, int seq) {
+        return new ChangeEvent(op, relation, key, oldRow, newRow, lsn, tx, seq, false, false, null, null, false);
+    }
+
+    static ChangeEvent truncate(RelationInfo relation, boolean cascade, boolean restartIdentity, Lsn lsn, TxInfo tx,
+            int seq) {
+        return new ChangeEvent(Operation.TRUNCATE, relation, null, null, null, lsn, tx, seq, cascade, restartIdentity,
+                null, null, false);
+    }
+
+    static ChangeEvent message(String prefix, byte[] content, boolean transactional, Lsn lsn, TxInfo tx, int seq) {
+        return new ChangeEvent(Operation.MESSAGE, null, null, null, null, lsn, tx, seq, false, false, prefix, content,
+                transactional);
+    }
+
+    /** {@code <commit LSN as 16 hex digits>-<position in the transaction, 4 digits or more>}. */
+    public String id() {
+        return tx.commitLsn().hex16() + "-" + (seq < 10000 ? String.format("%04d", seq) : Integer.toString(seq));
+    }
+
+    public Operation op() {
+        return op;
+    }
+
+    /** The table; null for a logical message. */
+    public RelationInfo relation() {
+        return relation;
+    }
+
+    public String schema() {
+        return relation == null ? null : relation.schema();
+    }
+
+    public String table() {
+        return relation == null ? null : relation.table();
+    }
+
+    /** The 'K' tuple of an update or delete, when the server sent one. */
+    public TupleData keyTuple() {
+        return key;
+    }
+
+    /** The 'O' tuple (the whole old row under REPLICA IDENTITY FULL), or null. */
+    public TupleData oldRow() {
+        return oldRow;
+    }
+
+    /** The new row of an insert or update, or null. */
+    public TupleData newRow() {
+        return newRow;
+    }
+
+    /** The change's own WAL position (not unique: a multi-row insert shares one). */
+    public Lsn lsn() {
+        return lsn;
+    }
+
+    public TxInfo tx() {
+        return tx;
+    }
+
+    /** Position in the transaction, from 1 (0 for a non-transactional message). */
+    public int seq() {
+        return seq;
+    }
+
+    public boolean truncateCascade() {
+        return truncateCascade;
+    }
+
+    public boolean truncateRestartIdentity() {
+        return truncateRestartIdentity;
+    }
+
+    public String messagePrefix() {
+        return messagePrefix;
+    }
+
+    public byte[] messageContent() {
+        return messageContent;
+    }
+
+    public boolean messageTransactional() {
+        return messageTransactional;
+    }
+
+    @Override
+    public String toString() {
+        return id() + " " + op.wireName() + (relation == null ? " message " + messagePrefix : " " + relation);
+    }
+}

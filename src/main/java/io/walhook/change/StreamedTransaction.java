@@ -1,0 +1,159 @@
+package io.walhook.change;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import io.walhook.pgoutput.Lsn;
+
+/**
+ * The messages of one in-progress streamed transaction, kept as raw pgoutput bytes until its
+ * Stream Commit: in memory while small, then appended to a temporary file so a transaction of any
+ * size costs bounded heap. Subtransactions aborted on the way are remembered and skipped on replay.
+ */
+final class StreamedTransaction implements AutoCloseable {
+
+    /** One buffered message: its WAL position, its (sub)transaction and its bytes. */
+    record Record(Lsn lsn, long subXid, byte[] bytes) {
+    }
+
+    /** Receives the records of a replay in order. */
+    interface RecordConsumer {
+        void accept(Record record);
+    }
+
+    private final long xid;
+    private final Path spillDirectory;
+    private final List<Record> memory = new ArrayList<>();
+    private final Set<Long> abortedSubXids = new HashSet<>();
+    private long memoryBytes;
+    private Path file;
+    private DataOutputStream out;
+    private long records;
+
+    StreamedTransaction(long xid, Path spillDirectory) {
+        this.xid = xid;
+        this.spillDirectory = spillDirectory;
+    }
+
+    long xid() {
+        return xid;
+    }
+
+    long memoryBytes() {
+        return memoryBytes;
+    }
+
+    boolean spilled() {
+        return file != null;
+    }
+
+    long records() {
+        return records;
+    }
+
+    void append(Lsn lsn, long subXid, byte[] bytes) {
+        records++;
+        if (out != null) {
+            write(new Record(lsn, subXid, bytes));
+            return;
+        }
+        memory.add(new Record(lsn, subXid, bytes));
+        memoryBytes += bytes.length + 48L;
+    }
+
+    /** Moves what is in memory to a file; later appends go straight to it. */
+    void spill() {
+        if (out != null) {
+            return;
+        }
+        try {
+            Files.createDirectories(spillDirectory);
+            file = Files.createTempFile(spillDirectory, "walhook-stream-" + Long.toUnsignedString(xid) + "-", ".spill");
+            out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(file), 1 << 16));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot spill streamed transaction " + Long.toUnsignedString(xid)
+                    + " to " + spillDirectory + ": " + e.getMessage(), e);
+        }
+        for (Record record : memory) {
+            write(record);
+        }
+        memory.clear();
+        memoryBytes = 0;
+    }
+
+    private void write(Record record) {
+        try {
+            out.writeLong(record.lsn().value());
+            out.writeLong(record.subXid());
+            out.writeInt(record.bytes().length);
+            out.write(record.bytes());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot append to " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Stream Abort of a subtransaction: its changes are dropped at replay. */
+    void abortSubTransaction(long subXid) {
+        abortedSubXids.add(subXid);
+    }
+
+    /** Hands every record of a live (sub)transaction to {@code consumer}, in the order received. */
+    void replay(RecordConsumer consumer) {
+        if (out == null) {
+            for (Record record : memory) {
+                if (!abortedSubXids.contains(record.subXid())) {
+                    consumer.accept(record);
+                }
+            }
+            return;
+        }
+        try {
+            out.flush();
+            try (DataInputStream in = new DataInputStream(new BufferedInputStream(Files.newInputStream(file), 1 << 16))) {
+                while (true) {
+                    long lsn;
+                    try {
+                        lsn = in.readLong();
+                    } catch (EOFException end) {
+                        return;
+                    }
+                    long subXid = in.readLong();
+                    byte[] bytes = new byte[in.readInt()];
+                    in.readFully(bytes);
+                    if (!abortedSubXids.contains(subXid)) {
+                        consumer.accept(new Record(Lsn.of(lsn), subXid, bytes));
+                    }
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read back " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void close() {
+        memory.clear();
+        memoryBytes = 0;
+        if (out != null) {
+            try {
+                out.close();
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot delete " + file + ": " + e.getMessage(), e);
+            } finally {
+                out = null;
+            }
+        }
+    }
+}

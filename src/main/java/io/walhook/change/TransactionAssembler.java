@@ -1,0 +1,375 @@
+package io.walhook.change;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.walhook.pgoutput.Lsn;
+import io.walhook.pgoutput.PgOutputDecoder;
+import io.walhook.pgoutput.PgOutputException;
+import io.walhook.pgoutput.PgOutputMessage;
+import io.walhook.pgoutput.TupleData;
+
+/**
+ * Turns one replication connection's pgoutput messages into transactions of {@link ChangeEvent}s,
+ * in commit order: the relation and type caches, ordinary transactions (events flow as they
+ * arrive: the server sends a transaction only once it committed), streamed transactions (buffered
+ * by xid until Stream Commit, spilled to disk past a memory bound, dropped on Stream Abort, their
+ * aborted subtransactions skipped), and non-transactional logical messages.
+ *
+ * <p>Transactions whose commit LSN is below {@link #skipCommittedBefore(Lsn)} were already handed
+ * on (before a restart or reconnect) and produce nothing; their Relation messages still count.
+ *
+ * <p>walhook does not enable {@code two_phase}: a prepared transaction arrives as an ordinary one
+ * at COMMIT PREPARED and never when rolled back, so two-phase messages are a protocol error here.
+ *
+ * <p>Single-threaded: the replication reader thread owns it.
+ */
+public final class TransactionAssembler {
+
+    /** Where transactions go, in commit order. */
+    public interface Output {
+        /** A transaction begins; its events follow. */
+        void begin(TxInfo tx);
+
+        void event(ChangeEvent event);
+
+        /** The transaction ended at {@code endLsn} with {@code events} events. */
+        void commit(TxInfo tx, Lsn endLsn, int events);
+    }
+
+    private final Output output;
+    private final String stateSchema;
+    private final Path spillDirectory;
+    private final long streamMemoryBytes;
+    private final PgOutputDecoder decoder = new PgOutputDecoder();
+    /** Converters share scratch buffers: events must be written to JSON by one thread at a time. */
+    private final ValueConverters valueConverters = new ValueConverters();
+    private final Map<Long, RelationInfo> relations = new HashMap<>();
+    private final Map<Long, PgOutputMessage.Type> types = new HashMap<>();
+    private final Map<Long, StreamedTransaction> streams = new LinkedHashMap<>();
+    private Lsn skipBefore = Lsn.INVALID;
+    private long spilled;
+
+    // the transaction being emitted (between Begin and Commit, or during a Stream Commit replay)
+    private TxInfo tx;
+    private boolean skipping;
+    private int seq;
+    // the stream block being received
+    private StreamedTransaction stream;
+
+    /**
+     * @param stateSchema walhook's own schema, whose changes are never events
+     * @param spillDirectory where streamed transactions past the memory bound are kept
+     * @param streamMemoryBytes how many bytes of streamed transactions stay in memory, all together
+     */
+    public TransactionAssembler(Output output, String stateSchema, Path spillDirectory, long streamMemoryBytes) {
+        this.output = output;
+        this.stateSchema = stateSchema;
+        this.spillDirectory = spillDirectory;
+        this.streamMemoryBytes = streamMemoryBytes;
+    }
+
+    /** Transactions committed before {@code lsn} (a persisted or handed-on end LSN) produce nothing. */
+    public void skipCommittedBefore(Lsn lsn) {
+        if (lsn.compareTo(skipBefore) > 0) {
+            skipBefore = lsn;
+        }
+    }
+
+    /** True between a Begin and its Commit, or while any streamed transaction is unfinished. */
+    public boolean busy() {
+        return tx != null || !streams.isEmpty();
+    }
+
+    /** Streamed transactions buffered, spilled or not. */
+    public int openStreams() {
+        return streams.size();
+    }
+
+    /** Streamed transactions that outgrew the memory bound and went to disk, since start. */
+    public long spilledTransactions() {
+        return spilled;
+    }
+
+    /** After the connection is replaced: the server starts over every unfinished transaction. */
+    public void reset() {
+        decoder.reset();
+        tx = null;
+        skipping = false;
+        stream = null;
+        streams.values().forEach(StreamedTransaction::close);
+        streams.clear();
+    }
+
+    /**
+     * One pgoutput message as received.
+     *
+     * @param message the message bytes (position to limit); not kept after the call
+     * @param lsn the WAL position the server gave it (XLogData's start)
+     * @throws PgOutputException if the bytes are malformed or arrive in an impossible order
+     */
+    public void accept(ByteBuffer message, Lsn lsn) {
+        PgOutputMessage decoded = decoder.decode(message);
+        if (stream != null && buffersInStream(decoded)) {
+            byte[] bytes = new byte[message.remaining()];
+            message.duplicate().get(bytes);
+            stream.append(lsn, streamXid(decoded), bytes);
+            if (!stream.spilled() && streamedMemory() > streamMemoryBytes) {
+                stream.spill();
+                spilled++;
+            }
+            return;
+        }
+        handle(decoded, lsn);
+    }
+
+    private long streamedMemory() {
+        long total = 0;
+        for (StreamedTransaction s : streams.values()) {
+            total += s.memoryBytes();
+        }
+        return total;
+    }
+
+    /** Inside a stream block everything but the block's own framing belongs to the streamed transaction. */
+    private static boolean buffersInStream(PgOutputMessage m) {
+        return switch (m.messageType()) {
+            case RELATION, TYPE, INSERT, UPDATE, DELETE, TRUNCATE -> true;
+            case MESSAGE -> ((PgOutputMessage.LogicalMessage) m).transactional();
+            default -> false;
+        };
+    }
+
+    private static long streamXid(PgOutputMessage m) {
+        Long xid = switch (m.messageType()) {
+            case RELATION -> ((PgOutputMessage.Relation) m).xid();
+            case TYPE -> ((PgOutputMessage.Type) m).xid();
+            case INSERT -> ((PgOutputMessage.Insert) m).xid();
+            case UPDATE -> ((PgOutputMessage.Update) m).xid();
+            case DELETE -> ((PgOutputMessage.Delete) m).xid();
+            case TRUNCATE -> ((PgOutputMessage.Truncate) m).xid();
+            case MESSAGE -> ((PgOutputMessage.LogicalMessage) m).xid();
+            default -> null;
+        };
+        return xid == null ? 0 : xid;
+    }
+
+    private void handle(PgOutputMessage m, Lsn lsn) {
+        switch (m.messageType()) {
+            case BEGIN -> {
+                PgOutputMessage.Begin begin = (PgOutputMessage.Begin) m;
+                if (tx != null) {
+                    throw protocol("Begin of xid " + Long.toUnsignedString(begin.xid()) + " inside transaction "
+                            + Long.toUnsignedString(tx.xid()));
+                }
+                startTransaction(new TxInfo(begin.xid(), begin.finalLsn(), begin.commitTime()));
+            }
+            case COMMIT -> {
+                PgOutputMessage.Commit commit = (PgOutputMessage.Commit) m;
+                if (tx == null || !commit.commitLsn().equals(tx.commitLsn())) {
+                    throw protocol("Commit at " + commit.commitLsn() + " without its Begin");
+                }
+                finishTransaction(commit.endLsn());
+            }
+            case ORIGIN -> {
+                // the origin of a replicated transaction: nothing to deliver
+            }
+            case RELATION -> relation((PgOutputMessage.Relation) m);
+            case TYPE -> {
+                PgOutputMessage.Type type = (PgOutputMessage.Type) m;
+                types.put(type.typeOid(), type);
+            }
+            case INSERT, UPDATE, DELETE, TRUNCATE -> change(m, lsn);
+            case MESSAGE -> message((PgOutputMessage.LogicalMessage) m, lsn);
+            case STREAM_START -> {
+                PgOutputMessage.StreamStart start = (PgOutputMessage.StreamStart) m;
+                StreamedTransaction existing = streams.get(start.xid());
+                if (start.firstSegment() || existing == null) {
+                    if (!start.firstSegment()) {
+                        throw protocol("Stream Start of xid " + Long.toUnsignedString(start.xid())
+                                + " continues a streamed transaction never started");
+                    }
+                    if (existing != null) {
+                        existing.close(); // restarted from its first segment: drop the partial copy
+                    }
+                    existing = new StreamedTransaction(start.xid(), spillDirectory);
+                    streams.put(start.xid(), existing);
+                }
+                stream = existing;
+            }
+            case STREAM_STOP -> stream = null;
+            case STREAM_COMMIT -> streamCommit((PgOutputMessage.StreamCommit) m);
+            case STREAM_ABORT -> {
+                PgOutputMessage.StreamAbort abort = (PgOutputMessage.StreamAbort) m;
+                StreamedTransaction aborted = streams.get(abort.xid());
+                if (aborted != null) {
+                    if (abort.subXid() == abort.xid()) {
+                        streams.remove(abort.xid()).close();
+                    } else {
+                        aborted.abortSubTransaction(abort.subXid());
+                    }
+                }
+                // an abort of a transaction never streamed to us (e.g. before a restart) drops nothing
+            }
+            case BEGIN_PREPARE, PREPARE, COMMIT_PREPARED, ROLLBACK_PREPARED, STREAM_PREPARE -> throw protocol(
+                    m.messageType() + " received: walhook's replication does not enable two_phase; is another"
+                            + " client's option on this slot?");
+        }
+    }
+
+    private void startTransaction(TxInfo info) {
+        tx = info;
+        seq = 0;
+        skipping = skipBefore.isValid() && info.commitLsn().compareTo(skipBefore) < 0;
+        if (!skipping) {
+            output.begin(info);
+        }
+    }
+
+    private void finishTransaction(Lsn endLsn) {
+        if (!skipping) {
+            output.commit(tx, endLsn, seq);
+        }
+        tx = null;
+        skipping = false;
+    }
+
+    private void streamCommit(PgOutputMessage.StreamCommit commit) {
+        StreamedTransaction committed = streams.remove(commit.xid());
+        if (tx != null) {
+            throw protocol("Stream Commit of xid " + Long.toUnsignedString(commit.xid()) + " inside a transaction");
+        }
+        startTransaction(new TxInfo(commit.xid(), commit.commitLsn(), commit.commitTime()));
+        if (committed != null) {
+            try (committed) {
+                if (!skipping) {
+                    PgOutputDecoder replay = new PgOutputDecoder();
+                    replay.decode(ByteBuffer.wrap(streamStart(commit.xid())));
+                    committed.replay(record -> handle(replay.decode(ByteBuffer.wrap(record.bytes())), record.lsn()));
+                } else {
+                    // already handed on; relations still matter for what follows
+                    PgOutputDecoder replay = new PgOutputDecoder();
+                    replay.decode(ByteBuffer.wrap(streamStart(commit.xid())));
+                    committed.replay(record -> {
+                        PgOutputMessage m = replay.decode(ByteBuffer.wrap(record.bytes()));
+                        if (m.messageType() == io.walhook.pgoutput.MessageType.RELATION
+                                || m.messageType() == io.walhook.pgoutput.MessageType.TYPE) {
+                            handle(m, record.lsn());
+                        }
+                    });
+                }
+            }
+        }
+        finishTransaction(commit.endLsn());
+    }
+
+    private static byte[] streamStart(long xid) {
+        return new byte[] {'S', (byte) (xid >>> 24), (byte) (xid >>> 16), (byte) (xid >>> 8), (byte) xid, 1};
+    }
+
+    private void relation(PgOutputMessage.Relation relation) {
+        List<PgOutputMessage.Relation.Column> columns = relation.columns();
+        ValueConverter[] converters = new ValueConverter[columns.size()];
+        for (int i = 0; i < converters.length; i++) {
+            converters[i] = valueConverters.forColumn(columns.get(i), types::get);
+        }
+        boolean routed = !relation.effectiveNamespace().equals(stateSchema);
+        relations.put(relation.relationId(), new RelationInfo(relation, converters, routed));
+    }
+
+    private RelationInfo relationFor(long oid, PgOutputMessage m) {
+        RelationInfo info = relations.get(oid);
+        if (info == null) {
+            throw protocol(m.messageType() + " for relation " + Long.toUnsignedString(oid) + " before its Relation message");
+        }
+        return info;
+    }
+
+    private void change(PgOutputMessage m, Lsn lsn) {
+        if (tx == null) {
+            throw protocol(m.messageType() + " outside a transaction");
+        }
+        switch (m.messageType()) {
+            case INSERT -> {
+                PgOutputMessage.Insert insert = (PgOutputMessage.Insert) m;
+                RelationInfo relation = checked(relationFor(insert.relationId(), m), insert.newTuple());
+                if (!skipping && relation.routed()) {
+                    emit(ChangeEvent.row(Operation.INSERT, relation, null, null, insert.newTuple().detach(), lsn, tx,
+                            ++seq));
+                }
+            }
+            case UPDATE -> {
+                PgOutputMessage.Update update = (PgOutputMessage.Update) m;
+                RelationInfo relation = checked(relationFor(update.relationId(), m), update.newTuple());
+                if (!skipping && relation.routed()) {
+                    emit(ChangeEvent.row(Operation.UPDATE, relation, detach(update.keyTuple()),
+                            detach(update.oldTuple()), update.newTuple().detach(), lsn, tx, ++seq));
+                }
+            }
+            case DELETE -> {
+                PgOutputMessage.Delete delete = (PgOutputMessage.Delete) m;
+                RelationInfo relation = relationFor(delete.relationId(), m);
+                checked(relation, delete.keyTuple() != null ? delete.keyTuple() : delete.oldTuple());
+                if (!skipping && relation.routed()) {
+                    emit(ChangeEvent.row(Operation.DELETE, relation, detach(delete.keyTuple()),
+                            detach(delete.oldTuple()), null, lsn, tx, ++seq));
+                }
+            }
+            case TRUNCATE -> {
+                PgOutputMessage.Truncate truncate = (PgOutputMessage.Truncate) m;
+                for (long oid : truncate.relationIds()) {
+                    RelationInfo relation = relationFor(oid, m);
+                    if (!skipping && relation.routed()) {
+                        emit(ChangeEvent.truncate(relation, truncate.cascade(), truncate.restartIdentity(), lsn, tx,
+                                ++seq));
+                    }
+                }
+            }
+            default -> throw new IllegalStateException("not a change: " + m.messageType());
+        }
+    }
+
+    private RelationInfo checked(RelationInfo relation, TupleData tuple) {
+        if (tuple != null && tuple.size() != relation.columnCount()) {
+            throw protocol("tuple of " + tuple.size() + " columns for " + relation + " whose Relation has "
+                    + relation.columnCount());
+        }
+        return relation;
+    }
+
+    private static TupleData detach(TupleData tuple) {
+        return tuple == null ? null : tuple.detach();
+    }
+
+    private void message(PgOutputMessage.LogicalMessage message, Lsn lsn) {
+        if (message.transactional()) {
+            if (tx == null) {
+                throw protocol("transactional Message outside a transaction");
+            }
+            if (!skipping) {
+                emit(ChangeEvent.message(message.prefix(), message.contentBytes(), true, message.lsn(), tx, ++seq));
+            }
+            return;
+        }
+        // Non-transactional: delivered on its own, at its own position.
+        if (skipBefore.isValid() && message.lsn().compareTo(skipBefore) < 0) {
+            return;
+        }
+        TxInfo own = new TxInfo(0, message.lsn(), null);
+        output.begin(own);
+        output.event(ChangeEvent.message(message.prefix(), message.contentBytes(), false, message.lsn(), own, 0));
+        output.commit(own, message.lsn().plus(1), 1); // past the message itself
+    }
+
+    private void emit(ChangeEvent event) {
+        output.event(event);
+    }
+
+    private static PgOutputException protocol(String detail) {
+        return new PgOutputException('?', 0, detail);
+    }
+}

@@ -1,0 +1,37 @@
+package io.walhook.change;
+
+import java.io.IOException;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+
+import io.walhook.pgoutput.TupleData;
+
+/**
+ * Writes the JSON value of one column of a row image, chosen once per Relation column by
+ * {@link ValueConverters} and applied to every value of that column (CONTRACT.md section 3,
+ * "Values").
+ *
+ * <p>The value is read from the tuple's bytes and written straight to the generator; the text is
+ * never turned into a {@link String} on the way.
+ *
+ * <p><b>Threads.</b> A converter shares scratch buffers with every other converter of the
+ * {@link ValueConverters} that made it, so it may be used by one thread at a time: the thread that
+ * serializes events. A thread that serializes in parallel needs converters from its own
+ * {@code ValueConverters}.
+ */
+public interface ValueConverter {
+
+    /**
+     * Writes the JSON value of column {@code column} of {@code tuple}, which must hold a text value
+     * (pgoutput's {@code 't'}).
+     *
+     * <p>The caller writes SQL NULL ({@code 'n'}) as {@code null} itself and leaves an unchanged
+     * TOASTed value ({@code 'u'}) out of the row.
+     *
+     * @throws IllegalArgumentException if the column is NULL, unchanged TOAST or binary
+     *     ({@code 'b'}, only sent when the replication session asks for {@code binary = true},
+     *     which walhook does not)
+     * @throws IOException from the generator
+     */
+    void write(JsonGenerator json, TupleData tuple, int column) throws IOException;
+}

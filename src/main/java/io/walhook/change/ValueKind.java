@@ -1,0 +1,235 @@
+package io.walhook.change;
+
+import java.io.IOException;
+
+import com.fasterxml.jackson.core.Base64Variants;
+import com.fasterxml.jackson.core.JsonGenerator;
+
+/**
+ * How the text of one PostgreSQL value becomes JSON (CONTRACT.md section 3, "Values"). Each kind
+ * writes from chars so that the same rule serves a whole column and an element of an array; the
+ * column converters in {@link ValueConverters} add byte-level shortcuts in front where they pay.
+ *
+ * <p>A text that does not have the shape the kind expects is written as a JSON string of itself
+ * rather than failing the event: PostgreSQL's special values ({@code NaN}, {@code Infinity},
+ * {@code infinity}) take that route on purpose, and a surprise (a session setting that did not
+ * take) still yields valid JSON that carries the server's text.
+ */
+enum ValueKind {
+
+    /** int2, int4, int8, oid, float4, float8, numeric: the text as a JSON number, every digit kept. */
+    NUMBER {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            if (text[offset] == 'N' || text[offset] == 'I' || (length > 1 && text[offset + 1] == 'I')) {
+                // NaN, Infinity, -Infinity: JSON has no such numbers
+                json.writeString(text, offset, length);
+            } else if (length == 2 && text[offset] == '-' && text[offset + 1] == '0') {
+                // float8 '-0': as "-0" a JSON reader would see the integer 0 and lose the sign
+                json.writeNumber(MINUS_ZERO, 0, MINUS_ZERO.length);
+            } else {
+                json.writeNumber(text, offset, length);
+            }
+        }
+    },
+
+    /** bool: {@code t} and {@code f}. */
+    BOOLEAN {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            if (length == 1 && text[offset] == 't') {
+                json.writeBoolean(true);
+            } else if (length == 1 && text[offset] == 'f') {
+                json.writeBoolean(false);
+            } else {
+                json.writeString(text, offset, length);
+            }
+        }
+    },
+
+    /** json, jsonb: already JSON (the server validated it on input), embedded as it is. */
+    JSON {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            json.writeRawValue(text, offset, length);
+        }
+    },
+
+    /** bytea: hex ({@code \x0a0b}, walhook's {@code bytea_output}) or escape format, as standard base64 with padding. */
+    BYTEA {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            byte[] bytes = scratch.bytes(length);
+            int n = decodeBytea(text, offset, length, bytes);
+            if (n < 0) {
+                json.writeString(text, offset, length);
+            } else {
+                json.writeBinary(Base64Variants.MIME_NO_LINEFEEDS, bytes, 0, n);
+            }
+        }
+    },
+
+    /** timestamptz: ISO 8601 in UTC with {@code Z}; see {@link PgDateTimes}. */
+    TIMESTAMPTZ {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            writeDateTime(json, text, offset, length, PgDateTimes.timestampWithZone(text, offset, length, scratch.dateTime),
+                    scratch);
+        }
+    },
+
+    /** timestamp: ISO 8601 local date-time. */
+    TIMESTAMP {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            writeDateTime(json, text, offset, length, PgDateTimes.timestamp(text, offset, length, scratch.dateTime), scratch);
+        }
+    },
+
+    /** date: ISO 8601 calendar date. */
+    DATE {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            writeDateTime(json, text, offset, length, PgDateTimes.date(text, offset, length, scratch.dateTime), scratch);
+        }
+    },
+
+    /** Every other type (text, uuid, time, interval, money, enums, ranges, composites...): the text in a JSON string. */
+    STRING {
+        @Override
+        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+            json.writeString(text, offset, length);
+        }
+    };
+
+    private static final char[] MINUS_ZERO = {'-', '0', '.', '0'};
+
+    /**
+     * Writes the JSON value of one PostgreSQL text value held in {@code text[offset, offset + length)}.
+     * May use {@code scratch}'s byte and date/time buffers, never its char buffer (which may hold
+     * {@code text}).
+     */
+    abstract void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException;
+
+    private static void writeDateTime(JsonGenerator json, char[] text, int offset, int length, int converted, Scratch scratch)
+            throws IOException {
+        if (converted < 0) {
+            json.writeString(text, offset, length);
+        } else {
+            json.writeString(scratch.dateTime, 0, converted);
+        }
+    }
+
+    /** RFC 8259: {@code -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?}. */
+    static boolean isJsonNumber(char[] text, int offset, int length) {
+        int end = offset + length;
+        int p = offset;
+        if (p < end && text[p] == '-') {
+            p++;
+        }
+        if (p >= end) {
+            return false;
+        }
+        if (text[p] == '0') {
+            p++;
+        } else if (text[p] >= '1' && text[p] <= '9') {
+            while (p < end && isDigit(text[p])) {
+                p++;
+            }
+        } else {
+            return false;
+        }
+        if (p < end && text[p] == '.') {
+            int digits = ++p;
+            while (p < end && isDigit(text[p])) {
+                p++;
+            }
+            if (p == digits) {
+                return false;
+            }
+        }
+        if (p < end && (text[p] == 'e' || text[p] == 'E')) {
+            p++;
+            if (p < end && (text[p] == '+' || text[p] == '-')) {
+                p++;
+            }
+            int digits = p;
+            while (p < end && isDigit(text[p])) {
+                p++;
+            }
+            if (p == digits) {
+                return false;
+            }
+        }
+        return p == end;
+    }
+
+    private static boolean isDigit(char c) {
+        return c >= '0' && c <= '9';
+    }
+
+    /**
+     * Decodes bytea text output into {@code out}; returns the byte count or -1 when the text is
+     * neither form. Hex: {@code \x} then two hex digits per byte. Escape: {@code \\} for a
+     * backslash, {@code \ooo} (octal) for a non-printable byte, any other char stands for itself.
+     */
+    static int decodeBytea(char[] text, int offset, int length, byte[] out) {
+        int end = offset + length;
+        if (length >= 2 && text[offset] == '\\' && text[offset + 1] == 'x') {
+            if ((length & 1) != 0) {
+                return -1;
+            }
+            int n = 0;
+            for (int p = offset + 2; p < end; p += 2) {
+                int hi = hexDigit(text[p]);
+                int lo = hexDigit(text[p + 1]);
+                if (hi < 0 || lo < 0) {
+                    return -1;
+                }
+                out[n++] = (byte) (hi << 4 | lo);
+            }
+            return n;
+        }
+        int n = 0;
+        for (int p = offset; p < end; p++) {
+            char c = text[p];
+            if (c > 0xFF) {
+                return -1;
+            }
+            if (c != '\\') {
+                out[n++] = (byte) c;
+            } else if (p + 1 < end && text[p + 1] == '\\') {
+                out[n++] = '\\';
+                p++;
+            } else if (isOctal(text, p + 1, end)) {
+                out[n++] = (byte) ((text[p + 1] - '0') << 6 | (text[p + 2] - '0') << 3 | (text[p + 3] - '0'));
+                p += 3;
+            } else {
+                return -1;
+            }
+        }
+        return n;
+    }
+
+    /** Only ASCII hex digits: {@link Character#digit} would also accept full-width and other scripts' digits. */
+    static int hexDigit(int c) {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
+    }
+
+    private static boolean isOctal(char[] text, int p, int end) {
+        if (p + 3 > end) {
+            return false;
+        }
+        return text[p] >= '0' && text[p] <= '3' && text[p + 1] >= '0' && text[p + 1] <= '7' && text[p + 2] >= '0'
+                && text[p + 2] <= '7';
+    }
+}

@@ -1,0 +1,60 @@
+package io.walhook.checkpoint;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.Optional;
+
+import javax.sql.DataSource;
+
+import io.walhook.pgoutput.Lsn;
+
+/**
+ * The acknowledged position of each slot, in {@code <state schema>.checkpoint}: written before
+ * the position is reported to the server as flush LSN, read on start to resume and to skip what
+ * was already delivered. Positions only move forward.
+ */
+public final class CheckpointStore {
+
+    private final DataSource dataSource;
+    private final String loadSql;
+    private final String saveSql;
+
+    /** @param stateSchema a validated plain identifier */
+    public CheckpointStore(DataSource dataSource, String stateSchema) {
+        this.dataSource = dataSource;
+        this.loadSql = "SELECT end_lsn::text FROM " + stateSchema + ".checkpoint WHERE slot_name = ?";
+        this.saveSql = "INSERT INTO " + stateSchema + ".checkpoint AS c (slot_name, end_lsn, updated_at)"
+                + " VALUES (?, ?::pg_lsn, now()) ON CONFLICT (slot_name) DO UPDATE"
+                + " SET end_lsn = excluded.end_lsn, updated_at = now() WHERE c.end_lsn < excluded.end_lsn";
+    }
+
+    public Optional<Lsn> load(String slot) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(loadSql)) {
+            s.setString(1, slot);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() ? Optional.of(Lsn.parse(rs.getString(1))) : Optional.empty();
+            }
+        }
+    }
+
+    /** Persists {@code lsn} unless a later position is already stored. */
+    public void save(String slot, Lsn lsn) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(saveSql)) {
+            c.setAutoCommit(true);
+            s.setString(1, slot);
+            s.setString(2, lsn.toString());
+            s.executeUpdate();
+        }
+    }
+
+    /** Forgets a slot's position (the operator starts it afresh). */
+    public void delete(String slot) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement(loadSql.replace("SELECT end_lsn::text FROM", "DELETE FROM"))) {
+            s.setString(1, slot);
+            s.executeUpdate();
+        }
+    }
+}

@@ -1,0 +1,12 @@
+package io.walhook.source;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.checkpoint.AckTracker;
+
+/**
+ * An event handed from the reader to delivery. Whoever takes it must, once it is delivered or
+ * durably parked, call {@code tracker.complete(ticket, 1)}: until then its transaction holds the
+ * acknowledged position back.
+ */
+public record PendingEvent(ChangeEvent event, AckTracker.Ticket ticket) {
+}

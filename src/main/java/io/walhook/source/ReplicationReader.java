@@ -1,0 +1,337 @@
+package io.walhook.source;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.jboss.logging.Logger;
+import org.postgresql.PGConnection;
+import org.postgresql.PGProperty;
+import org.postgresql.replication.LogSequenceNumber;
+import org.postgresql.replication.PGReplicationStream;
+import org.postgresql.replication.fluent.logical.ChainedLogicalStreamBuilder;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.TransactionAssembler;
+import io.walhook.change.TxInfo;
+import io.walhook.checkpoint.AckTracker;
+import io.walhook.checkpoint.CheckpointStore;
+import io.walhook.pgoutput.Lsn;
+
+/**
+ * The one thread that owns the replication stream: START_REPLICATION with options chosen by
+ * server version, hand-off of events to delivery through a bounded queue (waiting in short steps
+ * that keep answering the server while it is full), and acknowledgement: the watermark of fully
+ * delivered transactions is persisted, then sent as flush LSN; with nothing pending, the
+ * keepalive position is, so an idle or filtered database does not hold WAL. A broken connection
+ * is retried with backoff; the server then resends what was not acknowledged, and transactions
+ * already handed on are skipped.
+ */
+public final class ReplicationReader {
+
+    private static final Logger LOG = Logger.getLogger(ReplicationReader.class);
+    /** Session settings that make every text value independent of server defaults (PGOUTPUT.md 1). */
+    static final String SESSION_OPTIONS = "-c datestyle=ISO -c intervalstyle=postgres -c extra_float_digits=3"
+            + " -c bytea_output=hex -c TimeZone=UTC";
+
+    /** Everything the reader needs to know. */
+    public record Settings(String jdbcUrl, String user, String password, String slot, String publication,
+            String stateSchema, int serverMajor, Duration statusInterval, Duration checkpointInterval,
+            Duration maxBackoff, int handoffCapacity, Path spillDirectory, long streamMemoryBytes) {
+    }
+
+    private final Settings settings;
+    private final CheckpointStore checkpoints;
+    private final BlockingQueue<PendingEvent> events;
+    private final AckTracker tracker;
+    private final TransactionAssembler assembler;
+    private final AtomicLong eventCount = new AtomicLong();
+    private final Thread thread;
+
+    private volatile boolean running;
+    private volatile SourceStatus.State state = SourceStatus.State.CONNECTING;
+    private volatile String lastError;
+    private volatile Lsn received = Lsn.INVALID;
+    private volatile Lsn acknowledged;
+    private Lsn handedOnEnd;
+    private AckTracker.Ticket current;
+    private PGReplicationStream stream;
+    private long lastAckNanos;
+    private long lastStatusNanos;
+
+    public ReplicationReader(Settings settings, CheckpointStore checkpoints, Lsn checkpoint) {
+        this.settings = settings;
+        this.checkpoints = checkpoints;
+        this.events = new ArrayBlockingQueue<>(settings.handoffCapacity());
+        this.tracker = new AckTracker(checkpoint);
+        this.acknowledged = checkpoint;
+        this.handedOnEnd = checkpoint;
+        this.assembler = new TransactionAssembler(new HandOff(), settings.stateSchema(), settings.spillDirectory(),
+                settings.streamMemoryBytes());
+        this.thread = new Thread(this::run, "walhook-replication-" + settings.slot());
+        this.thread.setDaemon(true);
+    }
+
+    /** Reads the persisted checkpoint and builds a reader that resumes from it. */
+    public static ReplicationReader resuming(Settings settings, CheckpointStore checkpoints) throws SQLException {
+        Optional<Lsn> checkpoint = checkpoints.load(settings.slot());
+        return new ReplicationReader(settings, checkpoints, checkpoint.orElse(Lsn.INVALID));
+    }
+
+    /** Events for delivery, in commit order. */
+    public BlockingQueue<PendingEvent> events() {
+        return events;
+    }
+
+    /** Delivery completes the tickets of the events it took. */
+    public AckTracker tracker() {
+        return tracker;
+    }
+
+    public void start() {
+        running = true;
+        thread.start();
+    }
+
+    /** Stops reading, acknowledges what is delivered, and closes the stream. */
+    public void stop(Duration timeout) throws InterruptedException {
+        running = false;
+        thread.interrupt();
+        thread.join(timeout.toMillis());
+        state = SourceStatus.State.STOPPED;
+    }
+
+    public SourceStatus status() {
+        return new SourceStatus(state, lastError, received, acknowledged, tracker.pendingTransactions(),
+                assembler.openStreams(), assembler.spilledTransactions(), eventCount.get());
+    }
+
+    private void run() {
+        long backoffMillis = 1000;
+        while (running) {
+            try {
+                stream();
+            } catch (InterruptedException e) {
+                if (running) {
+                    lastError = "interrupted";
+                }
+            } catch (Exception e) {
+                if (!running) {
+                    break;
+                }
+                lastError = describe(e);
+                if (isSlotLost(e)) {
+                    state = SourceStatus.State.SLOT_INVALID;
+                    LOG.errorf("replication slot %s cannot be used: %s. Changes were lost to it: drop and recreate"
+                            + " the slot, delete its checkpoint, and restart walhook", settings.slot(), lastError);
+                } else {
+                    state = SourceStatus.State.DISCONNECTED;
+                    LOG.warnf("replication stream of slot %s broke at %s: %s; reconnecting in %d ms", settings.slot(),
+                            received, lastError, backoffMillis);
+                }
+            } finally {
+                abandonOpenTransaction();
+                assembler.reset();
+            }
+            if (!running) {
+                break;
+            }
+            if (state == SourceStatus.State.STREAMING) {
+                backoffMillis = 1000; // it had worked: start the backoff over
+            }
+            try {
+                Thread.sleep(ThreadLocalRandom.current().nextLong(backoffMillis / 2, backoffMillis + 1));
+            } catch (InterruptedException e) {
+                break;
+            }
+            backoffMillis = Math.min(backoffMillis * 2, settings.maxBackoff().toMillis());
+        }
+        state = SourceStatus.State.STOPPED;
+    }
+
+    private void stream() throws SQLException, InterruptedException {
+        state = SourceStatus.State.CONNECTING;
+        try (Connection connection = DriverManager.getConnection(settings.jdbcUrl(), replicationProperties())) {
+            assembler.skipCommittedBefore(handedOnEnd);
+            Lsn start = acknowledged;
+            ChainedLogicalStreamBuilder builder = connection.unwrap(PGConnection.class).getReplicationAPI()
+                    .replicationStream().logical()
+                    .withSlotName(settings.slot())
+                    .withStartPosition(start.isValid() ? LogSequenceNumber.valueOf(start.value()) : LogSequenceNumber.INVALID_LSN)
+                    .withStatusInterval((int) settings.statusInterval().toMillis(), TimeUnit.MILLISECONDS)
+                    .withAutomaticFlush(false)
+                    .withSlotOption("proto_version", protocolVersion(settings.serverMajor()))
+                    .withSlotOption("publication_names", "\"" + settings.publication().replace("\"", "\"\"") + "\"")
+                    .withSlotOption("messages", true)
+                    .withSlotOption("streaming", "on");
+            stream = builder.start();
+            try {
+                state = SourceStatus.State.STREAMING;
+                lastError = null;
+                LOG.infof("streaming slot %s from %s (protocol %d, PostgreSQL %d)", settings.slot(),
+                        start.isValid() ? start : "its confirmed position", protocolVersion(settings.serverMajor()),
+                        settings.serverMajor());
+                while (running) {
+                    ByteBuffer message = stream.readPending();
+                    if (message == null) {
+                        acknowledge(false);
+                        Thread.sleep(5);
+                        continue;
+                    }
+                    Lsn lsn = Lsn.of(stream.getLastReceiveLSN().asLong());
+                    if (lsn.isValid()) {
+                        received = lsn;
+                    }
+                    assembler.accept(message, lsn);
+                    acknowledge(false);
+                }
+                acknowledge(true);
+            } finally {
+                PGReplicationStream closing = stream;
+                stream = null;
+                try {
+                    closing.close();
+                } catch (SQLException e) {
+                    LOG.debugf("closing the replication stream: %s", e.getMessage());
+                }
+            }
+        }
+    }
+
+    /** 2 (streaming) on 14, 3 on 15, 4 on 16 and later; walhook enables neither two_phase nor parallel. */
+    static int protocolVersion(int serverMajor) {
+        return serverMajor >= 16 ? 4 : serverMajor == 15 ? 3 : 2;
+    }
+
+    private Properties replicationProperties() {
+        Properties p = new Properties();
+        PGProperty.USER.set(p, settings.user());
+        if (settings.password() != null) {
+            PGProperty.PASSWORD.set(p, settings.password());
+        }
+        PGProperty.REPLICATION.set(p, "database");
+        PGProperty.PREFER_QUERY_MODE.set(p, "simple");
+        PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
+        PGProperty.OPTIONS.set(p, SESSION_OPTIONS);
+        PGProperty.APPLICATION_NAME.set(p, "walhook");
+        PGProperty.TCP_KEEP_ALIVE.set(p, true);
+        return p;
+    }
+
+    /**
+     * Persists, then reports, the position to acknowledge: the watermark of delivered transactions,
+     * or, with nothing at all pending, the last position the server told us about.
+     */
+    private void acknowledge(boolean force) throws SQLException {
+        long now = System.nanoTime();
+        if (!force && now - lastAckNanos < settings.checkpointInterval().toNanos()) {
+            return;
+        }
+        lastAckNanos = now;
+        Lsn target = tracker.watermark();
+        if (!assembler.busy() && tracker.idle()) {
+            Lsn serverPosition = Lsn.of(stream.getLastReceiveLSN().asLong());
+            if (serverPosition.compareTo(target) > 0) {
+                target = serverPosition;
+            }
+        }
+        if (target.compareTo(acknowledged) > 0) {
+            checkpoints.save(settings.slot(), target);
+            LogSequenceNumber position = LogSequenceNumber.valueOf(target.value());
+            stream.setFlushedLSN(position);
+            stream.setAppliedLSN(position);
+            stream.forceUpdateStatus();
+            lastStatusNanos = now;
+            acknowledged = target;
+        }
+    }
+
+    private void abandonOpenTransaction() {
+        if (current != null) {
+            tracker.abandon(current);
+            current = null;
+        }
+    }
+
+    private static boolean isSlotLost(Exception e) {
+        String message = String.valueOf(e.getMessage());
+        return message.contains("can no longer get changes from replication slot")
+                || message.contains("can no longer access replication slot")
+                || message.contains("does not exist") && message.contains("replication slot")
+                || message.contains("This slot has been invalidated");
+    }
+
+    private static String describe(Throwable e) {
+        String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        int newline = message.indexOf('\n');
+        return newline < 0 ? message : message.substring(0, newline);
+    }
+
+    /** Receives the assembler's transactions on the reader thread and hands their events on. */
+    private final class HandOff implements TransactionAssembler.Output {
+
+        @Override
+        public void begin(TxInfo tx) {
+            current = tracker.open(tx.commitLsn());
+        }
+
+        @Override
+        public void event(ChangeEvent event) {
+            tracker.add(current, 1);
+            PendingEvent pending = new PendingEvent(event, current);
+            try {
+                while (!events.offer(pending, 100, TimeUnit.MILLISECONDS)) {
+                    if (!running) {
+                        throw new InterruptedException("stopping");
+                    }
+                    keepAnswering();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new StopReading(e);
+            }
+            eventCount.incrementAndGet();
+        }
+
+        @Override
+        public void commit(TxInfo tx, Lsn endLsn, int eventsInTransaction) {
+            tracker.close(current, endLsn);
+            current = null;
+            if (endLsn.compareTo(handedOnEnd) > 0) {
+                handedOnEnd = endLsn;
+            }
+        }
+
+        /** While delivery is full, tell the server we are alive (and what is delivered) well before it gives up. */
+        private void keepAnswering() {
+            long now = System.nanoTime();
+            if (now - lastStatusNanos < TimeUnit.SECONDS.toNanos(1)) {
+                return;
+            }
+            try {
+                acknowledge(true);
+                stream.forceUpdateStatus();
+                lastStatusNanos = now;
+            } catch (SQLException e) {
+                throw new StopReading(e);
+            }
+        }
+    }
+
+    /** Unwinds the assembler when the stream must stop mid-message. */
+    private static final class StopReading extends RuntimeException {
+        StopReading(Throwable cause) {
+            super(cause.getMessage(), cause);
+        }
+    }
+}

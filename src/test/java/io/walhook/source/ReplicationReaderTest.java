@@ -1,0 +1,287 @@
+package io.walhook.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import io.walhook.pgoutput.Lsn;
+import io.walhook.testing.EmbeddedPostgres;
+import io.walhook.testing.TestPostgres;
+
+/** The replication reader against a live PostgreSQL 17, with a test consumer in place of delivery. */
+class ReplicationReaderTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    private static List<String> ops(List<JsonNode> events) {
+        return events.stream().map(e -> e.get("op").asText() + " " + (e.get("table").isNull() ? "" : e.get("table").asText())).toList();
+    }
+
+    @Test
+    void deliversRowChangesWithStableIdsInCommitOrder() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_rows")) {
+            source.sql("CREATE TABLE orders (id int PRIMARY KEY, status text, amount numeric(10,2))");
+            source.prepare("*");
+            source.startReader();
+            source.sql("INSERT INTO orders VALUES (1, 'new', 12.50), (2, 'new', 3)",
+                    "UPDATE orders SET status = 'paid' WHERE id = 1",
+                    "DELETE FROM orders WHERE id = 2");
+            await().atMost(WAIT).until(() -> source.received.size() == 4);
+            List<JsonNode> events = source.received;
+            assertThat(ops(events)).containsExactly("insert orders", "insert orders", "update orders", "delete orders");
+
+            JsonNode first = events.get(0);
+            assertThat(first.get("schema").asText()).isEqualTo("public");
+            assertThat(first.get("new").toString()).isEqualTo("{\"id\":1,\"status\":\"new\",\"amount\":12.50}");
+            assertThat(first.get("old").isNull()).isTrue();
+            String commitLsn = first.at("/tx/commit_lsn").asText();
+            assertThat(first.get("id").asText()).isEqualTo(Lsn.parse(commitLsn).hex16() + "-0001");
+            assertThat(events.get(1).get("id").asText()).isEqualTo(Lsn.parse(commitLsn).hex16() + "-0002");
+            assertThat(first.at("/tx/seq").asInt()).isEqualTo(1);
+            assertThat(first.at("/tx/commit_time").asText()).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z");
+
+            JsonNode update = events.get(2);
+            assertThat(update.get("key").toString()).isEqualTo("{\"id\":1}");
+            assertThat(update.get("new").toString()).isEqualTo("{\"id\":1,\"status\":\"paid\",\"amount\":12.50}");
+            assertThat(update.at("/tx/xid").asLong()).isNotEqualTo(first.at("/tx/xid").asLong());
+
+            JsonNode delete = events.get(3);
+            assertThat(delete.get("key").toString()).isEqualTo("{\"id\":2}");
+            assertThat(delete.get("new").isNull()).isTrue();
+
+            assertThat(source.received.stream().map(e -> e.get("id").asText()).distinct().count()).isEqualTo(4);
+        }
+    }
+
+    @Test
+    void largeStreamedTransactionArrivesWholeOnceInOrderThroughTheSpillFile(@TempDir java.nio.file.Path spill)
+            throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_stream")) {
+            source.sql("CREATE TABLE big (id int PRIMARY KEY, payload text)",
+                    "ALTER DATABASE " + source.database + " SET logical_decoding_work_mem = '64kB'");
+            source.prepare("*");
+            source.streamMemoryBytes = 1 << 20;
+            source.spillDirectory = spill;
+            ReplicationReader reader = source.startReader();
+            source.sql("INSERT INTO big SELECT g, md5(g::text) FROM generate_series(1, 200000) g");
+            await().atMost(Duration.ofMinutes(3)).until(() -> source.received.size() >= 200000);
+            await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> source.received.size() == 200000);
+            List<JsonNode> events = source.received;
+            String commit = events.get(0).at("/tx/commit_lsn").asText();
+            for (int i = 0; i < events.size(); i++) {
+                JsonNode e = events.get(i);
+                assertThat(e.at("/new/id").asInt()).isEqualTo(i + 1);
+                assertThat(e.at("/tx/seq").asInt()).isEqualTo(i + 1);
+                assertThat(e.at("/tx/commit_lsn").asText()).isEqualTo(commit);
+            }
+            assertThat(reader.status().spilledTransactions()).isPositive();
+            assertThat(spill).isEmptyDirectory();
+        }
+    }
+
+    @Test
+    void abortedStreamedTransactionAndRolledBackSubtransactionDeliverNothing() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_abort")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY, note text)",
+                    "ALTER DATABASE " + source.database + " SET logical_decoding_work_mem = '64kB'");
+            source.prepare("*");
+            source.startReader();
+            source.sql("BEGIN", "INSERT INTO t SELECT g, 'aborted' FROM generate_series(1, 5000) g", "ROLLBACK");
+            source.sql("BEGIN",
+                    "INSERT INTO t SELECT g, 'kept' FROM generate_series(10001, 13000) g",
+                    "SAVEPOINT s1",
+                    "INSERT INTO t SELECT g, 'subaborted' FROM generate_series(20001, 23000) g",
+                    "ROLLBACK TO SAVEPOINT s1",
+                    "INSERT INTO t VALUES (30001, 'after')",
+                    "COMMIT");
+            source.sql("INSERT INTO t VALUES (40001, 'marker')");
+            await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 40001));
+            List<String> notes = source.received.stream().map(e -> e.at("/new/note").asText()).collect(Collectors.toList());
+            assertThat(notes).doesNotContain("aborted", "subaborted");
+            assertThat(notes.stream().filter("kept"::equals).count()).isEqualTo(3000);
+            assertThat(notes).endsWith("after", "marker");
+        }
+    }
+
+    @Test
+    void commitPreparedDeliversAndRollbackPreparedDoesNot() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_2pc")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.startReader();
+            source.sql("BEGIN", "INSERT INTO t VALUES (1)", "PREPARE TRANSACTION 'keep'");
+            source.sql("BEGIN", "INSERT INTO t VALUES (2)", "PREPARE TRANSACTION 'drop'");
+            source.sql("ROLLBACK PREPARED 'drop'", "COMMIT PREPARED 'keep'", "INSERT INTO t VALUES (3)");
+            await().atMost(WAIT).until(() -> source.received.size() >= 2);
+            await().during(Duration.ofMillis(500)).atMost(WAIT).until(() -> source.received.size() == 2);
+            assertThat(source.received.stream().map(e -> e.at("/new/id").asInt())).containsExactly(1, 3);
+        }
+    }
+
+    @Test
+    void truncatesAndLogicalMessagesBecomeEvents() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_trunc")) {
+            source.sql("CREATE TABLE parent (id serial PRIMARY KEY)",
+                    "CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent)");
+            source.prepare("*");
+            source.startReader();
+            source.sql("INSERT INTO parent DEFAULT VALUES",
+                    "TRUNCATE parent, child RESTART IDENTITY CASCADE",
+                    "SELECT pg_logical_emit_message(true, 'audit', 'tx message')",
+                    "SELECT pg_logical_emit_message(false, 'beacon', '\\xff00'::bytea)");
+            await().atMost(WAIT).until(() -> source.received.size() == 5);
+            List<JsonNode> events = source.received;
+            assertThat(ops(events)).containsExactly("insert parent", "truncate parent", "truncate child",
+                    "message ", "message ");
+            assertThat(events.get(1).get("truncate").toString()).isEqualTo("{\"cascade\":true,\"restart_identity\":true}");
+            assertThat(events.get(1).at("/tx/commit_lsn")).isEqualTo(events.get(2).at("/tx/commit_lsn"));
+            JsonNode tx = events.get(3);
+            assertThat(tx.get("schema").isNull()).isTrue();
+            assertThat(tx.get("message").toString())
+                    .isEqualTo("{\"prefix\":\"audit\",\"content\":\"tx message\",\"transactional\":true}");
+            JsonNode beacon = events.get(4);
+            assertThat(beacon.get("message").toString()).isEqualTo(
+                    "{\"prefix\":\"beacon\",\"content\":\"/wA=\",\"content_encoding\":\"base64\",\"transactional\":false}");
+            assertThat(beacon.get("id").asText()).endsWith("-0000");
+        }
+    }
+
+    @Test
+    void unchangedToastIsMarkedUnderDefaultAndFilledUnderFull() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_toast")) {
+            String big = "(SELECT string_agg(md5(g::text), '') FROM generate_series(1, 4000) g)";
+            source.sql("CREATE TABLE d (id int PRIMARY KEY, status text, doc text)",
+                    "CREATE TABLE f (id int PRIMARY KEY, status text, doc text)",
+                    "ALTER TABLE f REPLICA IDENTITY FULL",
+                    "INSERT INTO d VALUES (1, 'new', " + big + ")",
+                    "INSERT INTO f VALUES (1, 'new', " + big + ")");
+            source.prepare("*");
+            source.startReader();
+            source.sql("UPDATE d SET status = 'paid'", "UPDATE f SET status = 'paid'");
+            await().atMost(WAIT).until(() -> source.received.size() == 2);
+            JsonNode d = source.received.get(0);
+            assertThat(d.get("new").has("doc")).isFalse();
+            assertThat(d.get("unchanged").toString()).isEqualTo("[\"doc\"]");
+            assertThat(d.get("old").isNull()).isTrue();
+            JsonNode f = source.received.get(1);
+            assertThat(f.at("/new/doc").asText()).hasSize(4000 * 32);
+            assertThat(f.has("unchanged")).isFalse();
+            assertThat(f.at("/old/status").asText()).isEqualTo("new");
+            assertThat(f.at("/old/doc").asText()).isEqualTo(f.at("/new/doc").asText());
+        }
+    }
+
+    @Test
+    void unacknowledgedEventsAreRedeliveredWithTheSameIdsAndAcknowledgedOnesAreNot() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_redeliver")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.hold(true);
+            ReplicationReader first = source.startReader();
+            source.sql("INSERT INTO t VALUES (1)", "INSERT INTO t VALUES (2)");
+            await().atMost(WAIT).until(() -> source.received.size() == 2);
+            List<String> ids = source.received.stream().map(e -> e.get("id").asText()).toList();
+            source.stopReader(first); // the consumer "dies" before acknowledging
+            assertThat(source.checkpoints.load("walhook").orElse(Lsn.INVALID))
+                    .isLessThan(Lsn.parse(source.received.get(0).at("/tx/commit_lsn").asText()));
+
+            source.received.clear();
+            source.hold(false);
+            ReplicationReader second = source.startReader();
+            await().atMost(WAIT).until(() -> source.received.size() == 2);
+            assertThat(source.received.stream().map(e -> e.get("id").asText()).toList()).isEqualTo(ids);
+            await().atMost(WAIT).until(() -> second.status().acknowledged().compareTo(
+                    Lsn.parse(source.received.get(1).at("/tx/commit_lsn").asText())) > 0);
+            source.stopReader(second);
+
+            source.received.clear();
+            source.startReader();
+            source.sql("INSERT INTO t VALUES (3)");
+            await().atMost(WAIT).until(() -> source.received.size() >= 1);
+            await().during(Duration.ofMillis(500)).atMost(WAIT).until(() -> source.received.size() == 1);
+            assertThat(source.received.get(0).at("/new/id").asInt()).isEqualTo(3);
+        }
+    }
+
+    @Test
+    void idleDatabaseSlotAdvancesWhileAnotherDatabaseWrites() throws Exception {
+        try (SourceFixture idle = new SourceFixture(TestPostgres.shared(), "reader_idle");
+             SourceFixture busy = new SourceFixture(TestPostgres.shared(), "reader_busy")) {
+            idle.prepare("*");
+            idle.startReader();
+            Lsn before = idle.confirmedFlush();
+            busy.sql("CREATE TABLE noise (id int)");
+            for (int i = 0; i < 5; i++) {
+                busy.sql("INSERT INTO noise SELECT generate_series(1, 1000)");
+            }
+            // the walsender reports its position in keepalives; walhook acknowledges it with nothing pending
+            await().atMost(WAIT).until(() -> idle.confirmedFlush().compareTo(before) > 0);
+            assertThat(idle.received).isEmpty();
+        }
+    }
+
+    @Test
+    void resumesWithNothingLostWhenPostgresRestartsMidStream() throws Exception {
+        EmbeddedPostgres pg = EmbeddedPostgres.builder().major(TestPostgres.defaultMajor()).start();
+        try (SourceFixture source = new SourceFixture(pg, "reader_restart")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            ReplicationReader reader = source.startReader();
+            for (int i = 1; i <= 100; i++) {
+                source.sql("INSERT INTO t VALUES (" + i + ")");
+            }
+            pg.restart();
+            for (int i = 101; i <= 200; i++) {
+                source.sql("INSERT INTO t VALUES (" + i + ")");
+            }
+            await().atMost(WAIT).until(() -> source.received.stream().map(e -> e.at("/new/id").asInt())
+                    .collect(Collectors.toSet()).size() == 200);
+            // redelivery after the restart is allowed, but a change always keeps its id
+            java.util.Map<Integer, java.util.Set<String>> idsByRow = source.received.stream().collect(Collectors.groupingBy(
+                    e -> e.at("/new/id").asInt(), Collectors.mapping(e -> e.get("id").asText(), Collectors.toSet())));
+            assertThat(idsByRow.values()).allSatisfy(ids -> assertThat(ids).hasSize(1));
+            assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STREAMING);
+        } finally {
+            pg.stop();
+        }
+    }
+
+    @Test
+    void droppedSlotIsReportedLoudlyAndNeverRecreated() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_dropped")) {
+            source.prepare("*");
+            ReplicationReader reader = source.startReader();
+            await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
+            await().atMost(WAIT).ignoreExceptions().until(() -> {
+                source.sql("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
+                        + " WHERE slot_name = 'walhook' AND active_pid IS NOT NULL");
+                source.sql("SELECT pg_drop_replication_slot('walhook')");
+                return true;
+            });
+            await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.SLOT_INVALID);
+            assertThat(reader.status().lastError()).contains("walhook").contains("does not exist");
+            assertThat(source.queryOne("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'walhook'"))
+                    .isEqualTo("0");
+        }
+    }
+
+    @Test
+    void slotGoneAfterAcknowledgementsStopsSetupWithTheFix() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_gone")) {
+            source.checkpoints.save("walhook", Lsn.parse("0/1000000"));
+            assertThatThrownBy(() -> source.prepare("*")).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("replication slot walhook is gone")
+                    .hasMessageContaining("0/1000000")
+                    .hasMessageContaining("DELETE FROM");
+        }
+    }
+}

@@ -1,0 +1,149 @@
+package io.walhook.source;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import org.postgresql.ds.PGSimpleDataSource;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.change.EventJsonWriter;
+import io.walhook.checkpoint.CheckpointStore;
+import io.walhook.pgoutput.Lsn;
+import io.walhook.testing.PostgresServer;
+
+/**
+ * A source database prepared as walhook prepares it (state schema, publication, slot), and a
+ * test consumer in place of the delivery engine: it records every event as JSON and, unless
+ * told to hold, completes it at once.
+ */
+final class SourceFixture implements AutoCloseable {
+
+    /** Keeps numbers as written (12.50 stays 12.50) so tests see every digit walhook sent. */
+    static final ObjectMapper JSON = new ObjectMapper()
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+            .setNodeFactory(com.fasterxml.jackson.databind.node.JsonNodeFactory.withExactBigDecimals(true));
+
+    final PostgresServer server;
+    final String database;
+    final PGSimpleDataSource dataSource;
+    final CheckpointStore checkpoints;
+    final List<JsonNode> received = new CopyOnWriteArrayList<>();
+    private final List<ReplicationReader> readers = new ArrayList<>();
+    private volatile boolean hold;
+    private Thread consumer;
+    long streamMemoryBytes = 64L << 20;
+    Path spillDirectory = Path.of(System.getProperty("java.io.tmpdir"));
+
+    SourceFixture(PostgresServer server, String prefix) throws SQLException {
+        this.server = server;
+        this.database = server.createDatabase(prefix);
+        this.dataSource = new PGSimpleDataSource();
+        dataSource.setUrl(server.jdbcUrl(database));
+        dataSource.setUser(server.user());
+        dataSource.setPassword(server.password());
+        sql("CREATE SCHEMA walhook",
+                "CREATE TABLE walhook.checkpoint (slot_name text PRIMARY KEY, end_lsn pg_lsn NOT NULL,"
+                        + " updated_at timestamptz NOT NULL DEFAULT now())");
+        this.checkpoints = new CheckpointStore(dataSource, "walhook");
+    }
+
+    void sql(String... statements) throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            for (String statement : statements) {
+                s.execute(statement);
+            }
+        }
+    }
+
+    String queryOne(String sql) throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    /** Creates publication and slot as walhook does on start. */
+    void prepare(String publicationTables) throws SQLException {
+        SourceDatabase source = new SourceDatabase(dataSource);
+        source.checkPrerequisites();
+        source.ensurePublication("walhook", publicationTables);
+        source.ensureSlot("walhook", checkpoints.load("walhook"));
+    }
+
+    ReplicationReader.Settings settings() throws SQLException {
+        return new ReplicationReader.Settings(server.jdbcUrl(database), server.user(), server.password(), "walhook",
+                "walhook", "walhook", new SourceDatabase(dataSource).serverMajor(), Duration.ofSeconds(10),
+                Duration.ofMillis(100), Duration.ofSeconds(2), 1000, spillDirectory, streamMemoryBytes);
+    }
+
+    /** Starts a reader resuming from the checkpoint, with the test consumer on its queue. */
+    ReplicationReader startReader() throws SQLException {
+        ReplicationReader reader = ReplicationReader.resuming(settings(), checkpoints);
+        readers.add(reader);
+        reader.start();
+        EventJsonWriter writer = new EventJsonWriter();
+        consumer = new Thread(() -> {
+            try {
+                while (!Thread.currentThread().isInterrupted()) {
+                    PendingEvent pending = reader.events().poll(100, TimeUnit.MILLISECONDS);
+                    if (pending == null) {
+                        continue;
+                    }
+                    received.add(JSON.readTree(new String(writer.toJson(pending.event()), StandardCharsets.UTF_8)));
+                    if (!hold) {
+                        reader.tracker().complete(pending.ticket(), 1);
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }, "test-consumer");
+        consumer.setDaemon(true);
+        consumer.start();
+        return reader;
+    }
+
+    /** Events are recorded but never completed: nothing can be acknowledged. */
+    void hold(boolean hold) {
+        this.hold = hold;
+    }
+
+    void stopReader(ReplicationReader reader) throws InterruptedException {
+        reader.stop(Duration.ofSeconds(20));
+        consumer.interrupt();
+        consumer.join(10_000);
+    }
+
+    Lsn confirmedFlush() throws SQLException {
+        String lsn = queryOne("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'walhook'");
+        return Lsn.parse(lsn);
+    }
+
+    @Override
+    public void close() throws Exception {
+        for (ReplicationReader reader : readers) {
+            reader.stop(Duration.ofSeconds(20));
+        }
+        if (consumer != null) {
+            consumer.interrupt();
+        }
+        try {
+            sql("SELECT pg_drop_replication_slot('walhook') FROM pg_replication_slots WHERE slot_name = 'walhook' AND NOT active");
+        } catch (SQLException ignored) {
+            // the cluster goes away at the end of the run anyway
+        }
+    }
+}
