@@ -12,6 +12,9 @@ import jakarta.inject.Singleton;
 import org.jboss.logging.Logger;
 
 import io.agroal.api.AgroalDataSource;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.PreventFurtherStepsException;
 import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.ShutdownEvent;
@@ -37,9 +40,30 @@ public class ReplicationSource {
     private volatile Thread drain;
 
     @Inject
-    public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource) {
+    public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource, MeterRegistry metrics) {
         this.config = config;
         this.dataSource = dataSource;
+        Gauge.builder("walhook.replication.streaming", this, s -> s.is(SourceStatus.State.STREAMING))
+                .description("1 while the replication stream runs").register(metrics);
+        Gauge.builder("walhook.replication.slot.invalid", this, s -> s.is(SourceStatus.State.SLOT_INVALID))
+                .description("1 when the slot is gone or invalidated: changes were lost to it").register(metrics);
+        Gauge.builder("walhook.replication.pending.transactions", this, s -> s.value(SourceStatus::pendingTransactions))
+                .description("transactions read but not yet fully delivered").register(metrics);
+        FunctionCounter.builder("walhook.replication.events", this, s -> s.value(SourceStatus::events))
+                .description("events handed to delivery").register(metrics);
+        FunctionCounter.builder("walhook.replication.spilled.transactions", this,
+                s -> s.value(SourceStatus::spilledTransactions))
+                .description("streamed transactions that outgrew memory and went to disk").register(metrics);
+    }
+
+    private double is(SourceStatus.State state) {
+        SourceStatus status = status();
+        return status != null && status.state() == state ? 1 : 0;
+    }
+
+    private double value(java.util.function.ToDoubleFunction<SourceStatus> metric) {
+        SourceStatus status = status();
+        return status == null ? 0 : metric.applyAsDouble(status);
     }
 
     void onStart(@Observes @Priority(20) StartupEvent event) {

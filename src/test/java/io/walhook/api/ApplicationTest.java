@@ -74,7 +74,11 @@ class ApplicationTest {
     }
 
     @Test
-    void exposesPrometheusMetrics() {
-        given().get("/q/metrics").then().statusCode(200).body(containsString("jvm_memory_used_bytes"));
+    void exposesPrometheusMetricsOfTheReplicationStream() {
+        await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("walhook_replication_streaming 1.0"))
+                .body(containsString("walhook_replication_slot_invalid 0.0"))
+                .body(containsString("walhook_replication_events_total"))
+                .body(containsString("jvm_memory_used_bytes")));
     }
 }

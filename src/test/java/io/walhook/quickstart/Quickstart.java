@@ -135,9 +135,9 @@ public final class Quickstart {
             }
             status(walhook);
             int received = sink.requests().size();
-            say("sink received " + received + " request(s) in all" + (received > 0 ? "" : ": walhook does not stream"
-                    + " changes yet (the replication source and webhook delivery are the next issues); today it"
-                    + " validates its configuration, migrates its schema and serves /status, health and metrics"));
+            say("sink received " + received + " request(s) in all" + (received > 0 ? "" : ": walhook reads and"
+                    + " acknowledges the changes (see replication.events and the acknowledged LSN in /status above),"
+                    + " but routing and webhook delivery are the next issues, so nothing is sent to the sink yet"));
         } finally {
             if (hook != null) {
                 try {

@@ -284,4 +284,69 @@ class ReplicationReaderTest {
                     .hasMessageContaining("DELETE FROM");
         }
     }
+
+    @Test
+    void valuesArriveAsTheContractPinsThemWhateverTheServerTimeZone() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_values")) {
+            source.sql("ALTER DATABASE " + source.database + " SET timezone = 'Asia/Kolkata'",
+                    "ALTER DATABASE " + source.database + " SET datestyle = 'SQL, DMY'",
+                    "ALTER DATABASE " + source.database + " SET extra_float_digits = 0",
+                    "ALTER DATABASE " + source.database + " SET bytea_output = 'escape'",
+                    "CREATE TYPE mood AS ENUM ('sad', 'happy')",
+                    "CREATE TABLE v (id int8 PRIMARY KEY, i2 int2, f8 float8, f4 float4, n numeric, b bool, j jsonb,"
+                            + " js json, ia int4[], ta text[], ba bytea, tz timestamptz, ts timestamp, d date, t time,"
+                            + " u uuid, txt text, m mood, iv interval)");
+            source.prepare("*");
+            source.startReader();
+            source.sql("SET timezone = 'Asia/Kolkata'",
+                    "INSERT INTO v VALUES (9007199254740993, -32768, 'NaN', 1.5, 12345678901234567890.123456789012,"
+                    + " true, '{\"a\": [1, 2.50, null]}', '{\"k\":  \"v\"}', '{1,NULL,3}', '{\"NULL\",NULL,\"x,y\"}',"
+                    + " '\\xdeadbeef', '2026-11-29 21:30:00.123456+05:30', '2026-11-29 16:00:00', '2026-11-29',"
+                    + " '16:00:00.5', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'ünïcødé \"q\" \t', 'happy', '1 day 02:00:00')",
+                    "INSERT INTO v (id, f8, f4, n, tz) VALUES (2, 'Infinity', '-Infinity', 'NaN', 'infinity')");
+            await().atMost(WAIT).until(() -> source.received.size() == 2);
+            JsonNode row = source.received.get(0).get("new");
+            assertThat(row.toString()).isEqualTo("{\"id\":9007199254740993,\"i2\":-32768,\"f8\":\"NaN\",\"f4\":1.5,"
+                    + "\"n\":12345678901234567890.123456789012,\"b\":true,\"j\":{\"a\":[1,2.50,null]},\"js\":{\"k\":\"v\"},"
+                    + "\"ia\":[1,null,3],\"ta\":[\"NULL\",null,\"x,y\"],\"ba\":\"3q2+7w==\","
+                    + "\"tz\":\"2026-11-29T16:00:00.123456Z\",\"ts\":\"2026-11-29T16:00:00\",\"d\":\"2026-11-29\","
+                    + "\"t\":\"16:00:00.5\",\"u\":\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\","
+                    + "\"txt\":\"ünïcødé \\\"q\\\" \\t\",\"m\":\"happy\",\"iv\":\"1 day 02:00:00\"}");
+            JsonNode special = source.received.get(1).get("new");
+            assertThat(special.get("f8").asText()).isEqualTo("Infinity");
+            assertThat(special.get("f4").asText()).isEqualTo("-Infinity");
+            assertThat(special.get("n").asText()).isEqualTo("NaN");
+            assertThat(special.get("tz").asText()).isEqualTo("infinity");
+            assertThat(special.get("i2").isNull()).isTrue();
+        }
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest(name = "PostgreSQL {0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {14, 15, 16, 17, 18})
+    void protocolCasesHoldOnEverySupportedMajor(int major) throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(major), "reader_matrix")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY, note text)",
+                    "ALTER DATABASE " + source.database + " SET logical_decoding_work_mem = '64kB'");
+            source.prepare("*");
+            source.startReader();
+            source.sql("BEGIN",
+                    "INSERT INTO t SELECT g, 'kept' FROM generate_series(1, 2000) g",
+                    "SAVEPOINT s1",
+                    "INSERT INTO t SELECT g, 'subaborted' FROM generate_series(5001, 7000) g",
+                    "ROLLBACK TO SAVEPOINT s1",
+                    "COMMIT");
+            source.sql("BEGIN", "INSERT INTO t SELECT g, 'aborted' FROM generate_series(8001, 10000) g", "ROLLBACK");
+            source.sql("BEGIN", "INSERT INTO t VALUES (20001, 'prepared')", "PREPARE TRANSACTION 'p1'");
+            source.sql("BEGIN", "INSERT INTO t VALUES (20002, 'rolled back')", "PREPARE TRANSACTION 'p2'");
+            source.sql("ROLLBACK PREPARED 'p2'", "COMMIT PREPARED 'p1'",
+                    "SELECT pg_logical_emit_message(true, 'm', 'end')", "TRUNCATE t");
+            await().atMost(WAIT).until(() -> source.received.size() == 2003);
+            List<JsonNode> events = source.received;
+            assertThat(events.subList(0, 2000)).allSatisfy(e -> assertThat(e.at("/new/note").asText()).isEqualTo("kept"));
+            assertThat(events.get(1999).at("/tx/seq").asInt()).isEqualTo(2000);
+            assertThat(events.get(2000).at("/new/note").asText()).isEqualTo("prepared");
+            assertThat(events.get(2001).at("/message/content").asText()).isEqualTo("end");
+            assertThat(events.get(2002).get("op").asText()).isEqualTo("truncate");
+        }
+    }
 }
