@@ -349,4 +349,27 @@ class ReplicationReaderTest {
             assertThat(events.get(2002).get("op").asText()).isEqualTo("truncate");
         }
     }
+
+    @Test
+    void fullHandOffKeepsAnsweringTheServerPastItsTimeout() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_pressure")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)",
+                    "ALTER DATABASE " + source.database + " SET wal_sender_timeout = '2s'");
+            source.prepare("*");
+            source.handoffCapacity = 10;
+            source.paused = true;
+            ReplicationReader reader = source.startReader();
+            await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
+            String walsender = source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'walhook'");
+            assertThat(source.queryOne("SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'")).isEqualTo("2000");
+            source.sql("INSERT INTO t SELECT generate_series(1, 500)");
+            await().atMost(WAIT).until(() -> reader.events().remainingCapacity() == 0);
+            // three server timeouts with delivery stalled: the server must keep the same walsender
+            await().during(Duration.ofSeconds(6)).atMost(WAIT).until(() -> walsender.equals(
+                    source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'walhook'")));
+            source.paused = false;
+            await().atMost(WAIT).until(() -> source.received.size() == 500);
+            assertThat(source.received.stream().map(e -> e.get("id").asText()).distinct().count()).isEqualTo(500);
+        }
+    }
 }

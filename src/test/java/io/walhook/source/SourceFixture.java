@@ -41,6 +41,9 @@ final class SourceFixture implements AutoCloseable {
     final List<JsonNode> received = new CopyOnWriteArrayList<>();
     private final List<ReplicationReader> readers = new ArrayList<>();
     private volatile boolean hold;
+    /** While true the consumer takes nothing: the reader's hand-off fills up. */
+    volatile boolean paused;
+    int handoffCapacity = 1000;
     private Thread consumer;
     long streamMemoryBytes = 64L << 20;
     Path spillDirectory = Path.of(System.getProperty("java.io.tmpdir"));
@@ -84,7 +87,7 @@ final class SourceFixture implements AutoCloseable {
     ReplicationReader.Settings settings() throws SQLException {
         return new ReplicationReader.Settings(server.jdbcUrl(database), server.user(), server.password(), "walhook",
                 "walhook", "walhook", new SourceDatabase(dataSource).serverMajor(), Duration.ofSeconds(10),
-                Duration.ofMillis(100), Duration.ofSeconds(2), 1000, spillDirectory, streamMemoryBytes);
+                Duration.ofMillis(100), Duration.ofSeconds(2), handoffCapacity, spillDirectory, streamMemoryBytes);
     }
 
     /** Starts a reader resuming from the checkpoint, with the test consumer on its queue. */
@@ -96,6 +99,10 @@ final class SourceFixture implements AutoCloseable {
         consumer = new Thread(() -> {
             try {
                 while (!Thread.currentThread().isInterrupted()) {
+                    if (paused) {
+                        Thread.sleep(50);
+                        continue;
+                    }
                     PendingEvent pending = reader.events().poll(100, TimeUnit.MILLISECONDS);
                     if (pending == null) {
                         continue;
