@@ -121,7 +121,8 @@ public sealed interface PgOutputMessage {
          * @param key flags bit 1: "Flags for the column. Currently can be either 0 for no flags or 1
          *     which marks the column as part of the key." Under REPLICA IDENTITY FULL every column is
          *     marked.
-         * @param typeOid the OID of the column's type (unsigned); a domain is sent as its base type
+         * @param typeOid the OID of the column's type (unsigned); for a domain, the domain's own OID (its
+         *     {@link Type} message names the base type)
          * @param typeModifier {@code atttypmod}, -1 when the type has none
          */
         public record Column(boolean key, String name, long typeOid, int typeModifier) {
@@ -132,7 +133,8 @@ public sealed interface PgOutputMessage {
     }
 
     /**
-     * {@code 'Y'}: a user-defined type (OID of 10000 or more) used by a following Relation.
+     * {@code 'Y'}: a user-defined type (OID of 10000 or more) used by a following Relation. For a
+     * domain: the domain's OID with its base type's schema and name ({@code int4} in {@code ""}).
      *
      * @param xid the streamed (sub)transaction, or {@code null} outside a stream block
      * @param namespace the schema, "" for {@code pg_catalog}; see {@link #effectiveNamespace()}
