@@ -22,7 +22,8 @@ public final class SourceDatabase {
     private static final Logger LOG = Logger.getLogger(SourceDatabase.class);
 
     /** What the slot looks like to the server. */
-    public record SlotState(boolean exists, String plugin, String database, String walStatus, Lsn confirmedFlush) {
+    public record SlotState(boolean exists, String plugin, String database, String walStatus, Lsn confirmedFlush,
+            boolean twoPhase) {
     }
 
     private final DataSource dataSource;
@@ -106,16 +107,16 @@ public final class SourceDatabase {
 
     public SlotState slot(String name) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT plugin, database, wal_status, confirmed_flush_lsn::text"
-                     + " FROM pg_replication_slots WHERE slot_name = ?")) {
+             PreparedStatement s = c.prepareStatement("SELECT plugin, database, wal_status, confirmed_flush_lsn::text,"
+                     + " two_phase FROM pg_replication_slots WHERE slot_name = ?")) {
             s.setString(1, name);
             try (ResultSet rs = s.executeQuery()) {
                 if (!rs.next()) {
-                    return new SlotState(false, null, null, null, Lsn.INVALID);
+                    return new SlotState(false, null, null, null, Lsn.INVALID, false);
                 }
                 String confirmed = rs.getString(4);
                 return new SlotState(true, rs.getString(1), rs.getString(2), rs.getString(3),
-                        confirmed == null ? Lsn.INVALID : Lsn.parse(confirmed));
+                        confirmed == null ? Lsn.INVALID : Lsn.parse(confirmed), rs.getBoolean(5));
             }
         }
     }
@@ -157,6 +158,12 @@ public final class SourceDatabase {
         if (!database.equals(slot.database())) {
             throw new SourceSetupException("replication slot " + name + " belongs to database " + slot.database()
                     + ", not " + database + ": choose another WALHOOK_SLOT");
+        }
+        if (slot.twoPhase()) {
+            // such a slot sends prepared transactions at PREPARE, before they are known to commit
+            throw new SourceSetupException("replication slot " + name + " has two_phase enabled; walhook delivers"
+                    + " prepared transactions when they commit and needs a slot without it: choose another WALHOOK_SLOT"
+                    + " and let walhook create it");
         }
         if ("lost".equals(slot.walStatus())) {
             throw new SourceSetupException(invalidated(name));

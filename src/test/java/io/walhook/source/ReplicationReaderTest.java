@@ -372,4 +372,14 @@ class ReplicationReaderTest {
             assertThat(source.received.stream().map(e -> e.get("id").asText()).distinct().count()).isEqualTo(500);
         }
     }
+
+    @Test
+    void twoPhaseSlotIsRefusedWithTheFix() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_twophase")) {
+            source.sql("SELECT pg_create_logical_replication_slot('walhook', 'pgoutput', false, true)");
+            assertThatThrownBy(() -> source.prepare("*")).isInstanceOf(SourceSetupException.class)
+                    .hasMessageContaining("two_phase enabled")
+                    .hasMessageContaining("choose another WALHOOK_SLOT");
+        }
+    }
 }
