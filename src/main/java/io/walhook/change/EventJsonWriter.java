@@ -10,6 +10,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.Base64;
+import java.util.function.Predicate;
 
 import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
@@ -40,9 +41,14 @@ public final class EventJsonWriter {
 
     /** The event as UTF-8 JSON bytes. */
     public byte[] toJson(ChangeEvent event) {
+        return toJson(event, null);
+    }
+
+    /** The event as UTF-8 JSON bytes, with only the columns {@code keep} accepts in new and old (null: all). */
+    public byte[] toJson(ChangeEvent event, Predicate<String> keep) {
         ByteArrayOutputStream out = new ByteArrayOutputStream(256);
         try (JsonGenerator json = factory.createGenerator(out, JsonEncoding.UTF8)) {
-            write(event, json);
+            write(event, keep, json);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write event " + event.id(), e);
         }
@@ -50,13 +56,18 @@ public final class EventJsonWriter {
     }
 
     public void write(ChangeEvent event, JsonGenerator json) throws IOException {
+        write(event, null, json);
+    }
+
+    /** Writes the event; {@code keep} (null: all) chooses the columns of new and old, never of key. */
+    public void write(ChangeEvent event, Predicate<String> keep, JsonGenerator json) throws IOException {
         json.writeStartObject();
         json.writeStringField("id", event.id());
         json.writeStringField("op", event.op().wireName());
         json.writeStringField("schema", event.schema());
         json.writeStringField("table", event.table());
         switch (event.op()) {
-            case INSERT, UPDATE, DELETE -> writeRow(event, json);
+            case INSERT, UPDATE, DELETE -> writeRow(event, keep, json);
             case TRUNCATE -> {
                 json.writeObjectFieldStart("truncate");
                 json.writeBooleanField("cascade", event.truncateCascade());
@@ -76,22 +87,23 @@ public final class EventJsonWriter {
         json.writeEndObject();
     }
 
-    static String formatTime(Instant time) {
+    /** A commit time as events write it: UTC, microseconds, {@code Z}; null stays null. */
+    public static String formatTime(Instant time) {
         return time == null ? null : COMMIT_TIME.format(time);
     }
 
-    private static void writeRow(ChangeEvent event, JsonGenerator json) throws IOException {
+    private static void writeRow(ChangeEvent event, Predicate<String> keep, JsonGenerator json) throws IOException {
         RelationInfo relation = event.relation();
         TupleData newRow = event.newRow();
         TupleData oldRow = event.oldRow();
         TupleData keySource = event.keyTuple() != null ? event.keyTuple() : oldRow != null ? oldRow : newRow;
         json.writeFieldName("key");
-        writeColumns(relation, keySource, null, true, json);
+        writeColumns(relation, keySource, null, true, null, json);
         json.writeFieldName("new");
-        int[] unchanged = writeColumns(relation, newRow, oldRow, false, json);
+        int[] unchanged = writeColumns(relation, newRow, oldRow, false, keep, json);
         json.writeFieldName("old");
         if (oldRow != null && relation.replicaIdentity() == ReplicaIdentity.FULL) {
-            writeColumns(relation, oldRow, null, false, json);
+            writeColumns(relation, oldRow, null, false, keep, json);
         } else {
             json.writeNull();
         }
@@ -110,7 +122,7 @@ public final class EventJsonWriter {
      * and returned: element 0 counts them, the rest are their column indexes.
      */
     private static int[] writeColumns(RelationInfo relation, TupleData tuple, TupleData fill, boolean keysOnly,
-            JsonGenerator json) throws IOException {
+            Predicate<String> keep, JsonGenerator json) throws IOException {
         if (tuple == null) {
             json.writeNull();
             return null;
@@ -122,7 +134,7 @@ public final class EventJsonWriter {
         int[] unchanged = null;
         json.writeStartObject();
         for (int i = 0; i < tuple.size(); i++) {
-            if (keysOnly && !relation.isKey(i)) {
+            if (keysOnly && !relation.isKey(i) || keep != null && !keep.test(relation.columnName(i))) {
                 continue;
             }
             switch (tuple.kind(i)) {

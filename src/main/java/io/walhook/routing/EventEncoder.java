@@ -1,0 +1,141 @@
+package io.walhook.routing;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.EventJsonWriter;
+
+/**
+ * Writes an event in a subscription's format: the event JSON (CONTRACT.md section 3), a
+ * structured CloudEvent, or the binary CloudEvents mode's headers and body (CloudEvents 1.0 and
+ * its HTTP protocol binding). One instance per thread: it shares the value converters' buffers.
+ */
+public final class EventEncoder {
+
+    /** A request body with its content type and the headers the format adds. */
+    public record Encoded(byte[] body, String contentType, Map<String, String> headers) {
+        public Encoded {
+            headers = Map.copyOf(headers);
+        }
+    }
+
+    public static final String JSON = "application/json";
+    public static final String CLOUDEVENTS_JSON = "application/cloudevents+json";
+    /** CloudEvents attribute names: lower-case letters and digits (spec 1.0, "Attribute Naming Convention"). */
+    private static final Pattern ATTRIBUTE = Pattern.compile("[a-z0-9]{1,20}");
+
+    private final JsonFactory factory = new JsonFactory();
+    private final EventJsonWriter writer = new EventJsonWriter(factory);
+    private final String source;
+    private final Map<String, String> extensions;
+
+    /**
+     * @param source the CloudEvents {@code source} of every event (a URI-reference)
+     * @param extensions extension attributes added to every CloudEvent (Knative's K_CE_OVERRIDES)
+     */
+    public EventEncoder(String source, Map<String, String> extensions) {
+        for (String name : extensions.keySet()) {
+            if (!ATTRIBUTE.matcher(name).matches()) {
+                throw new IllegalArgumentException("CloudEvents extension '" + name
+                        + "' is not a valid attribute name (lower-case letters and digits, 20 at most)");
+            }
+        }
+        this.source = source;
+        this.extensions = Map.copyOf(extensions);
+    }
+
+    public Encoded encode(ChangeEvent event, EventFormat format, Projection projection) {
+        byte[] data = writer.toJson(event, projection.isAll() ? null : projection::keeps);
+        return switch (format) {
+            case JSON -> new Encoded(data, JSON, Map.of());
+            case CLOUDEVENTS -> new Encoded(structured(event, data), CLOUDEVENTS_JSON, Map.of());
+            case CLOUDEVENTS_BINARY -> new Encoded(data, JSON, binaryHeaders(event));
+        };
+    }
+
+    /** The CloudEvents {@code type}: {@code io.walhook.<op>}. */
+    public static String type(ChangeEvent event) {
+        return "io.walhook." + event.op().wireName();
+    }
+
+    /** The CloudEvents {@code subject}: {@code schema.table}, or a message's prefix. */
+    public static String subject(ChangeEvent event) {
+        return event.relation() != null ? event.schema() + "." + event.table() : event.messagePrefix();
+    }
+
+    private byte[] structured(ChangeEvent event, byte[] data) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(data.length + 256);
+        try (JsonGenerator json = factory.createGenerator(out, JsonEncoding.UTF8)) {
+            json.writeStartObject();
+            json.writeStringField("specversion", "1.0");
+            json.writeStringField("id", event.id());
+            json.writeStringField("source", source);
+            json.writeStringField("type", type(event));
+            json.writeStringField("subject", subject(event));
+            String time = EventJsonWriter.formatTime(event.tx().commitTime());
+            if (time != null) {
+                json.writeStringField("time", time);
+            }
+            json.writeStringField("datacontenttype", JSON);
+            for (Map.Entry<String, String> extension : extensions.entrySet()) {
+                json.writeStringField(extension.getKey(), extension.getValue());
+            }
+            json.writeFieldName("data");
+            json.writeRawValue(new String(data, java.nio.charset.StandardCharsets.UTF_8));
+            json.writeEndObject();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write CloudEvent " + event.id(), e);
+        }
+        return out.toByteArray();
+    }
+
+    private Map<String, String> binaryHeaders(ChangeEvent event) {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("ce-specversion", "1.0");
+        headers.put("ce-id", event.id());
+        headers.put("ce-source", source);
+        headers.put("ce-type", type(event));
+        headers.put("ce-subject", percentEncode(subject(event)));
+        String time = EventJsonWriter.formatTime(event.tx().commitTime());
+        if (time != null) {
+            headers.put("ce-time", time);
+        }
+        extensions.forEach((name, value) -> headers.put("ce-" + name, percentEncode(value)));
+        return headers;
+    }
+
+    /**
+     * The HTTP binding (3.1.3.2): header values are percent-encoded outside printable ASCII
+     * (and {@code "} and {@code %}), UTF-8 first.
+     */
+    static String percentEncode(String value) {
+        StringBuilder out = null;
+        byte[] bytes = value.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        for (int i = 0; i < bytes.length; i++) {
+            int b = bytes[i] & 0xFF;
+            boolean plain = b > 0x20 && b < 0x7F && b != '"' && b != '%' || b == ' ' && i > 0 && i < bytes.length - 1;
+            if (!plain && out == null) {
+                out = new StringBuilder(bytes.length + 16);
+                out.append(new String(bytes, 0, i, java.nio.charset.StandardCharsets.US_ASCII));
+            }
+            if (out != null) {
+                if (plain) {
+                    out.append((char) b);
+                } else {
+                    out.append('%').append(Character.toUpperCase(Character.forDigit(b >> 4, 16)))
+                            .append(Character.toUpperCase(Character.forDigit(b & 0xF, 16)));
+                }
+            }
+        }
+        return out == null ? value : out.toString();
+    }
+}

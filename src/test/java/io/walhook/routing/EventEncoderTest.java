@@ -1,0 +1,90 @@
+package io.walhook.routing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Set;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.EventSamples;
+import io.walhook.change.EventSamples.Row;
+
+class EventEncoderTest {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private final EventEncoder encoder = new EventEncoder("/walhook/shop", Map.of("cluster", "eu 1"));
+    private final ChangeEvent insert = EventSamples.insert(new Row("42", "paid", "12.50"));
+
+    private static String text(EventEncoder.Encoded encoded) {
+        return new String(encoded.body(), StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void jsonFormatIsTheEventItself() {
+        EventEncoder.Encoded json = encoder.encode(insert, EventFormat.JSON, Projection.ALL);
+        assertThat(json.contentType()).isEqualTo("application/json");
+        assertThat(json.headers()).isEmpty();
+        assertThat(text(json)).isEqualTo("{\"id\":\"0000000001A2B3C0-0001\",\"op\":\"insert\",\"schema\":\"public\","
+                + "\"table\":\"orders\",\"key\":{\"id\":42},\"new\":{\"id\":42,\"status\":\"paid\",\"amount\":12.50},"
+                + "\"old\":null,\"lsn\":\"0/1A2B3B08\",\"tx\":{\"xid\":7781,\"commit_lsn\":\"0/1A2B3C0\","
+                + "\"commit_time\":\"2026-11-29T16:00:00.123456Z\",\"seq\":1}}");
+    }
+
+    @Test
+    void structuredCloudEventHasEveryRequiredAttributeAndTheEventAsData() throws Exception {
+        EventEncoder.Encoded ce = encoder.encode(insert, EventFormat.CLOUDEVENTS, Projection.ALL);
+        assertThat(ce.contentType()).isEqualTo("application/cloudevents+json");
+        JsonNode event = JSON.readTree(ce.body());
+        // CloudEvents 1.0 required attributes: id, source, specversion, type
+        assertThat(event.get("specversion").asText()).isEqualTo("1.0");
+        assertThat(event.get("id").asText()).isEqualTo("0000000001A2B3C0-0001");
+        assertThat(event.get("source").asText()).isEqualTo("/walhook/shop");
+        assertThat(event.get("type").asText()).isEqualTo("io.walhook.insert");
+        assertThat(event.get("subject").asText()).isEqualTo("public.orders");
+        assertThat(event.get("time").asText()).isEqualTo("2026-11-29T16:00:00.123456Z");
+        assertThat(event.get("datacontenttype").asText()).isEqualTo("application/json");
+        assertThat(event.get("cluster").asText()).isEqualTo("eu 1");
+        assertThat(event.get("data")).isEqualTo(JSON.readTree(encoder.encode(insert, EventFormat.JSON, Projection.ALL).body()));
+    }
+
+    @Test
+    void binaryCloudEventPutsAttributesInPercentEncodedHeaders() {
+        ChangeEvent message = EventSamples.message("caf\u00e9 \"x\"", "hi");
+        EventEncoder.Encoded ce = encoder.encode(message, EventFormat.CLOUDEVENTS_BINARY, Projection.ALL);
+        assertThat(ce.contentType()).isEqualTo("application/json");
+        assertThat(ce.headers()).containsEntry("ce-specversion", "1.0")
+                .containsEntry("ce-id", message.id())
+                .containsEntry("ce-source", "/walhook/shop")
+                .containsEntry("ce-type", "io.walhook.message")
+                .containsEntry("ce-subject", "caf%C3%A9 %22x%22")
+                .containsEntry("ce-time", "2026-11-29T16:00:00.123456Z")
+                .containsEntry("ce-cluster", "eu 1");
+        assertThat(text(ce)).startsWith("{\"id\":\"" + message.id() + "\",\"op\":\"message\"");
+    }
+
+    @Test
+    void projectionKeepsOnlyTheChosenColumnsOfNewAndOldButTheWholeKey() throws Exception {
+        ChangeEvent update = EventSamples.updateFull(new Row("1", "new", "5"), new Row("1", "paid", "5"));
+        JsonNode included = JSON.readTree(encoder.encode(update, EventFormat.JSON,
+                new Projection(Set.of("status"), Set.of())).body());
+        assertThat(included.get("new").toString()).isEqualTo("{\"status\":\"paid\"}");
+        assertThat(included.get("old").toString()).isEqualTo("{\"status\":\"new\"}");
+        assertThat(included.get("key").toString()).isEqualTo("{\"id\":1,\"status\":\"new\",\"amount\":5}");
+        JsonNode excluded = JSON.readTree(encoder.encode(update, EventFormat.JSON,
+                new Projection(Set.of(), Set.of("amount"))).body());
+        assertThat(excluded.get("new").toString()).isEqualTo("{\"id\":1,\"status\":\"paid\"}");
+    }
+
+    @Test
+    void rejectsExtensionNamesTheSpecForbids() {
+        assertThatThrownBy(() -> new EventEncoder("/x", Map.of("Bad-Name", "v")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Bad-Name");
+    }
+}
