@@ -15,4 +15,12 @@ class ArchitectureTest {
     static final ArchRule pgoutputUsesOnlyTheJdk = classes().that().resideInAPackage("io.walhook.pgoutput..")
             .should().onlyDependOnClassesThat().resideInAnyPackage("io.walhook.pgoutput..", "java..")
             .because("the decoder is unit tested with bytes alone and must run anywhere a JDK does");
+
+    @ArchTest
+    static final ArchRule pipelineCoreUsesNoFramework = com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses()
+            .that().resideInAnyPackage("io.walhook.pgoutput..", "io.walhook.change..")
+            .or().haveFullyQualifiedName("io.walhook.checkpoint.AckTracker")
+            .should().dependOnClassesThat().resideInAnyPackage("io.quarkus..", "io.vertx..", "jakarta..", "io.smallrye..")
+            .because("decoding, transaction assembly, values and the acknowledgement watermark are unit tested"
+                    + " with bytes and values alone (DESIGN.md)");
 }

@@ -36,7 +36,13 @@ public final class EventJsonWriter {
     }
 
     public EventJsonWriter() {
-        this(new JsonFactory());
+        this(jsonFactory());
+    }
+
+    /** The factory events are written with: characters beyond the BMP stay raw UTF-8, never escaped pairs. */
+    public static JsonFactory jsonFactory() {
+        return JsonFactory.builder().enable(com.fasterxml.jackson.core.json.JsonWriteFeature.COMBINE_UNICODE_SURROGATES_IN_UTF8)
+                .build();
     }
 
     /** The event as UTF-8 JSON bytes. */

@@ -21,7 +21,7 @@ enum ValueKind {
     NUMBER {
         @Override
         void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
-            if (text[offset] == 'N' || text[offset] == 'I' || (length > 1 && text[offset + 1] == 'I')) {
+            if (!isJsonNumber(text, offset, length)) {
                 // NaN, Infinity, -Infinity: JSON has no such numbers
                 json.writeString(text, offset, length);
             } else if (length == 2 && text[offset] == '-' && text[offset + 1] == '0') {

@@ -33,7 +33,7 @@ public final class EventEncoder {
     /** CloudEvents attribute names: lower-case letters and digits (spec 1.0, "Attribute Naming Convention"). */
     private static final Pattern ATTRIBUTE = Pattern.compile("[a-z0-9]{1,20}");
 
-    private final JsonFactory factory = new JsonFactory();
+    private final JsonFactory factory = EventJsonWriter.jsonFactory();
     private final EventJsonWriter writer = new EventJsonWriter(factory);
     private final String source;
     private final Map<String, String> extensions;

@@ -42,7 +42,7 @@ public final class ReplicationReader {
     private static final Logger LOG = Logger.getLogger(ReplicationReader.class);
     /** Session settings that make every text value independent of server defaults (PGOUTPUT.md 1). */
     static final String SESSION_OPTIONS = "-c datestyle=ISO -c intervalstyle=postgres -c extra_float_digits=3"
-            + " -c bytea_output=hex -c TimeZone=UTC";
+            + " -c bytea_output=hex -c TimeZone=UTC -c lc_monetary=C";
 
     /** Everything the reader needs to know. */
     public record Settings(String jdbcUrl, String user, String password, String slot, String publication,
