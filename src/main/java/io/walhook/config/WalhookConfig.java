@@ -1,5 +1,6 @@
 package io.walhook.config;
 
+import java.util.Map;
 import java.util.Optional;
 
 import io.smallrye.config.ConfigMapping;
@@ -35,6 +36,49 @@ public interface WalhookConfig {
 
     /** {@code amqp://user:password@host:port} (or {@code amqps://}) of the AMQP 1.0 broker. */
     Optional<String> amqpUrl();
+
+    /**
+     * Subscriptions defined by configuration, by name: {@code WALHOOK_SUBSCRIPTIONS_<NAME>_URL} is
+     * {@code walhook.subscriptions.<name>.url}. Read-only in the API. Values are validated by
+     * {@code io.walhook.routing.SubscriptionConfigReader}, which names the variable at fault.
+     */
+    Map<String, SubscriptionConfig> subscriptions();
+
+    /** One configured subscription; every field is text so that a bad value is reported with its variable. */
+    interface SubscriptionConfig {
+        /** Comma list of {@code schema.table} patterns with {@code *} wildcards; all tables when unset. */
+        Optional<String> tables();
+
+        /** Comma list of insert, update, delete, truncate, message; all when unset. */
+        Optional<String> operations();
+
+        /** CEL expression over op, schema, table, new, old, key. */
+        Optional<String> filter();
+
+        /** Webhook destination (http or https). */
+        Optional<String> url();
+
+        /** Standard Webhooks secret, {@code whsec_<base64>}; enables signing. */
+        Optional<String> secret();
+
+        /** AMQP 1.0 address instead of a URL; {@code {schema}}, {@code {table}}, {@code {op}} are substituted. */
+        Optional<String> amqpAddress();
+
+        /** json (default), cloudevents or cloudevents-binary. */
+        Optional<String> format();
+
+        /** More than 1: a webhook body is a JSON array of up to that many events. */
+        Optional<String> batchMaxEvents();
+
+        /** How long a batch may wait to fill, in milliseconds. */
+        Optional<String> batchMaxWaitMs();
+
+        /** Comma list of the only columns to send (key columns are always kept in key). */
+        Optional<String> includeColumns();
+
+        /** Comma list of columns never to send. */
+        Optional<String> excludeColumns();
+    }
 
     interface Source {
         /** {@code postgresql://user:password@host:port/database?sslmode=...}; required. */

@@ -2,7 +2,10 @@ package io.walhook.source;
 
 import java.nio.file.Path;
 import java.sql.SQLException;
+import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 
 import jakarta.annotation.Priority;
 import jakarta.enterprise.event.Observes;
@@ -20,14 +23,23 @@ import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.walhook.checkpoint.CheckpointStore;
+import io.walhook.config.ConfigProblem;
 import io.walhook.config.SourceUrl;
+import io.walhook.delivery.RoutingLoop;
+import io.walhook.delivery.WebhookSender;
+import io.walhook.routing.Destination;
+import io.walhook.routing.EventEncoder;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.SubscriptionConfigReader;
+import io.walhook.routing.SubscriptionRegistry;
+import io.walhook.routing.SubscriptionStore;
 import io.walhook.config.StartupCheck;
 import io.walhook.config.WalhookConfig;
 
 /**
- * Starts the replication reader once the configuration is valid: checks the server, creates the
- * publication and slot when missing, resumes from the persisted checkpoint. Until routing and
- * delivery exist, no subscription can match, so every event is complete as soon as it is taken.
+ * Starts the pipeline once the configuration is valid: checks the server, creates the publication
+ * and slot when missing, resumes the reader from the persisted checkpoint, and routes its events to
+ * the subscriptions in force (configured ones, and the API's, reloaded as they change).
  */
 @Singleton
 public class ReplicationSource {
@@ -38,6 +50,9 @@ public class ReplicationSource {
     private final AgroalDataSource dataSource;
     private volatile ReplicationReader reader;
     private volatile Thread drain;
+    private volatile Thread poller;
+    private volatile SubscriptionRegistry registry;
+    private volatile WebhookSender sender;
 
     @Inject
     public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource, MeterRegistry metrics) {
@@ -68,6 +83,22 @@ public class ReplicationSource {
 
     void onStart(@Observes @Priority(20) StartupEvent event) {
         SourceUrl source = StartupCheck.validate(config);
+        List<Subscription> configured;
+        Map<String, String> extensions;
+        try {
+            configured = SubscriptionConfigReader.read(config, System.getenv());
+            for (Subscription s : configured) {
+                if (s.destination() instanceof Destination.Amqp) {
+                    throw new ConfigProblem("WALHOOK_SUBSCRIPTIONS_" + s.name().toUpperCase(java.util.Locale.ROOT)
+                            + "_AMQP_ADDRESS", "asks for AMQP delivery, which this version of walhook does not have yet");
+                }
+            }
+            extensions = SubscriptionConfigReader.cloudEventsOverrides(System.getenv("K_CE_OVERRIDES"));
+        } catch (ConfigProblem problem) {
+            LOG.error("walhook cannot start: " + problem.getMessage());
+            Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
+            throw new PreventFurtherStepsException(problem.getMessage(), StartupCheck.EXIT_CONFIG);
+        }
         SourceDatabase database = new SourceDatabase(dataSource);
         CheckpointStore checkpoints = new CheckpointStore(dataSource, config.stateSchema());
         try {
@@ -86,10 +117,45 @@ public class ReplicationSource {
         } catch (SQLException e) {
             throw stop("cannot prepare replication on " + source + ": " + e.getMessage());
         }
+        registry = new SubscriptionRegistry(configured, new SubscriptionStore(dataSource, config.stateSchema()));
+        try {
+            registry.refresh();
+        } catch (SQLException e) {
+            throw stop("cannot read subscriptions from " + config.stateSchema() + ".subscription: " + e.getMessage());
+        }
+        sender = new WebhookSender(Clock.systemUTC(), Duration.ofSeconds(30), Duration.ofSeconds(60));
+        EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader.start();
-        drain = new Thread(this::drainWithoutSubscriptions, "walhook-drain");
+        drain = new Thread(new RoutingLoop(reader.events(), reader.tracker(), registry, encoder, sender), "walhook-routing");
         drain.setDaemon(true);
         drain.start();
+        poller = new Thread(this::pollSubscriptions, "walhook-subscriptions");
+        poller.setDaemon(true);
+        poller.start();
+    }
+
+    /** API writes land in the table; every instance picks them up here, for its next transaction. */
+    private void pollSubscriptions() {
+        String lastProblem = null;
+        while (!Thread.currentThread().isInterrupted()) {
+            try {
+                Thread.sleep(500);
+                registry.refresh();
+                lastProblem = null;
+            } catch (InterruptedException e) {
+                return;
+            } catch (SQLException e) {
+                if (!e.getMessage().equals(lastProblem)) {
+                    LOG.warnf("cannot reload subscriptions: %s", e.getMessage());
+                    lastProblem = e.getMessage();
+                }
+            }
+        }
+    }
+
+    /** The subscriptions in force. */
+    public SubscriptionRegistry registry() {
+        return registry;
     }
 
     private static PreventFurtherStepsException stop(String problem) {
@@ -98,24 +164,18 @@ public class ReplicationSource {
         return new PreventFurtherStepsException(problem, StartupCheck.EXIT_CONFIG);
     }
 
-    /** No subscription exists yet, so an event awaits no delivery: it is complete once taken. */
-    private void drainWithoutSubscriptions() {
-        try {
-            while (!Thread.currentThread().isInterrupted()) {
-                PendingEvent pending = reader.events().take();
-                reader.tracker().complete(pending.ticket(), 1);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     void onStop(@Observes ShutdownEvent event) throws InterruptedException {
         if (reader != null) {
             reader.stop(Duration.ofSeconds(10));
         }
         if (drain != null) {
             drain.interrupt();
+        }
+        if (poller != null) {
+            poller.interrupt();
+        }
+        if (sender != null) {
+            sender.close();
         }
     }
 

@@ -27,18 +27,18 @@ import io.walhook.testing.PostgresServer;
  * test consumer in place of the delivery engine: it records every event as JSON and, unless
  * told to hold, completes it at once.
  */
-final class SourceFixture implements AutoCloseable {
+public final class SourceFixture implements AutoCloseable {
 
     /** Keeps numbers as written (12.50 stays 12.50) so tests see every digit walhook sent. */
-    static final ObjectMapper JSON = new ObjectMapper()
+    public static final ObjectMapper JSON = new ObjectMapper()
             .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
             .setNodeFactory(com.fasterxml.jackson.databind.node.JsonNodeFactory.withExactBigDecimals(true));
 
-    final PostgresServer server;
-    final String database;
-    final PGSimpleDataSource dataSource;
-    final CheckpointStore checkpoints;
-    final List<JsonNode> received = new CopyOnWriteArrayList<>();
+    public final PostgresServer server;
+    public final String database;
+    public final PGSimpleDataSource dataSource;
+    public final CheckpointStore checkpoints;
+    public final List<JsonNode> received = new CopyOnWriteArrayList<>();
     private final List<ReplicationReader> readers = new ArrayList<>();
     private volatile boolean hold;
     /** While true the consumer takes nothing: the reader's hand-off fills up. */
@@ -48,20 +48,26 @@ final class SourceFixture implements AutoCloseable {
     long streamMemoryBytes = 64L << 20;
     Path spillDirectory = Path.of(System.getProperty("java.io.tmpdir"));
 
-    SourceFixture(PostgresServer server, String prefix) throws SQLException {
+    public SourceFixture(PostgresServer server, String prefix) throws SQLException {
         this.server = server;
         this.database = server.createDatabase(prefix);
         this.dataSource = new PGSimpleDataSource();
         dataSource.setUrl(server.jdbcUrl(database));
         dataSource.setUser(server.user());
         dataSource.setPassword(server.password());
-        sql("CREATE SCHEMA walhook",
-                "CREATE TABLE walhook.checkpoint (slot_name text PRIMARY KEY, end_lsn pg_lsn NOT NULL,"
-                        + " updated_at timestamptz NOT NULL DEFAULT now())");
+        sql("CREATE SCHEMA walhook");
+        // walhook's own migrations, as Flyway applies them
+        for (String version : List.of("V1__checkpoint.sql", "V2__subscription.sql")) {
+            try (java.io.InputStream in = SourceFixture.class.getResourceAsStream("/db/migration/" + version)) {
+                sql(new String(in.readAllBytes(), StandardCharsets.UTF_8).replace("${flyway:defaultSchema}", "walhook"));
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException("cannot read migration " + version, e);
+            }
+        }
         this.checkpoints = new CheckpointStore(dataSource, "walhook");
     }
 
-    void sql(String... statements) throws SQLException {
+    public void sql(String... statements) throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
             for (String statement : statements) {
                 s.execute(statement);
@@ -69,7 +75,7 @@ final class SourceFixture implements AutoCloseable {
         }
     }
 
-    String queryOne(String sql) throws SQLException {
+    public String queryOne(String sql) throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             rs.next();
             return rs.getString(1);
@@ -77,7 +83,7 @@ final class SourceFixture implements AutoCloseable {
     }
 
     /** Creates publication and slot as walhook does on start. */
-    void prepare(String publicationTables) throws SQLException {
+    public void prepare(String publicationTables) throws SQLException {
         SourceDatabase source = new SourceDatabase(dataSource);
         source.checkPrerequisites();
         source.ensurePublication("walhook", publicationTables);
@@ -90,7 +96,19 @@ final class SourceFixture implements AutoCloseable {
                 Duration.ofMillis(100), Duration.ofSeconds(2), handoffCapacity, spillDirectory, streamMemoryBytes);
     }
 
-    /** Starts a reader resuming from the checkpoint, with the test consumer on its queue. */
+    /** Starts a reader resuming from the checkpoint, with {@code consumer} taking from its queue. */
+    public ReplicationReader startReader(java.util.function.Function<ReplicationReader, Runnable> consumerOf)
+            throws SQLException {
+        ReplicationReader reader = ReplicationReader.resuming(settings(), checkpoints);
+        readers.add(reader);
+        reader.start();
+        consumer = new Thread(consumerOf.apply(reader), "test-consumer");
+        consumer.setDaemon(true);
+        consumer.start();
+        return reader;
+    }
+
+    /** Starts a reader resuming from the checkpoint, with the recording test consumer on its queue. */
     ReplicationReader startReader() throws SQLException {
         ReplicationReader reader = ReplicationReader.resuming(settings(), checkpoints);
         readers.add(reader);

@@ -21,8 +21,9 @@ import com.sun.net.httpserver.HttpServer;
  */
 public final class WebhookReceiver implements AutoCloseable {
 
-    /** One request as received: method, path, headers (lower-case names) and body. */
-    public record Request(String method, String path, Map<String, List<String>> headers, String body) {
+    /** One request as received: method, path, headers (lower-case names), body and arrival time. */
+    public record Request(String method, String path, Map<String, List<String>> headers, String body,
+            java.time.Instant receivedAt) {
         public String header(String name) {
             List<String> values = headers.get(name.toLowerCase(java.util.Locale.ROOT));
             return values == null || values.isEmpty() ? null : values.get(0);
@@ -33,6 +34,7 @@ public final class WebhookReceiver implements AutoCloseable {
     private final ExecutorService executor;
     private final List<Request> requests = new CopyOnWriteArrayList<>();
     private final Consumer<Request> listener;
+    private volatile java.util.function.ToIntFunction<Request> responder = request -> 204;
 
     private WebhookReceiver(Consumer<Request> listener) throws IOException {
         this.listener = listener;
@@ -64,11 +66,29 @@ public final class WebhookReceiver implements AutoCloseable {
             String body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             Map<String, List<String>> headers = new java.util.TreeMap<>();
             exchange.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(java.util.Locale.ROOT), List.copyOf(v)));
-            Request request = new Request(exchange.getRequestMethod(), exchange.getRequestURI().getPath(), headers, body);
+            Request request = new Request(exchange.getRequestMethod(), exchange.getRequestURI().getPath(), headers, body,
+                    java.time.Instant.now());
             requests.add(request);
             listener.accept(request);
-            exchange.sendResponseHeaders(204, -1);
+            int status = responder.applyAsInt(request);
+            if (status == 429 || status == 503) {
+                exchange.getResponseHeaders().add("Retry-After", "1");
+            }
+            exchange.sendResponseHeaders(status, -1);
         }
+    }
+
+    /**
+     * Chooses each response's status (204 unless told otherwise); 429 and 503 come with
+     * {@code Retry-After: 1}.
+     */
+    public void respond(java.util.function.ToIntFunction<Request> responder) {
+        this.responder = responder;
+    }
+
+    /** The requests received on one path, in arrival order. */
+    public List<Request> requests(String path) {
+        return requests.stream().filter(r -> r.path().equals(path)).toList();
     }
 
     /** The URL of a path on this receiver. */

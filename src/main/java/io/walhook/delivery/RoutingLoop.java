@@ -1,0 +1,98 @@
+package io.walhook.delivery;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.jboss.logging.Logger;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.checkpoint.AckTracker;
+import io.walhook.pgoutput.Lsn;
+import io.walhook.routing.EventEncoder;
+import io.walhook.routing.EventFormat;
+import io.walhook.routing.Projection;
+import io.walhook.routing.Router;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.SubscriptionRegistry;
+import io.walhook.source.PendingEvent;
+
+/**
+ * Takes events from the reader in commit order, routes each to the subscriptions that want it,
+ * writes it once per (format, projection) those subscriptions need, and hands every copy to the
+ * sender. The transaction's outstanding count grows by the copies and shrinks as the sender
+ * reports each delivered: an event no one wants is complete at once. The router is taken afresh
+ * at each transaction, so subscription changes apply between transactions.
+ */
+public final class RoutingLoop implements Runnable {
+
+    private static final Logger LOG = Logger.getLogger(RoutingLoop.class);
+
+    /** Delivers one copy of an event; calls {@code done} once it is delivered (or durably parked). */
+    public interface Sender {
+        void send(Subscription subscription, ChangeEvent event, EventEncoder.Encoded body, Runnable done)
+                throws InterruptedException;
+    }
+
+    private record Shape(EventFormat format, Projection projection) {
+    }
+
+    private final BlockingQueue<PendingEvent> events;
+    private final AckTracker tracker;
+    private final SubscriptionRegistry registry;
+    private final EventEncoder encoder;
+    private final Sender sender;
+    private final AtomicLong routed = new AtomicLong();
+
+    public RoutingLoop(BlockingQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
+            EventEncoder encoder, Sender sender) {
+        this.events = events;
+        this.tracker = tracker;
+        this.registry = registry;
+        this.encoder = encoder;
+        this.sender = sender;
+    }
+
+    /** Copies handed to the sender since start. */
+    public long routed() {
+        return routed.get();
+    }
+
+    @Override
+    public void run() {
+        Router router = registry.router();
+        Lsn transaction = null;
+        Map<Shape, EventEncoder.Encoded> written = new HashMap<>();
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                PendingEvent pending = events.take();
+                ChangeEvent event = pending.event();
+                if (!event.tx().commitLsn().equals(transaction)) {
+                    router = registry.router();
+                    transaction = event.tx().commitLsn();
+                }
+                List<Subscription> matched = router.route(event);
+                AckTracker.Ticket ticket = pending.ticket();
+                if (!matched.isEmpty()) {
+                    tracker.add(ticket, matched.size());
+                    written.clear();
+                    for (Subscription subscription : matched) {
+                        EventEncoder.Encoded body = written.computeIfAbsent(
+                                new Shape(subscription.format(), subscription.projection()),
+                                shape -> encoder.encode(event, shape.format(), shape.projection()));
+                        sender.send(subscription, event, body, () -> tracker.complete(ticket, 1));
+                        routed.incrementAndGet();
+                    }
+                }
+                tracker.complete(ticket, 1); // the reader's own share: routing is done
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "routing stopped: %s; nothing past the last delivered event will be acknowledged", e.getMessage());
+            throw e;
+        }
+    }
+}

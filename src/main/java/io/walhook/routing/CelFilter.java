@@ -1,0 +1,265 @@
+package io.walhook.routing;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
+
+import dev.cel.common.CelAbstractSyntaxTree;
+import dev.cel.common.CelIssue;
+import dev.cel.common.CelOptions;
+import dev.cel.common.CelSourceLocation;
+import dev.cel.common.CelValidationResult;
+import dev.cel.common.types.CelKind;
+import dev.cel.common.types.CelType;
+import dev.cel.common.types.MapType;
+import dev.cel.common.types.NullableType;
+import dev.cel.common.types.SimpleType;
+import dev.cel.compiler.CelCompiler;
+import dev.cel.compiler.CelCompilerFactory;
+import dev.cel.parser.CelStandardMacro;
+import dev.cel.runtime.CelEvaluationException;
+import dev.cel.runtime.CelRuntime;
+import dev.cel.runtime.CelRuntimeFactory;
+import io.walhook.change.ChangeEvent;
+
+/**
+ * A subscription's row filter: a CEL expression (CONTRACT.md section 4) compiled once, then
+ * evaluated against events. Google's CEL-Java ({@code dev.cel:cel}) parses, type-checks and runs it.
+ *
+ * <h2>The environment</h2>
+ * <ul>
+ *   <li>{@code op}: {@code string}; {@code schema}, {@code table}: nullable strings (null for a
+ *       logical message, so {@code schema == null} and {@code schema == "public"} both check);
+ *   <li>{@code key}, {@code new}, {@code old}: {@code map(string, dyn)}, an absent row being an
+ *       empty map; values typed as in the event, see {@link CelVariables};
+ *   <li>the standard library and macros ({@code has}, {@code all}, {@code exists},
+ *       {@code exists_one}, {@code map}, {@code filter}), no extensions;
+ *   <li>heterogeneous numeric comparisons on (compiler and runtime): {@code new.amount > 100} and
+ *       {@code new.amount > 100.0} hold whether the column came as an int or a double. Arithmetic
+ *       does not mix them: {@code new.amount + 1} fails on a double, {@code double(new.amount) + 1.0}
+ *       works on both.
+ * </ul>
+ *
+ * <h2>Compile time</h2>
+ * {@link #compile} rejects, with a one-line {@link CelFilterException}: syntax errors (with line
+ * and column), type errors the checker can see ({@code op == 1}, unknown variables or functions;
+ * not those inside row values, which are {@code dyn}: {@code new.amount + "x"} is found only at run
+ * time), a result that can never be a boolean ({@code op}), and expressions over the limits:
+ * {@value #MAX_EXPRESSION_LENGTH} characters (code points), a nesting depth of 250 (CEL's parser
+ * default), and {@value #MAX_ITERATIONS} iterations of comprehension macros per evaluation.
+ *
+ * <h2>Run time: errors never escape</h2>
+ * A filter that fails on an event does not match it: {@link #evaluate} returns
+ * {@link Outcome#ERROR} and {@link #matches} false, nothing is thrown into the caller (the
+ * replication reader thread). Failures are: a missing key ({@code new.missing > 1}: use
+ * {@code has(new.missing)} to test presence), no overload for the values ({@code null > 1},
+ * {@code "x" > 1}), division by zero, an overflow, the iteration budget, a result that is not a
+ * boolean ({@code dyn}), and an event whose JSON cannot be read. Each is counted
+ * ({@link #errorCount}) and the latest kept ({@link #lastError}) for the caller to report; this
+ * class logs nothing.
+ *
+ * <h2>Threads</h2>
+ * Thread-safe: the compiled program is immutable and the error counters are atomic, so one filter
+ * can serve several threads; {@link CelVariables} are per thread.
+ *
+ * <h2>Native image</h2>
+ * CEL-Java ships no GraalVM metadata (no {@code META-INF/native-image} in its jars) and does not
+ * claim native support; it uses full {@code protobuf-java} (its AST and types are generated
+ * messages), ANTLR and Guava. On the path walhook uses (maps and primitives, no message types
+ * declared) it builds descriptors from generated code and never calls protobuf's reflective
+ * accessors. What needs registering for reflection: {@code com.google.protobuf.ExtensionRegistry}
+ * (protobuf's {@code ExtensionRegistryFactory} finds {@code getEmptyRegistry}/{@code newInstance}
+ * by reflection, a known native failure with protobuf 4.x), and, only if filters build protobuf
+ * messages ({@code google.protobuf.Timestamp{...}}), the well-known types' classes (CEL loads them
+ * with {@code Class.forName} and calls {@code getDefaultInstance}). Compile filters at run time, not
+ * at image build time. Unverified here (no GraalVM): the {@code -Pnative} integration tests must
+ * compile and evaluate a filter. Should it fail, projectnessie's {@code cel-java} (a separate CEL
+ * implementation that ships native-image metadata and smoke-tests Quarkus native builds) is the
+ * drop-in alternative behind this class's API.
+ */
+public final class CelFilter {
+
+    /** Longest expression accepted, in characters (Unicode code points). */
+    public static final int MAX_EXPRESSION_LENGTH = 10_000;
+
+    /** Comprehension iterations ({@code all}, {@code exists}, {@code map}...) per evaluation, nested ones summed. */
+    public static final int MAX_ITERATIONS = 10_000;
+
+    /** What one evaluation gave. */
+    public enum Outcome {
+        MATCH, NO_MATCH,
+        /** The filter failed on the event: it does not match, see {@link #lastError()}. */
+        ERROR
+    }
+
+    private static final CelOptions OPTIONS = CelOptions.current()
+            .enableHeterogeneousNumericComparisons(true)
+            .maxExpressionCodePointSize(MAX_EXPRESSION_LENGTH)
+            .comprehensionMaxIterations(MAX_ITERATIONS)
+            .build();
+
+    private static final CelType ROW = MapType.create(SimpleType.STRING, SimpleType.DYN);
+
+    private static final CelCompiler COMPILER = CelCompilerFactory.standardCelCompilerBuilder()
+            .setOptions(OPTIONS)
+            .setStandardMacros(CelStandardMacro.STANDARD_MACROS)
+            .addVar("op", SimpleType.STRING)
+            .addVar("schema", NullableType.create(SimpleType.STRING))
+            .addVar("table", NullableType.create(SimpleType.STRING))
+            .addVar("key", ROW)
+            .addVar("new", ROW)
+            .addVar("old", ROW)
+            .build();
+
+    private static final CelRuntime RUNTIME = CelRuntimeFactory.standardCelRuntimeBuilder()
+            .setOptions(OPTIONS)
+            .build();
+
+    /** CEL's overload errors end with a list of candidate signatures in its internal notation. */
+    private static final Pattern CANDIDATES = Pattern.compile("\\s*\\(candidates: .*\\)$");
+    private static final Pattern SPACES = Pattern.compile("\\s+");
+
+    private final String expression;
+    private final CelRuntime.Program program;
+    private final AtomicLong errors = new AtomicLong();
+    private volatile String lastError;
+
+    private CelFilter(String expression, CelRuntime.Program program) {
+        this.expression = expression;
+        this.program = program;
+    }
+
+    /**
+     * Parses, type-checks and plans an expression.
+     *
+     * @throws CelFilterException naming the problem in one line, with the position when CEL has one
+     */
+    public static CelFilter compile(String expression) {
+        if (expression == null || expression.isBlank()) {
+            throw new CelFilterException("filter: the expression is empty");
+        }
+        int length = expression.codePointCount(0, expression.length());
+        if (length > MAX_EXPRESSION_LENGTH) {
+            throw new CelFilterException("filter: the expression is " + length + " characters long, at most "
+                    + MAX_EXPRESSION_LENGTH + " are allowed");
+        }
+        CelValidationResult parsed = COMPILER.parse(expression);
+        if (parsed.hasError()) {
+            throw problem("syntax error", parsed.getErrors());
+        }
+        CelValidationResult checked;
+        try {
+            checked = COMPILER.check(parsed.getAst());
+        } catch (dev.cel.common.CelValidationException e) {
+            throw problem("syntax error", e.getErrors()); // not reached: parse() had no error
+        }
+        if (checked.hasError()) {
+            throw problem("type error", checked.getErrors());
+        }
+        try {
+            CelAbstractSyntaxTree ast = checked.getAst();
+            CelType result = ast.getResultType();
+            if (result.kind() != CelKind.BOOL && result.kind() != CelKind.DYN) {
+                throw new CelFilterException("filter must be a boolean expression, is " + result.name());
+            }
+            return new CelFilter(expression, RUNTIME.createProgram(ast));
+        } catch (dev.cel.common.CelValidationException | CelEvaluationException e) {
+            throw new CelFilterException("filter: " + oneLine(e.getMessage()));
+        }
+    }
+
+    /** The expression as given. */
+    public String expression() {
+        return expression;
+    }
+
+    /** Whether the event matches; false when the filter fails on it (see {@link #evaluate}). */
+    public boolean matches(ChangeEvent event) {
+        return evaluate(CelVariables.of(event)) == Outcome.MATCH;
+    }
+
+    /** Whether the variables match; false when the filter fails on them (see {@link #evaluate}). */
+    public boolean matches(CelVariables variables) {
+        return evaluate(variables) == Outcome.MATCH;
+    }
+
+    /**
+     * Evaluates the filter. Never throws for anything the event or the expression does: a failure
+     * is {@link Outcome#ERROR}, counted and kept as {@link #lastError()}.
+     */
+    public Outcome evaluate(CelVariables variables) {
+        Object result;
+        try {
+            result = program.eval(name -> Optional.ofNullable(variables.find(name)));
+        } catch (CelEvaluationException e) {
+            return failed(variables, oneLine(e.getMessage()));
+        } catch (RuntimeException e) {
+            // the rows could not be built (unreadable JSON), or CEL itself broke on odd input
+            return failed(variables, oneLine(String.valueOf(e.getMessage())));
+        }
+        if (result instanceof Boolean matched) {
+            return matched ? Outcome.MATCH : Outcome.NO_MATCH;
+        }
+        return failed(variables, "the result is " + describe(result) + ", not a boolean");
+    }
+
+    /** How many evaluations failed since compilation. */
+    public long errorCount() {
+        return errors.get();
+    }
+
+    /**
+     * The latest failure, one line: {@code filter failed on event <id>: <CEL's message>} (no id
+     * when the variables came from no event); null when none failed.
+     */
+    public String lastError() {
+        return lastError;
+    }
+
+    @Override
+    public String toString() {
+        return "CelFilter[" + expression + "]";
+    }
+
+    private Outcome failed(CelVariables variables, String detail) {
+        errors.incrementAndGet();
+        String id = variables.eventId();
+        lastError = "filter failed" + (id == null ? "" : " on event " + id) + ": " + detail;
+        return Outcome.ERROR;
+    }
+
+    private static String describe(Object value) {
+        if (value == null) {
+            return "null";
+        }
+        String type = value.getClass().getSimpleName();
+        return type.isEmpty() ? value.getClass().getName() : type;
+    }
+
+    /** {@code filter: syntax error at 1:5: mismatched input ...}; further errors counted, not listed. */
+    private static CelFilterException problem(String kind, List<CelIssue> issues) {
+        if (issues.isEmpty()) {
+            return new CelFilterException("filter: " + kind);
+        }
+        CelIssue first = issues.get(0);
+        CelSourceLocation at = first.getSourceLocation();
+        boolean located = at.getLine() > 0 && at.getColumn() >= 0;
+        int line = located ? at.getLine() : -1;
+        int column = located ? at.getColumn() + 1 : -1;
+        StringBuilder message = new StringBuilder("filter: ").append(kind);
+        if (located) {
+            message.append(" at ").append(line).append(':').append(column);
+        }
+        message.append(": ").append(CANDIDATES.matcher(oneLine(first.getMessage())).replaceFirst(""));
+        if (issues.size() > 1) {
+            message.append(" (and ").append(issues.size() - 1).append(issues.size() == 2 ? " more error)"
+                    : " more errors)");
+        }
+        return new CelFilterException(message.toString(), line, column);
+    }
+
+    private static String oneLine(String text) {
+        return SPACES.matcher(text).replaceAll(" ").trim();
+    }
+}

@@ -1,0 +1,279 @@
+package io.walhook.routing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Supplier;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+
+import dev.cel.common.values.NullValue;
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.EventJsonWriter;
+
+/**
+ * The variables a {@link CelFilter} sees for one event (CONTRACT.md section 4): {@code op},
+ * {@code schema}, {@code table} and the maps {@code key}, {@code new}, {@code old}, typed as in the
+ * event's JSON (CONTRACT.md section 3):
+ *
+ * <ul>
+ *   <li>JSON integers are CEL {@code int} (Java {@code Long}); an integer beyond 64 bits (a big
+ *       {@code numeric}) is a {@code double};
+ *   <li>JSON decimals ({@code numeric}, {@code float4/8}) are {@code double}: CEL has no decimal
+ *       type, so the filter sees {@code numeric} rounded to a double (the event keeps every digit);
+ *   <li>strings, booleans, JSON arrays (lists) and objects ({@code json/jsonb}: maps) as they are,
+ *       {@code NaN}/{@code Infinity} stay the strings the event carries;
+ *   <li>SQL NULL is CEL {@code null}; an absent map ({@code old} without REPLICA IDENTITY FULL, every
+ *       map of a truncate or message) is an empty map, and an unchanged TOASTed column is absent
+ *       from {@code new}: test with {@code has(new.column)}.
+ * </ul>
+ *
+ * <p>Built lazily: nothing is serialized or parsed until a filter reads {@code key}, {@code new} or
+ * {@code old}, and then once for all filters evaluated against the same instance. Create one per
+ * event and share it across the subscriptions that event reaches.
+ *
+ * <p>Not thread-safe: one thread builds and uses an instance. {@link #of(ChangeEvent)} writes the
+ * event's JSON with {@link EventJsonWriter}, whose converters must be used by one thread at a time:
+ * call it on the thread that writes events, or pass the JSON already written with
+ * {@link #of(ChangeEvent, Supplier)}.
+ */
+public final class CelVariables {
+
+    /** Rows can be large (a 1 GB text value, a numeric of 100,000 digits): the event already exists. */
+    private static final JsonFactory JSON = JsonFactory.builder()
+            .streamReadConstraints(StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE)
+                    .maxNumberLength(1_000_000).build())
+            .build();
+    private static final Map<String, Object> EMPTY = Collections.emptyMap();
+
+    private final String eventId;
+    private String op;
+    private String schema;
+    private String table;
+    private Supplier<byte[]> json;
+    private boolean headerFromJson;
+    private Map<String, Object> key;
+    private Map<String, Object> newRow;
+    private Map<String, Object> oldRow;
+    private RuntimeException failure;
+
+    private CelVariables(String eventId, String op, String schema, String table, Supplier<byte[]> json,
+            boolean headerFromJson) {
+        this.eventId = eventId;
+        this.op = op;
+        this.schema = schema;
+        this.table = table;
+        this.json = json;
+        this.headerFromJson = headerFromJson;
+    }
+
+    /** The event's variables; its JSON is written (once) only if a filter reads a row. */
+    public static CelVariables of(ChangeEvent event) {
+        return of(event, () -> new EventJsonWriter(JSON).toJson(event));
+    }
+
+    /**
+     * The event's variables, the rows read from its JSON (format {@code json}) when a filter first
+     * needs them: pass the bytes that are (or will be) delivered so they are written only once.
+     */
+    public static CelVariables of(ChangeEvent event, Supplier<byte[]> eventJson) {
+        Objects.requireNonNull(eventJson, "eventJson");
+        return new CelVariables(event.id(), event.op().wireName(), event.schema(), event.table(), eventJson, false);
+    }
+
+    /** Every variable from an event's JSON (CONTRACT.md section 3), e.g. a sample event posted to the API. */
+    public static CelVariables fromJson(byte[] eventJson) {
+        Objects.requireNonNull(eventJson, "eventJson");
+        return new CelVariables(null, null, null, null, () -> eventJson, true);
+    }
+
+    /**
+     * Variables given directly. Row values are taken as the event's JSON would give them: Java
+     * {@code null} is CEL null, integral numbers are {@code int}, other numbers {@code double},
+     * maps and lists are copied the same way; a null map is an empty one.
+     */
+    public static CelVariables of(String op, String schema, String table, Map<String, ?> key, Map<String, ?> newRow,
+            Map<String, ?> oldRow) {
+        CelVariables v = new CelVariables(null, op, schema, table, null, false);
+        v.key = normalizeMap(key);
+        v.newRow = normalizeMap(newRow);
+        v.oldRow = normalizeMap(oldRow);
+        return v;
+    }
+
+    /** The id of the event, when the variables come from one; for error reports. */
+    String eventId() {
+        return eventId;
+    }
+
+    /**
+     * A variable's value for CEL, or null when there is no such variable.
+     *
+     * @throws RuntimeException if the event's JSON cannot be read (then on every later call too)
+     */
+    Object find(String name) {
+        return switch (name) {
+            case "op" -> orNull(header().op);
+            case "schema" -> orNull(header().schema);
+            case "table" -> orNull(header().table);
+            case "key" -> rows().key;
+            case "new" -> rows().newRow;
+            case "old" -> rows().oldRow;
+            default -> null;
+        };
+    }
+
+    /** All six variables as CEL sees them (building the rows if needed); CEL null is {@link NullValue}. */
+    public Map<String, Object> toMap() {
+        Map<String, Object> all = new LinkedHashMap<>();
+        for (String name : List.of("op", "schema", "table", "key", "new", "old")) {
+            all.put(name, find(name));
+        }
+        return all;
+    }
+
+    private static Object orNull(String s) {
+        return s == null ? NullValue.NULL_VALUE : s;
+    }
+
+    private CelVariables header() {
+        return headerFromJson ? rows() : this;
+    }
+
+    private CelVariables rows() {
+        if (failure != null) {
+            throw failure;
+        }
+        if (json != null) {
+            try {
+                parse(json.get());
+            } catch (IOException e) {
+                String detail = e instanceof JsonProcessingException j ? j.getOriginalMessage() : e.getMessage();
+                failure = new UncheckedIOException("cannot read the event's JSON: " + detail, e);
+                throw failure;
+            } catch (RuntimeException e) {
+                failure = e;
+                throw e;
+            }
+            json = null;
+            headerFromJson = false;
+        }
+        return this;
+    }
+
+    private void parse(byte[] bytes) throws IOException {
+        Map<String, Object> k = EMPTY;
+        Map<String, Object> n = EMPTY;
+        Map<String, Object> o = EMPTY;
+        try (JsonParser p = JSON.createParser(bytes)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                throw new IOException("the event is not a JSON object");
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                JsonToken t = p.nextToken();
+                switch (field) {
+                    case "key" -> k = rowOf(p, t);
+                    case "new" -> n = rowOf(p, t);
+                    case "old" -> o = rowOf(p, t);
+                    case "op" -> op = headerFromJson ? textOf(p, t) : op;
+                    case "schema" -> schema = headerFromJson ? textOf(p, t) : schema;
+                    case "table" -> table = headerFromJson ? textOf(p, t) : table;
+                    default -> p.skipChildren();
+                }
+            }
+        }
+        key = k;
+        newRow = n;
+        oldRow = o;
+    }
+
+    private static String textOf(JsonParser p, JsonToken t) throws IOException {
+        p.skipChildren();
+        return t == JsonToken.VALUE_STRING ? p.getText() : null;
+    }
+
+    private static Map<String, Object> rowOf(JsonParser p, JsonToken t) throws IOException {
+        if (t != JsonToken.START_OBJECT) {
+            p.skipChildren(); // null: the event has no such row
+            return EMPTY;
+        }
+        return objectOf(p);
+    }
+
+    private static Map<String, Object> objectOf(JsonParser p) throws IOException {
+        Map<String, Object> map = new LinkedHashMap<>();
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            map.put(name, valueOf(p, p.nextToken()));
+        }
+        return map;
+    }
+
+    private static Object valueOf(JsonParser p, JsonToken t) throws IOException {
+        return switch (t) {
+            case VALUE_STRING -> p.getText();
+            case VALUE_NUMBER_INT -> p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+                    ? (Object) p.getDoubleValue() // beyond a long: CEL has no bigger integer
+                    : (Object) p.getLongValue();
+            case VALUE_NUMBER_FLOAT -> p.getDoubleValue();
+            case VALUE_TRUE -> Boolean.TRUE;
+            case VALUE_FALSE -> Boolean.FALSE;
+            case VALUE_NULL -> NullValue.NULL_VALUE;
+            case START_OBJECT -> objectOf(p);
+            case START_ARRAY -> {
+                List<Object> list = new ArrayList<>();
+                for (JsonToken e = p.nextToken(); e != JsonToken.END_ARRAY; e = p.nextToken()) {
+                    list.add(valueOf(p, e));
+                }
+                yield list;
+            }
+            default -> throw new IOException("unexpected " + t + " in the event's JSON");
+        };
+    }
+
+    private static Map<String, Object> normalizeMap(Map<String, ?> map) {
+        if (map == null || map.isEmpty()) {
+            return EMPTY;
+        }
+        Map<String, Object> copy = new LinkedHashMap<>();
+        map.forEach((k, v) -> copy.put(Objects.requireNonNull(k, "map key"), normalize(v)));
+        return copy;
+    }
+
+    private static Object normalize(Object v) {
+        if (v == null || v == NullValue.NULL_VALUE) {
+            return NullValue.NULL_VALUE;
+        } else if (v instanceof String || v instanceof Boolean || v instanceof Long || v instanceof Double) {
+            return v;
+        } else if (v instanceof Integer || v instanceof Short || v instanceof Byte) {
+            return ((Number) v).longValue();
+        } else if (v instanceof BigInteger b) {
+            return b.bitLength() < 64 ? (Object) b.longValue() : (Object) b.doubleValue();
+        } else if (v instanceof BigDecimal d) {
+            return d.doubleValue();
+        } else if (v instanceof Number n) {
+            return n.doubleValue();
+        } else if (v instanceof Map<?, ?> m) {
+            Map<String, Object> copy = new LinkedHashMap<>();
+            m.forEach((k, e) -> copy.put(String.valueOf(k), normalize(e)));
+            return copy;
+        } else if (v instanceof List<?> l) {
+            List<Object> copy = new ArrayList<>(l.size());
+            l.forEach(e -> copy.add(normalize(e)));
+            return copy;
+        }
+        return v.toString(); // every other type is its text form in an event
+    }
+}

@@ -1,0 +1,39 @@
+package io.walhook.routing;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+import io.walhook.change.Operation;
+
+/**
+ * Which changes a subscription wants and how they reach it. Env-defined subscriptions are
+ * read-only; API-defined ones live in walhook's own tables.
+ *
+ * @param filter the compiled CEL filter, absent when every matching change is wanted
+ * @param batchMaxEvents 1 sends one event per request; more sends JSON arrays of up to that many
+ */
+public record Subscription(String name, List<TablePattern> tables, Set<Operation> operations,
+        Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
+        long batchMaxWaitMs, Projection projection, boolean readOnly) {
+
+    public Subscription {
+        tables = List.copyOf(tables);
+        operations = Set.copyOf(operations);
+    }
+
+    /** Table and operation only (the filter comes after): what is cached per relation. */
+    boolean matchesTable(String schema, String table) {
+        for (TablePattern pattern : tables) {
+            if (pattern.matches(schema, table)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Logical messages have no table: they go to subscriptions of every table that want the message operation. */
+    boolean wantsMessages() {
+        return operations.contains(Operation.MESSAGE) && tables.contains(TablePattern.ALL);
+    }
+}

@@ -1,0 +1,226 @@
+package io.walhook.routing;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.EnumSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+
+import io.walhook.change.Operation;
+import io.walhook.config.ConfigProblem;
+import io.walhook.config.WalhookConfig;
+
+/**
+ * Turns configured subscriptions ({@code WALHOOK_SUBSCRIPTIONS_<NAME>_*}, and Knative's
+ * {@code K_SINK}) into {@link Subscription}s; the first bad value stops start-up with a
+ * {@link ConfigProblem} naming its variable.
+ */
+public final class SubscriptionConfigReader {
+
+    private static final Pattern NAME = Pattern.compile("[a-z0-9]{1,63}");
+    /** The name of the subscription Knative's SinkBinding asks for through {@code K_SINK}. */
+    public static final String KNATIVE_SINK = "ksink";
+
+    private SubscriptionConfigReader() {
+    }
+
+    /** @param env the process environment, for {@code K_SINK} */
+    public static List<Subscription> read(WalhookConfig config, Map<String, String> env) {
+        List<Subscription> subscriptions = new ArrayList<>();
+        for (Map.Entry<String, WalhookConfig.SubscriptionConfig> entry : new TreeMap<>(config.subscriptions()).entrySet()) {
+            subscriptions.add(read(entry.getKey(), entry.getValue(), config.amqpUrl().isPresent()));
+        }
+        String sink = env.get("K_SINK");
+        if (sink != null && !sink.isBlank()) {
+            if (subscriptions.stream().anyMatch(s -> s.name().equals(KNATIVE_SINK))) {
+                throw new ConfigProblem("K_SINK", "asks for a subscription named " + KNATIVE_SINK
+                        + " and WALHOOK_SUBSCRIPTIONS_KSINK_* defines one too; remove one of them");
+            }
+            subscriptions.add(new Subscription(KNATIVE_SINK, List.of(TablePattern.ALL), EnumSet.allOf(Operation.class),
+                    Optional.empty(), new Destination.Webhook(url("K_SINK", sink), List.of(), Map.of()),
+                    EventFormat.CLOUDEVENTS, 1, 0, Projection.ALL, true));
+        }
+        return List.copyOf(subscriptions);
+    }
+
+    /** One configured subscription; {@code amqpConfigured}: whether WALHOOK_AMQP_URL is set. */
+    public static Subscription read(String configName, WalhookConfig.SubscriptionConfig c, boolean amqpConfigured) {
+        String name = configName.toLowerCase(Locale.ROOT);
+        String prefix = "WALHOOK_SUBSCRIPTIONS_" + configName.toUpperCase(Locale.ROOT).replace('-', '_') + "_";
+        if (!NAME.matcher(name).matches()) {
+            throw new ConfigProblem(prefix + "*", "has the name '" + configName
+                    + "'; a subscription name is letters and digits only, 63 at most");
+        }
+        List<TablePattern> tables = new ArrayList<>();
+        for (String pattern : list(c.tables(), "*")) {
+            try {
+                tables.add(TablePattern.parse(pattern));
+            } catch (IllegalArgumentException e) {
+                throw new ConfigProblem(prefix + "TABLES", "has " + e.getMessage());
+            }
+        }
+        Set<Operation> operations = operations(prefix + "OPERATIONS", c.operations());
+        Optional<CelFilter> filter = Optional.empty();
+        if (c.filter().isPresent() && !c.filter().get().isBlank()) {
+            try {
+                filter = Optional.of(CelFilter.compile(c.filter().get()));
+            } catch (CelFilterException e) {
+                throw new ConfigProblem(prefix + "FILTER", "is not a valid filter: " + e.getMessage());
+            }
+        }
+        Destination destination;
+        if (c.url().isPresent() == c.amqpAddress().isPresent()) {
+            throw new ConfigProblem(prefix + "URL", c.url().isPresent()
+                    ? "and " + prefix + "AMQP_ADDRESS are both set; a subscription has one destination"
+                    : "(or " + prefix + "AMQP_ADDRESS) is required: where should its events go?");
+        }
+        if (c.url().isPresent()) {
+            destination = new Destination.Webhook(url(prefix + "URL", c.url().get()),
+                    secrets(prefix + "SECRET", c.secret()), Map.of());
+        } else {
+            if (!amqpConfigured) {
+                throw new ConfigProblem(prefix + "AMQP_ADDRESS", "needs a broker: set WALHOOK_AMQP_URL");
+            }
+            if (c.amqpAddress().get().isBlank()) {
+                throw new ConfigProblem(prefix + "AMQP_ADDRESS", "is empty");
+            }
+            destination = new Destination.Amqp(c.amqpAddress().get().strip());
+        }
+        EventFormat format;
+        try {
+            format = c.format().map(EventFormat::parse).orElse(EventFormat.JSON);
+        } catch (IllegalArgumentException e) {
+            throw new ConfigProblem(prefix + "FORMAT", "has " + e.getMessage());
+        }
+        int batchMaxEvents = (int) number(prefix + "BATCH_MAX_EVENTS", c.batchMaxEvents(), 1, 1, 10_000);
+        long batchMaxWaitMs = number(prefix + "BATCH_MAX_WAIT_MS", c.batchMaxWaitMs(), 0, 0, 60_000);
+        Set<String> include = new LinkedHashSet<>(list(c.includeColumns(), null));
+        Set<String> exclude = new LinkedHashSet<>(list(c.excludeColumns(), null));
+        if (!include.isEmpty() && !exclude.isEmpty()) {
+            throw new ConfigProblem(prefix + "INCLUDE_COLUMNS", "and " + prefix + "EXCLUDE_COLUMNS are both set; use one");
+        }
+        return new Subscription(name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs,
+                new Projection(include, exclude), true);
+    }
+
+    private static List<String> list(Optional<String> value, String whenUnset) {
+        if (value.isEmpty() || value.get().isBlank()) {
+            return whenUnset == null ? List.of() : List.of(whenUnset);
+        }
+        return Arrays.stream(value.get().split(",")).map(String::strip).filter(s -> !s.isEmpty()).toList();
+    }
+
+    static Set<Operation> operations(String variable, Optional<String> value) {
+        if (value.isEmpty() || value.get().isBlank()) {
+            return EnumSet.allOf(Operation.class);
+        }
+        Set<Operation> operations = EnumSet.noneOf(Operation.class);
+        for (String op : list(value, null)) {
+            Operation operation = Arrays.stream(Operation.values()).filter(o -> o.wireName().equals(op)).findFirst()
+                    .orElseThrow(() -> new ConfigProblem(variable, "has '" + op + "', not an operation; use insert,"
+                            + " update, delete, truncate, message"));
+            operations.add(operation);
+        }
+        return operations;
+    }
+
+    static URI url(String variable, String text) {
+        URI uri;
+        try {
+            uri = new URI(text.strip());
+        } catch (URISyntaxException e) {
+            throw new ConfigProblem(variable, "is not a URL: " + e.getReason() + " at index " + e.getIndex());
+        }
+        if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme())) {
+            throw new ConfigProblem(variable, "must be an http:// or https:// URL, not " + text.strip());
+        }
+        if (uri.getHost() == null || uri.getHost().isEmpty()) {
+            throw new ConfigProblem(variable, "names no host: " + text.strip());
+        }
+        if (uri.getRawUserInfo() != null) {
+            throw new ConfigProblem(variable, "must not carry credentials in the URL; use a secret or headers");
+        }
+        return uri;
+    }
+
+    /** One or more {@code whsec_<base64>} secrets, separated by spaces or commas (key rotation). */
+    static List<byte[]> secrets(String variable, Optional<String> value) {
+        List<byte[]> secrets = new ArrayList<>();
+        if (value.isEmpty() || value.get().isBlank()) {
+            return secrets;
+        }
+        int index = 0;
+        for (String secret : value.get().strip().split("[\\s,]+")) {
+            index++;
+            if (!secret.startsWith("whsec_")) {
+                throw new ConfigProblem(variable, "secret " + index + " does not start with whsec_ (Standard Webhooks"
+                        + " secrets are whsec_ followed by base64)");
+            }
+            try {
+                byte[] key = Base64.getDecoder().decode(secret.substring("whsec_".length()));
+                if (key.length < 16) {
+                    throw new ConfigProblem(variable, "secret " + index + " is " + key.length
+                            + " bytes; use at least 16 random bytes (24 to 64 recommended)");
+                }
+                secrets.add(key);
+            } catch (IllegalArgumentException e) {
+                throw new ConfigProblem(variable, "secret " + index + " is not base64 after whsec_: " + e.getMessage());
+            }
+        }
+        return secrets;
+    }
+
+    private static long number(String variable, Optional<String> value, long whenUnset, long min, long max) {
+        if (value.isEmpty() || value.get().isBlank()) {
+            return whenUnset;
+        }
+        try {
+            long n = Long.parseLong(value.get().strip());
+            if (n < min || n > max) {
+                throw new ConfigProblem(variable, "is " + n + "; it must be between " + min + " and " + max);
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new ConfigProblem(variable, "is '" + value.get().strip() + "', not a whole number");
+        }
+    }
+
+    /**
+     * Knative's {@code K_CE_OVERRIDES}: {@code {"extensions": {"name": "value", ...}}}, extension
+     * attributes added to every CloudEvent.
+     */
+    public static Map<String, String> cloudEventsOverrides(String json) {
+        if (json == null || json.isBlank()) {
+            return Map.of();
+        }
+        try {
+            com.fasterxml.jackson.databind.JsonNode root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
+            com.fasterxml.jackson.databind.JsonNode extensions = root == null ? null : root.get("extensions");
+            if (extensions == null || !extensions.isObject()) {
+                throw new ConfigProblem("K_CE_OVERRIDES", "must be {\"extensions\": {\"name\": \"value\"}}");
+            }
+            Map<String, String> result = new java.util.LinkedHashMap<>();
+            for (java.util.Iterator<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>> it = extensions.fields();
+                    it.hasNext(); ) {
+                Map.Entry<String, com.fasterxml.jackson.databind.JsonNode> e = it.next();
+                if (!e.getKey().matches("[a-z0-9]{1,20}")) {
+                    throw new ConfigProblem("K_CE_OVERRIDES", "has extension '" + e.getKey()
+                            + "'; CloudEvents attribute names are 1 to 20 lower-case letters and digits");
+                }
+                result.put(e.getKey(), e.getValue().isTextual() ? e.getValue().asText() : e.getValue().toString());
+            }
+            return result;
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new ConfigProblem("K_CE_OVERRIDES", "is not JSON: " + e.getOriginalMessage());
+        }
+    }
+}

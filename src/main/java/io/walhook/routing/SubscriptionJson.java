@@ -1,0 +1,221 @@
+package io.walhook.routing;
+
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import io.walhook.change.Operation;
+import io.walhook.config.ConfigProblem;
+
+/**
+ * Reads the API's subscription object (CONTRACT.md section 8, {@code SubscriptionRequest} in
+ * openapi.yaml) into a {@link Subscription}. Every problem is a {@link SubscriptionProblem} naming
+ * the field as a JSON pointer.
+ */
+public final class SubscriptionJson {
+
+    private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    private static final Set<String> FIELDS = Set.of("name", "tables", "operations", "filter", "destination", "format",
+            "batch", "columns");
+
+    private SubscriptionJson() {
+    }
+
+    public static Subscription parse(JsonNode body) {
+        if (body == null || !body.isObject()) {
+            throw new SubscriptionProblem("", "a subscription is a JSON object");
+        }
+        for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
+            String field = names.next();
+            if (!FIELDS.contains(field)) {
+                throw new SubscriptionProblem("/" + field, "is not a subscription field; known fields: " + String.join(", ",
+                        new java.util.TreeSet<>(FIELDS)));
+            }
+        }
+        String name = text(body, "/name", true);
+        if (!NAME.matcher(name).matches()) {
+            throw new SubscriptionProblem("/name", "must be 1 to 63 lower-case letters, digits, '-' or '_', starting"
+                    + " with a letter or digit");
+        }
+        List<TablePattern> tables = new ArrayList<>();
+        for (String pattern : strings(body, "/tables", List.of("*"))) {
+            try {
+                tables.add(TablePattern.parse(pattern));
+            } catch (IllegalArgumentException e) {
+                throw new SubscriptionProblem("/tables", e.getMessage());
+            }
+        }
+        Set<Operation> operations;
+        List<String> ops = strings(body, "/operations", List.of());
+        try {
+            operations = ops.isEmpty() ? EnumSet.allOf(Operation.class)
+                    : SubscriptionConfigReader.operations("operations", Optional.of(String.join(",", ops)));
+        } catch (ConfigProblem e) {
+            throw new SubscriptionProblem("/operations", e.getMessage().substring("operations ".length()));
+        }
+        Optional<CelFilter> filter = Optional.empty();
+        String filterText = text(body, "/filter", false);
+        if (filterText != null && !filterText.isBlank()) {
+            try {
+                filter = Optional.of(CelFilter.compile(filterText));
+            } catch (CelFilterException e) {
+                throw new SubscriptionProblem("/filter", e.getMessage());
+            }
+        }
+        Destination destination = destination(body.get("destination"));
+        EventFormat format = EventFormat.JSON;
+        String formatText = text(body, "/format", false);
+        if (formatText != null) {
+            try {
+                format = EventFormat.parse(formatText);
+            } catch (IllegalArgumentException e) {
+                throw new SubscriptionProblem("/format", e.getMessage());
+            }
+        }
+        int maxEvents = 1;
+        long maxWait = 0;
+        JsonNode batch = body.get("batch");
+        if (batch != null && !batch.isNull()) {
+            if (!batch.isObject()) {
+                throw new SubscriptionProblem("/batch", "must be an object with max_events and max_wait_ms");
+            }
+            maxEvents = (int) integer(batch, "/batch/max_events", 1, 1, 10_000);
+            maxWait = integer(batch, "/batch/max_wait_ms", 0, 0, 60_000);
+        }
+        Projection projection = Projection.ALL;
+        JsonNode columns = body.get("columns");
+        if (columns != null && !columns.isNull()) {
+            if (!columns.isObject()) {
+                throw new SubscriptionProblem("/columns", "must be an object with include or exclude");
+            }
+            Set<String> include = new LinkedHashSet<>(strings(columns, "/columns/include", List.of()));
+            Set<String> exclude = new LinkedHashSet<>(strings(columns, "/columns/exclude", List.of()));
+            if (!include.isEmpty() && !exclude.isEmpty()) {
+                throw new SubscriptionProblem("/columns", "include and exclude cannot be combined");
+            }
+            projection = new Projection(include, exclude);
+        }
+        return new Subscription(name, tables, operations, filter, destination, format, maxEvents, maxWait, projection,
+                false);
+    }
+
+    private static Destination destination(JsonNode node) {
+        if (node == null || !node.isObject()) {
+            throw new SubscriptionProblem("/destination", "is required: {\"type\": \"webhook\", \"url\": ...} or"
+                    + " {\"type\": \"amqp\", \"address\": ...}");
+        }
+        String type = text(node, "/destination/type", true);
+        switch (type) {
+            case "webhook" -> {
+                only(node, "/destination", Set.of("type", "url", "secret", "headers"));
+                String url = text(node, "/destination/url", true);
+                java.net.URI uri;
+                try {
+                    uri = SubscriptionConfigReader.url("url", url);
+                } catch (ConfigProblem e) {
+                    throw new SubscriptionProblem("/destination/url", e.getMessage().substring("url ".length()));
+                }
+                List<byte[]> secrets;
+                try {
+                    secrets = SubscriptionConfigReader.secrets("secret", Optional.ofNullable(
+                            text(node, "/destination/secret", false)));
+                } catch (ConfigProblem e) {
+                    throw new SubscriptionProblem("/destination/secret", e.getMessage().substring("secret ".length()));
+                }
+                Map<String, String> headers = new LinkedHashMap<>();
+                JsonNode h = node.get("headers");
+                if (h != null && !h.isNull()) {
+                    if (!h.isObject()) {
+                        throw new SubscriptionProblem("/destination/headers", "must be an object of header names to values");
+                    }
+                    for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); ) {
+                        Map.Entry<String, JsonNode> header = it.next();
+                        if (!header.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}") || !header.getValue().isTextual()
+                                || header.getValue().asText().chars().anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7F)) {
+                            throw new SubscriptionProblem("/destination/headers/" + header.getKey(),
+                                    "must be a valid header name with a text value without control characters");
+                        }
+                        headers.put(header.getKey(), header.getValue().asText());
+                    }
+                }
+                return new Destination.Webhook(uri, secrets, headers);
+            }
+            case "amqp" -> {
+                only(node, "/destination", Set.of("type", "address"));
+                String address = text(node, "/destination/address", true);
+                if (address.isBlank()) {
+                    throw new SubscriptionProblem("/destination/address", "is empty");
+                }
+                return new Destination.Amqp(address.strip());
+            }
+            default -> throw new SubscriptionProblem("/destination/type", "must be webhook or amqp, not '" + type + "'");
+        }
+    }
+
+    private static void only(JsonNode node, String at, Set<String> fields) {
+        for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
+            String field = names.next();
+            if (!fields.contains(field)) {
+                throw new SubscriptionProblem(at + "/" + field, "is not a field of this destination");
+            }
+        }
+    }
+
+    private static String text(JsonNode node, String pointer, boolean required) {
+        JsonNode value = node.get(pointer.substring(pointer.lastIndexOf('/') + 1));
+        if (value == null || value.isNull()) {
+            if (required) {
+                throw new SubscriptionProblem(pointer, "is required");
+            }
+            return null;
+        }
+        if (!value.isTextual()) {
+            throw new SubscriptionProblem(pointer, "must be a string");
+        }
+        if (value.asText().length() > 10_000) {
+            throw new SubscriptionProblem(pointer, "is longer than 10,000 characters");
+        }
+        return value.asText();
+    }
+
+    private static List<String> strings(JsonNode node, String pointer, List<String> whenAbsent) {
+        JsonNode value = node.get(pointer.substring(pointer.lastIndexOf('/') + 1));
+        if (value == null || value.isNull()) {
+            return whenAbsent;
+        }
+        if (!value.isArray()) {
+            throw new SubscriptionProblem(pointer, "must be an array of strings");
+        }
+        if (value.size() > 1000) {
+            throw new SubscriptionProblem(pointer, "has more than 1000 entries");
+        }
+        List<String> strings = new ArrayList<>();
+        for (int i = 0; i < value.size(); i++) {
+            if (!value.get(i).isTextual()) {
+                throw new SubscriptionProblem(pointer + "/" + i, "must be a string");
+            }
+            strings.add(value.get(i).asText());
+        }
+        return strings;
+    }
+
+    private static long integer(JsonNode node, String pointer, long whenAbsent, long min, long max) {
+        JsonNode value = node.get(pointer.substring(pointer.lastIndexOf('/') + 1));
+        if (value == null || value.isNull()) {
+            return whenAbsent;
+        }
+        if (!value.isIntegralNumber() || !value.canConvertToLong() || value.asLong() < min || value.asLong() > max) {
+            throw new SubscriptionProblem(pointer, "must be a whole number from " + min + " to " + max);
+        }
+        return value.asLong();
+    }
+}

@@ -1,0 +1,61 @@
+package io.walhook.routing;
+
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import org.jboss.logging.Logger;
+
+/**
+ * The subscriptions in force: those of the configuration (read-only) and those of the API, which
+ * {@link #refresh()} reloads when the table changed. A configured name wins over a stored one.
+ * The router it hands out is immutable; routing takes a fresh one at each transaction, so a change
+ * applies from the next transaction and never splits one.
+ */
+public final class SubscriptionRegistry {
+
+    private static final Logger LOG = Logger.getLogger(SubscriptionRegistry.class);
+
+    private final List<Subscription> configured;
+    private final SubscriptionStore store;
+    private volatile Router router;
+    private String version;
+
+    /** @param store null when only configured subscriptions exist */
+    public SubscriptionRegistry(List<Subscription> configured, SubscriptionStore store) {
+        this.configured = List.copyOf(configured);
+        this.store = store;
+        this.router = new Router(this.configured);
+    }
+
+    public Router router() {
+        return router;
+    }
+
+    /** Reloads the stored subscriptions if they changed; returns whether the router was replaced. */
+    public synchronized boolean refresh() throws SQLException {
+        if (store == null) {
+            return false;
+        }
+        String current = store.version();
+        if (current.equals(version)) {
+            return false;
+        }
+        List<Subscription> all = new ArrayList<>(configured);
+        Set<String> names = new HashSet<>();
+        configured.forEach(s -> names.add(s.name()));
+        for (Subscription stored : store.loadAll()) {
+            if (names.add(stored.name())) {
+                all.add(stored);
+            } else {
+                LOG.warnf("stored subscription %s is shadowed by the configured one of the same name", stored.name());
+            }
+        }
+        router = new Router(all);
+        version = current;
+        LOG.infof("subscriptions: %s", all.stream().map(Subscription::name).toList());
+        return true;
+    }
+}

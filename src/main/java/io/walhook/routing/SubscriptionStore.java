@@ -1,0 +1,96 @@
+package io.walhook.routing;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import javax.sql.DataSource;
+
+import org.jboss.logging.Logger;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+/**
+ * Subscriptions created through the API, in {@code <state schema>.subscription}. A row that no
+ * longer parses (written by another version, or by hand) is reported and left out, never fatal.
+ */
+public final class SubscriptionStore {
+
+    private static final Logger LOG = Logger.getLogger(SubscriptionStore.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final DataSource dataSource;
+    private final String table;
+
+    /** @param stateSchema a validated plain identifier */
+    public SubscriptionStore(DataSource dataSource, String stateSchema) {
+        this.dataSource = dataSource;
+        this.table = stateSchema + ".subscription";
+    }
+
+    /** Changes whenever a subscription is created, changed, paused, resumed or deleted. */
+    public String version() throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT count(*) || ':' || coalesce(md5(string_agg(id::text || updated_at::text"
+                     + " || paused::text, ',' ORDER BY id)), '') FROM " + table)) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    public List<Subscription> loadAll() throws SQLException {
+        List<Subscription> subscriptions = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT id, name, body::text FROM " + table + " ORDER BY created_at, id")) {
+            while (rs.next()) {
+                try {
+                    subscriptions.add(SubscriptionJson.parse(JSON.readTree(rs.getString(3))));
+                } catch (SubscriptionProblem | com.fasterxml.jackson.core.JsonProcessingException e) {
+                    LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());
+                }
+            }
+        }
+        return subscriptions;
+    }
+
+    /** Stores a validated subscription body; returns its id. */
+    public UUID insert(JsonNode body) throws SQLException {
+        Subscription parsed = SubscriptionJson.parse(body);
+        UUID id = UUID.randomUUID();
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (id, name, body) VALUES (?, ?, ?::jsonb)")) {
+            s.setObject(1, id);
+            s.setString(2, parsed.name());
+            s.setString(3, body.toString());
+            s.executeUpdate();
+        }
+        return id;
+    }
+
+    /** Replaces a subscription's body; false when there is no such subscription. */
+    public boolean replace(UUID id, JsonNode body) throws SQLException {
+        Subscription parsed = SubscriptionJson.parse(body);
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("UPDATE " + table + " SET name = ?, body = ?::jsonb,"
+                     + " updated_at = clock_timestamp() WHERE id = ?")) {
+            s.setString(1, parsed.name());
+            s.setString(2, body.toString());
+            s.setObject(3, id);
+            return s.executeUpdate() == 1;
+        }
+    }
+
+    public boolean delete(UUID id) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ?")) {
+            s.setObject(1, id);
+            return s.executeUpdate() == 1;
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import io.walhook.config.WalhookConfig;
+import io.walhook.routing.EventEncoder;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.SubscriptionConfigReader;
+import io.walhook.routing.SubscriptionRegistry;
+import io.walhook.routing.SubscriptionStore;
+import io.walhook.source.SourceFixture;
+import io.walhook.testing.TestPostgres;
+
+/** Routing on a live stream: each subscription gets exactly its changes; stored ones apply live. */
+class RoutingLiveTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    /** What a sender was handed, by subscription. */
+    record Sent(String subscription, JsonNode event) {
+    }
+
+    private static WalhookConfig.SubscriptionConfig subscription(String tables, String operations, String filter) {
+        return new WalhookConfig.SubscriptionConfig() {
+            public java.util.Optional<String> tables() { return java.util.Optional.ofNullable(tables); }
+            public java.util.Optional<String> operations() { return java.util.Optional.ofNullable(operations); }
+            public java.util.Optional<String> filter() { return java.util.Optional.ofNullable(filter); }
+            public java.util.Optional<String> url() { return java.util.Optional.of("http://127.0.0.1:9/hook"); }
+            public java.util.Optional<String> secret() { return java.util.Optional.empty(); }
+            public java.util.Optional<String> amqpAddress() { return java.util.Optional.empty(); }
+            public java.util.Optional<String> format() { return java.util.Optional.empty(); }
+            public java.util.Optional<String> batchMaxEvents() { return java.util.Optional.empty(); }
+            public java.util.Optional<String> batchMaxWaitMs() { return java.util.Optional.empty(); }
+            public java.util.Optional<String> includeColumns() { return java.util.Optional.empty(); }
+            public java.util.Optional<String> excludeColumns() { return java.util.Optional.empty(); }
+        };
+    }
+
+    private static List<String> summary(List<Sent> sent, String subscription) {
+        return sent.stream().filter(s -> s.subscription().equals(subscription))
+                .map(s -> s.event().get("op").asText() + " " + s.event().get("table").asText() + " "
+                        + (s.event().get("new").isNull() ? s.event().get("key") : s.event().get("new")).get("id"))
+                .toList();
+    }
+
+    @Test
+    void eachSubscriptionGetsExactlyItsChangesAndStoredOnesApplyFromTheNextTransaction() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_live")) {
+            source.sql("CREATE TABLE orders (id int PRIMARY KEY, status text, amount numeric)",
+                    "CREATE TABLE customers (id int PRIMARY KEY, name text)");
+            source.prepare("*");
+            List<Subscription> configured = List.of(
+                    SubscriptionConfigReader.read("big", subscription("public.orders", "insert,update",
+                            "new.amount > 100"), false),
+                    SubscriptionConfigReader.read("gone", subscription("public.*", "delete", null), false));
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            SubscriptionRegistry registry = new SubscriptionRegistry(configured, store);
+            registry.refresh();
+            List<Sent> sent = new CopyOnWriteArrayList<>();
+            EventEncoder encoder = new EventEncoder("/walhook/test", Map.of());
+            io.walhook.source.ReplicationReader reader = source.startReader(r -> new RoutingLoop(r.events(), r.tracker(), registry, encoder,
+                    (subscription, event, body, done) -> {
+                        try {
+                            sent.add(new Sent(subscription.name(), SourceFixture.JSON.readTree(body.body())));
+                        } catch (java.io.IOException e) {
+                            throw new IllegalStateException(e);
+                        }
+                        done.run();
+                    }));
+            source.sql("INSERT INTO orders VALUES (1, 'new', 50), (2, 'new', 150)",
+                    "UPDATE orders SET amount = 200 WHERE id = 1",
+                    "INSERT INTO customers VALUES (1, 'ada')",
+                    "DELETE FROM orders WHERE id = 2",
+                    "DELETE FROM customers WHERE id = 1",
+                    "INSERT INTO customers VALUES (2, 'before')");
+            await().atMost(WAIT).until(() -> sent.size() == 4);
+
+            store.insert(SourceFixture.JSON.readTree("{\"name\": \"people\", \"tables\": [\"public.customers\"],"
+                    + " \"operations\": [\"insert\"], \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/p\"}}"));
+            registry.refresh();
+            source.sql("INSERT INTO customers VALUES (3, 'after')");
+            await().atMost(WAIT).until(() -> sent.size() == 5);
+
+            assertThat(summary(sent, "big")).containsExactly("insert orders 2", "update orders 1");
+            assertThat(summary(sent, "gone")).containsExactly("delete orders 2", "delete customers 1");
+            assertThat(summary(sent, "people")).containsExactly("insert customers 3");
+            // the copy each got is the same event, with the same stable id
+            assertThat(sent.stream().filter(s -> s.subscription().equals("big")).findFirst().orElseThrow()
+                    .event().get("id").asText()).endsWith("-0002");
+            // every copy was reported delivered: the acknowledged position passes the last transaction
+            io.walhook.pgoutput.Lsn last = io.walhook.pgoutput.Lsn.parse(sent.get(4).event().at("/tx/commit_lsn").asText());
+            await().atMost(WAIT).until(() -> reader.status().acknowledged().compareTo(last) > 0);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WalhookProcess;
+import io.walhook.testing.WebhookReceiver;
+
+/** The packaged walhook, configured by environment variables, delivering to a real HTTP receiver. */
+class WebhookDeliveryIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(90);
+    private static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private static boolean signatureVerifies(WebhookReceiver.Request request) throws Exception {
+        Mac mac = Mac.getInstance("HmacSHA256");
+        mac.init(new SecretKeySpec(Base64.getDecoder().decode(SECRET.substring(6)), "HmacSHA256"));
+        String signed = request.header("webhook-id") + "." + request.header("webhook-timestamp") + "." + request.body();
+        String expected = "v1," + Base64.getEncoder().encodeToString(mac.doFinal(signed.getBytes(StandardCharsets.UTF_8)));
+        return List.of(request.header("webhook-signature").split(" ")).contains(expected);
+    }
+
+    @Test
+    void deliversRoutedSignedEventsAndCloudEventsRetryingFailuresAndStoppingAtGone() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("delivery");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE orders (id int PRIMARY KEY, status text, amount numeric(10,2))");
+        }
+        Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (request.path().equals("/gone")) {
+                    return 410;
+                }
+                // the first two attempts at order 2's insert fail
+                int attempt = attempts.computeIfAbsent(request.path() + request.header("webhook-id"),
+                        k -> new AtomicInteger()).incrementAndGet();
+                return request.path().equals("/hook") && request.body().contains("\"new\":{\"id\":2,") && attempt <= 2
+                        ? 503 : 204;
+            });
+            Map<String, String> env = Map.of(
+                    "WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SUBSCRIPTIONS_SHOP_URL", receiver.url("/hook"),
+                    "WALHOOK_SUBSCRIPTIONS_SHOP_TABLES", "public.orders",
+                    "WALHOOK_SUBSCRIPTIONS_SHOP_SECRET", SECRET,
+                    "WALHOOK_SUBSCRIPTIONS_BIG_URL", receiver.url("/ce"),
+                    "WALHOOK_SUBSCRIPTIONS_BIG_FORMAT", "cloudevents-binary",
+                    "WALHOOK_SUBSCRIPTIONS_BIG_OPERATIONS", "insert",
+                    "WALHOOK_SUBSCRIPTIONS_BIG_FILTER", "new.amount > 100",
+                    "WALHOOK_SUBSCRIPTIONS_OLD_URL", receiver.url("/gone"));
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                    s.execute("INSERT INTO orders VALUES (1, 'new', 12.50)");
+                    s.execute("INSERT INTO orders VALUES (2, 'new', 150)");
+                    s.execute("UPDATE orders SET status = 'paid' WHERE id = 1");
+                    s.execute("DELETE FROM orders WHERE id = 2");
+                }
+                // four events, one of them tried three times
+                await().atMost(WAIT).until(() -> receiver.requests("/hook").size() >= 6);
+
+                List<WebhookReceiver.Request> hook = receiver.requests("/hook");
+                List<String> delivered = hook.stream().map(r -> {
+                    try {
+                        JsonNode event = JSON.readTree(r.body());
+                        assertThat(r.header("webhook-id")).isEqualTo(event.get("id").asText());
+                        return event.get("op").asText() + " " + (event.get("new").isNull() ? event.get("key") : event.get("new")).get("id");
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }).toList();
+                // order 2's insert failed twice and was retried in place: commit order holds
+                assertThat(delivered).containsExactly("insert 1", "insert 2", "insert 2", "insert 2", "update 1", "delete 2");
+                assertThat(hook.get(1).header("webhook-id")).isEqualTo(hook.get(3).header("webhook-id"));
+                assertThat(Duration.between(hook.get(1).receivedAt(), hook.get(2).receivedAt()))
+                        .as("Retry-After: 1 honoured").isGreaterThanOrEqualTo(Duration.ofMillis(900));
+                for (WebhookReceiver.Request request : hook) {
+                    assertThat(request.header("content-type")).isEqualTo("application/json");
+                    assertThat(signatureVerifies(request)).isTrue();
+                    assertThat(Long.parseLong(request.header("webhook-timestamp")))
+                            .isCloseTo(System.currentTimeMillis() / 1000, org.assertj.core.data.Offset.offset(120L));
+                }
+
+                await().atMost(WAIT).until(() -> receiver.requests("/ce").size() == 1);
+                WebhookReceiver.Request ce = receiver.requests("/ce").get(0);
+                JsonNode body = JSON.readTree(ce.body());
+                assertThat(body.at("/new/id").asInt()).isEqualTo(2);
+                assertThat(ce.header("ce-specversion")).isEqualTo("1.0");
+                assertThat(ce.header("ce-id")).isEqualTo(body.get("id").asText());
+                assertThat(ce.header("ce-type")).isEqualTo("io.walhook.insert");
+                assertThat(ce.header("ce-subject")).isEqualTo("public.orders");
+                assertThat(ce.header("ce-source")).isEqualTo("/walhook/" + database);
+                assertThat(ce.header("webhook-signature")).isNull();
+
+                // 410 Gone: one attempt, then the subscription is disabled and the stream moves on
+                assertThat(receiver.requests("/gone")).hasSize(1);
+                assertThat(walhook.output()).contains("subscription old disabled");
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+package io.walhook.routing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import io.walhook.change.Operation;
+import io.walhook.config.ConfigProblem;
+import io.walhook.config.WalhookConfig;
+
+class SubscriptionConfigReaderTest {
+
+    /** A configured subscription from field name to value, as the environment gives them. */
+    private static WalhookConfig.SubscriptionConfig config(Map<String, String> v) {
+        return new WalhookConfig.SubscriptionConfig() {
+            public Optional<String> tables() { return Optional.ofNullable(v.get("TABLES")); }
+            public Optional<String> operations() { return Optional.ofNullable(v.get("OPERATIONS")); }
+            public Optional<String> filter() { return Optional.ofNullable(v.get("FILTER")); }
+            public Optional<String> url() { return Optional.ofNullable(v.get("URL")); }
+            public Optional<String> secret() { return Optional.ofNullable(v.get("SECRET")); }
+            public Optional<String> amqpAddress() { return Optional.ofNullable(v.get("AMQP_ADDRESS")); }
+            public Optional<String> format() { return Optional.ofNullable(v.get("FORMAT")); }
+            public Optional<String> batchMaxEvents() { return Optional.ofNullable(v.get("BATCH_MAX_EVENTS")); }
+            public Optional<String> batchMaxWaitMs() { return Optional.ofNullable(v.get("BATCH_MAX_WAIT_MS")); }
+            public Optional<String> includeColumns() { return Optional.ofNullable(v.get("INCLUDE_COLUMNS")); }
+            public Optional<String> excludeColumns() { return Optional.ofNullable(v.get("EXCLUDE_COLUMNS")); }
+        };
+    }
+
+    @Test
+    void readsEveryFieldOfAConfiguredSubscription() {
+        Subscription s = SubscriptionConfigReader.read("orders", config(Map.of("URL", "https://example.com/hook",
+                "TABLES", "public.orders, sales.*", "OPERATIONS", "insert,update", "FILTER", "new.amount > 100",
+                "SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "FORMAT", "cloudevents",
+                "BATCH_MAX_EVENTS", "50", "EXCLUDE_COLUMNS", "notes")), false);
+        assertThat(s.name()).isEqualTo("orders");
+        assertThat(s.tables()).extracting(TablePattern::text).containsExactly("public.orders", "sales.*");
+        assertThat(s.operations()).containsExactlyInAnyOrder(Operation.INSERT, Operation.UPDATE);
+        assertThat(s.filter()).isPresent();
+        assertThat(s.format()).isEqualTo(EventFormat.CLOUDEVENTS);
+        assertThat(s.batchMaxEvents()).isEqualTo(50);
+        assertThat(s.projection().keeps("notes")).isFalse();
+        assertThat(((Destination.Webhook) s.destination()).secrets()).hasSize(1);
+        assertThat(s.readOnly()).isTrue();
+        assertThat(s.destination().toString()).doesNotContain("whsec");
+    }
+
+    @Test
+    void defaultsToEveryTableAndOperationAsJson() {
+        Subscription s = SubscriptionConfigReader.read("all", config(Map.of("URL", "http://sink/")), false);
+        assertThat(s.tables()).containsExactly(TablePattern.ALL);
+        assertThat(s.operations()).containsExactlyInAnyOrder(Operation.values());
+        assertThat(s.format()).isEqualTo(EventFormat.JSON);
+        assertThat(s.batchMaxEvents()).isEqualTo(1);
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "URL=ftp://x/                      | WALHOOK_SUBSCRIPTIONS_DEMO_URL must be an http:// or https:// URL",
+        "TABLES=orders                     | WALHOOK_SUBSCRIPTIONS_DEMO_TABLES has 'orders' is not a schema.table",
+        "OPERATIONS=insert,upsert          | WALHOOK_SUBSCRIPTIONS_DEMO_OPERATIONS has 'upsert', not an operation",
+        "FORMAT=xml                        | WALHOOK_SUBSCRIPTIONS_DEMO_FORMAT has 'xml' is not a format",
+        "FILTER=new.amount >               | WALHOOK_SUBSCRIPTIONS_DEMO_FILTER is not a valid filter",
+        "FILTER=op == 1                    | WALHOOK_SUBSCRIPTIONS_DEMO_FILTER is not a valid filter",
+        "SECRET=mysecret                   | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET secret 1 does not start with whsec_",
+        "SECRET=whsec_!!!                  | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET secret 1 is not base64",
+        "BATCH_MAX_EVENTS=0                | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 0; it must be between 1 and 10000",
+        "BATCH_MAX_EVENTS=many             | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 'many', not a whole number",
+        "AMQP_ADDRESS=orders               | WALHOOK_SUBSCRIPTIONS_DEMO_URL and WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS are both set",
+    })
+    void badValueNamesItsVariable(String field, String problem) {
+        Map<String, String> values = new HashMap<>(Map.of("URL", "http://sink/"));
+        String[] kv = field.split("=", 2);
+        values.put(kv[0], kv[1]);
+        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(values), false))
+                .isInstanceOf(ConfigProblem.class)
+                .hasMessageStartingWith(problem.split(" ")[0])
+                .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1))
+                .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+
+    @Test
+    void aSubscriptionNeedsADestinationAndAmqpNeedsABroker() {
+        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(Map.of()), false))
+                .hasMessageStartingWith("WALHOOK_SUBSCRIPTIONS_DEMO_URL (or WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS) is required");
+        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(Map.of("AMQP_ADDRESS", "q")), false))
+                .hasMessage("WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS needs a broker: set WALHOOK_AMQP_URL");
+    }
+
+    @Test
+    void knativeSinkBecomesACloudEventsSubscriptionWithOverrides() {
+        Map<String, String> extensions = SubscriptionConfigReader.cloudEventsOverrides(
+                "{\"extensions\": {\"team\": \"shop\", \"tier\": 2}}");
+        assertThat(extensions).containsEntry("team", "shop").containsEntry("tier", "2");
+        assertThatThrownBy(() -> SubscriptionConfigReader.cloudEventsOverrides("{\"extensions\": {\"Bad_Name\": 1}}"))
+                .hasMessageStartingWith("K_CE_OVERRIDES has extension 'Bad_Name'");
+        assertThatThrownBy(() -> SubscriptionConfigReader.cloudEventsOverrides("{nope"))
+                .hasMessageStartingWith("K_CE_OVERRIDES is not JSON");
+    }
+}

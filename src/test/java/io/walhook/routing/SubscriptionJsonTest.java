@@ -1,0 +1,55 @@
+package io.walhook.routing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+class SubscriptionJsonTest {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @Test
+    void readsTheApiSubscriptionObject() throws Exception {
+        Subscription s = SubscriptionJson.parse(JSON.readTree("{\"name\": \"orders\", \"tables\": [\"public.orders\"],"
+                + " \"operations\": [\"insert\"], \"filter\": \"new.amount > 1\", \"format\": \"cloudevents-binary\","
+                + " \"destination\": {\"type\": \"webhook\", \"url\": \"https://example.com\", \"headers\": {\"X-Team\": \"a\"}},"
+                + " \"batch\": {\"max_events\": 10, \"max_wait_ms\": 500}, \"columns\": {\"include\": [\"id\"]}}"));
+        assertThat(s.name()).isEqualTo("orders");
+        assertThat(s.format()).isEqualTo(EventFormat.CLOUDEVENTS_BINARY);
+        assertThat(s.batchMaxEvents()).isEqualTo(10);
+        assertThat(s.batchMaxWaitMs()).isEqualTo(500);
+        assertThat(s.projection().keeps("id")).isTrue();
+        assertThat(s.projection().keeps("notes")).isFalse();
+        assertThat(((Destination.Webhook) s.destination()).headers()).containsEntry("X-Team", "a");
+        assertThat(s.readOnly()).isFalse();
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "[]                                                                          | ''",
+        "{\"destination\": {\"type\": \"webhook\", \"url\": \"http://x\"}}          | /name",
+        "{\"name\": \"a\", \"extra\": 1, \"destination\": {}}                        | /extra",
+        "{\"name\": \"A B\", \"destination\": {}}                                    | /name",
+        "{\"name\": \"a\"}                                                            | /destination",
+        "{\"name\": \"a\", \"destination\": {\"type\": \"ftp\"}}                     | /destination/type",
+        "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"file:/etc\"}} | /destination/url",
+        "{\"name\": \"a\", \"tables\": \"public.x\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /tables",
+        "{\"name\": \"a\", \"tables\": [1], \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /tables/0",
+        "{\"name\": \"a\", \"operations\": [\"merge\"], \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /operations",
+        "{\"name\": \"a\", \"filter\": \"op ==\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /filter",
+        "{\"name\": \"a\", \"batch\": {\"max_events\": 0}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
+        "{\"name\": \"a\", \"batch\": {\"max_events\": 1.5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
+        "{\"name\": \"a\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\", \"url\": \"http://x\"}} | /destination/url",
+        "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"a b\": \"c\"}}} | /destination/headers/a b",
+    })
+    void namesTheFieldAtFault(String body, String field) throws Exception {
+        assertThatThrownBy(() -> SubscriptionJson.parse(JSON.readTree(body)))
+                .isInstanceOf(SubscriptionProblem.class)
+                .satisfies(e -> assertThat(((SubscriptionProblem) e).field()).isEqualTo(field));
+    }
+}
