@@ -67,6 +67,7 @@ public final class ReplicationReader {
     private AckTracker.Ticket current;
     private PGReplicationStream stream;
     private long lastAckNanos;
+    private long eventsAtLastSave;
     private long lastStatusNanos;
 
     public ReplicationReader(Settings settings, CheckpointStore checkpoints, Lsn checkpoint) {
@@ -246,7 +247,14 @@ public final class ReplicationReader {
             }
         }
         if (target.compareTo(acknowledged) > 0) {
-            checkpoints.save(settings.slot(), target);
+            long handedOn = eventCount.get();
+            if (handedOn != eventsAtLastSave) {
+                // Only positions past delivered events need to survive a restart: between them, the
+                // server's confirmed position suffices, and writing one would itself be new WAL to
+                // acknowledge, so an idle database would be written to forever.
+                checkpoints.save(settings.slot(), target);
+                eventsAtLastSave = handedOn;
+            }
             LogSequenceNumber position = LogSequenceNumber.valueOf(target.value());
             stream.setFlushedLSN(position);
             stream.setAppliedLSN(position);

@@ -382,4 +382,26 @@ class ReplicationReaderTest {
                     .hasMessageContaining("choose another WALHOOK_SLOT");
         }
     }
+
+    @Test
+    void idleSourceIsNotWrittenToByCheckpoints() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_quiet")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            ReplicationReader reader = source.startReader();
+            source.sql("INSERT INTO t VALUES (1)");
+            await().atMost(WAIT).until(() -> source.received.size() == 1);
+            Lsn commit = Lsn.parse(source.received.get(0).at("/tx/commit_lsn").asText());
+            await().atMost(WAIT).until(() -> source.checkpoints.load("walhook").orElse(Lsn.INVALID).compareTo(commit) > 0);
+            String saved = source.queryOne("SELECT updated_at::text FROM walhook.checkpoint");
+            // several acknowledgement rounds pass; the checkpoint row is not rewritten for nothing
+            await().during(Duration.ofSeconds(3)).atMost(WAIT).untilAsserted(() -> {
+                assertThat(source.queryOne("SELECT updated_at::text || ' ' || end_lsn FROM walhook.checkpoint"))
+                        .startsWith(saved);
+                assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STREAMING);
+            });
+            source.sql("INSERT INTO t VALUES (2)");
+            await().atMost(WAIT).until(() -> !source.queryOne("SELECT updated_at::text FROM walhook.checkpoint").equals(saved));
+        }
+    }
 }
