@@ -63,7 +63,12 @@ public final class ChangeEvent {
 
     /** {@code <commit LSN as 16 hex digits>-<position in the transaction, 4 digits or more>}. */
     public String id() {
-        return tx.commitLsn().hex16() + "-" + (seq < 10000 ? String.format("%04d", seq) : Integer.toString(seq));
+        String position = Integer.toString(seq);
+        StringBuilder id = new StringBuilder(21 + position.length()).append(tx.commitLsn().hex16()).append('-');
+        for (int pad = position.length(); pad < 4; pad++) {
+            id.append('0');
+        }
+        return id.append(position).toString();
     }
 
     public Operation op() {

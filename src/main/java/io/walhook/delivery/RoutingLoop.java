@@ -39,6 +39,24 @@ public final class RoutingLoop implements Runnable {
     private record Shape(EventFormat format, Projection projection) {
     }
 
+    /** The event's JSON, written on first use and then shared by filters and every format. */
+    private final class EventJson implements java.util.function.Supplier<byte[]> {
+        private final ChangeEvent event;
+        private byte[] bytes;
+
+        EventJson(ChangeEvent event) {
+            this.event = event;
+        }
+
+        @Override
+        public byte[] get() {
+            if (bytes == null) {
+                bytes = encoder.json(event);
+            }
+            return bytes;
+        }
+    }
+
     private final BlockingQueue<PendingEvent> events;
     private final AckTracker tracker;
     private final SubscriptionRegistry registry;
@@ -73,7 +91,8 @@ public final class RoutingLoop implements Runnable {
                     router = registry.router();
                     transaction = event.tx().commitLsn();
                 }
-                List<Subscription> matched = router.route(event);
+                EventJson json = new EventJson(event);
+                List<Subscription> matched = router.route(event, json);
                 AckTracker.Ticket ticket = pending.ticket();
                 if (!matched.isEmpty()) {
                     tracker.add(ticket, matched.size());
@@ -81,7 +100,7 @@ public final class RoutingLoop implements Runnable {
                     for (Subscription subscription : matched) {
                         EventEncoder.Encoded body = written.computeIfAbsent(
                                 new Shape(subscription.format(), subscription.projection()),
-                                shape -> encoder.encode(event, shape.format(), shape.projection()));
+                                shape -> encoder.encode(event, shape.format(), shape.projection(), json));
                         sender.send(subscription, event, body, () -> tracker.complete(ticket, 1));
                         routed.incrementAndGet();
                     }

@@ -9,6 +9,7 @@ import dev.cel.common.CelAbstractSyntaxTree;
 import dev.cel.common.CelIssue;
 import dev.cel.common.CelOptions;
 import dev.cel.common.CelSourceLocation;
+import dev.cel.common.CelValidationException;
 import dev.cel.common.CelValidationResult;
 import dev.cel.common.types.CelKind;
 import dev.cel.common.types.CelType;
@@ -46,8 +47,9 @@ import io.walhook.change.ChangeEvent;
  * and column), type errors the checker can see ({@code op == 1}, unknown variables or functions;
  * not those inside row values, which are {@code dyn}: {@code new.amount + "x"} is found only at run
  * time), a result that can never be a boolean ({@code op}), and expressions over the limits:
- * {@value #MAX_EXPRESSION_LENGTH} characters (code points), a nesting depth of 250 (CEL's parser
- * default), and {@value #MAX_ITERATIONS} iterations of comprehension macros per evaluation.
+ * {@value #MAX_EXPRESSION_LENGTH} characters (code points) and a nesting depth of 250 (CEL's parser
+ * default; repeated {@code !} and {@code -} fold and do not count). At run time comprehension
+ * macros get {@value #MAX_ITERATIONS} iterations per evaluation, so no filter can stall the reader.
  *
  * <h2>Run time: errors never escape</h2>
  * A filter that fails on an event does not match it: {@link #evaluate} returns
@@ -64,19 +66,28 @@ import io.walhook.change.ChangeEvent;
  * can serve several threads; {@link CelVariables} are per thread.
  *
  * <h2>Native image</h2>
- * CEL-Java ships no GraalVM metadata (no {@code META-INF/native-image} in its jars) and does not
- * claim native support; it uses full {@code protobuf-java} (its AST and types are generated
- * messages), ANTLR and Guava. On the path walhook uses (maps and primitives, no message types
- * declared) it builds descriptors from generated code and never calls protobuf's reflective
- * accessors. What needs registering for reflection: {@code com.google.protobuf.ExtensionRegistry}
- * (protobuf's {@code ExtensionRegistryFactory} finds {@code getEmptyRegistry}/{@code newInstance}
- * by reflection, a known native failure with protobuf 4.x), and, only if filters build protobuf
- * messages ({@code google.protobuf.Timestamp{...}}), the well-known types' classes (CEL loads them
- * with {@code Class.forName} and calls {@code getDefaultInstance}). Compile filters at run time, not
- * at image build time. Unverified here (no GraalVM): the {@code -Pnative} integration tests must
- * compile and evaluate a filter. Should it fail, projectnessie's {@code cel-java} (a separate CEL
- * implementation that ships native-image metadata and smoke-tests Quarkus native builds) is the
- * drop-in alternative behind this class's API.
+ * Unverified (no GraalVM on the build machines); what is known:
+ * <ul>
+ *   <li>CEL-Java ships no native-image metadata (no {@code META-INF/native-image} in its six jars)
+ *       and does not claim native support. It runs on full {@code protobuf-java} (its AST and type
+ *       protos are generated messages), ANTLR 4 and Guava, which work natively.
+ *   <li>The path walhook uses (map and primitive variables, no message types declared) builds
+ *       protobuf descriptors from generated code and never calls protobuf's reflective accessors.
+ *       Reflection in {@code dev.cel} 0.14.0 is confined to the native-types extension (unused) and
+ *       to creating protobuf messages by type name ({@code Class.forName} + {@code getDefaultInstance}),
+ *       reached only by filters that construct messages such as {@code google.protobuf.Timestamp{...}}.
+ *   <li>To register for reflection: {@code com.google.protobuf.ExtensionRegistry}'s static methods
+ *       {@code getEmptyRegistry} and {@code newInstance} (protobuf's {@code ExtensionRegistryFactory}
+ *       finds them reflectively; without them protobuf 4.x fails in native images with a
+ *       {@code MissingReflectionRegistrationError}); for message literals in filters, also the
+ *       well-known types' classes ({@code com.google.protobuf.Timestamp}, {@code Duration},
+ *       {@code Any}, {@code Struct}, {@code Value}, the wrappers). Initialize CEL at run time (the
+ *       default), never at image build time.
+ *   <li>Proof needed: a {@code -Pnative} integration test that compiles and evaluates a filter. If
+ *       CEL-Java cannot be made to work, projectnessie's {@code cel-java} (another CEL
+ *       implementation, with native-image metadata and Quarkus native smoke tests) can replace it
+ *       behind this class's API without changing the filter language.
+ * </ul>
  */
 public final class CelFilter {
 
@@ -144,27 +155,23 @@ public final class CelFilter {
             throw new CelFilterException("filter: the expression is " + length + " characters long, at most "
                     + MAX_EXPRESSION_LENGTH + " are allowed");
         }
-        CelValidationResult parsed = COMPILER.parse(expression);
-        if (parsed.hasError()) {
-            throw problem("syntax error", parsed.getErrors());
-        }
-        CelValidationResult checked;
         try {
-            checked = COMPILER.check(parsed.getAst());
-        } catch (dev.cel.common.CelValidationException e) {
-            throw problem("syntax error", e.getErrors()); // not reached: parse() had no error
-        }
-        if (checked.hasError()) {
-            throw problem("type error", checked.getErrors());
-        }
-        try {
+            CelValidationResult parsed = COMPILER.parse(expression);
+            if (parsed.hasError()) {
+                throw problem("syntax error", parsed.getErrors());
+            }
+            CelValidationResult checked = COMPILER.check(parsed.getAst());
+            if (checked.hasError()) {
+                throw problem("type error", checked.getErrors());
+            }
             CelAbstractSyntaxTree ast = checked.getAst();
             CelType result = ast.getResultType();
             if (result.kind() != CelKind.BOOL && result.kind() != CelKind.DYN) {
                 throw new CelFilterException("filter must be a boolean expression, is " + result.name());
             }
             return new CelFilter(expression, RUNTIME.createProgram(ast));
-        } catch (dev.cel.common.CelValidationException | CelEvaluationException e) {
+        } catch (CelValidationException | CelEvaluationException e) {
+            // not reached: getAst() throws only when hasError(), and planning a checked AST does not fail
             throw new CelFilterException("filter: " + oneLine(e.getMessage()));
         }
     }

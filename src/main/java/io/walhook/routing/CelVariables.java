@@ -57,7 +57,7 @@ public final class CelVariables {
             .build();
     private static final Map<String, Object> EMPTY = Collections.emptyMap();
 
-    private final String eventId;
+    private final ChangeEvent event;
     private String op;
     private String schema;
     private String table;
@@ -68,9 +68,9 @@ public final class CelVariables {
     private Map<String, Object> oldRow;
     private RuntimeException failure;
 
-    private CelVariables(String eventId, String op, String schema, String table, Supplier<byte[]> json,
+    private CelVariables(ChangeEvent event, String op, String schema, String table, Supplier<byte[]> json,
             boolean headerFromJson) {
-        this.eventId = eventId;
+        this.event = event;
         this.op = op;
         this.schema = schema;
         this.table = table;
@@ -89,7 +89,7 @@ public final class CelVariables {
      */
     public static CelVariables of(ChangeEvent event, Supplier<byte[]> eventJson) {
         Objects.requireNonNull(eventJson, "eventJson");
-        return new CelVariables(event.id(), event.op().wireName(), event.schema(), event.table(), eventJson, false);
+        return new CelVariables(event, event.op().wireName(), event.schema(), event.table(), eventJson, false);
     }
 
     /** Every variable from an event's JSON (CONTRACT.md section 3), e.g. a sample event posted to the API. */
@@ -112,9 +112,9 @@ public final class CelVariables {
         return v;
     }
 
-    /** The id of the event, when the variables come from one; for error reports. */
+    /** The id of the event, when the variables come from one; for error reports (formatting it is not free). */
     String eventId() {
-        return eventId;
+        return event == null ? null : event.id();
     }
 
     /**
@@ -214,8 +214,7 @@ public final class CelVariables {
 
     private static Map<String, Object> objectOf(JsonParser p) throws IOException {
         Map<String, Object> map = new LinkedHashMap<>();
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String name = p.currentName();
+        for (String name = p.nextFieldName(); name != null; name = p.nextFieldName()) {
             map.put(name, valueOf(p, p.nextToken()));
         }
         return map;

@@ -54,7 +54,19 @@ public final class EventEncoder {
     }
 
     public Encoded encode(ChangeEvent event, EventFormat format, Projection projection) {
-        byte[] data = writer.toJson(event, projection.isAll() ? null : projection::keeps);
+        return encode(event, format, projection, null);
+    }
+
+    /** The event's JSON without projection, as {@link #encode} writes it; write it once and share it. */
+    public byte[] json(ChangeEvent event) {
+        return writer.toJson(event);
+    }
+
+    /** As {@link #encode(ChangeEvent, EventFormat, Projection)}, reusing {@code json} when no projection applies. */
+    public Encoded encode(ChangeEvent event, EventFormat format, Projection projection,
+            java.util.function.Supplier<byte[]> json) {
+        byte[] data = projection.isAll() ? (json != null ? json.get() : writer.toJson(event))
+                : writer.toJson(event, projection::keeps);
         return switch (format) {
             case JSON -> new Encoded(data, JSON, Map.of());
             case CLOUDEVENTS -> new Encoded(structured(event, data), CLOUDEVENTS_JSON, Map.of());

@@ -34,6 +34,14 @@ public final class Router {
 
     /** The subscriptions that want this event, in the order they were given. */
     public List<Subscription> route(ChangeEvent event) {
+        return route(event, null);
+    }
+
+    /**
+     * As {@link #route(ChangeEvent)}; filters read the event's rows from {@code eventJson} (its
+     * JSON without projection, written at most once and shared with delivery) when given.
+     */
+    public List<Subscription> route(ChangeEvent event, java.util.function.Supplier<byte[]> eventJson) {
         Subscription[] candidates = event.relation() == null ? messageSubscribers : forRelation(event.relation());
         if (candidates.length == 0) {
             return List.of();
@@ -46,7 +54,7 @@ public final class Router {
             }
             if (subscription.filter().isPresent()) {
                 if (variables == null) {
-                    variables = CelVariables.of(event);
+                    variables = eventJson == null ? CelVariables.of(event) : CelVariables.of(event, eventJson);
                 }
                 if (!subscription.filter().get().matches(variables)) {
                     continue;

@@ -74,7 +74,8 @@ public final class SubscriptionConfigReader {
             try {
                 filter = Optional.of(CelFilter.compile(c.filter().get()));
             } catch (CelFilterException e) {
-                throw new ConfigProblem(prefix + "FILTER", "is not a valid filter: " + e.getMessage());
+                throw new ConfigProblem(prefix + "FILTER", "is not a valid filter ("
+                        + e.getMessage().replaceFirst("^filter:? ", "") + ")");
             }
         }
         Destination destination;

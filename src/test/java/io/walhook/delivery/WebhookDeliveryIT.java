@@ -120,4 +120,31 @@ class WebhookDeliveryIT {
             }
         }
     }
+
+    @Test
+    void knativeSinkBindingGetsStructuredCloudEventsWithItsOverrides() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("ksink");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE pings (id int PRIMARY KEY)");
+        }
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                     "K_SINK", receiver.url("/knative"), "K_CE_OVERRIDES", "{\"extensions\": {\"team\": \"shop\"}}"))) {
+            walhook.awaitReady(WAIT);
+            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                s.execute("INSERT INTO pings VALUES (7)");
+            }
+            await().atMost(WAIT).until(() -> receiver.requests("/knative").size() == 1);
+            WebhookReceiver.Request request = receiver.requests("/knative").get(0);
+            assertThat(request.header("content-type")).isEqualTo("application/cloudevents+json");
+            JsonNode event = JSON.readTree(request.body());
+            assertThat(event.get("specversion").asText()).isEqualTo("1.0");
+            assertThat(event.get("type").asText()).isEqualTo("io.walhook.insert");
+            assertThat(event.get("subject").asText()).isEqualTo("public.pings");
+            assertThat(event.get("team").asText()).isEqualTo("shop");
+            assertThat(event.at("/data/new/id").asInt()).isEqualTo(7);
+            assertThat(event.get("id").asText()).isEqualTo(event.at("/data/id").asText());
+        }
+    }
 }

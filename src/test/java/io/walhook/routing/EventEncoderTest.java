@@ -13,14 +13,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.walhook.change.ChangeEvent;
-import io.walhook.change.EventSamples;
-import io.walhook.change.EventSamples.Row;
+import io.walhook.change.TestEvents;
 
 class EventEncoderTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private final EventEncoder encoder = new EventEncoder("/walhook/shop", Map.of("cluster", "eu 1"));
-    private final ChangeEvent insert = EventSamples.insert(new Row("42", "paid", "12.50"));
+    private static final TestEvents.Table ORDERS = TestEvents.table("public", "orders").key("id", TestEvents.INT4)
+            .column("status", TestEvents.TEXT).column("amount", 1700);
+    private final ChangeEvent insert = ORDERS.insert("42", "paid", "12.50");
 
     private static String text(EventEncoder.Encoded encoded) {
         return new String(encoded.body(), StandardCharsets.UTF_8);
@@ -56,7 +57,7 @@ class EventEncoderTest {
 
     @Test
     void binaryCloudEventPutsAttributesInPercentEncodedHeaders() {
-        ChangeEvent message = EventSamples.message("caf\u00e9 \"x\"", "hi");
+        ChangeEvent message = TestEvents.message("caf\u00e9 \"x\"", "hi".getBytes(StandardCharsets.UTF_8), true);
         EventEncoder.Encoded ce = encoder.encode(message, EventFormat.CLOUDEVENTS_BINARY, Projection.ALL);
         assertThat(ce.contentType()).isEqualTo("application/json");
         assertThat(ce.headers()).containsEntry("ce-specversion", "1.0")
@@ -71,7 +72,7 @@ class EventEncoderTest {
 
     @Test
     void projectionKeepsOnlyTheChosenColumnsOfNewAndOldButTheWholeKey() throws Exception {
-        ChangeEvent update = EventSamples.updateFull(new Row("1", "new", "5"), new Row("1", "paid", "5"));
+        ChangeEvent update = ORDERS.full().update(new String[] {"1", "new", "5"}, "1", "paid", "5");
         JsonNode included = JSON.readTree(encoder.encode(update, EventFormat.JSON,
                 new Projection(Set.of("status"), Set.of())).body());
         assertThat(included.get("new").toString()).isEqualTo("{\"status\":\"paid\"}");
