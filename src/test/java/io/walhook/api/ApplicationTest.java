@@ -57,7 +57,7 @@ class ApplicationTest {
     void reportsTheSlotItCreatedAndItsStream() {
         await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/status").then().statusCode(200)
                 .contentType("application/json")
-                .body("slot.name", equalTo("walhook"))
+                .body("slot.name", equalTo(jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1)))
                 .body("slot.exists", equalTo(true))
                 .body("slot.active", equalTo(true))
                 .body("server_lsn", matchesPattern("[0-9A-F]{1,8}/[0-9A-F]{1,8}"))

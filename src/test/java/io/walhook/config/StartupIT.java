@@ -64,7 +64,8 @@ class StartupIT {
     void startsAndBecomesReadyFromTheSourceUrlAlone() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("startup");
-        try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database)))) {
+        try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                "WALHOOK_SLOT", database))) {
             walhook.awaitReady(Duration.ofSeconds(60));
             assertThat(walhook.status("/status")).isEqualTo(200);
             assertThat(walhook.output()).contains("walhook ready: source postgresql://postgres@127.0.0.1:" + pg.port()

@@ -62,6 +62,7 @@ class WebhookDeliveryIT {
             });
             Map<String, String> env = Map.of(
                     "WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database,
                     "WALHOOK_SUBSCRIPTIONS_SHOP_URL", receiver.url("/hook"),
                     "WALHOOK_SUBSCRIPTIONS_SHOP_TABLES", "public.orders",
                     "WALHOOK_SUBSCRIPTIONS_SHOP_SECRET", SECRET,
@@ -129,7 +130,7 @@ class WebhookDeliveryIT {
             s.execute("CREATE TABLE pings (id int PRIMARY KEY)");
         }
         try (WebhookReceiver receiver = WebhookReceiver.start();
-             WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+             WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
                      "K_SINK", receiver.url("/knative"), "K_CE_OVERRIDES", "{\"extensions\": {\"team\": \"shop\"}}"))) {
             walhook.awaitReady(WAIT);
             try (Connection c = pg.connect(database); Statement s = c.createStatement()) {

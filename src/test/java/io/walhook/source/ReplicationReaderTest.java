@@ -191,7 +191,7 @@ class ReplicationReaderTest {
             await().atMost(WAIT).until(() -> source.received.size() == 2);
             List<String> ids = source.received.stream().map(e -> e.get("id").asText()).toList();
             source.stopReader(first); // the consumer "dies" before acknowledging
-            assertThat(source.checkpoints.load("walhook").orElse(Lsn.INVALID))
+            assertThat(source.checkpoints.load(source.slot).orElse(Lsn.INVALID))
                     .isLessThan(Lsn.parse(source.received.get(0).at("/tx/commit_lsn").asText()));
 
             source.received.clear();
@@ -263,13 +263,13 @@ class ReplicationReaderTest {
             await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
             await().atMost(WAIT).ignoreExceptions().until(() -> {
                 source.sql("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
-                        + " WHERE slot_name = 'walhook' AND active_pid IS NOT NULL");
-                source.sql("SELECT pg_drop_replication_slot('walhook')");
+                        + " WHERE slot_name = '" + source.slot + "' AND active_pid IS NOT NULL");
+                source.sql("SELECT pg_drop_replication_slot('" + source.slot + "')");
                 return true;
             });
             await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.SLOT_INVALID);
-            assertThat(reader.status().lastError()).contains("walhook").contains("does not exist");
-            assertThat(source.queryOne("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'walhook'"))
+            assertThat(reader.status().lastError()).contains(source.slot).contains("does not exist");
+            assertThat(source.queryOne("SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'"))
                     .isEqualTo("0");
         }
     }
@@ -277,9 +277,9 @@ class ReplicationReaderTest {
     @Test
     void slotGoneAfterAcknowledgementsStopsSetupWithTheFix() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_gone")) {
-            source.checkpoints.save("walhook", Lsn.parse("0/1000000"));
+            source.checkpoints.save(source.slot, Lsn.parse("0/1000000"));
             assertThatThrownBy(() -> source.prepare("*")).isInstanceOf(SourceSetupException.class)
-                    .hasMessageContaining("replication slot walhook is gone")
+                    .hasMessageContaining("replication slot " + source.slot + " is gone")
                     .hasMessageContaining("0/1000000")
                     .hasMessageContaining("DELETE FROM");
         }
@@ -360,13 +360,13 @@ class ReplicationReaderTest {
             source.paused = true;
             ReplicationReader reader = source.startReader();
             await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
-            String walsender = source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'walhook'");
+            String walsender = source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'");
             assertThat(source.queryOne("SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'")).isEqualTo("2000");
             source.sql("INSERT INTO t SELECT generate_series(1, 500)");
             await().atMost(WAIT).until(() -> reader.events().remainingCapacity() == 0);
             // three server timeouts with delivery stalled: the server must keep the same walsender
             await().during(Duration.ofSeconds(6)).atMost(WAIT).until(() -> walsender.equals(
-                    source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'walhook'")));
+                    source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'")));
             source.paused = false;
             await().atMost(WAIT).until(() -> source.received.size() == 500);
             assertThat(source.received.stream().map(e -> e.get("id").asText()).distinct().count()).isEqualTo(500);
@@ -376,7 +376,7 @@ class ReplicationReaderTest {
     @Test
     void twoPhaseSlotIsRefusedWithTheFix() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_twophase")) {
-            source.sql("SELECT pg_create_logical_replication_slot('walhook', 'pgoutput', false, true)");
+            source.sql("SELECT pg_create_logical_replication_slot('" + source.slot + "', 'pgoutput', false, true)");
             assertThatThrownBy(() -> source.prepare("*")).isInstanceOf(SourceSetupException.class)
                     .hasMessageContaining("two_phase enabled")
                     .hasMessageContaining("choose another WALHOOK_SLOT");
@@ -392,7 +392,7 @@ class ReplicationReaderTest {
             source.sql("INSERT INTO t VALUES (1)");
             await().atMost(WAIT).until(() -> source.received.size() == 1);
             Lsn commit = Lsn.parse(source.received.get(0).at("/tx/commit_lsn").asText());
-            await().atMost(WAIT).until(() -> source.checkpoints.load("walhook").orElse(Lsn.INVALID).compareTo(commit) > 0);
+            await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(commit) > 0);
             String saved = source.queryOne("SELECT updated_at::text FROM walhook.checkpoint");
             // several acknowledgement rounds pass; the checkpoint row is not rewritten for nothing
             await().during(Duration.ofSeconds(3)).atMost(WAIT).untilAsserted(() -> {

@@ -38,6 +38,8 @@ public final class SourceFixture implements AutoCloseable {
     public final String database;
     public final PGSimpleDataSource dataSource;
     public final CheckpointStore checkpoints;
+    /** Slots are per cluster: each fixture's is named after its database. */
+    public final String slot;
     public final List<JsonNode> received = new CopyOnWriteArrayList<>();
     private final List<ReplicationReader> readers = new ArrayList<>();
     private volatile boolean hold;
@@ -51,6 +53,7 @@ public final class SourceFixture implements AutoCloseable {
     public SourceFixture(PostgresServer server, String prefix) throws SQLException {
         this.server = server;
         this.database = server.createDatabase(prefix);
+        this.slot = database;
         this.dataSource = new PGSimpleDataSource();
         dataSource.setUrl(server.jdbcUrl(database));
         dataSource.setUser(server.user());
@@ -87,11 +90,11 @@ public final class SourceFixture implements AutoCloseable {
         SourceDatabase source = new SourceDatabase(dataSource);
         source.checkPrerequisites();
         source.ensurePublication("walhook", publicationTables);
-        source.ensureSlot("walhook", checkpoints.load("walhook"));
+        source.ensureSlot(slot, checkpoints.load(slot));
     }
 
     ReplicationReader.Settings settings() throws SQLException {
-        return new ReplicationReader.Settings(server.jdbcUrl(database), server.user(), server.password(), "walhook",
+        return new ReplicationReader.Settings(server.jdbcUrl(database), server.user(), server.password(), slot,
                 "walhook", "walhook", new SourceDatabase(dataSource).serverMajor(), Duration.ofSeconds(10),
                 Duration.ofMillis(100), Duration.ofSeconds(2), handoffCapacity, spillDirectory, streamMemoryBytes);
     }
@@ -153,7 +156,7 @@ public final class SourceFixture implements AutoCloseable {
     }
 
     Lsn confirmedFlush() throws SQLException {
-        String lsn = queryOne("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'walhook'");
+        String lsn = queryOne("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = '" + slot + "'");
         return Lsn.parse(lsn);
     }
 
@@ -166,7 +169,8 @@ public final class SourceFixture implements AutoCloseable {
             consumer.interrupt();
         }
         try {
-            sql("SELECT pg_drop_replication_slot('walhook') FROM pg_replication_slots WHERE slot_name = 'walhook' AND NOT active");
+            sql("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '" + slot
+                    + "' AND NOT active");
         } catch (SQLException ignored) {
             // the cluster goes away at the end of the run anyway
         }

@@ -14,7 +14,8 @@ public class PostgresTestResource implements QuarkusTestResourceLifecycleManager
     public Map<String, String> start() {
         PostgresServer server = TestPostgres.shared();
         String database = server.createDatabase("walhook");
-        return Map.of("walhook.source.url", server.sourceUrl(database));
+        // slots belong to the cluster: one per database keeps test runs apart
+        return Map.of("walhook.source.url", server.sourceUrl(database), "walhook.slot", database);
     }
 
     @Override
