@@ -80,6 +80,27 @@ public interface WalhookConfig {
         Optional<String> excludeColumns();
     }
 
+    /** How webhooks are delivered. */
+    Delivery delivery();
+
+    interface Delivery {
+        /** How long one HTTP request may take. */
+        @WithDefault("30s")
+        java.time.Duration requestTimeout();
+
+        /** The longest wait between two attempts (backoff doubles from 200 ms, with full jitter). */
+        @WithDefault("60s")
+        java.time.Duration maxBackoff();
+
+        /** How long a request is retried in memory before it, and what follows it, is parked. */
+        @WithDefault("5m")
+        java.time.Duration retryWindow();
+
+        /** The longest wait between attempts at parked requests. */
+        @WithDefault("5m")
+        java.time.Duration parkedRetryInterval();
+    }
+
     interface Source {
         /** {@code postgresql://user:password@host:port/database?sslmode=...}; required. */
         Optional<String> url();

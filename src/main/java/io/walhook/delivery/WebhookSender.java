@@ -4,12 +4,15 @@ import java.io.IOException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -17,45 +20,76 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.jboss.logging.Logger;
 
 import io.walhook.change.ChangeEvent;
+import io.walhook.pgoutput.Lsn;
 import io.walhook.routing.Destination;
 import io.walhook.routing.EventEncoder;
 import io.walhook.routing.Subscription;
 
 /**
- * Sends each subscription's events as HTTP POSTs, one at a time per subscription in commit
- * order, with the Standard Webhooks headers. A 2xx is delivered; 429, 5xx, timeouts and connection
- * errors are retried with exponential backoff and full jitter, honouring {@code Retry-After};
- * 410 Gone disables the subscription (until restart); other 4xx are retried like 5xx, since
- * dropping a change is never silent. (Per-key lanes, batching and durable parking come next.)
+ * Sends each subscription's events as HTTP POSTs, in commit order, one lane per subscription, with
+ * the Standard Webhooks headers. A 2xx is delivered; anything else, a timeout or a connection error
+ * is retried with exponential backoff and full jitter, honouring {@code Retry-After}; 410 Gone
+ * disables the subscription until restart.
+ *
+ * <p>A request still failing after the retry window is parked in walhook's own table, and so is
+ * every later request of that subscription, in order, until the parked ones go through: the
+ * delivery counts as done once parked, so the slot advances and other subscriptions never wait.
+ * Parked requests are retried oldest first with a long backoff; a restart resumes them.
  */
 public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(WebhookSender.class);
     private static final Duration MIN_BACKOFF = Duration.ofMillis(200);
+    private static final int LANE_CAPACITY = 1000;
 
     /** How an attempt ended, decided once. */
     enum Outcome { DELIVERED, RETRY, GONE }
 
-    private record Job(ChangeEvent event, EventEncoder.Encoded body, Runnable done) {
+    /** Timeouts and windows of every lane. */
+    public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
+            Duration parkedRetryInterval) {
     }
 
-    private final HttpClient http;
+    /** What one subscription's lane is doing, for /status and metrics. */
+    public record LaneStatus(String subscription, long inFlight, boolean retrying, boolean parking, long parked,
+            long delivered, String lastError, boolean disabled) {
+    }
+
+    private record Job(String eventId, Lsn commitLsn, byte[] body, String contentType, Map<String, String> headers,
+            Runnable done) {
+    }
+
+    private record Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem) {
+    }
+
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
+            .followRedirects(HttpClient.Redirect.NEVER).build();
     private final Clock clock;
-    private final Duration requestTimeout;
-    private final Duration maxBackoff;
+    private final Settings settings;
+    private final ParkedEventStore parkedEvents;
     private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
     private final Set<String> disabled = ConcurrentHashMap.newKeySet();
 
-    public WebhookSender(Clock clock, Duration requestTimeout, Duration maxBackoff) {
+    public WebhookSender(Clock clock, Settings settings, ParkedEventStore parkedEvents) {
         this.clock = clock;
-        this.requestTimeout = requestTimeout;
-        this.maxBackoff = maxBackoff;
-        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
-                .followRedirects(HttpClient.Redirect.NEVER).build();
+        this.settings = settings;
+        this.parkedEvents = parkedEvents;
+    }
+
+    /** Starts the lanes of subscriptions that have parked requests, so those are retried even without new events. */
+    public void resumeParked(Collection<Subscription> subscriptions) throws SQLException {
+        Set<String> parked = parkedEvents.subscriptionsWithParkedEvents();
+        for (Subscription subscription : subscriptions) {
+            if (parked.contains(subscription.name()) && subscription.destination() instanceof Destination.Webhook) {
+                lane(subscription);
+            }
+        }
     }
 
     @Override
@@ -68,12 +102,22 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             done.run();
             return;
         }
-        lanes.computeIfAbsent(subscription.name(), name -> new Lane(subscription)).queue.put(new Job(event, body, done));
+        lane(subscription).queue.put(new Job(event.id(), event.tx().commitLsn(), body.body(), body.contentType(),
+                body.headers(), done));
+    }
+
+    private Lane lane(Subscription subscription) {
+        return lanes.computeIfAbsent(subscription.name(), name -> new Lane(subscription));
     }
 
     /** Whether a 410 disabled the subscription. */
     public boolean isDisabled(String subscription) {
         return disabled.contains(subscription);
+    }
+
+    public List<LaneStatus> status() {
+        return lanes.values().stream().map(Lane::status).sorted(java.util.Comparator.comparing(LaneStatus::subscription))
+                .toList();
     }
 
     @Override
@@ -85,8 +129,15 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
     private final class Lane implements Runnable {
         final Subscription subscription;
         final Destination.Webhook destination;
-        final BlockingQueue<Job> queue = new ArrayBlockingQueue<>(1000);
+        final BlockingQueue<Job> queue = new ArrayBlockingQueue<>(LANE_CAPACITY);
         final Thread thread;
+        final AtomicLong delivered = new AtomicLong();
+        final AtomicLong parked = new AtomicLong();
+        volatile boolean parking;
+        volatile boolean retrying;
+        volatile String lastError;
+        long parkedBackoffMillis = MIN_BACKOFF.toMillis();
+        Instant nextParkedAttempt = Instant.MIN;
 
         Lane(Subscription subscription) {
             this.subscription = subscription;
@@ -96,71 +147,182 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             thread.start();
         }
 
+        LaneStatus status() {
+            return new LaneStatus(subscription.name(), queue.size(), retrying, parking, parked.get(), delivered.get(),
+                    lastError, disabled.contains(subscription.name()));
+        }
+
         @Override
         public void run() {
             try {
+                long alreadyParked = untilDone(() -> parkedEvents.count(subscription.name()));
+                parked.set(alreadyParked);
+                parking = alreadyParked > 0;
                 while (!Thread.currentThread().isInterrupted()) {
-                    Job job = queue.take();
-                    deliver(job);
-                    job.done().run();
+                    if (!parking) {
+                        Job job = queue.take();
+                        if (!deliverWithinWindow(job)) {
+                            park(job);
+                            parking = true;
+                            nextParkedAttempt = clock.instant().plus(settings.parkedRetryInterval());
+                            LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
+                                    + " takes them again", subscription.name(), destination.url(), settings.retryWindow(),
+                                    lastError);
+                        }
+                        job.done().run();
+                        continue;
+                    }
+                    Duration untilRetry = Duration.between(clock.instant(), nextParkedAttempt);
+                    Job job = untilRetry.isNegative() || untilRetry.isZero() ? null
+                            : queue.poll(untilRetry.toMillis(), TimeUnit.MILLISECONDS);
+                    if (job != null) {
+                        park(job);
+                        job.done().run();
+                    } else {
+                        retryParked();
+                    }
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         }
 
-        private void deliver(Job job) throws InterruptedException {
-            String id = job.event().id();
+        /** Tries until delivered (or gone); false when the retry window ran out. */
+        private boolean deliverWithinWindow(Job job) throws InterruptedException {
+            Instant giveUp = clock.instant().plus(settings.retryWindow());
             long backoff = MIN_BACKOFF.toMillis();
             for (int attempt = 1; ; attempt++) {
                 if (disabled.contains(subscription.name())) {
-                    return;
+                    return true;
                 }
-                Optional<Duration> retryAfter = Optional.empty();
-                String problem;
-                try {
-                    HttpResponse<Void> response = http.send(request(job, id), HttpResponse.BodyHandlers.discarding());
-                    Outcome outcome = classify(response.statusCode());
-                    if (outcome == Outcome.DELIVERED) {
-                        return;
-                    }
-                    if (outcome == Outcome.GONE) {
-                        disabled.add(subscription.name());
-                        LOG.errorf("subscription %s disabled: %s answered 410 Gone to event %s", subscription.name(),
-                                destination.url(), id);
-                        return;
-                    }
-                    retryAfter = response.headers().firstValue("retry-after").flatMap(v -> retryAfter(v, clock.instant()));
-                    problem = "HTTP " + response.statusCode();
-                } catch (IOException e) {
-                    problem = e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
+                Attempt result = attempt(job);
+                if (result.outcome() != Outcome.RETRY) {
+                    retrying = false;
+                    return true;
                 }
+                retrying = true;
+                lastError = result.problem();
                 // Retry-After is honoured (bounded); otherwise exponential backoff with full jitter
-                long wait = retryAfter.isPresent() ? Math.min(retryAfter.get().toMillis(), maxBackoff.toMillis() * 10)
+                long wait = result.retryAfter().isPresent()
+                        ? Math.min(result.retryAfter().get().toMillis(), settings.maxBackoff().toMillis() * 10)
                         : Math.max(ThreadLocalRandom.current().nextLong(0, backoff + 1), 50);
+                if (clock.instant().plusMillis(wait).isAfter(giveUp)) {
+                    retrying = false;
+                    return false;
+                }
                 LOG.warnf("subscription %s: event %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(),
-                        id, attempt, destination.url(), problem, wait);
+                        job.eventId(), attempt, destination.url(), result.problem(), wait);
                 Thread.sleep(wait);
-                backoff = Math.min(backoff * 2, maxBackoff.toMillis());
+                backoff = Math.min(backoff * 2, settings.maxBackoff().toMillis());
             }
         }
 
-        private HttpRequest request(Job job, String id) {
+        private void park(Job job) throws InterruptedException {
+            untilDone(() -> {
+                parkedEvents.park(subscription.name(), job.eventId(), job.commitLsn(), job.contentType(), job.headers(),
+                        job.body(), 0, lastError);
+                return null;
+            });
+            parked.incrementAndGet();
+        }
+
+        /** Oldest first; stops at the first failure and backs off, up to the parked retry interval. */
+        private void retryParked() throws InterruptedException {
+            while (true) {
+                List<ParkedEventStore.Parked> batch = untilDone(() -> parkedEvents.oldest(subscription.name(), 100));
+                if (batch.isEmpty()) {
+                    parking = false;
+                    parked.set(0);
+                    parkedBackoffMillis = MIN_BACKOFF.toMillis();
+                    LOG.infof("subscription %s: every parked event delivered; delivering directly again",
+                            subscription.name());
+                    return;
+                }
+                for (ParkedEventStore.Parked p : batch) {
+                    Attempt result = attempt(new Job(p.eventId(), p.commitLsn(), p.body(), p.contentType(), p.headers(),
+                            () -> { }));
+                    if (result.outcome() == Outcome.RETRY) {
+                        lastError = result.problem();
+                        untilDone(() -> {
+                            parkedEvents.failed(p.id(), result.problem());
+                            return null;
+                        });
+                        long wait = result.retryAfter().map(Duration::toMillis).orElse(parkedBackoffMillis);
+                        parkedBackoffMillis = Math.min(parkedBackoffMillis * 2, settings.parkedRetryInterval().toMillis());
+                        nextParkedAttempt = clock.instant().plusMillis(Math.max(wait, MIN_BACKOFF.toMillis()));
+                        return;
+                    }
+                    untilDone(() -> {
+                        parkedEvents.delivered(p.id());
+                        return null;
+                    });
+                    parked.decrementAndGet();
+                    if (result.outcome() == Outcome.GONE) {
+                        return;
+                    }
+                }
+            }
+        }
+
+        private Attempt attempt(Job job) {
+            try {
+                HttpResponse<Void> response = http.send(request(job), HttpResponse.BodyHandlers.discarding());
+                Outcome outcome = classify(response.statusCode());
+                if (outcome == Outcome.DELIVERED) {
+                    delivered.incrementAndGet();
+                } else if (outcome == Outcome.GONE) {
+                    disabled.add(subscription.name());
+                    lastError = "410 Gone";
+                    LOG.errorf("subscription %s disabled: %s answered 410 Gone to event %s", subscription.name(),
+                            destination.url(), job.eventId());
+                }
+                return new Attempt(outcome, outcome == Outcome.RETRY ? response.headers().firstValue("retry-after")
+                        .flatMap(v -> retryAfter(v, clock.instant())) : Optional.empty(), "HTTP " + response.statusCode());
+            } catch (IOException e) {
+                return new Attempt(Outcome.RETRY, Optional.empty(),
+                        e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return new Attempt(Outcome.RETRY, Optional.empty(), "interrupted");
+            }
+        }
+
+        private HttpRequest request(Job job) {
             long timestamp = clock.instant().getEpochSecond();
-            HttpRequest.Builder request = HttpRequest.newBuilder(destination.url()).timeout(requestTimeout)
-                    .POST(HttpRequest.BodyPublishers.ofByteArray(job.body().body()))
-                    .header("content-type", job.body().contentType())
+            HttpRequest.Builder request = HttpRequest.newBuilder(destination.url()).timeout(settings.requestTimeout())
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(job.body()))
+                    .header("content-type", job.contentType())
                     .header("user-agent", "walhook")
-                    .header("webhook-id", id)
+                    .header("webhook-id", job.eventId())
                     .header("webhook-timestamp", Long.toString(timestamp));
             if (!destination.secrets().isEmpty()) {
-                request.header("webhook-signature", WebhookSigner.sign(destination.secrets(), id, timestamp,
-                        job.body().body()));
+                request.header("webhook-signature", WebhookSigner.sign(destination.secrets(), job.eventId(), timestamp,
+                        job.body()));
             }
-            job.body().headers().forEach(request::header);
+            job.headers().forEach(request::header);
             destination.headers().forEach(request::header);
             return request.build();
         }
+
+        /** State-table work that must not be skipped: retried until the database answers. */
+        private <T> T untilDone(SqlCall<T> call) throws InterruptedException {
+            long wait = 500;
+            while (true) {
+                try {
+                    return call.run();
+                } catch (SQLException e) {
+                    lastError = "state database: " + e.getMessage();
+                    LOG.warnf("subscription %s: cannot reach parked events (%s); retrying in %d ms", subscription.name(),
+                            e.getMessage(), wait);
+                    Thread.sleep(wait);
+                    wait = Math.min(wait * 2, 30_000);
+                }
+            }
+        }
+    }
+
+    private interface SqlCall<T> {
+        T run() throws SQLException;
     }
 
     static Outcome classify(int status) {

@@ -25,6 +25,7 @@ import io.quarkus.runtime.StartupEvent;
 import io.walhook.checkpoint.CheckpointStore;
 import io.walhook.config.ConfigProblem;
 import io.walhook.config.SourceUrl;
+import io.walhook.delivery.ParkedEventStore;
 import io.walhook.delivery.RoutingLoop;
 import io.walhook.delivery.WebhookSender;
 import io.walhook.routing.Destination;
@@ -123,7 +124,14 @@ public class ReplicationSource {
         } catch (SQLException e) {
             throw stop("cannot read subscriptions from " + config.stateSchema() + ".subscription: " + e.getMessage());
         }
-        sender = new WebhookSender(Clock.systemUTC(), Duration.ofSeconds(30), Duration.ofSeconds(60));
+        WalhookConfig.Delivery d = config.delivery();
+        sender = new WebhookSender(Clock.systemUTC(), new WebhookSender.Settings(d.requestTimeout(), d.maxBackoff(),
+                d.retryWindow(), d.parkedRetryInterval()), new ParkedEventStore(dataSource, config.stateSchema()));
+        try {
+            sender.resumeParked(registry.router().subscriptions());
+        } catch (SQLException e) {
+            throw stop("cannot read parked events from " + config.stateSchema() + ".parked_event: " + e.getMessage());
+        }
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader.start();
         drain = new Thread(new RoutingLoop(reader.events(), reader.tracker(), registry, encoder, sender), "walhook-routing");
@@ -151,6 +159,12 @@ public class ReplicationSource {
                 }
             }
         }
+    }
+
+    /** Per-subscription delivery state; empty before start. */
+    public List<WebhookSender.LaneStatus> deliveries() {
+        WebhookSender s = sender;
+        return s == null ? List.of() : s.status();
     }
 
     /** The subscriptions in force. */

@@ -148,4 +148,75 @@ class WebhookDeliveryIT {
             assertThat(event.get("id").asText()).isEqualTo(event.at("/data/id").asText());
         }
     }
+
+    @Test
+    void failingDestinationIsParkedSoTheSlotAdvancesAndOthersFlowThenCatchesUpInOrder() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("parking");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE items (id int PRIMARY KEY, n int)");
+        }
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<String> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (request.path().equals("/down")) {
+                    if (down.get()) {
+                        return 500;
+                    }
+                    accepted.add(request.header("webhook-id"));
+                }
+                return 204;
+            });
+            try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_DELIVERY_RETRY_WINDOW", "1s",
+                    "WALHOOK_DELIVERY_PARKED_RETRY_INTERVAL", "1s",
+                    "WALHOOK_SUBSCRIPTIONS_DOWN_URL", receiver.url("/down"),
+                    "WALHOOK_SUBSCRIPTIONS_UP_URL", receiver.url("/up")))) {
+                walhook.awaitReady(WAIT);
+                try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                    for (int i = 1; i <= 20; i++) {
+                        s.execute("INSERT INTO items VALUES (" + i + ", 0)");
+                        s.execute("UPDATE items SET n = n + 1 WHERE id = 1");
+                    }
+                }
+                // the healthy subscription is not held back by the failing one
+                await().atMost(WAIT).until(() -> receiver.requests("/up").size() == 40);
+                List<String> ids = receiver.requests("/up").stream().map(r -> r.header("webhook-id")).toList();
+                // the failing one's events are parked, and the slot moves past all of them
+                await().atMost(WAIT).until(() -> parked(pg, database) == 40);
+                String end = ids.get(ids.size() - 1).substring(0, 16);
+                await().atMost(WAIT).until(() -> confirmedPast(pg, database, end));
+                assertThat(accepted).isEmpty();
+
+                down.set(false);
+                await().atMost(WAIT).until(() -> accepted.size() == 40);
+                assertThat(accepted).as("parked events arrive in commit order").isEqualTo(ids);
+                await().atMost(WAIT).until(() -> parked(pg, database) == 0);
+                // and new events go straight through again
+                try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                    s.execute("INSERT INTO items VALUES (100, 0)");
+                }
+                await().atMost(WAIT).until(() -> accepted.size() == 41);
+            }
+        }
+    }
+
+    private static long parked(PostgresServer pg, String database) throws Exception {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM walhook.parked_event WHERE subscription = 'down'")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    /** Whether the slot's confirmed position is past the commit whose id prefix (16 hex digits) is given. */
+    private static boolean confirmedPast(PostgresServer pg, String database, String commitHex16) throws Exception {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT confirmed_flush_lsn::text FROM pg_replication_slots"
+                     + " WHERE slot_name = '" + database + "'")) {
+            rs.next();
+            return io.walhook.pgoutput.Lsn.parse(rs.getString(1)).value() > Long.parseUnsignedLong(commitHex16, 16);
+        }
+    }
 }

@@ -41,11 +41,16 @@ public final class WalhookProcess implements AutoCloseable {
 
     /** Starts walhook with exactly these variables (plus PATH and HOME) and a free HTTP port. */
     public static WalhookProcess start(Map<String, String> env) {
+        return start(env, "256m");
+    }
+
+    /** As {@link #start(Map)}, with this maximum heap ({@code -Xmx}, e.g. {@code 256m}). */
+    public static WalhookProcess start(Map<String, String> env, String maxHeap) {
         int port = freePort();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
             List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-Xmx256m", "-XX:+UseSerialGC", "-jar", jar().toString()));
+                    "-Xmx" + maxHeap, "-XX:+UseSerialGC", "-jar", jar().toString()));
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                     .redirectOutput(output.toFile());
             Map<String, String> environment = builder.environment();
@@ -56,6 +61,11 @@ public final class WalhookProcess implements AutoCloseable {
         } catch (IOException e) {
             throw new HarnessException("cannot start walhook: " + e.getMessage(), e);
         }
+    }
+
+    /** The process id of walhook's JVM (for /proc: CPU time, RSS). */
+    public long pid() {
+        return process.pid();
     }
 
     public int httpPort() {

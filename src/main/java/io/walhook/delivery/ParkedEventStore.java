@@ -1,0 +1,129 @@
+package io.walhook.delivery;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import javax.sql.DataSource;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.pgoutput.Lsn;
+
+/**
+ * Durable parking ({@code <state schema>.parked_event}): a request a destination did not take in
+ * its retry window is written here before its delivery counts as done, so the slot can advance.
+ * Rows are retried oldest first, per subscription.
+ */
+public final class ParkedEventStore {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** One parked request. */
+    public record Parked(long id, String subscription, String eventId, Lsn commitLsn, String contentType,
+            Map<String, String> headers, byte[] body, int attempts, String lastError) {
+    }
+
+    private final DataSource dataSource;
+    private final String table;
+
+    /** @param stateSchema a validated plain identifier */
+    public ParkedEventStore(DataSource dataSource, String stateSchema) {
+        this.dataSource = dataSource;
+        this.table = stateSchema + ".parked_event";
+    }
+
+    /** Parks a request; parking the same event twice (a redelivery after a restart) keeps the first. */
+    public void park(String subscription, String eventId, Lsn commitLsn, String contentType, Map<String, String> headers,
+            byte[] body, int attempts, String lastError) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription, event_id, commit_lsn,"
+                     + " content_type, headers, body, attempts, last_error) VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?)"
+                     + " ON CONFLICT (subscription, event_id) DO NOTHING")) {
+            s.setString(1, subscription);
+            s.setString(2, eventId);
+            s.setString(3, commitLsn.toString());
+            s.setString(4, contentType);
+            s.setString(5, JSON.writeValueAsString(headers));
+            s.setBytes(6, body);
+            s.setInt(7, attempts);
+            s.setString(8, lastError);
+            s.executeUpdate();
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot write headers as JSON", e);
+        }
+    }
+
+    /** The oldest parked requests of a subscription, in the order they were parked. */
+    public List<Parked> oldest(String subscription, int limit) throws SQLException {
+        List<Parked> parked = new ArrayList<>();
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT id, subscription, event_id, commit_lsn::text, content_type,"
+                     + " headers::text, body, attempts, last_error FROM " + table
+                     + " WHERE subscription = ? ORDER BY id LIMIT ?")) {
+            s.setString(1, subscription);
+            s.setInt(2, limit);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getString(3), Lsn.parse(rs.getString(4)),
+                            rs.getString(5), JSON.readValue(rs.getString(6), new TypeReference<LinkedHashMap<String, String>>() { }),
+                            rs.getBytes(7), rs.getInt(8), rs.getString(9)));
+                }
+            }
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a parked event's headers are not JSON", e);
+        }
+        return parked;
+    }
+
+    public void delivered(long id) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ?")) {
+            s.setLong(1, id);
+            s.executeUpdate();
+        }
+    }
+
+    public void failed(long id, String error) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("UPDATE " + table
+                     + " SET attempts = attempts + 1, last_error = ? WHERE id = ?")) {
+            s.setString(1, error);
+            s.setLong(2, id);
+            s.executeUpdate();
+        }
+    }
+
+    public long count(String subscription) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE subscription = ?")) {
+            s.setString(1, subscription);
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    /** Subscriptions with parked requests: their lanes start in parking mode. */
+    public Set<String> subscriptionsWithParkedEvents() throws SQLException {
+        Set<String> names = new TreeSet<>();
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT DISTINCT subscription FROM " + table);
+             ResultSet rs = s.executeQuery()) {
+            while (rs.next()) {
+                names.add(rs.getString(1));
+            }
+        }
+        return names;
+    }
+}

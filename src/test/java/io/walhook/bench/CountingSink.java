@@ -1,0 +1,169 @@
+package io.walhook.bench;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+/**
+ * The benchmark's webhook destination: counts requests, events and bytes, answers 204, keeps
+ * nothing. A body that is a JSON array is a batch and counts as its elements (found by a scan
+ * of the top level, not parsed); any other non-empty body is one event.
+ */
+final class CountingSink implements AutoCloseable {
+
+    private final HttpServer server;
+    private final ExecutorService executor;
+    private final long target;
+    private final AtomicLong events = new AtomicLong();
+    private final LongAdder requests = new LongAdder();
+    private final LongAdder batchRequests = new LongAdder();
+    private final LongAdder bytes = new LongAdder();
+    private final CountDownLatch complete = new CountDownLatch(1);
+    private volatile long firstEventNanos;
+    private volatile long completedNanos;
+
+    private CountingSink(long target, int threads) throws IOException {
+        this.target = target;
+        this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 128);
+        this.executor = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "bench-sink");
+            t.setDaemon(true);
+            return t;
+        });
+        server.setExecutor(executor);
+        server.createContext("/", this::handle);
+        server.start();
+    }
+
+    /** A sink that notes the moment it has received {@code target} events. */
+    static CountingSink start(long target, int threads) throws IOException {
+        return new CountingSink(target, threads);
+    }
+
+    String url(String path) {
+        return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+    }
+
+    private void handle(HttpExchange exchange) throws IOException {
+        try (exchange; InputStream in = exchange.getRequestBody()) {
+            byte[] body = in.readAllBytes();
+            long n;
+            if (isArray(body)) {
+                n = countElements(body);
+                batchRequests.increment();
+            } else {
+                n = body.length == 0 ? 0 : 1;
+            }
+            requests.increment();
+            bytes.add(body.length);
+            if (n > 0 && firstEventNanos == 0) {
+                firstEventNanos = System.nanoTime();
+            }
+            long total = events.addAndGet(n);
+            if (total >= target && completedNanos == 0) {
+                completedNanos = System.nanoTime();
+                complete.countDown();
+            }
+            exchange.sendResponseHeaders(204, -1);
+        }
+    }
+
+    private static boolean isArray(byte[] body) {
+        for (byte b : body) {
+            if (b == '[') {
+                return true;
+            }
+            if (b != ' ' && b != '\n' && b != '\r' && b != '\t') {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    /** The number of elements of the top-level JSON array {@code body} (which must start with '['). */
+    static long countElements(byte[] body) {
+        int depth = 0;
+        boolean inString = false;
+        boolean escaped = false;
+        boolean any = false;
+        long commas = 0;
+        for (byte b : body) {
+            if (inString) {
+                if (escaped) {
+                    escaped = false;
+                } else if (b == '\\') {
+                    escaped = true;
+                } else if (b == '"') {
+                    inString = false;
+                }
+                continue;
+            }
+            switch (b) {
+                case ' ', '\n', '\r', '\t' -> { }
+                case '"' -> {
+                    inString = true;
+                    any |= depth == 1;
+                }
+                case '[', '{' -> {
+                    any |= depth == 1;
+                    depth++;
+                }
+                case ']', '}' -> depth--;
+                case ',' -> {
+                    if (depth == 1) {
+                        commas++;
+                    }
+                }
+                default -> any |= depth == 1;
+            }
+        }
+        return any ? commas + 1 : 0;
+    }
+
+    /** Waits up to {@code timeout} for all {@code target} events; true once they are in. */
+    boolean await(long timeout, TimeUnit unit) throws InterruptedException {
+        return complete.await(timeout, unit);
+    }
+
+    long events() {
+        return events.get();
+    }
+
+    long requests() {
+        return requests.sum();
+    }
+
+    long batchRequests() {
+        return batchRequests.sum();
+    }
+
+    long bytes() {
+        return bytes.sum();
+    }
+
+    /** System.nanoTime() when the first event arrived; 0 before. */
+    long firstEventNanos() {
+        return firstEventNanos;
+    }
+
+    /** System.nanoTime() when the target was reached; 0 before. */
+    long completedNanos() {
+        return completedNanos;
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

@@ -1,0 +1,150 @@
+package io.walhook.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/** CPU time and memory of a process (and its threads) from Linux's /proc. */
+final class ProcStats {
+
+    private static final long CLOCK_TICKS = clockTicks();
+
+    private ProcStats() {
+    }
+
+    /** One thread's name (its comm, at most 15 characters) and CPU ticks. */
+    record ThreadTicks(String name, long ticks) {
+    }
+
+    /** Clock ticks per second ({@code getconf CLK_TCK}; 100 when that cannot be run). */
+    static long clockTicks() {
+        try {
+            Process p = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).strip();
+            if (p.waitFor(5, TimeUnit.SECONDS) && p.exitValue() == 0) {
+                return Long.parseLong(out);
+            }
+        } catch (IOException | NumberFormatException e) {
+            // fall through
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return 100;
+    }
+
+    static long ticksToMicros(long ticks) {
+        return ticks * 1_000_000L / CLOCK_TICKS;
+    }
+
+    /** utime + stime of a process (all its threads), in clock ticks; -1 when it is gone. */
+    static long cpuTicks(long pid) {
+        ThreadTicks t = read(Path.of("/proc", Long.toString(pid), "stat"));
+        return t == null ? -1 : t.ticks();
+    }
+
+    /** Every thread of a process by thread id. */
+    static Map<Long, ThreadTicks> threads(long pid) {
+        Map<Long, ThreadTicks> threads = new HashMap<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks) {
+                ThreadTicks t = read(task.resolve("stat"));
+                if (t != null) {
+                    threads.put(Long.parseLong(task.getFileName().toString()), t);
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // the process is gone: what was read so far
+        }
+        return threads;
+    }
+
+    /** Peak resident set size (VmHWM) in kB; -1 when unknown. */
+    static long peakRssKb(long pid) {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.substring(6).replace("kB", "").strip());
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // unknown
+        }
+        return -1;
+    }
+
+    private static ThreadTicks read(Path stat) {
+        String s;
+        try {
+            s = Files.readString(stat, StandardCharsets.ISO_8859_1);
+        } catch (IOException e) {
+            return null;
+        }
+        int open = s.indexOf('(');
+        int close = s.lastIndexOf(')');
+        if (open < 0 || close < open) {
+            return null;
+        }
+        // after "pid (comm) ": state is field 3, utime field 14, stime field 15
+        String[] f = s.substring(close + 2).split(" ");
+        return new ThreadTicks(s.substring(open + 1, close), Long.parseLong(f[11]) + Long.parseLong(f[12]));
+    }
+
+    /** Follows one process's CPU time until it exits, so its last value survives it. */
+    static final class CpuWatch implements AutoCloseable {
+        private final long pid;
+        private final Thread thread;
+        private volatile long first = -1;
+        private volatile long last = -1;
+        private volatile boolean running = true;
+
+        CpuWatch(long pid) {
+            this.pid = pid;
+            this.thread = new Thread(this::poll, "bench-cpu-" + pid);
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        private void poll() {
+            while (running) {
+                long t = cpuTicks(pid);
+                if (t < 0) {
+                    return;
+                }
+                if (first < 0) {
+                    first = t;
+                }
+                last = t;
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+
+        /** Ticks used since it was first seen (stops counting when closed or when the process ends). */
+        long ticks() {
+            return first < 0 ? 0 : last - first;
+        }
+
+        /** CPU ticks at this moment since first seen, when the process still runs. */
+        long ticksNow() {
+            long t = cpuTicks(pid);
+            if (t >= 0) {
+                last = t;
+            }
+            return ticks();
+        }
+
+        @Override
+        public void close() {
+            running = false;
+            thread.interrupt();
+        }
+    }
+}
