@@ -65,6 +65,44 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             Runnable done) {
     }
 
+    /** What goes over the wire: one job's request, or a batch's JSON array of their bodies. */
+    private record Request(String id, byte[] body, String contentType, Map<String, String> headers) {
+
+        static Request of(Job job) {
+            return new Request(job.eventId(), job.body(), job.contentType(), job.headers());
+        }
+
+        /**
+         * A JSON array of the jobs' bodies (CloudEvents batched mode for structured CloudEvents). Its
+         * id names the first event and the count: a lane's batches are runs of its events in commit
+         * order, so the same run always has the same id.
+         */
+        static Request of(List<Job> jobs) {
+            if (jobs.size() == 1) {
+                return of(jobs.get(0));
+            }
+            int length = 1 + jobs.size();
+            for (Job job : jobs) {
+                length += job.body().length;
+            }
+            byte[] body = new byte[length];
+            int at = 0;
+            body[at++] = '[';
+            for (int i = 0; i < jobs.size(); i++) {
+                if (i > 0) {
+                    body[at++] = ',';
+                }
+                byte[] part = jobs.get(i).body();
+                System.arraycopy(part, 0, body, at, part.length);
+                at += part.length;
+            }
+            body[at] = ']';
+            String type = jobs.get(0).contentType().equals(EventEncoder.CLOUDEVENTS_JSON)
+                    ? "application/cloudevents-batch+json" : EventEncoder.JSON;
+            return new Request(jobs.get(0).eventId() + "+" + jobs.size(), body, type, Map.of());
+        }
+    }
+
     private record Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem) {
     }
 
@@ -160,16 +198,20 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                 parking = alreadyParked > 0;
                 while (!Thread.currentThread().isInterrupted()) {
                     if (!parking) {
-                        Job job = queue.take();
-                        if (!deliverWithinWindow(job)) {
-                            park(job);
+                        List<Job> batch = nextBatch();
+                        if (!deliverWithinWindow(Request.of(batch))) {
+                            for (Job job : batch) {
+                                park(job);
+                            }
                             parking = true;
                             nextParkedAttempt = clock.instant().plus(settings.parkedRetryInterval());
                             LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
                                     + " takes them again", subscription.name(), destination.url(), settings.retryWindow(),
                                     lastError);
+                        } else if (!disabled.contains(subscription.name())) {
+                            delivered.addAndGet(batch.size());
                         }
-                        job.done().run();
+                        batch.forEach(job -> job.done().run());
                         continue;
                     }
                     Duration untilRetry = Duration.between(clock.instant(), nextParkedAttempt);
@@ -187,8 +229,31 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             }
         }
 
+        /** The next job, and as many following ones as the subscription batches, waiting at most its batch wait. */
+        private List<Job> nextBatch() throws InterruptedException {
+            Job first = queue.take();
+            int max = subscription.batchMaxEvents();
+            if (max == 1) {
+                return List.of(first);
+            }
+            List<Job> batch = new java.util.ArrayList<>(Math.min(max, LANE_CAPACITY));
+            batch.add(first);
+            queue.drainTo(batch, max - 1);
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(subscription.batchMaxWaitMs());
+            while (batch.size() < max) {
+                long left = deadline - System.nanoTime();
+                Job next = left > 0 ? queue.poll(left, TimeUnit.NANOSECONDS) : null;
+                if (next == null) {
+                    break;
+                }
+                batch.add(next);
+                queue.drainTo(batch, max - batch.size());
+            }
+            return batch;
+        }
+
         /** Tries until delivered (or gone); false when the retry window ran out. */
-        private boolean deliverWithinWindow(Job job) throws InterruptedException {
+        private boolean deliverWithinWindow(Request job) throws InterruptedException {
             Instant giveUp = clock.instant().plus(settings.retryWindow());
             long backoff = MIN_BACKOFF.toMillis();
             for (int attempt = 1; ; attempt++) {
@@ -210,8 +275,8 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                     retrying = false;
                     return false;
                 }
-                LOG.warnf("subscription %s: event %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(),
-                        job.eventId(), attempt, destination.url(), result.problem(), wait);
+                LOG.warnf("subscription %s: %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(),
+                        job.id(), attempt, destination.url(), result.problem(), wait);
                 Thread.sleep(wait);
                 backoff = Math.min(backoff * 2, settings.maxBackoff().toMillis());
             }
@@ -239,8 +304,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                     return;
                 }
                 for (ParkedEventStore.Parked p : batch) {
-                    Attempt result = attempt(new Job(p.eventId(), p.commitLsn(), p.body(), p.contentType(), p.headers(),
-                            () -> { }));
+                    Attempt result = attempt(new Request(p.eventId(), p.body(), p.contentType(), p.headers()));
                     if (result.outcome() == Outcome.RETRY) {
                         lastError = result.problem();
                         untilDone(() -> {
@@ -257,6 +321,9 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                         return null;
                     });
                     parked.decrementAndGet();
+                    if (result.outcome() == Outcome.DELIVERED) {
+                        delivered.incrementAndGet();
+                    }
                     if (result.outcome() == Outcome.GONE) {
                         return;
                     }
@@ -264,17 +331,15 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             }
         }
 
-        private Attempt attempt(Job job) {
+        private Attempt attempt(Request job) {
             try {
                 HttpResponse<Void> response = http.send(request(job), HttpResponse.BodyHandlers.discarding());
                 Outcome outcome = classify(response.statusCode());
-                if (outcome == Outcome.DELIVERED) {
-                    delivered.incrementAndGet();
-                } else if (outcome == Outcome.GONE) {
+                if (outcome == Outcome.GONE) {
                     disabled.add(subscription.name());
                     lastError = "410 Gone";
-                    LOG.errorf("subscription %s disabled: %s answered 410 Gone to event %s", subscription.name(),
-                            destination.url(), job.eventId());
+                    LOG.errorf("subscription %s disabled: %s answered 410 Gone to %s", subscription.name(),
+                            destination.url(), job.id());
                 }
                 return new Attempt(outcome, outcome == Outcome.RETRY ? response.headers().firstValue("retry-after")
                         .flatMap(v -> retryAfter(v, clock.instant())) : Optional.empty(), "HTTP " + response.statusCode());
@@ -287,16 +352,16 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             }
         }
 
-        private HttpRequest request(Job job) {
+        private HttpRequest request(Request job) {
             long timestamp = clock.instant().getEpochSecond();
             HttpRequest.Builder request = HttpRequest.newBuilder(destination.url()).timeout(settings.requestTimeout())
                     .POST(HttpRequest.BodyPublishers.ofByteArray(job.body()))
                     .header("content-type", job.contentType())
                     .header("user-agent", "walhook")
-                    .header("webhook-id", job.eventId())
+                    .header("webhook-id", job.id())
                     .header("webhook-timestamp", Long.toString(timestamp));
             if (!destination.secrets().isEmpty()) {
-                request.header("webhook-signature", WebhookSigner.sign(destination.secrets(), job.eventId(), timestamp,
+                request.header("webhook-signature", WebhookSigner.sign(destination.secrets(), job.id(), timestamp,
                         job.body()));
             }
             job.headers().forEach(request::header);

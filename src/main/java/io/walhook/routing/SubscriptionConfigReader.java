@@ -104,6 +104,10 @@ public final class SubscriptionConfigReader {
         }
         int batchMaxEvents = (int) number(prefix + "BATCH_MAX_EVENTS", c.batchMaxEvents(), 1, 1, 10_000);
         long batchMaxWaitMs = number(prefix + "BATCH_MAX_WAIT_MS", c.batchMaxWaitMs(), 0, 0, 60_000);
+        if (batchMaxEvents > 1 && format == EventFormat.CLOUDEVENTS_BINARY) {
+            throw new ConfigProblem(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but binary CloudEvents carry"
+                    + " one event per request; use FORMAT=cloudevents for batches (CloudEvents batched mode)");
+        }
         Set<String> include = new LinkedHashSet<>(list(c.includeColumns(), null));
         Set<String> exclude = new LinkedHashSet<>(list(c.excludeColumns(), null));
         if (!include.isEmpty() && !exclude.isEmpty()) {

@@ -90,6 +90,10 @@ public final class SubscriptionJson {
             }
             maxEvents = (int) integer(batch, "/batch/max_events", 1, 1, 10_000);
             maxWait = integer(batch, "/batch/max_wait_ms", 0, 0, 60_000);
+            if (maxEvents > 1 && format == EventFormat.CLOUDEVENTS_BINARY) {
+                throw new SubscriptionProblem("/batch/max_events", "must be 1 with format cloudevents-binary (one event"
+                        + " per request); use cloudevents for batches");
+            }
         }
         Projection projection = Projection.ALL;
         JsonNode columns = body.get("columns");

@@ -94,11 +94,13 @@ final class ProcStats {
         return new ThreadTicks(s.substring(open + 1, close), Long.parseLong(f[11]) + Long.parseLong(f[12]));
     }
 
-    /** Follows one process's CPU time until it exits, so its last value survives it. */
+    /**
+     * Follows one process's CPU time until it exits, so its last value survives it; counts from the
+     * process's start (for a walsender: everything it did for its one connection).
+     */
     static final class CpuWatch implements AutoCloseable {
         private final long pid;
         private final Thread thread;
-        private volatile long first = -1;
         private volatile long last = -1;
         private volatile boolean running = true;
 
@@ -115,9 +117,6 @@ final class ProcStats {
                 if (t < 0) {
                     return;
                 }
-                if (first < 0) {
-                    first = t;
-                }
                 last = t;
                 try {
                     Thread.sleep(20);
@@ -127,12 +126,12 @@ final class ProcStats {
             }
         }
 
-        /** Ticks used since it was first seen (stops counting when closed or when the process ends). */
+        /** Ticks used since the process started, as last seen (before it ended or the watch was closed). */
         long ticks() {
-            return first < 0 ? 0 : last - first;
+            return Math.max(0, last);
         }
 
-        /** CPU ticks at this moment since first seen, when the process still runs. */
+        /** Ticks used since the process started, read now when it still runs. */
         long ticksNow() {
             long t = cpuTicks(pid);
             if (t >= 0) {

@@ -219,4 +219,67 @@ class WebhookDeliveryIT {
             return io.walhook.pgoutput.Lsn.parse(rs.getString(1)).value() > Long.parseUnsignedLong(commitHex16, 16);
         }
     }
+
+    @Test
+    void batchesAreJsonArraysOrCloudEventsBatchesInCommitOrderWithStableIds() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("batching");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE readings (id int PRIMARY KEY, v int)");
+        }
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                     "WALHOOK_SLOT", database,
+                     "WALHOOK_SUBSCRIPTIONS_PLAIN_URL", receiver.url("/plain"),
+                     "WALHOOK_SUBSCRIPTIONS_PLAIN_BATCH_MAX_EVENTS", "100",
+                     "WALHOOK_SUBSCRIPTIONS_PLAIN_BATCH_MAX_WAIT_MS", "300",
+                     "WALHOOK_SUBSCRIPTIONS_PLAIN_SECRET", SECRET,
+                     "WALHOOK_SUBSCRIPTIONS_CE_URL", receiver.url("/ce"),
+                     "WALHOOK_SUBSCRIPTIONS_CE_FORMAT", "cloudevents",
+                     "WALHOOK_SUBSCRIPTIONS_CE_BATCH_MAX_EVENTS", "50",
+                     "WALHOOK_SUBSCRIPTIONS_CE_BATCH_MAX_WAIT_MS", "300"))) {
+            walhook.awaitReady(WAIT);
+            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                s.execute("INSERT INTO readings SELECT g, g * 10 FROM generate_series(1, 250) g");
+            }
+            await().atMost(WAIT).until(() -> count(receiver.requests("/plain")) == 250 && count(receiver.requests("/ce")) == 250);
+            List<Integer> order = new java.util.ArrayList<>();
+            for (WebhookReceiver.Request request : receiver.requests("/plain")) {
+                assertThat(request.header("content-type")).isEqualTo("application/json");
+                JsonNode batch = JSON.readTree(request.body());
+                assertThat(batch.isArray()).isTrue();
+                assertThat(batch.size()).isBetween(1, 100);
+                assertThat(request.header("webhook-id")).isEqualTo(batch.get(0).get("id").asText() + "+" + batch.size());
+                assertThat(signatureVerifies(request)).isTrue();
+                batch.forEach(e -> order.add(e.at("/new/id").asInt()));
+            }
+            assertThat(order).isEqualTo(java.util.stream.IntStream.rangeClosed(1, 250).boxed().toList());
+            for (WebhookReceiver.Request request : receiver.requests("/ce")) {
+                assertThat(request.header("content-type")).isEqualTo("application/cloudevents-batch+json");
+                JsonNode batch = JSON.readTree(request.body());
+                assertThat(batch.size()).isBetween(1, 50);
+                batch.forEach(e -> {
+                    assertThat(e.get("specversion").asText()).isEqualTo("1.0");
+                    assertThat(e.get("id").asText()).isEqualTo(e.at("/data/id").asText());
+                });
+            }
+        }
+    }
+
+    /** Events received, counting each element of a batch. */
+    private static int count(List<WebhookReceiver.Request> requests) {
+        int events = 0;
+        for (WebhookReceiver.Request request : requests) {
+            events += request.body().startsWith("[") ? readArraySize(request.body()) : 1;
+        }
+        return events;
+    }
+
+    private static int readArraySize(String body) {
+        try {
+            return JSON.readTree(body).size();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
 }

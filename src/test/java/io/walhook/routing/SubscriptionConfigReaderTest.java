@@ -74,11 +74,14 @@ class SubscriptionConfigReaderTest {
         "BATCH_MAX_EVENTS=0                | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 0; it must be between 1 and 10000",
         "BATCH_MAX_EVENTS=many             | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 'many', not a whole number",
         "AMQP_ADDRESS=orders               | WALHOOK_SUBSCRIPTIONS_DEMO_URL and WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS are both set",
+        "FORMAT=cloudevents-binary;BATCH_MAX_EVENTS=10 | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 10, but binary CloudEvents carry one event",
     })
     void badValueNamesItsVariable(String field, String problem) {
         Map<String, String> values = new HashMap<>(Map.of("URL", "http://sink/"));
-        String[] kv = field.split("=", 2);
-        values.put(kv[0], kv[1]);
+        for (String assignment : field.split(";")) {
+            String[] kv = assignment.split("=", 2);
+            values.put(kv[0], kv[1]);
+        }
         assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(values), false))
                 .isInstanceOf(ConfigProblem.class)
                 .hasMessageStartingWith(problem.split(" ")[0])

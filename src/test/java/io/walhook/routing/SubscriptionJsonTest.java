@@ -16,11 +16,11 @@ class SubscriptionJsonTest {
     @Test
     void readsTheApiSubscriptionObject() throws Exception {
         Subscription s = SubscriptionJson.parse(JSON.readTree("{\"name\": \"orders\", \"tables\": [\"public.orders\"],"
-                + " \"operations\": [\"insert\"], \"filter\": \"new.amount > 1\", \"format\": \"cloudevents-binary\","
+                + " \"operations\": [\"insert\"], \"filter\": \"new.amount > 1\", \"format\": \"cloudevents\","
                 + " \"destination\": {\"type\": \"webhook\", \"url\": \"https://example.com\", \"headers\": {\"X-Team\": \"a\"}},"
                 + " \"batch\": {\"max_events\": 10, \"max_wait_ms\": 500}, \"columns\": {\"include\": [\"id\"]}}"));
         assertThat(s.name()).isEqualTo("orders");
-        assertThat(s.format()).isEqualTo(EventFormat.CLOUDEVENTS_BINARY);
+        assertThat(s.format()).isEqualTo(EventFormat.CLOUDEVENTS);
         assertThat(s.batchMaxEvents()).isEqualTo(10);
         assertThat(s.batchMaxWaitMs()).isEqualTo(500);
         assertThat(s.projection().keeps("id")).isTrue();
@@ -44,6 +44,7 @@ class SubscriptionJsonTest {
         "{\"name\": \"a\", \"filter\": \"op ==\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /filter",
         "{\"name\": \"a\", \"batch\": {\"max_events\": 0}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"batch\": {\"max_events\": 1.5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
+        "{\"name\": \"a\", \"format\": \"cloudevents-binary\", \"batch\": {\"max_events\": 5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\", \"url\": \"http://x\"}} | /destination/url",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"a b\": \"c\"}}} | /destination/headers/a b",
     })
