@@ -61,8 +61,8 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             long delivered, String lastError, boolean disabled) {
     }
 
-    private record Job(String eventId, Lsn commitLsn, byte[] body, String contentType, Map<String, String> headers,
-            Runnable done) {
+    private record Job(String eventId, Lsn commitLsn, Instant commitTime, byte[] body, String contentType,
+            Map<String, String> headers, Runnable done) {
     }
 
     /** What goes over the wire: one job's request, or a batch's JSON array of their bodies. */
@@ -111,13 +111,15 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
     private final Clock clock;
     private final Settings settings;
     private final ParkedEventStore parkedEvents;
+    private final DeliveryMetrics metrics;
     private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
     private final Set<String> disabled = ConcurrentHashMap.newKeySet();
 
-    public WebhookSender(Clock clock, Settings settings, ParkedEventStore parkedEvents) {
+    public WebhookSender(Clock clock, Settings settings, ParkedEventStore parkedEvents, DeliveryMetrics metrics) {
         this.clock = clock;
         this.settings = settings;
         this.parkedEvents = parkedEvents;
+        this.metrics = metrics;
     }
 
     /** Starts the lanes of subscriptions that have parked requests, so those are retried even without new events. */
@@ -140,8 +142,8 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             done.run();
             return;
         }
-        lane(subscription).queue.put(new Job(event.id(), event.tx().commitLsn(), body.body(), body.contentType(),
-                body.headers(), done));
+        lane(subscription).queue.put(new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(),
+                body.contentType(), body.headers(), done));
     }
 
     private Lane lane(Subscription subscription) {
@@ -203,6 +205,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                             for (Job job : batch) {
                                 park(job);
                             }
+                            metrics.parked(subscription.name(), batch.size());
                             parking = true;
                             nextParkedAttempt = clock.instant().plus(settings.parkedRetryInterval());
                             LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
@@ -210,6 +213,9 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                                     lastError);
                         } else if (!disabled.contains(subscription.name())) {
                             delivered.addAndGet(batch.size());
+                            Instant committed = batch.get(0).commitTime();
+                            metrics.delivered(subscription.name(), batch.size(),
+                                    committed == null ? Duration.ZERO : Duration.between(committed, clock.instant()));
                         }
                         batch.forEach(job -> job.done().run());
                         continue;
@@ -219,6 +225,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                             : queue.poll(untilRetry.toMillis(), TimeUnit.MILLISECONDS);
                     if (job != null) {
                         park(job);
+                        metrics.parked(subscription.name(), 1);
                         job.done().run();
                     } else {
                         retryParked();
@@ -267,6 +274,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                 }
                 retrying = true;
                 lastError = result.problem();
+                metrics.retried(subscription.name());
                 // Retry-After is honoured (bounded); otherwise exponential backoff with full jitter
                 long wait = result.retryAfter().isPresent()
                         ? Math.min(result.retryAfter().get().toMillis(), settings.maxBackoff().toMillis() * 10)
@@ -323,6 +331,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                     parked.decrementAndGet();
                     if (result.outcome() == Outcome.DELIVERED) {
                         delivered.incrementAndGet();
+                        metrics.delivered(subscription.name(), 1, Duration.ZERO);
                     }
                     if (result.outcome() == Outcome.GONE) {
                         return;

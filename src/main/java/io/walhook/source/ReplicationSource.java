@@ -49,6 +49,7 @@ public class ReplicationSource {
 
     private final WalhookConfig config;
     private final AgroalDataSource dataSource;
+    private final MeterRegistry metrics;
     private volatile ReplicationReader reader;
     private volatile Thread drain;
     private volatile Thread poller;
@@ -59,12 +60,19 @@ public class ReplicationSource {
     public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource, MeterRegistry metrics) {
         this.config = config;
         this.dataSource = dataSource;
+        this.metrics = metrics;
         Gauge.builder("walhook.replication.streaming", this, s -> s.is(SourceStatus.State.STREAMING))
                 .description("1 while the replication stream runs").register(metrics);
         Gauge.builder("walhook.replication.slot.invalid", this, s -> s.is(SourceStatus.State.SLOT_INVALID))
                 .description("1 when the slot is gone or invalidated: changes were lost to it").register(metrics);
         Gauge.builder("walhook.replication.pending.transactions", this, s -> s.value(SourceStatus::pendingTransactions))
                 .description("transactions read but not yet fully delivered").register(metrics);
+        Gauge.builder("walhook.delivery.in.flight", this,
+                s -> s.deliveries().stream().mapToLong(WebhookSender.LaneStatus::inFlight).sum())
+                .description("events queued for delivery, all subscriptions").register(metrics);
+        Gauge.builder("walhook.delivery.parked.current", this,
+                s -> s.deliveries().stream().mapToLong(WebhookSender.LaneStatus::parked).sum())
+                .description("events parked now, all subscriptions").register(metrics);
         FunctionCounter.builder("walhook.replication.events", this, s -> s.value(SourceStatus::events))
                 .description("events handed to delivery").register(metrics);
         FunctionCounter.builder("walhook.replication.spilled.transactions", this,
@@ -126,7 +134,8 @@ public class ReplicationSource {
         }
         WalhookConfig.Delivery d = config.delivery();
         sender = new WebhookSender(Clock.systemUTC(), new WebhookSender.Settings(d.requestTimeout(), d.maxBackoff(),
-                d.retryWindow(), d.parkedRetryInterval()), new ParkedEventStore(dataSource, config.stateSchema()));
+                d.retryWindow(), d.parkedRetryInterval()), new ParkedEventStore(dataSource, config.stateSchema()),
+                new MicrometerDeliveryMetrics(metrics));
         try {
             sender.resumeParked(registry.router().subscriptions());
         } catch (SQLException e) {
@@ -158,6 +167,35 @@ public class ReplicationSource {
                     lastProblem = e.getMessage();
                 }
             }
+        }
+    }
+
+    /** Delivery metrics per subscription: walhook_delivery_events_total, _retries_total, _parked_total, _latency. */
+    private static final class MicrometerDeliveryMetrics implements io.walhook.delivery.DeliveryMetrics {
+        private final MeterRegistry registry;
+
+        MicrometerDeliveryMetrics(MeterRegistry registry) {
+            this.registry = registry;
+        }
+
+        @Override
+        public void delivered(String subscription, int events, Duration sinceCommit) {
+            registry.counter("walhook.delivery.events", "subscription", subscription).increment(events);
+            if (!sinceCommit.isZero()) {
+                io.micrometer.core.instrument.Timer.builder("walhook.delivery.latency")
+                        .description("from commit to the destination's 2xx").tag("subscription", subscription)
+                        .publishPercentileHistogram().register(registry).record(sinceCommit);
+            }
+        }
+
+        @Override
+        public void retried(String subscription) {
+            registry.counter("walhook.delivery.retries", "subscription", subscription).increment();
+        }
+
+        @Override
+        public void parked(String subscription, int events) {
+            registry.counter("walhook.delivery.parked", "subscription", subscription).increment(events);
         }
     }
 

@@ -118,6 +118,13 @@ class WebhookDeliveryIT {
                 // 410 Gone: one attempt, then the subscription is disabled and the stream moves on
                 assertThat(receiver.requests("/gone")).hasSize(1);
                 assertThat(walhook.output()).contains("subscription old disabled");
+
+                String metrics = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                        walhook.uri("/q/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+                assertThat(metrics).contains("walhook_delivery_events_total{subscription=\"shop\"} 4.0")
+                        .contains("walhook_delivery_retries_total{subscription=\"shop\"} 2.0")
+                        .contains("walhook_delivery_latency_seconds_count{subscription=\"shop\"}")
+                        .contains("walhook_delivery_in_flight 0.0");
             }
         }
     }
