@@ -32,19 +32,12 @@ class RoutingLiveTest {
     }
 
     private static WalhookConfig.SubscriptionConfig subscription(String tables, String operations, String filter) {
-        return new WalhookConfig.SubscriptionConfig() {
-            public java.util.Optional<String> tables() { return java.util.Optional.ofNullable(tables); }
-            public java.util.Optional<String> operations() { return java.util.Optional.ofNullable(operations); }
-            public java.util.Optional<String> filter() { return java.util.Optional.ofNullable(filter); }
-            public java.util.Optional<String> url() { return java.util.Optional.of("http://127.0.0.1:9/hook"); }
-            public java.util.Optional<String> secret() { return java.util.Optional.empty(); }
-            public java.util.Optional<String> amqpAddress() { return java.util.Optional.empty(); }
-            public java.util.Optional<String> format() { return java.util.Optional.empty(); }
-            public java.util.Optional<String> batchMaxEvents() { return java.util.Optional.empty(); }
-            public java.util.Optional<String> batchMaxWaitMs() { return java.util.Optional.empty(); }
-            public java.util.Optional<String> includeColumns() { return java.util.Optional.empty(); }
-            public java.util.Optional<String> excludeColumns() { return java.util.Optional.empty(); }
-        };
+        Map<String, String> values = new java.util.HashMap<>(Map.of("URL", "http://127.0.0.1:9/hook", "TABLES", tables,
+                "OPERATIONS", operations));
+        if (filter != null) {
+            values.put("FILTER", filter);
+        }
+        return io.walhook.routing.TestSubscriptions.config(values);
     }
 
     private static List<String> summary(List<Sent> sent, String subscription) {

@@ -17,21 +17,8 @@ import io.walhook.config.WalhookConfig;
 
 class SubscriptionConfigReaderTest {
 
-    /** A configured subscription from field name to value, as the environment gives them. */
-    private static WalhookConfig.SubscriptionConfig config(Map<String, String> v) {
-        return new WalhookConfig.SubscriptionConfig() {
-            public Optional<String> tables() { return Optional.ofNullable(v.get("TABLES")); }
-            public Optional<String> operations() { return Optional.ofNullable(v.get("OPERATIONS")); }
-            public Optional<String> filter() { return Optional.ofNullable(v.get("FILTER")); }
-            public Optional<String> url() { return Optional.ofNullable(v.get("URL")); }
-            public Optional<String> secret() { return Optional.ofNullable(v.get("SECRET")); }
-            public Optional<String> amqpAddress() { return Optional.ofNullable(v.get("AMQP_ADDRESS")); }
-            public Optional<String> format() { return Optional.ofNullable(v.get("FORMAT")); }
-            public Optional<String> batchMaxEvents() { return Optional.ofNullable(v.get("BATCH_MAX_EVENTS")); }
-            public Optional<String> batchMaxWaitMs() { return Optional.ofNullable(v.get("BATCH_MAX_WAIT_MS")); }
-            public Optional<String> includeColumns() { return Optional.ofNullable(v.get("INCLUDE_COLUMNS")); }
-            public Optional<String> excludeColumns() { return Optional.ofNullable(v.get("EXCLUDE_COLUMNS")); }
-        };
+    private static WalhookConfig.SubscriptionConfig config(Map<String, String> values) {
+        return TestSubscriptions.config(values);
     }
 
     @Test

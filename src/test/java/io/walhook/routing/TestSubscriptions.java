@@ -1,0 +1,30 @@
+package io.walhook.routing;
+
+import java.util.Map;
+import java.util.Optional;
+
+import io.walhook.config.WalhookConfig;
+
+/** Configured subscriptions for tests, without a Quarkus application. */
+public final class TestSubscriptions {
+
+    private TestSubscriptions() {
+    }
+
+    /** A configured subscription from field name to value, as the environment gives them. */
+    public static WalhookConfig.SubscriptionConfig config(Map<String, String> v) {
+        return new WalhookConfig.SubscriptionConfig() {
+            public Optional<String> tables() { return Optional.ofNullable(v.get("TABLES")); }
+            public Optional<String> operations() { return Optional.ofNullable(v.get("OPERATIONS")); }
+            public Optional<String> filter() { return Optional.ofNullable(v.get("FILTER")); }
+            public Optional<String> url() { return Optional.ofNullable(v.get("URL")); }
+            public Optional<String> secret() { return Optional.ofNullable(v.get("SECRET")); }
+            public Optional<String> amqpAddress() { return Optional.ofNullable(v.get("AMQP_ADDRESS")); }
+            public Optional<String> format() { return Optional.ofNullable(v.get("FORMAT")); }
+            public Optional<String> batchMaxEvents() { return Optional.ofNullable(v.get("BATCH_MAX_EVENTS")); }
+            public Optional<String> batchMaxWaitMs() { return Optional.ofNullable(v.get("BATCH_MAX_WAIT_MS")); }
+            public Optional<String> includeColumns() { return Optional.ofNullable(v.get("INCLUDE_COLUMNS")); }
+            public Optional<String> excludeColumns() { return Optional.ofNullable(v.get("EXCLUDE_COLUMNS")); }
+        };
+    }
+}
