@@ -88,6 +88,32 @@ public final class ChangeEvent {
         return relation == null ? null : relation.table();
     }
 
+    /**
+     * A hash of the row's identity (table and replica-identity values): changes to the same row
+     * always hash alike, so they can share an ordered delivery lane. Truncates hash by table, logical
+     * messages all alike. (An update that changes the key hashes by the old key.)
+     */
+    public int rowKeyHash() {
+        if (relation == null) {
+            return 0;
+        }
+        int h = Long.hashCode(relation.oid());
+        TupleData source = key != null ? key : oldRow != null ? oldRow : newRow;
+        if (source == null) {
+            return h;
+        }
+        for (int i = 0; i < source.size(); i++) {
+            if (relation.isKey(i) && source.hasValue(i)) {
+                java.nio.ByteBuffer value = source.slice(i);
+                while (value.hasRemaining()) {
+                    h = 31 * h + value.get();
+                }
+            }
+            h = 31 * h + i;
+        }
+        return h;
+    }
+
     /** The 'K' tuple of an update or delete, when the server sent one. */
     public TupleData keyTuple() {
         return key;

@@ -73,6 +73,10 @@ public class StartupCheck {
             throw new ConfigProblem("WALHOOK_STATE_SCHEMA", "'" + config.stateSchema()
                     + "' is not a plain identifier: use letters, digits and underscores, 63 at most");
         }
+        int concurrency = config.delivery().concurrency();
+        if (concurrency < 1 || concurrency > 64) {
+            throw new ConfigProblem("WALHOOK_DELIVERY_CONCURRENCY", "is " + concurrency + "; it must be between 1 and 64");
+        }
         String tables = config.publication().tables().strip();
         if (!tables.equals("*")) {
             for (String table : tables.split(",", -1)) {

@@ -96,6 +96,10 @@ public interface WalhookConfig {
         @WithDefault("5m")
         java.time.Duration retryWindow();
 
+        /** Concurrent lanes per subscription; a row's changes always take the same lane (per-row order). */
+        @WithDefault("4")
+        int concurrency();
+
         /** The longest wait between attempts at parked requests. */
         @WithDefault("5m")
         java.time.Duration parkedRetryInterval();

@@ -29,7 +29,7 @@ public final class ParkedEventStore {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** One parked request. */
-    public record Parked(long id, String subscription, String eventId, Lsn commitLsn, String contentType,
+    public record Parked(long id, String subscription, int lane, String eventId, Lsn commitLsn, String contentType,
             Map<String, String> headers, byte[] body, int attempts, String lastError) {
     }
 
@@ -43,12 +43,13 @@ public final class ParkedEventStore {
     }
 
     /** Parks a request; parking the same event twice (a redelivery after a restart) keeps the first. */
-    public void park(String subscription, String eventId, Lsn commitLsn, String contentType, Map<String, String> headers,
-            byte[] body, int attempts, String lastError) throws SQLException {
+    public void park(String subscription, int lane, String eventId, Lsn commitLsn, String contentType,
+            Map<String, String> headers, byte[] body, int attempts, String lastError) throws SQLException {
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription, event_id, commit_lsn,"
-                     + " content_type, headers, body, attempts, last_error) VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?)"
-                     + " ON CONFLICT (subscription, event_id) DO NOTHING")) {
+                     + " content_type, headers, body, attempts, last_error, lane)"
+                     + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
+            s.setInt(9, lane);
             s.setString(1, subscription);
             s.setString(2, eventId);
             s.setString(3, commitLsn.toString());
@@ -63,20 +64,26 @@ public final class ParkedEventStore {
         }
     }
 
-    /** The oldest parked requests of a subscription, in the order they were parked. */
-    public List<Parked> oldest(String subscription, int limit) throws SQLException {
+    /**
+     * The oldest parked requests of one lane of a subscription ({@code lane} of {@code lanes}: a row
+     * parked by a lane that no longer exists belongs to lane {@code its lane % lanes}).
+     */
+    public List<Parked> oldest(String subscription, int lane, int lanes, int limit) throws SQLException {
         List<Parked> parked = new ArrayList<>();
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT id, subscription, event_id, commit_lsn::text, content_type,"
-                     + " headers::text, body, attempts, last_error FROM " + table
-                     + " WHERE subscription = ? ORDER BY id LIMIT ?")) {
+             PreparedStatement s = c.prepareStatement("SELECT id, subscription, lane, event_id, commit_lsn::text,"
+                     + " content_type, headers::text, body, attempts, last_error FROM " + table
+                     + " WHERE subscription = ? AND lane % ? = ? ORDER BY id LIMIT ?")) {
             s.setString(1, subscription);
-            s.setInt(2, limit);
+            s.setInt(2, lanes);
+            s.setInt(3, lane);
+            s.setInt(4, limit);
             try (ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {
-                    parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getString(3), Lsn.parse(rs.getString(4)),
-                            rs.getString(5), JSON.readValue(rs.getString(6), new TypeReference<LinkedHashMap<String, String>>() { }),
-                            rs.getBytes(7), rs.getInt(8), rs.getString(9)));
+                    parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getString(4),
+                            Lsn.parse(rs.getString(5)), rs.getString(6),
+                            JSON.readValue(rs.getString(7), new TypeReference<LinkedHashMap<String, String>>() { }),
+                            rs.getBytes(8), rs.getInt(9), rs.getString(10)));
                 }
             }
         } catch (JsonProcessingException e) {
@@ -103,10 +110,14 @@ public final class ParkedEventStore {
         }
     }
 
-    public long count(String subscription) throws SQLException {
+    /** Parked requests of one lane ({@code lane} of {@code lanes}, as in {@link #oldest}). */
+    public long count(String subscription, int lane, int lanes) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE subscription = ?")) {
+             PreparedStatement s = c.prepareStatement("SELECT count(*) FROM " + table
+                     + " WHERE subscription = ? AND lane % ? = ?")) {
             s.setString(1, subscription);
+            s.setInt(2, lanes);
+            s.setInt(3, lane);
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 return rs.getLong(1);

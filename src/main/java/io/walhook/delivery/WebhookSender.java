@@ -32,8 +32,9 @@ import io.walhook.routing.EventEncoder;
 import io.walhook.routing.Subscription;
 
 /**
- * Sends each subscription's events as HTTP POSTs, in commit order, one lane per subscription, with
- * the Standard Webhooks headers. A 2xx is delivered; anything else, a timeout or a connection error
+ * Sends each subscription's events as HTTP POSTs with the Standard Webhooks headers, over a few
+ * lanes per subscription that run concurrently: a row's changes always take the same lane, so each
+ * row's changes arrive in commit order. A 2xx is delivered; anything else, a timeout or a connection error
  * is retried with exponential backoff and full jitter, honouring {@code Retry-After}; 410 Gone
  * disables the subscription until restart.
  *
@@ -53,7 +54,12 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
 
     /** Timeouts and windows of every lane. */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
-            Duration parkedRetryInterval) {
+            Duration parkedRetryInterval, int concurrency) {
+        public Settings {
+            if (concurrency < 1) {
+                throw new IllegalArgumentException("concurrency must be at least 1, not " + concurrency);
+            }
+        }
     }
 
     /** What one subscription's lane is doing, for /status and metrics. */
@@ -127,7 +133,9 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         Set<String> parked = parkedEvents.subscriptionsWithParkedEvents();
         for (Subscription subscription : subscriptions) {
             if (parked.contains(subscription.name()) && subscription.destination() instanceof Destination.Webhook) {
-                lane(subscription);
+                for (int lane = 0; lane < settings.concurrency(); lane++) {
+                    lane(subscription, lane);
+                }
             }
         }
     }
@@ -142,12 +150,13 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             done.run();
             return;
         }
-        lane(subscription).queue.put(new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(),
+        lane(subscription, Math.floorMod(event.rowKeyHash(), settings.concurrency())).queue.put(new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(),
                 body.contentType(), body.headers(), done));
     }
 
-    private Lane lane(Subscription subscription) {
-        return lanes.computeIfAbsent(subscription.name(), name -> new Lane(subscription));
+    /** Changes to one row always take the same lane of their subscription, so they arrive in commit order. */
+    private Lane lane(Subscription subscription, int index) {
+        return lanes.computeIfAbsent(subscription.name() + "#" + index, name -> new Lane(subscription, index));
     }
 
     /** Whether a 410 disabled the subscription. */
@@ -155,9 +164,16 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         return disabled.contains(subscription);
     }
 
+    /** Per subscription, its lanes added up. */
     public List<LaneStatus> status() {
-        return lanes.values().stream().map(Lane::status).sorted(java.util.Comparator.comparing(LaneStatus::subscription))
-                .toList();
+        Map<String, LaneStatus> bySubscription = new java.util.TreeMap<>();
+        for (Lane lane : lanes.values()) {
+            bySubscription.merge(lane.subscription.name(), lane.status(), (a, b) -> new LaneStatus(a.subscription(),
+                    a.inFlight() + b.inFlight(), a.retrying() || b.retrying(), a.parking() || b.parking(),
+                    a.parked() + b.parked(), a.delivered() + b.delivered(),
+                    a.lastError() != null ? a.lastError() : b.lastError(), a.disabled()));
+        }
+        return List.copyOf(bySubscription.values());
     }
 
     @Override
@@ -168,6 +184,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
     /** One subscription's queue and the thread that delivers it in order. */
     private final class Lane implements Runnable {
         final Subscription subscription;
+        final int index;
         final Destination.Webhook destination;
         final BlockingQueue<Job> queue = new ArrayBlockingQueue<>(LANE_CAPACITY);
         final Thread thread;
@@ -179,10 +196,11 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         long parkedBackoffMillis = MIN_BACKOFF.toMillis();
         Instant nextParkedAttempt = Instant.MIN;
 
-        Lane(Subscription subscription) {
+        Lane(Subscription subscription, int index) {
             this.subscription = subscription;
+            this.index = index;
             this.destination = (Destination.Webhook) subscription.destination();
-            this.thread = new Thread(this, "walhook-webhook-" + subscription.name());
+            this.thread = new Thread(this, "walhook-webhook-" + subscription.name() + "-" + index);
             thread.setDaemon(true);
             thread.start();
         }
@@ -195,7 +213,8 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         @Override
         public void run() {
             try {
-                long alreadyParked = untilDone(() -> parkedEvents.count(subscription.name()));
+                long alreadyParked = untilDone(() -> parkedEvents.count(subscription.name(), index,
+                        settings.concurrency()));
                 parked.set(alreadyParked);
                 parking = alreadyParked > 0;
                 while (!Thread.currentThread().isInterrupted()) {
@@ -292,8 +311,8 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
 
         private void park(Job job) throws InterruptedException {
             untilDone(() -> {
-                parkedEvents.park(subscription.name(), job.eventId(), job.commitLsn(), job.contentType(), job.headers(),
-                        job.body(), 0, lastError);
+                parkedEvents.park(subscription.name(), index, job.eventId(), job.commitLsn(), job.contentType(),
+                        job.headers(), job.body(), 0, lastError);
                 return null;
             });
             parked.incrementAndGet();
@@ -302,13 +321,16 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         /** Oldest first; stops at the first failure and backs off, up to the parked retry interval. */
         private void retryParked() throws InterruptedException {
             while (true) {
-                List<ParkedEventStore.Parked> batch = untilDone(() -> parkedEvents.oldest(subscription.name(), 100));
+                List<ParkedEventStore.Parked> batch = untilDone(() -> parkedEvents.oldest(subscription.name(), index,
+                        settings.concurrency(), 100));
                 if (batch.isEmpty()) {
                     parking = false;
                     parked.set(0);
                     parkedBackoffMillis = MIN_BACKOFF.toMillis();
-                    LOG.infof("subscription %s: every parked event delivered; delivering directly again",
-                            subscription.name());
+                    if (untilDone(() -> parkedEvents.count(subscription.name(), index, settings.concurrency())) == 0) {
+                        LOG.infof("subscription %s lane %d: every parked event delivered; delivering directly again",
+                                subscription.name(), index);
+                    }
                     return;
                 }
                 for (ParkedEventStore.Parked p : batch) {
@@ -364,6 +386,9 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         private HttpRequest request(Request job) {
             long timestamp = clock.instant().getEpochSecond();
             HttpRequest.Builder request = HttpRequest.newBuilder(destination.url()).timeout(settings.requestTimeout())
+                    // HTTP/2 where TLS negotiates it; no h2c upgrade dance with plain-HTTP receivers
+                    .version("https".equals(destination.url().getScheme()) ? HttpClient.Version.HTTP_2
+                            : HttpClient.Version.HTTP_1_1)
                     .POST(HttpRequest.BodyPublishers.ofByteArray(job.body()))
                     .header("content-type", job.contentType())
                     .header("user-agent", "walhook")

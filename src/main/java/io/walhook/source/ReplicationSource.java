@@ -134,7 +134,7 @@ public class ReplicationSource {
         }
         WalhookConfig.Delivery d = config.delivery();
         sender = new WebhookSender(Clock.systemUTC(), new WebhookSender.Settings(d.requestTimeout(), d.maxBackoff(),
-                d.retryWindow(), d.parkedRetryInterval()), new ParkedEventStore(dataSource, config.stateSchema()),
+                d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
                 new MicrometerDeliveryMetrics(metrics));
         try {
             sender.resumeParked(registry.router().subscriptions());

@@ -40,7 +40,7 @@ class ApplicationTest {
                      + " (SELECT max(version) FROM walhook.flyway_schema_history)")) {
             rs.next();
             assertThat(rs.getBoolean(1)).isTrue();
-            assertThat(rs.getString(2)).isEqualTo("3");
+            assertThat(rs.getString(2)).isEqualTo("4");
         }
     }
 

@@ -60,7 +60,8 @@ public final class SourceFixture implements AutoCloseable {
         dataSource.setPassword(server.password());
         sql("CREATE SCHEMA walhook");
         // walhook's own migrations, as Flyway applies them
-        for (String version : List.of("V1__checkpoint.sql", "V2__subscription.sql", "V3__parked_event.sql")) {
+        for (String version : List.of("V1__checkpoint.sql", "V2__subscription.sql", "V3__parked_event.sql",
+                "V4__parked_event_lane.sql")) {
             try (java.io.InputStream in = SourceFixture.class.getResourceAsStream("/db/migration/" + version)) {
                 sql(new String(in.readAllBytes(), StandardCharsets.UTF_8).replace("${flyway:defaultSchema}", "walhook"));
             } catch (java.io.IOException e) {
