@@ -47,6 +47,10 @@ public final class SubscriptionRegistry {
         Set<String> names = new HashSet<>();
         configured.forEach(s -> names.add(s.name()));
         for (Subscription stored : store.loadAll()) {
+            if (!(stored.destination() instanceof Destination.Webhook)) {
+                LOG.errorf("stored subscription %s is left out: only webhook destinations can be delivered", stored.name());
+                continue;
+            }
             if (names.add(stored.name())) {
                 all.add(stored);
             } else {

@@ -44,19 +44,45 @@ public final class SubscriptionStore {
         }
     }
 
+    /** A stored subscription with its id. */
+    public record Stored(UUID id, Subscription subscription) {
+    }
+
     public List<Subscription> loadAll() throws SQLException {
-        List<Subscription> subscriptions = new ArrayList<>();
+        return list().stream().map(Stored::subscription).toList();
+    }
+
+    /** Every stored subscription that parses, oldest first. */
+    public List<Stored> list() throws SQLException {
+        List<Stored> subscriptions = new ArrayList<>();
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT id, name, body::text FROM " + table + " ORDER BY created_at, id")) {
             while (rs.next()) {
                 try {
-                    subscriptions.add(SubscriptionJson.parse(JSON.readTree(rs.getString(3))));
+                    subscriptions.add(new Stored(rs.getObject(1, UUID.class),
+                            SubscriptionJson.parse(JSON.readTree(rs.getString(3)))));
                 } catch (SubscriptionProblem | com.fasterxml.jackson.core.JsonProcessingException e) {
                     LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());
                 }
             }
         }
         return subscriptions;
+    }
+
+    public java.util.Optional<Stored> find(UUID id) throws SQLException {
+        return list().stream().filter(s -> s.id().equals(id)).findFirst();
+    }
+
+    /** Whether a stored subscription other than {@code except} has this name. */
+    public boolean nameTaken(String name, UUID except) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT 1 FROM " + table + " WHERE name = ? AND id IS DISTINCT FROM ?")) {
+            s.setString(1, name);
+            s.setObject(2, except);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next();
+            }
+        }
     }
 
     /** Stores a validated subscription body; returns its id. */

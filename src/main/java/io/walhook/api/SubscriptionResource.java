@@ -1,0 +1,282 @@
+package io.walhook.api;
+
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+import jakarta.inject.Inject;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.DELETE;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.HeaderParam;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.PUT;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.HttpHeaders;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+
+import org.jboss.resteasy.reactive.RestResponse;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import io.agroal.api.AgroalDataSource;
+import io.smallrye.common.annotation.Blocking;
+import io.walhook.config.WalhookConfig;
+import io.walhook.routing.Destination;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.SubscriptionJson;
+import io.walhook.routing.SubscriptionProblem;
+import io.walhook.routing.SubscriptionStore;
+import io.walhook.source.ReplicationSource;
+
+/**
+ * {@code /subscriptions}: list, read, create, replace and delete subscriptions (openapi.yaml).
+ * Configured subscriptions are listed read-only; writes need {@code Authorization: Bearer
+ * <WALHOOK_API_TOKEN>}; secrets are never returned.
+ */
+@Path("/subscriptions")
+@Produces(MediaType.APPLICATION_JSON)
+@Blocking
+public class SubscriptionResource {
+
+    /** Bodies are small: a hostile one is refused while it is read, not after. */
+    private static final ObjectMapper JSON = new ObjectMapper();
+    static {
+        JSON.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(20)
+                .maxStringLength(20_000).maxNumberLength(30).build());
+    }
+    private static final String CONFIGURED = "config:";
+
+    private final WalhookConfig config;
+    private final SubscriptionStore store;
+    private final ReplicationSource source;
+
+    @Inject
+    public SubscriptionResource(WalhookConfig config, AgroalDataSource dataSource, ReplicationSource source) {
+        this.config = config;
+        this.store = new SubscriptionStore(dataSource, config.stateSchema());
+        this.source = source;
+    }
+
+    @GET
+    public ArrayNode list() throws SQLException {
+        ArrayNode list = JSON.createArrayNode();
+        for (Subscription s : configured()) {
+            list.add(view(CONFIGURED + s.name(), s));
+        }
+        for (SubscriptionStore.Stored s : store.list()) {
+            list.add(view(s.id().toString(), s.subscription()));
+        }
+        return list;
+    }
+
+    @GET
+    @Path("{id}")
+    public ObjectNode read(@PathParam("id") String id) throws SQLException {
+        Optional<Subscription> configured = configured(id);
+        if (configured.isPresent()) {
+            return view(id, configured.get());
+        }
+        return view(id, store.find(uuid(id)).orElseThrow(() -> notFound(id)).subscription());
+    }
+
+    @POST
+    @Consumes(MediaType.WILDCARD)
+    public RestResponse<ObjectNode> create(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
+            @HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, byte[] body) throws SQLException {
+        authorize(authorization);
+        JsonNode json = parse(contentType, body);
+        Subscription subscription = validate(json, null);
+        UUID id = store.insert(json);
+        return RestResponse.ResponseBuilder.<ObjectNode>created(URI.create("/subscriptions/" + id))
+                .entity(view(id.toString(), subscription)).build();
+    }
+
+    @PUT
+    @Path("{id}")
+    @Consumes(MediaType.WILDCARD)
+    public ObjectNode replace(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
+            @HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String id, byte[] body)
+            throws SQLException {
+        authorize(authorization);
+        readOnly(id);
+        UUID uuid = uuid(id);
+        store.find(uuid).orElseThrow(() -> notFound(id));
+        JsonNode json = parse(contentType, body);
+        Subscription subscription = validate(json, uuid);
+        if (!store.replace(uuid, json)) {
+            throw notFound(id);
+        }
+        return view(id, subscription);
+    }
+
+    @DELETE
+    @Path("{id}")
+    public Response delete(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+            throws SQLException {
+        authorize(authorization);
+        readOnly(id);
+        if (!store.delete(uuid(id))) {
+            throw notFound(id);
+        }
+        return Response.noContent().build();
+    }
+
+    private List<Subscription> configured() {
+        return source.registry() == null ? List.of()
+                : source.registry().router().subscriptions().stream().filter(Subscription::readOnly).toList();
+    }
+
+    private Optional<Subscription> configured(String id) {
+        return id.startsWith(CONFIGURED) ? configured().stream()
+                .filter(s -> s.name().equals(id.substring(CONFIGURED.length()))).findFirst() : Optional.empty();
+    }
+
+    private void readOnly(String id) {
+        if (id.startsWith(CONFIGURED)) {
+            if (configured(id).isEmpty()) {
+                throw notFound(id);
+            }
+            throw new ApiProblem(409, "Conflict", "subscription " + id.substring(CONFIGURED.length())
+                    + " is defined by configuration (WALHOOK_SUBSCRIPTIONS_*) and is read-only here; change its"
+                    + " environment variables instead", null);
+        }
+    }
+
+    private void authorize(String authorization) {
+        Optional<String> token = config.apiToken().filter(t -> !t.isBlank());
+        if (token.isEmpty()) {
+            throw ApiProblem.unauthorized("writes are disabled: no API token is configured. Set WALHOOK_API_TOKEN"
+                    + " and send it as 'Authorization: Bearer <token>'");
+        }
+        String given = authorization != null && authorization.regionMatches(true, 0, "Bearer ", 0, 7)
+                ? authorization.substring(7).strip() : "";
+        if (!MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), token.get().getBytes(StandardCharsets.UTF_8))) {
+            throw ApiProblem.unauthorized(given.isEmpty() ? "send 'Authorization: Bearer <WALHOOK_API_TOKEN>'"
+                    : "the bearer token is not WALHOOK_API_TOKEN");
+        }
+    }
+
+    private static JsonNode parse(String contentType, byte[] body) {
+        if (contentType == null || !MediaType.valueOf(contentType.split(";")[0].strip()).isCompatible(
+                MediaType.APPLICATION_JSON_TYPE)) {
+            throw new ApiProblem(415, "Unsupported Media Type", "send the subscription as application/json", null);
+        }
+        try {
+            JsonNode json = JSON.readTree(body);
+            if (json == null) {
+                throw new ApiProblem(400, "Bad Request", "the body is empty; send a subscription object", "");
+            }
+            return json;
+        } catch (JsonProcessingException e) {
+            throw new ApiProblem(400, "Bad Request", "the body is not valid JSON: " + e.getOriginalMessage(), "");
+        } catch (java.io.IOException | IllegalArgumentException e) {
+            throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
+        }
+    }
+
+    private Subscription validate(JsonNode json, UUID except) throws SQLException {
+        Subscription subscription;
+        try {
+            subscription = SubscriptionJson.parse(json);
+        } catch (SubscriptionProblem e) {
+            throw new ApiProblem(400, "Bad Request", e.getMessage(), e.field());
+        }
+        if (subscription.destination() instanceof Destination.Amqp) {
+            throw new ApiProblem(400, "Bad Request", "/destination/type amqp: AMQP delivery is not available in this"
+                    + " version of walhook", "/destination/type");
+        }
+        if (subscription.destination() instanceof Destination.Webhook webhook && !config.allowPrivateDestinations()) {
+            checkPublic(webhook.url());
+        }
+        if (configured().stream().anyMatch(s -> s.name().equals(subscription.name()))
+                || store.nameTaken(subscription.name(), except)) {
+            throw new ApiProblem(409, "Conflict", "a subscription named " + subscription.name() + " exists already", "/name");
+        }
+        return subscription;
+    }
+
+    /** Refuses URLs that reach walhook's own network (SSRF) unless WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true. */
+    private static void checkPublic(URI url) {
+        InetAddress[] addresses;
+        try {
+            addresses = InetAddress.getAllByName(url.getHost());
+        } catch (UnknownHostException e) {
+            throw new ApiProblem(400, "Bad Request", "/destination/url host " + url.getHost() + " does not resolve",
+                    "/destination/url");
+        }
+        for (InetAddress address : addresses) {
+            byte[] a = address.getAddress();
+            boolean uniqueLocal = a.length == 16 && (a[0] & 0xFE) == 0xFC;
+            boolean carrierNat = a.length == 4 && (a[0] & 0xFF) == 100 && (a[1] & 0xC0) == 64;
+            if (address.isLoopbackAddress() || address.isSiteLocalAddress() || address.isLinkLocalAddress()
+                    || address.isAnyLocalAddress() || address.isMulticastAddress() || uniqueLocal || carrierNat) {
+                throw new ApiProblem(400, "Bad Request", "/destination/url resolves to " + address.getHostAddress()
+                        + ", a loopback or private address; set WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true to allow it",
+                        "/destination/url");
+            }
+        }
+    }
+
+    private static UUID uuid(String id) {
+        try {
+            return UUID.fromString(id);
+        } catch (IllegalArgumentException e) {
+            throw notFound(id);
+        }
+    }
+
+    private static ApiProblem notFound(String id) {
+        return new ApiProblem(404, "Not Found", "no subscription " + id, null);
+    }
+
+    /** The subscription as the API shows it: secrets replaced by whether one is set. */
+    private static ObjectNode view(String id, Subscription s) {
+        ObjectNode view = JSON.createObjectNode();
+        view.put("id", id);
+        view.put("name", s.name());
+        view.put("read_only", s.readOnly());
+        ArrayNode tables = view.putArray("tables");
+        s.tables().forEach(t -> tables.add(t.text()));
+        ArrayNode operations = view.putArray("operations");
+        s.operations().stream().sorted().forEach(o -> operations.add(o.wireName()));
+        s.filter().ifPresent(f -> view.put("filter", f.expression()));
+        ObjectNode destination = view.putObject("destination");
+        if (s.destination() instanceof Destination.Webhook webhook) {
+            destination.put("type", "webhook");
+            destination.put("url", webhook.url().toString());
+            destination.put("secret_set", !webhook.secrets().isEmpty());
+            ObjectNode headers = destination.putObject("headers");
+            webhook.headers().forEach(headers::put);
+        } else if (s.destination() instanceof Destination.Amqp amqp) {
+            destination.put("type", "amqp");
+            destination.put("address", amqp.address());
+        }
+        view.put("format", s.format().wireName());
+        ObjectNode batch = view.putObject("batch");
+        batch.put("max_events", s.batchMaxEvents());
+        batch.put("max_wait_ms", s.batchMaxWaitMs());
+        if (!s.projection().isAll()) {
+            ObjectNode columns = view.putObject("columns");
+            ArrayNode include = columns.putArray("include");
+            s.projection().include().stream().sorted().forEach(include::add);
+            ArrayNode exclude = columns.putArray("exclude");
+            s.projection().exclude().stream().sorted().forEach(exclude::add);
+        }
+        return view;
+    }
+}

@@ -1,0 +1,76 @@
+package io.walhook.api;
+
+import static io.restassured.RestAssured.given;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Map;
+
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.Test;
+
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
+import io.quarkus.test.junit.QuarkusTest;
+import io.walhook.testing.PostgresTestResource;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WebhookReceiver;
+
+/** A subscription created through the API receives changes at once; deleted, it stops. */
+@QuarkusTest
+@QuarkusTestResource(value = SubscriptionApiDeliveryTest.Resource.class, restrictToAnnotatedClass = true)
+class SubscriptionApiDeliveryTest {
+
+    /** A database, a token, and private destinations allowed (the receiver is on 127.0.0.1). */
+    public static class Resource implements QuarkusTestResourceLifecycleManager {
+        private final PostgresTestResource postgres = new PostgresTestResource();
+
+        @Override
+        public Map<String, String> start() {
+            Map<String, String> config = new java.util.HashMap<>(postgres.start());
+            config.put("walhook.api-token", "t");
+            config.put("walhook.allow-private-destinations", "true");
+            return config;
+        }
+
+        @Override
+        public void stop() {
+            postgres.stop();
+        }
+    }
+
+    @ConfigProperty(name = "quarkus.datasource.jdbc.url")
+    String jdbcUrl;
+
+    private void sql(String statement) throws Exception {
+        try (Connection c = TestPostgres.shared().connect(jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1));
+             Statement s = c.createStatement()) {
+            s.execute(statement);
+        }
+    }
+
+    @Test
+    void createdSubscriptionReceivesChangesAndDeletedOneStops() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS tickets (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String id = given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body("{\"name\": \"tickets\", \"tables\": [\"public.tickets\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/t") + "\"}}")
+                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            // the registry reloads twice a second: a change made a second later is routed to it
+            Thread.sleep(1000);
+            sql("INSERT INTO tickets VALUES (1)");
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/t").size() == 1);
+            assertThat(receiver.requests("/t").get(0).body()).contains("\"table\":\"tickets\"");
+
+            given().header("Authorization", "Bearer t").delete("/subscriptions/" + id).then().statusCode(204);
+            Thread.sleep(1000);
+            sql("INSERT INTO tickets VALUES (2)");
+            await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
+                    .until(() -> receiver.requests("/t").size() == 1);
+        }
+    }
+}

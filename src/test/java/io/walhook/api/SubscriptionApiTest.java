@@ -1,0 +1,113 @@
+package io.walhook.api;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasItem;
+import static org.hamcrest.Matchers.not;
+import static org.hamcrest.Matchers.startsWith;
+
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
+import io.quarkus.test.junit.QuarkusTest;
+import io.walhook.testing.PostgresTestResource;
+
+/** The subscription API with a token configured and private destinations refused (the default). */
+@QuarkusTest
+@QuarkusTestResource(value = SubscriptionApiTest.Resource.class, restrictToAnnotatedClass = true)
+class SubscriptionApiTest {
+
+    private static final String TOKEN = "s3cret-token";
+    private static final String BODY = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"operations\": [\"insert\"],"
+            + " \"destination\": {\"type\": \"webhook\", \"url\": \"https://93.184.216.34/hook\","
+            + " \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}";
+
+    /** A database, the token, and one configured subscription that matches nothing. */
+    public static class Resource implements QuarkusTestResourceLifecycleManager {
+        private final PostgresTestResource postgres = new PostgresTestResource();
+
+        @Override
+        public Map<String, String> start() {
+            Map<String, String> config = new java.util.HashMap<>(postgres.start());
+            config.put("walhook.api-token", TOKEN);
+            config.put("walhook.subscriptions.cfg.url", "https://93.184.216.34/cfg");
+            config.put("walhook.subscriptions.cfg.tables", "nomatch.nomatch");
+            return config;
+        }
+
+        @Override
+        public void stop() {
+            postgres.stop();
+        }
+    }
+
+    private static io.restassured.specification.RequestSpecification authorized() {
+        return given().header("Authorization", "Bearer " + TOKEN).contentType("application/json");
+    }
+
+    @Test
+    void createsReadsReplacesAndDeletesWithoutEverReturningTheSecret() {
+        String id = authorized().body(BODY).post("/subscriptions").then().statusCode(201)
+                .header("Location", containsString("/subscriptions/"))
+                .body("name", equalTo("orders"))
+                .body("read_only", equalTo(false))
+                .body("destination.secret_set", equalTo(true))
+                .body(not(containsString("whsec_")))
+                .extract().path("id");
+        given().get("/subscriptions").then().statusCode(200)
+                .body("id", hasItem(id)).body("id", hasItem("config:cfg")).body(not(containsString("whsec_")));
+        given().get("/subscriptions/" + id).then().statusCode(200).body("tables[0]", equalTo("public.orders"));
+        authorized().body(BODY.replace("public.orders", "public.*")).put("/subscriptions/" + id).then().statusCode(200)
+                .body("tables[0]", equalTo("public.*"));
+        authorized().delete("/subscriptions/" + id).then().statusCode(204);
+        given().get("/subscriptions/" + id).then().statusCode(404).contentType(ApiProblem.MEDIA_TYPE)
+                .body("status", equalTo(404));
+    }
+
+    @Test
+    void writesNeedTheBearerToken() {
+        given().contentType("application/json").body(BODY).post("/subscriptions").then().statusCode(401)
+                .header("WWW-Authenticate", startsWith("Bearer"))
+                .contentType(ApiProblem.MEDIA_TYPE).body("detail", containsString("Authorization: Bearer"));
+        given().header("Authorization", "Bearer wrong").contentType("application/json").body(BODY)
+                .post("/subscriptions").then().statusCode(401).body("detail", containsString("not WALHOOK_API_TOKEN"));
+    }
+
+    @Test
+    void configuredSubscriptionsAreReadOnly() {
+        given().get("/subscriptions/config:cfg").then().statusCode(200).body("read_only", equalTo(true));
+        authorized().body(BODY).put("/subscriptions/config:cfg").then().statusCode(409)
+                .body("detail", containsString("WALHOOK_SUBSCRIPTIONS_"));
+        authorized().delete("/subscriptions/config:cfg").then().statusCode(409);
+        authorized().body(BODY.replace("\"orders\"", "\"cfg\"")).post("/subscriptions").then().statusCode(409)
+                .body("field", equalTo("/name"));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{nope                                                                               | ''",
+        "{\"name\": \"x\", \"extra\": 1}                                                     | /extra",
+        "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"ftp://h/\"}}    | /destination/url",
+        "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/\"}} | /destination/url",
+        "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://10.1.2.3/\"}}   | /destination/url",
+        "{\"name\": \"x\", \"filter\": \"op ==\", \"destination\": {\"type\": \"webhook\", \"url\": \"https://93.184.216.34/\"}} | /filter",
+        "{\"name\": \"x\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}}          | /destination/type",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]                         | ''",
+    })
+    void badBodiesGetAProblemNamingTheField(String body, String field) {
+        authorized().body(body).post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(field)).body("status", equalTo(400));
+    }
+
+    @Test
+    void aBodyThatIsNotJsonIsUnsupported() {
+        given().header("Authorization", "Bearer " + TOKEN).contentType("text/plain").body(BODY)
+                .post("/subscriptions").then().statusCode(415).contentType(ApiProblem.MEDIA_TYPE);
+    }
+}
