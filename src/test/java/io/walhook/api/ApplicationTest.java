@@ -81,4 +81,11 @@ class ApplicationTest {
                 .body(containsString("walhook_replication_events_total"))
                 .body(containsString("jvm_memory_used_bytes")));
     }
+
+    @Test
+    void writesWithoutAConfiguredTokenAnswer401SayingHowToSetOne() {
+        given().contentType("application/json").body("{}").post("/subscriptions").then().statusCode(401)
+                .contentType("application/problem+json")
+                .body("detail", containsString("Set WALHOOK_API_TOKEN"));
+    }
 }
