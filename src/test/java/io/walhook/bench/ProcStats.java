@@ -17,8 +17,11 @@ final class ProcStats {
     private ProcStats() {
     }
 
-    /** One thread's name (its comm, at most 15 characters) and CPU ticks. */
-    record ThreadTicks(String name, long ticks) {
+    /** A process's or thread's name (its comm, at most 15 characters) and CPU ticks in user and kernel mode. */
+    record ThreadTicks(String name, long user, long sys) {
+        long ticks() {
+            return user + sys;
+        }
     }
 
     /** Clock ticks per second ({@code getconf CLK_TCK}; 100 when that cannot be run). */
@@ -43,8 +46,13 @@ final class ProcStats {
 
     /** utime + stime of a process (all its threads), in clock ticks; -1 when it is gone. */
     static long cpuTicks(long pid) {
-        ThreadTicks t = read(Path.of("/proc", Long.toString(pid), "stat"));
+        ThreadTicks t = process(pid);
         return t == null ? -1 : t.ticks();
+    }
+
+    /** utime and stime of a process (all its threads); null when it is gone. */
+    static ThreadTicks process(long pid) {
+        return read(Path.of("/proc", Long.toString(pid), "stat"));
     }
 
     /** Every thread of a process by thread id. */
@@ -91,7 +99,7 @@ final class ProcStats {
         }
         // after "pid (comm) ": state is field 3, utime field 14, stime field 15
         String[] f = s.substring(close + 2).split(" ");
-        return new ThreadTicks(s.substring(open + 1, close), Long.parseLong(f[11]) + Long.parseLong(f[12]));
+        return new ThreadTicks(s.substring(open + 1, close), Long.parseLong(f[11]), Long.parseLong(f[12]));
     }
 
     /**
@@ -101,7 +109,7 @@ final class ProcStats {
     static final class CpuWatch implements AutoCloseable {
         private final long pid;
         private final Thread thread;
-        private volatile long last = -1;
+        private volatile ThreadTicks last;
         private volatile boolean running = true;
 
         CpuWatch(long pid) {
@@ -113,8 +121,8 @@ final class ProcStats {
 
         private void poll() {
             while (running) {
-                long t = cpuTicks(pid);
-                if (t < 0) {
+                ThreadTicks t = process(pid);
+                if (t == null) {
                     return;
                 }
                 last = t;
@@ -127,14 +135,15 @@ final class ProcStats {
         }
 
         /** Ticks used since the process started, as last seen (before it ended or the watch was closed). */
-        long ticks() {
-            return Math.max(0, last);
+        ThreadTicks ticks() {
+            ThreadTicks t = last;
+            return t == null ? new ThreadTicks("?", 0, 0) : t;
         }
 
         /** Ticks used since the process started, read now when it still runs. */
-        long ticksNow() {
-            long t = cpuTicks(pid);
-            if (t >= 0) {
+        ThreadTicks ticksNow() {
+            ThreadTicks t = process(pid);
+            if (t != null) {
                 last = t;
             }
             return ticks();
