@@ -305,6 +305,8 @@ public final class Bench {
         env.put("WALHOOK_SUBSCRIPTIONS_BENCH_URL", sink.url("/bench"));
         env.put("WALHOOK_SUBSCRIPTIONS_BENCH_TABLES", "public.bench");
         env.put("WALHOOK_SUBSCRIPTIONS_BENCH_BATCH_MAX_EVENTS", Integer.toString(o.batch()));
+        // let a lane wait a little for its batch to fill: fewer, fuller requests
+        env.put("WALHOOK_SUBSCRIPTIONS_BENCH_BATCH_MAX_WAIT_MS", "20");
         say("starting walhook (target/quarkus-app/quarkus-run.jar, -Xmx" + o.walhookHeap() + ") with:");
         env.forEach((k, v) -> System.out.println("    " + k + "=" + v));
         WalhookProcess process = WalhookProcess.start(env, o.walhookHeap());
