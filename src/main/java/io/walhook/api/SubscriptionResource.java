@@ -76,10 +76,10 @@ public class SubscriptionResource {
     public ArrayNode list() throws SQLException {
         ArrayNode list = JSON.createArrayNode();
         for (Subscription s : configured()) {
-            list.add(view(CONFIGURED + s.name(), s));
+            list.add(view(CONFIGURED + s.name(), s, false));
         }
         for (SubscriptionStore.Stored s : store.list()) {
-            list.add(view(s.id().toString(), s.subscription()));
+            list.add(view(s.id().toString(), s.subscription(), s.paused()));
         }
         return list;
     }
@@ -89,9 +89,10 @@ public class SubscriptionResource {
     public ObjectNode read(@PathParam("id") String id) throws SQLException {
         Optional<Subscription> configured = configured(id);
         if (configured.isPresent()) {
-            return view(id, configured.get());
+            return view(id, configured.get(), false);
         }
-        return view(id, store.find(uuid(id)).orElseThrow(() -> notFound(id)).subscription());
+        SubscriptionStore.Stored stored = store.find(uuid(id)).orElseThrow(() -> notFound(id));
+        return view(id, stored.subscription(), stored.paused());
     }
 
     @POST
@@ -103,7 +104,7 @@ public class SubscriptionResource {
         Subscription subscription = validate(json, null);
         UUID id = store.insert(json);
         return RestResponse.ResponseBuilder.<ObjectNode>created(URI.create("/subscriptions/" + id))
-                .entity(view(id.toString(), subscription)).build();
+                .entity(view(id.toString(), subscription, false)).build();
     }
 
     @PUT
@@ -121,7 +122,33 @@ public class SubscriptionResource {
         if (!store.replace(uuid, json)) {
             throw notFound(id);
         }
-        return view(id, subscription);
+        return view(id, subscription, store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
+    }
+
+    @POST
+    @Path("{id}/pause")
+    public ObjectNode pause(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+            throws SQLException {
+        return setPaused(authorization, id, true);
+    }
+
+    @POST
+    @Path("{id}/resume")
+    public ObjectNode resume(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+            throws SQLException {
+        return setPaused(authorization, id, false);
+    }
+
+    /** Paused, a subscription's events are parked in order and acknowledged; resumed, they are delivered. */
+    private ObjectNode setPaused(String authorization, String id, boolean paused) throws SQLException {
+        authorize(authorization);
+        readOnly(id);
+        UUID uuid = uuid(id);
+        if (!store.setPaused(uuid, paused)) {
+            throw notFound(id);
+        }
+        SubscriptionStore.Stored stored = store.find(uuid).orElseThrow(() -> notFound(id));
+        return view(id, stored.subscription(), stored.paused());
     }
 
     @DELETE
@@ -245,11 +272,12 @@ public class SubscriptionResource {
     }
 
     /** The subscription as the API shows it: secrets replaced by whether one is set. */
-    private static ObjectNode view(String id, Subscription s) {
+    private static ObjectNode view(String id, Subscription s, boolean paused) {
         ObjectNode view = JSON.createObjectNode();
         view.put("id", id);
         view.put("name", s.name());
         view.put("read_only", s.readOnly());
+        view.put("paused", paused);
         ArrayNode tables = view.putArray("tables");
         s.tables().forEach(t -> tables.add(t.text()));
         ArrayNode operations = view.putArray("operations");

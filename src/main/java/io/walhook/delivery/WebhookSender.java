@@ -118,10 +118,14 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
     private final Settings settings;
     private final ParkedEventStore parkedEvents;
     private final DeliveryMetrics metrics;
+    private final java.util.function.Predicate<String> paused;
     private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
     private final Set<String> disabled = ConcurrentHashMap.newKeySet();
 
-    public WebhookSender(Clock clock, Settings settings, ParkedEventStore parkedEvents, DeliveryMetrics metrics) {
+    /** @param paused whether a subscription is paused: its requests are parked, not sent, until it resumes */
+    public WebhookSender(Clock clock, Settings settings, ParkedEventStore parkedEvents, DeliveryMetrics metrics,
+            java.util.function.Predicate<String> paused) {
+        this.paused = paused;
         this.clock = clock;
         this.settings = settings;
         this.parkedEvents = parkedEvents;
@@ -220,6 +224,14 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                 while (!Thread.currentThread().isInterrupted()) {
                     if (!parking) {
                         List<Job> batch = nextBatch();
+                        if (paused.test(subscription.name())) {
+                            for (Job job : batch) {
+                                park(job);
+                            }
+                            parking = true;
+                            batch.forEach(job -> job.done().run());
+                            continue;
+                        }
                         if (!deliverWithinWindow(Request.of(batch))) {
                             for (Job job : batch) {
                                 park(job);
@@ -239,9 +251,16 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                         batch.forEach(job -> job.done().run());
                         continue;
                     }
-                    Duration untilRetry = Duration.between(clock.instant(), nextParkedAttempt);
+                    boolean held = paused.test(subscription.name());
+                    if (held) {
+                        nextParkedAttempt = Instant.MIN; // resuming retries at once
+                    }
+                    Duration untilRetry = held ? Duration.ofMillis(250) : Duration.between(clock.instant(), nextParkedAttempt);
                     Job job = untilRetry.isNegative() || untilRetry.isZero() ? null
                             : queue.poll(untilRetry.toMillis(), TimeUnit.MILLISECONDS);
+                    if (job == null && held) {
+                        continue;
+                    }
                     if (job != null) {
                         park(job);
                         metrics.parked(subscription.name(), 1);

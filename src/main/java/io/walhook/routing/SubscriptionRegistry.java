@@ -21,6 +21,7 @@ public final class SubscriptionRegistry {
     private final List<Subscription> configured;
     private final SubscriptionStore store;
     private volatile Router router;
+    private volatile Set<String> paused = Set.of();
     private String version;
 
     /** @param store null when only configured subscriptions exist */
@@ -32,6 +33,11 @@ public final class SubscriptionRegistry {
 
     public Router router() {
         return router;
+    }
+
+    /** Whether delivery to this subscription is paused: its events are parked and wait. */
+    public boolean isPaused(String subscription) {
+        return paused.contains(subscription);
     }
 
     /** Reloads the stored subscriptions if they changed; returns whether the router was replaced. */
@@ -46,7 +52,12 @@ public final class SubscriptionRegistry {
         List<Subscription> all = new ArrayList<>(configured);
         Set<String> names = new HashSet<>();
         configured.forEach(s -> names.add(s.name()));
-        for (Subscription stored : store.loadAll()) {
+        Set<String> nowPaused = new HashSet<>();
+        for (SubscriptionStore.Stored row : store.list()) {
+            Subscription stored = row.subscription();
+            if (row.paused()) {
+                nowPaused.add(stored.name());
+            }
             if (!(stored.destination() instanceof Destination.Webhook)) {
                 LOG.errorf("stored subscription %s is left out: only webhook destinations can be delivered", stored.name());
                 continue;
@@ -58,6 +69,7 @@ public final class SubscriptionRegistry {
             }
         }
         router = new Router(all);
+        paused = Set.copyOf(nowPaused);
         version = current;
         LOG.infof("subscriptions: %s", all.stream().map(Subscription::name).toList());
         return true;

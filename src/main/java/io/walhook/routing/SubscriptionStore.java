@@ -45,7 +45,7 @@ public final class SubscriptionStore {
     }
 
     /** A stored subscription with its id. */
-    public record Stored(UUID id, Subscription subscription) {
+    public record Stored(UUID id, Subscription subscription, boolean paused) {
     }
 
     public List<Subscription> loadAll() throws SQLException {
@@ -56,11 +56,11 @@ public final class SubscriptionStore {
     public List<Stored> list() throws SQLException {
         List<Stored> subscriptions = new ArrayList<>();
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT id, name, body::text FROM " + table + " ORDER BY created_at, id")) {
+             ResultSet rs = s.executeQuery("SELECT id, name, body::text, paused FROM " + table + " ORDER BY created_at, id")) {
             while (rs.next()) {
                 try {
                     subscriptions.add(new Stored(rs.getObject(1, UUID.class),
-                            SubscriptionJson.parse(JSON.readTree(rs.getString(3)))));
+                            SubscriptionJson.parse(JSON.readTree(rs.getString(3))), rs.getBoolean(4)));
                 } catch (SubscriptionProblem | com.fasterxml.jackson.core.JsonProcessingException e) {
                     LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());
                 }
@@ -108,6 +108,17 @@ public final class SubscriptionStore {
             s.setString(1, parsed.name());
             s.setString(2, body.toString());
             s.setObject(3, id);
+            return s.executeUpdate() == 1;
+        }
+    }
+
+    /** Pauses or resumes delivery to a subscription; false when there is no such subscription. */
+    public boolean setPaused(UUID id, boolean paused) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("UPDATE " + table + " SET paused = ?, updated_at = clock_timestamp()"
+                     + " WHERE id = ?")) {
+            s.setBoolean(1, paused);
+            s.setObject(2, id);
             return s.executeUpdate() == 1;
         }
     }

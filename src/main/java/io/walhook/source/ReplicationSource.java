@@ -135,7 +135,7 @@ public class ReplicationSource {
         WalhookConfig.Delivery d = config.delivery();
         sender = new WebhookSender(Clock.systemUTC(), new WebhookSender.Settings(d.requestTimeout(), d.maxBackoff(),
                 d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
-                new MicrometerDeliveryMetrics(metrics));
+                new MicrometerDeliveryMetrics(metrics), name -> registry.isPaused(name));
         try {
             sender.resumeParked(registry.router().subscriptions());
         } catch (SQLException e) {

@@ -73,4 +73,31 @@ class SubscriptionApiDeliveryTest {
                     .until(() -> receiver.requests("/t").size() == 1);
         }
     }
+
+    @Test
+    void pausedSubscriptionHoldsEventsAndResumeDeliversThemInOrder() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS counters (id int PRIMARY KEY, n int)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String id = given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body("{\"name\": \"counters\", \"tables\": [\"public.counters\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/c") + "\"}}")
+                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200)
+                    .body("paused", org.hamcrest.Matchers.equalTo(true));
+            Thread.sleep(1000);
+            sql("INSERT INTO counters VALUES (1, 0)");
+            for (int i = 1; i <= 5; i++) {
+                sql("UPDATE counters SET n = " + i + " WHERE id = 1");
+            }
+            await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10)).until(() -> receiver.requests("/c").isEmpty());
+            given().get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'counters' }.parked", org.hamcrest.Matchers.equalTo(6));
+
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/resume").then().statusCode(200)
+                    .body("paused", org.hamcrest.Matchers.equalTo(false));
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/c").size() == 6);
+            assertThat(receiver.requests("/c").stream().map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":1,\"n\":(\\d+)}.*", "$1")))
+                    .containsExactly("0", "1", "2", "3", "4", "5");
+        }
+    }
 }
