@@ -36,6 +36,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.agroal.api.AgroalDataSource;
 import io.smallrye.common.annotation.Blocking;
 import io.walhook.config.WalhookConfig;
+import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.Destination;
 import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionJson;
@@ -64,12 +65,14 @@ public class SubscriptionResource {
     private final WalhookConfig config;
     private final SubscriptionStore store;
     private final ReplicationSource source;
+    private final ParkedEventStore parked;
 
     @Inject
     public SubscriptionResource(WalhookConfig config, AgroalDataSource dataSource, ReplicationSource source) {
         this.config = config;
         this.store = new SubscriptionStore(dataSource, config.stateSchema());
         this.source = source;
+        this.parked = new ParkedEventStore(dataSource, config.stateSchema());
     }
 
     @GET
@@ -149,6 +152,74 @@ public class SubscriptionResource {
         }
         SubscriptionStore.Stored stored = store.find(uuid).orElseThrow(() -> notFound(id));
         return view(id, stored.subscription(), stored.paused());
+    }
+
+    @GET
+    @Path("{id}/dead-letters")
+    public ObjectNode deadLetters(@PathParam("id") String id, @jakarta.ws.rs.QueryParam("after") Long after,
+            @jakarta.ws.rs.QueryParam("limit") Integer limit) throws SQLException {
+        String name = existingName(id);
+        int pageSize = limit == null ? 100 : limit;
+        if (pageSize < 1 || pageSize > 1000) {
+            throw new ApiProblem(400, "Bad Request", "limit must be between 1 and 1000", "limit");
+        }
+        List<ParkedEventStore.Parked> page = parked.page(name, after == null ? 0 : after, pageSize);
+        ObjectNode body = JSON.createObjectNode();
+        ArrayNode items = body.putArray("items");
+        for (ParkedEventStore.Parked p : page) {
+            ObjectNode item = items.addObject();
+            item.put("id", p.id());
+            item.put("event_id", p.eventId());
+            item.put("commit_lsn", p.commitLsn().toString());
+            item.put("attempts", p.attempts());
+            item.put("last_error", p.lastError());
+            item.put("content_type", p.contentType());
+            try {
+                item.set("event", JSON.readTree(p.body()));
+            } catch (java.io.IOException notJson) {
+                item.put("event_base64", java.util.Base64.getEncoder().encodeToString(p.body()));
+            }
+        }
+        if (page.size() == pageSize) {
+            body.put("next", "/subscriptions/" + id + "/dead-letters?after=" + page.get(page.size() - 1).id()
+                    + "&limit=" + pageSize);
+        }
+        return body;
+    }
+
+    /** Retries parked events now (they are retried on their own too, with backoff), oldest first. */
+    @POST
+    @Path("{id}/dead-letters/replay")
+    public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+            throws SQLException {
+        authorize(authorization);
+        String name = existingName(id);
+        Subscription subscription = source.registry().router().subscriptions().stream()
+                .filter(s -> s.name().equals(name)).findFirst().orElseThrow(() -> notFound(id));
+        source.retryParkedNow(subscription);
+        ObjectNode body = JSON.createObjectNode();
+        body.put("replaying", parked.count(name, 0, 1));
+        return body;
+    }
+
+    /** Drops parked events for good: the ids given as {@code ?id=}, or every one of the subscription. */
+    @DELETE
+    @Path("{id}/dead-letters")
+    public ObjectNode dropDeadLetters(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
+            @PathParam("id") String id, @jakarta.ws.rs.QueryParam("id") List<Long> ids) throws SQLException {
+        authorize(authorization);
+        String name = existingName(id);
+        ObjectNode body = JSON.createObjectNode();
+        body.put("deleted", parked.delete(name, ids == null ? List.of() : ids));
+        return body;
+    }
+
+    private String existingName(String id) throws SQLException {
+        Optional<Subscription> configured = configured(id);
+        if (configured.isPresent()) {
+            return configured.get().name();
+        }
+        return store.find(uuid(id)).orElseThrow(() -> notFound(id)).subscription().name();
     }
 
     @DELETE

@@ -92,6 +92,43 @@ public final class ParkedEventStore {
         return parked;
     }
 
+    /** A page of a subscription's parked requests, oldest first, after the given id (0 for the first page). */
+    public List<Parked> page(String subscription, long afterId, int limit) throws SQLException {
+        List<Parked> parked = new ArrayList<>();
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT id, subscription, lane, event_id, commit_lsn::text,"
+                     + " content_type, headers::text, body, attempts, last_error FROM " + table
+                     + " WHERE subscription = ? AND id > ? ORDER BY id LIMIT ?")) {
+            s.setString(1, subscription);
+            s.setLong(2, afterId);
+            s.setInt(3, limit);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getString(4),
+                            Lsn.parse(rs.getString(5)), rs.getString(6),
+                            JSON.readValue(rs.getString(7), new TypeReference<LinkedHashMap<String, String>>() { }),
+                            rs.getBytes(8), rs.getInt(9), rs.getString(10)));
+                }
+            }
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a parked event's headers are not JSON", e);
+        }
+        return parked;
+    }
+
+    /** Forgets parked requests (all of the subscription's when {@code ids} is empty); returns how many. */
+    public int delete(String subscription, List<Long> ids) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription = ?"
+                     + (ids.isEmpty() ? "" : " AND id = ANY (?)"))) {
+            s.setString(1, subscription);
+            if (!ids.isEmpty()) {
+                s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
+            }
+            return s.executeUpdate();
+        }
+    }
+
     public void delivered(long id) throws SQLException {
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ?")) {

@@ -163,6 +163,19 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         return lanes.computeIfAbsent(subscription.name() + "#" + index, name -> new Lane(subscription, index));
     }
 
+    /**
+     * Retries this subscription's parked requests now rather than at their next backoff (the API's
+     * replay); starts its lanes when none runs.
+     */
+    public void retryParkedNow(Subscription subscription) {
+        for (int lane = 0; lane < settings.concurrency(); lane++) {
+            Lane l = lane(subscription, lane);
+            l.nextParkedAttempt = Instant.MIN;
+            l.parkedBackoffMillis = MIN_BACKOFF.toMillis();
+            l.parking = true;
+        }
+    }
+
     /** Whether a 410 disabled the subscription. */
     public boolean isDisabled(String subscription) {
         return disabled.contains(subscription);
@@ -197,8 +210,8 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         volatile boolean parking;
         volatile boolean retrying;
         volatile String lastError;
-        long parkedBackoffMillis = MIN_BACKOFF.toMillis();
-        Instant nextParkedAttempt = Instant.MIN;
+        volatile long parkedBackoffMillis = MIN_BACKOFF.toMillis();
+        volatile Instant nextParkedAttempt = Instant.MIN;
 
         Lane(Subscription subscription, int index) {
             this.subscription = subscription;
@@ -255,19 +268,19 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                     if (held) {
                         nextParkedAttempt = Instant.MIN; // resuming retries at once
                     }
-                    Duration untilRetry = held ? Duration.ofMillis(250) : Duration.between(clock.instant(), nextParkedAttempt);
-                    Job job = untilRetry.isNegative() || untilRetry.isZero() ? null
-                            : queue.poll(untilRetry.toMillis(), TimeUnit.MILLISECONDS);
-                    if (job == null && held) {
+                    Instant now = clock.instant();
+                    long untilRetry = nextParkedAttempt.isAfter(now) ? Duration.between(now, nextParkedAttempt).toMillis() : 0;
+                    if (held || untilRetry > 0) {
+                        // wake at least every second: a pause, resume or replay takes effect promptly
+                        Job job = queue.poll(Math.max(1, Math.min(untilRetry, 1000)), TimeUnit.MILLISECONDS);
+                        if (job != null) {
+                            park(job);
+                            metrics.parked(subscription.name(), 1);
+                            job.done().run();
+                        }
                         continue;
                     }
-                    if (job != null) {
-                        park(job);
-                        metrics.parked(subscription.name(), 1);
-                        job.done().run();
-                    } else {
-                        retryParked();
-                    }
+                    retryParked();
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

@@ -199,6 +199,13 @@ public class ReplicationSource {
         }
     }
 
+    /** Retries the subscription's parked events now (the API's replay). */
+    public void retryParkedNow(Subscription subscription) {
+        if (sender != null && subscription.destination() instanceof Destination.Webhook) {
+            sender.retryParkedNow(subscription);
+        }
+    }
+
     /** Per-subscription delivery state; empty before start. */
     public List<WebhookSender.LaneStatus> deliveries() {
         WebhookSender s = sender;
