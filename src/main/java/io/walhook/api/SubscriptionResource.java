@@ -61,6 +61,8 @@ public class SubscriptionResource {
                 .maxStringLength(20_000).maxNumberLength(30).build());
     }
     private static final String CONFIGURED = "config:";
+    private static final java.net.http.HttpClient TEST_CLIENT = java.net.http.HttpClient.newBuilder()
+            .connectTimeout(java.time.Duration.ofSeconds(5)).followRedirects(java.net.http.HttpClient.Redirect.NEVER).build();
 
     private final WalhookConfig config;
     private final SubscriptionStore store;
@@ -152,6 +154,59 @@ public class SubscriptionResource {
         }
         SubscriptionStore.Stored stored = store.find(uuid).orElseThrow(() -> notFound(id));
         return view(id, stored.subscription(), stored.paused());
+    }
+
+    /**
+     * Sends one signed test event ({@code "op": "test"}) to the subscription's destination and
+     * reports the outcome; nothing is retried or recorded.
+     */
+    @POST
+    @Path("{id}/test")
+    public ObjectNode testFire(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+            throws SQLException {
+        authorize(authorization);
+        String name = existingName(id);
+        Subscription subscription = source.registry().router().subscriptions().stream()
+                .filter(s -> s.name().equals(name)).findFirst().orElseThrow(() -> notFound(id));
+        if (!(subscription.destination() instanceof Destination.Webhook webhook)) {
+            throw new ApiProblem(409, "Conflict", "only webhook subscriptions can be test-fired", null);
+        }
+        String eventId = "test_" + UUID.randomUUID();
+        ObjectNode event = JSON.createObjectNode();
+        event.put("id", eventId);
+        event.put("op", "test");
+        event.put("subscription", name);
+        event.put("time", java.time.Instant.now().toString());
+        byte[] body = event.toString().getBytes(StandardCharsets.UTF_8);
+        long timestamp = java.time.Instant.now().getEpochSecond();
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(webhook.url())
+                .timeout(config.delivery().requestTimeout())
+                .version("https".equals(webhook.url().getScheme()) ? java.net.http.HttpClient.Version.HTTP_2
+                        : java.net.http.HttpClient.Version.HTTP_1_1)
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofByteArray(body))
+                .header("content-type", "application/json").header("user-agent", "walhook")
+                .header("webhook-id", eventId).header("webhook-timestamp", Long.toString(timestamp));
+        if (!webhook.secrets().isEmpty()) {
+            request.header("webhook-signature", io.walhook.delivery.WebhookSigner.sign(webhook.secrets(), eventId,
+                    timestamp, body));
+        }
+        webhook.headers().forEach(request::header);
+        ObjectNode outcome = JSON.createObjectNode();
+        outcome.put("event_id", eventId);
+        long start = System.nanoTime();
+        try {
+            int status = TEST_CLIENT.send(request.build(), java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+            outcome.put("delivered", status >= 200 && status < 300);
+            outcome.put("status", status);
+        } catch (java.io.IOException e) {
+            outcome.put("delivered", false);
+            outcome.put("error", e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ApiProblem(503, "Service Unavailable", "interrupted while test-firing", null);
+        }
+        outcome.put("latency_ms", (System.nanoTime() - start) / 1_000_000);
+        return outcome;
     }
 
     @GET

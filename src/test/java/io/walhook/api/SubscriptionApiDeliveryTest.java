@@ -115,4 +115,32 @@ class SubscriptionApiDeliveryTest {
                     .then().body("items.size()", org.hamcrest.Matchers.equalTo(0)));
         }
     }
+
+    @Test
+    void testFireSendsASignedTestEventAndReportsTheOutcome() {
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> request.path().equals("/down") ? 503 : 202);
+            String id = given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body("{\"name\": \"fire\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/fire") + "\", \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}")
+                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                    given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/test").then().statusCode(200)
+                            .body("delivered", org.hamcrest.Matchers.equalTo(true))
+                            .body("status", org.hamcrest.Matchers.equalTo(202)));
+            WebhookReceiver.Request fired = receiver.requests("/fire").get(0);
+            assertThat(fired.body()).contains("\"op\":\"test\"");
+            assertThat(fired.header("webhook-signature")).startsWith("v1,");
+            assertThat(fired.header("webhook-id")).startsWith("test_");
+
+            String down = given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body("{\"name\": \"firedown\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/down") + "\"}}")
+                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                    given().header("Authorization", "Bearer t").post("/subscriptions/" + down + "/test").then().statusCode(200)
+                            .body("delivered", org.hamcrest.Matchers.equalTo(false))
+                            .body("status", org.hamcrest.Matchers.equalTo(503)));
+        }
+    }
 }
