@@ -33,6 +33,9 @@ public final class ParkedEventStore {
             Map<String, String> headers, byte[] body, int attempts, String lastError) {
     }
 
+    private static final String COLUMNS = "id, subscription, lane, event_id, commit_lsn::text, content_type, headers::text,"
+            + " body, attempts, last_error";
+
     private final DataSource dataSource;
     private final String table;
 
@@ -69,46 +72,37 @@ public final class ParkedEventStore {
      * parked by a lane that no longer exists belongs to lane {@code its lane % lanes}).
      */
     public List<Parked> oldest(String subscription, int lane, int lanes, int limit) throws SQLException {
-        List<Parked> parked = new ArrayList<>();
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT id, subscription, lane, event_id, commit_lsn::text,"
-                     + " content_type, headers::text, body, attempts, last_error FROM " + table
+             PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
                      + " WHERE subscription = ? AND lane % ? = ? ORDER BY id LIMIT ?")) {
             s.setString(1, subscription);
             s.setInt(2, lanes);
             s.setInt(3, lane);
             s.setInt(4, limit);
-            try (ResultSet rs = s.executeQuery()) {
-                while (rs.next()) {
-                    parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getString(4),
-                            Lsn.parse(rs.getString(5)), rs.getString(6),
-                            JSON.readValue(rs.getString(7), new TypeReference<LinkedHashMap<String, String>>() { }),
-                            rs.getBytes(8), rs.getInt(9), rs.getString(10)));
-                }
-            }
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("a parked event's headers are not JSON", e);
+            return rows(s);
         }
-        return parked;
     }
 
     /** A page of a subscription's parked requests, oldest first, after the given id (0 for the first page). */
     public List<Parked> page(String subscription, long afterId, int limit) throws SQLException {
-        List<Parked> parked = new ArrayList<>();
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT id, subscription, lane, event_id, commit_lsn::text,"
-                     + " content_type, headers::text, body, attempts, last_error FROM " + table
+             PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
                      + " WHERE subscription = ? AND id > ? ORDER BY id LIMIT ?")) {
             s.setString(1, subscription);
             s.setLong(2, afterId);
             s.setInt(3, limit);
-            try (ResultSet rs = s.executeQuery()) {
-                while (rs.next()) {
-                    parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getString(4),
-                            Lsn.parse(rs.getString(5)), rs.getString(6),
-                            JSON.readValue(rs.getString(7), new TypeReference<LinkedHashMap<String, String>>() { }),
-                            rs.getBytes(8), rs.getInt(9), rs.getString(10)));
-                }
+            return rows(s);
+        }
+    }
+
+    private static List<Parked> rows(PreparedStatement query) throws SQLException {
+        List<Parked> parked = new ArrayList<>();
+        try (ResultSet rs = query.executeQuery()) {
+            while (rs.next()) {
+                parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getString(4),
+                        Lsn.parse(rs.getString(5)), rs.getString(6),
+                        JSON.readValue(rs.getString(7), new TypeReference<LinkedHashMap<String, String>>() { }),
+                        rs.getBytes(8), rs.getInt(9), rs.getString(10)));
             }
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("a parked event's headers are not JSON", e);
