@@ -165,9 +165,8 @@ public class SubscriptionResource {
     public ObjectNode testFire(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
             throws SQLException {
         authorize(authorization);
-        String name = existingName(id);
-        Subscription subscription = source.registry().router().subscriptions().stream()
-                .filter(s -> s.name().equals(name)).findFirst().orElseThrow(() -> notFound(id));
+        Subscription subscription = inForce(id);
+        String name = subscription.name();
         if (!(subscription.destination() instanceof Destination.Webhook webhook)) {
             throw new ApiProblem(409, "Conflict", "only webhook subscriptions can be test-fired", null);
         }
@@ -178,24 +177,14 @@ public class SubscriptionResource {
         event.put("subscription", name);
         event.put("time", java.time.Instant.now().toString());
         byte[] body = event.toString().getBytes(StandardCharsets.UTF_8);
-        long timestamp = java.time.Instant.now().getEpochSecond();
-        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(webhook.url())
-                .timeout(config.delivery().requestTimeout())
-                .version("https".equals(webhook.url().getScheme()) ? java.net.http.HttpClient.Version.HTTP_2
-                        : java.net.http.HttpClient.Version.HTTP_1_1)
-                .POST(java.net.http.HttpRequest.BodyPublishers.ofByteArray(body))
-                .header("content-type", "application/json").header("user-agent", "walhook")
-                .header("webhook-id", eventId).header("webhook-timestamp", Long.toString(timestamp));
-        if (!webhook.secrets().isEmpty()) {
-            request.header("webhook-signature", io.walhook.delivery.WebhookSigner.sign(webhook.secrets(), eventId,
-                    timestamp, body));
-        }
-        webhook.headers().forEach(request::header);
+        java.net.http.HttpRequest request = io.walhook.delivery.WebhookSender.webhookRequest(webhook, eventId, body,
+                "application/json", java.util.Map.of(), java.time.Instant.now().getEpochSecond(),
+                config.delivery().requestTimeout());
         ObjectNode outcome = JSON.createObjectNode();
         outcome.put("event_id", eventId);
         long start = System.nanoTime();
         try {
-            int status = TEST_CLIENT.send(request.build(), java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+            int status = TEST_CLIENT.send(request, java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
             outcome.put("delivered", status >= 200 && status < 300);
             outcome.put("status", status);
         } catch (java.io.IOException e) {
@@ -248,9 +237,8 @@ public class SubscriptionResource {
     public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
             throws SQLException {
         authorize(authorization);
-        String name = existingName(id);
-        Subscription subscription = source.registry().router().subscriptions().stream()
-                .filter(s -> s.name().equals(name)).findFirst().orElseThrow(() -> notFound(id));
+        Subscription subscription = inForce(id);
+        String name = subscription.name();
         source.retryParkedNow(subscription);
         ObjectNode body = JSON.createObjectNode();
         body.put("replaying", parked.count(name, 0, 1));
@@ -267,6 +255,13 @@ public class SubscriptionResource {
         ObjectNode body = JSON.createObjectNode();
         body.put("deleted", parked.delete(name, ids == null ? List.of() : ids));
         return body;
+    }
+
+    /** The subscription as routing has it now (configured or stored). */
+    private Subscription inForce(String id) throws SQLException {
+        String name = existingName(id);
+        return source.registry().router().subscriptions().stream()
+                .filter(s -> s.name().equals(name)).findFirst().orElseThrow(() -> notFound(id));
     }
 
     private String existingName(String id) throws SQLException {

@@ -416,23 +416,8 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         }
 
         private HttpRequest request(Request job) {
-            long timestamp = clock.instant().getEpochSecond();
-            HttpRequest.Builder request = HttpRequest.newBuilder(destination.url()).timeout(settings.requestTimeout())
-                    // HTTP/2 where TLS negotiates it; no h2c upgrade dance with plain-HTTP receivers
-                    .version("https".equals(destination.url().getScheme()) ? HttpClient.Version.HTTP_2
-                            : HttpClient.Version.HTTP_1_1)
-                    .POST(HttpRequest.BodyPublishers.ofByteArray(job.body()))
-                    .header("content-type", job.contentType())
-                    .header("user-agent", "walhook")
-                    .header("webhook-id", job.id())
-                    .header("webhook-timestamp", Long.toString(timestamp));
-            if (!destination.secrets().isEmpty()) {
-                request.header("webhook-signature", WebhookSigner.sign(destination.secrets(), job.id(), timestamp,
-                        job.body()));
-            }
-            job.headers().forEach(request::header);
-            destination.headers().forEach(request::header);
-            return request.build();
+            return webhookRequest(destination, job.id(), job.body(), job.contentType(), job.headers(),
+                    clock.instant().getEpochSecond(), settings.requestTimeout());
         }
 
         /** State-table work that must not be skipped: retried until the database answers. */
@@ -454,6 +439,29 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
 
     private interface SqlCall<T> {
         T run() throws SQLException;
+    }
+
+    /**
+     * One POST to a webhook destination with the Standard Webhooks headers (signed when the
+     * destination has secrets), the format's headers and the destination's own.
+     */
+    public static HttpRequest webhookRequest(Destination.Webhook destination, String id, byte[] body, String contentType,
+            Map<String, String> formatHeaders, long timestamp, Duration timeout) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(destination.url()).timeout(timeout)
+                // HTTP/2 where TLS negotiates it; no h2c upgrade dance with plain-HTTP receivers
+                .version("https".equals(destination.url().getScheme()) ? HttpClient.Version.HTTP_2
+                        : HttpClient.Version.HTTP_1_1)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+                .header("content-type", contentType)
+                .header("user-agent", "walhook")
+                .header("webhook-id", id)
+                .header("webhook-timestamp", Long.toString(timestamp));
+        if (!destination.secrets().isEmpty()) {
+            request.header("webhook-signature", WebhookSigner.sign(destination.secrets(), id, timestamp, body));
+        }
+        formatHeaders.forEach(request::header);
+        destination.headers().forEach(request::header);
+        return request.build();
     }
 
     static Outcome classify(int status) {
