@@ -123,23 +123,26 @@ public final class ParkedEventStore {
         }
     }
 
-    public void delivered(long id) throws SQLException {
+    /** These parked requests went through: they leave the table. */
+    public void delivered(List<Long> ids) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ?")) {
-            s.setLong(1, id);
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ANY (?)")) {
+            s.setArray(1, c.createArrayOf("bigint", ids.toArray()));
             s.executeUpdate();
         }
     }
 
-    public void failed(long id, String error) throws SQLException {
+    /** Another failed attempt at these parked requests. */
+    public void failed(List<Long> ids, String error) throws SQLException {
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("UPDATE " + table
-                     + " SET attempts = attempts + 1, last_error = ? WHERE id = ?")) {
+                     + " SET attempts = attempts + 1, last_error = ? WHERE id = ANY (?)")) {
             s.setString(1, error);
-            s.setLong(2, id);
+            s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
             s.executeUpdate();
         }
     }
+
 
     /** Parked requests of one lane ({@code lane} of {@code lanes}, as in {@link #oldest}). */
     public long count(String subscription, int lane, int lanes) throws SQLException {

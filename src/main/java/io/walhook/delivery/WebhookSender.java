@@ -79,33 +79,41 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         }
 
         /**
-         * A JSON array of the jobs' bodies (CloudEvents batched mode for structured CloudEvents). Its
-         * id names the first event and the count: a lane's batches are runs of its events in commit
-         * order, so the same run always has the same id.
+         * What a subscription sends for these jobs: when it batches, always a JSON array of their
+         * bodies (CloudEvents batched mode for structured CloudEvents), even of one, so a receiver
+         * sees one shape; otherwise the one job's own request.
          */
-        static Request of(List<Job> jobs) {
-            if (jobs.size() == 1) {
+        static Request of(Subscription subscription, List<Job> jobs) {
+            if (subscription.batchMaxEvents() == 1) {
                 return of(jobs.get(0));
             }
-            int length = 1 + jobs.size();
-            for (Job job : jobs) {
-                length += job.body().length;
+            return batch(jobs.get(0).eventId(), jobs.get(0).contentType(), jobs.stream().map(Job::body).toList());
+        }
+
+        /**
+         * A JSON array of these bodies. Its id names the first event and the count: a lane's batches
+         * are runs of its events in commit order, so the same run always has the same id.
+         */
+        static Request batch(String firstId, String contentType, List<byte[]> bodies) {
+            int length = 1 + bodies.size();
+            for (byte[] part : bodies) {
+                length += part.length;
             }
             byte[] body = new byte[length];
             int at = 0;
             body[at++] = '[';
-            for (int i = 0; i < jobs.size(); i++) {
+            for (int i = 0; i < bodies.size(); i++) {
                 if (i > 0) {
                     body[at++] = ',';
                 }
-                byte[] part = jobs.get(i).body();
+                byte[] part = bodies.get(i);
                 System.arraycopy(part, 0, body, at, part.length);
                 at += part.length;
             }
             body[at] = ']';
-            String type = jobs.get(0).contentType().equals(EventEncoder.CLOUDEVENTS_JSON)
+            String type = contentType.equals(EventEncoder.CLOUDEVENTS_JSON)
                     ? "application/cloudevents-batch+json" : EventEncoder.JSON;
-            return new Request(jobs.get(0).eventId() + "+" + jobs.size(), body, type, Map.of());
+            return new Request(firstId + "+" + bodies.size(), body, type, Map.of());
         }
     }
 
@@ -245,7 +253,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                             batch.forEach(job -> job.done().run());
                             continue;
                         }
-                        if (!deliverWithinWindow(Request.of(batch))) {
+                        if (!deliverWithinWindow(Request.of(subscription, batch))) {
                             for (Job job : batch) {
                                 park(job);
                             }
@@ -365,12 +373,19 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                     }
                     return;
                 }
-                for (ParkedEventStore.Parked p : batch) {
-                    Attempt result = attempt(new Request(p.eventId(), p.body(), p.contentType(), p.headers()));
+                int size = Math.max(1, subscription.batchMaxEvents());
+                for (int from = 0; from < batch.size(); from += size) {
+                    List<ParkedEventStore.Parked> run = batch.subList(from, Math.min(from + size, batch.size()));
+                    ParkedEventStore.Parked first = run.get(0);
+                    Attempt result = attempt(subscription.batchMaxEvents() == 1
+                            ? new Request(first.eventId(), first.body(), first.contentType(), first.headers())
+                            : Request.batch(first.eventId(), first.contentType(),
+                                    run.stream().map(ParkedEventStore.Parked::body).toList()));
                     if (result.outcome() == Outcome.RETRY) {
                         lastError = result.problem();
+                        List<Long> ids = run.stream().map(ParkedEventStore.Parked::id).toList();
                         untilDone(() -> {
-                            parkedEvents.failed(p.id(), result.problem());
+                            parkedEvents.failed(ids, result.problem());
                             return null;
                         });
                         long wait = result.retryAfter().map(Duration::toMillis).orElse(parkedBackoffMillis);
@@ -378,14 +393,15 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                         nextParkedAttempt = clock.instant().plusMillis(Math.max(wait, MIN_BACKOFF.toMillis()));
                         return;
                     }
+                    List<Long> ids = run.stream().map(ParkedEventStore.Parked::id).toList();
                     untilDone(() -> {
-                        parkedEvents.delivered(p.id());
+                        parkedEvents.delivered(ids);
                         return null;
                     });
-                    parked.decrementAndGet();
+                    parked.addAndGet(-run.size());
                     if (result.outcome() == Outcome.DELIVERED) {
-                        delivered.incrementAndGet();
-                        metrics.delivered(subscription.name(), 1, Duration.ZERO);
+                        delivered.addAndGet(run.size());
+                        metrics.delivered(subscription.name(), run.size(), Duration.ZERO);
                     }
                     if (result.outcome() == Outcome.GONE) {
                         return;

@@ -52,14 +52,18 @@ class SubscriptionApiDeliveryTest {
         }
     }
 
+    /** Creates a subscription through the API; its id. */
+    private static String create(String body) {
+        return given().header("Authorization", "Bearer t").contentType("application/json").body(body)
+                .post("/subscriptions").then().statusCode(201).extract().path("id");
+    }
+
     @Test
     void createdSubscriptionReceivesChangesAndDeletedOneStops() throws Exception {
         sql("CREATE TABLE IF NOT EXISTS tickets (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
-            String id = given().header("Authorization", "Bearer t").contentType("application/json")
-                    .body("{\"name\": \"tickets\", \"tables\": [\"public.tickets\"], \"destination\": {\"type\": \"webhook\","
-                            + " \"url\": \"" + receiver.url("/t") + "\"}}")
-                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            String id = create("{\"name\": \"tickets\", \"tables\": [\"public.tickets\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/t") + "\"}}");
             // the registry reloads twice a second: a change made a second later is routed to it
             Thread.sleep(1000);
             sql("INSERT INTO tickets VALUES (1)");
@@ -78,10 +82,8 @@ class SubscriptionApiDeliveryTest {
     void pausedSubscriptionHoldsEventsAndResumeDeliversThemInOrder() throws Exception {
         sql("CREATE TABLE IF NOT EXISTS counters (id int PRIMARY KEY, n int)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
-            String id = given().header("Authorization", "Bearer t").contentType("application/json")
-                    .body("{\"name\": \"counters\", \"tables\": [\"public.counters\"], \"destination\": {\"type\": \"webhook\","
-                            + " \"url\": \"" + receiver.url("/c") + "\"}}")
-                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            String id = create("{\"name\": \"counters\", \"tables\": [\"public.counters\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/c") + "\"}}");
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200)
                     .body("paused", org.hamcrest.Matchers.equalTo(true));
             Thread.sleep(1000);
@@ -117,13 +119,43 @@ class SubscriptionApiDeliveryTest {
     }
 
     @Test
+    void heldEventsOfABatchingSubscriptionAreReplayedAsArraysInOrder() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS gauges (id int PRIMARY KEY, n int)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String id = create("{\"name\": \"gauges\", \"tables\": [\"public.gauges\"], \"batch\": {\"max_events\": 3},"
+                            + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/g") + "\"}}");
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
+            Thread.sleep(1000);
+            sql("INSERT INTO gauges VALUES (1, 0)");
+            for (int i = 1; i <= 4; i++) {
+                sql("UPDATE gauges SET n = " + i + " WHERE id = 1");
+            }
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/status").then()
+                    .body("subscriptions.find { it.name == 'gauges' }.parked", org.hamcrest.Matchers.equalTo(5)));
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/resume").then().statusCode(200);
+
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/g").size() == 2);
+            com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+            java.util.List<Integer> ns = new java.util.ArrayList<>();
+            java.util.List<Integer> sizes = new java.util.ArrayList<>();
+            for (WebhookReceiver.Request request : receiver.requests("/g")) {
+                com.fasterxml.jackson.databind.JsonNode batch = json.readTree(request.body());
+                assertThat(batch.isArray()).as(request.body()).isTrue();
+                assertThat(request.header("webhook-id")).isEqualTo(batch.get(0).get("id").asText() + "+" + batch.size());
+                sizes.add(batch.size());
+                batch.forEach(e -> ns.add(e.at("/new/n").asInt()));
+            }
+            assertThat(sizes).containsExactly(3, 2);
+            assertThat(ns).containsExactly(0, 1, 2, 3, 4);
+        }
+    }
+
+    @Test
     void testFireSendsASignedTestEventAndReportsTheOutcome() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.respond(request -> request.path().equals("/down") ? 503 : 202);
-            String id = given().header("Authorization", "Bearer t").contentType("application/json")
-                    .body("{\"name\": \"fire\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
-                            + " \"url\": \"" + receiver.url("/fire") + "\", \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}")
-                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            String id = create("{\"name\": \"fire\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/fire") + "\", \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}");
             await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
                     given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/test").then().statusCode(200)
                             .body("delivered", org.hamcrest.Matchers.equalTo(true))
@@ -133,10 +165,8 @@ class SubscriptionApiDeliveryTest {
             assertThat(fired.header("webhook-signature")).startsWith("v1,");
             assertThat(fired.header("webhook-id")).startsWith("test_");
 
-            String down = given().header("Authorization", "Bearer t").contentType("application/json")
-                    .body("{\"name\": \"firedown\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
-                            + " \"url\": \"" + receiver.url("/down") + "\"}}")
-                    .post("/subscriptions").then().statusCode(201).extract().path("id");
+            String down = create("{\"name\": \"firedown\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
+                            + " \"url\": \"" + receiver.url("/down") + "\"}}");
             await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
                     given().header("Authorization", "Bearer t").post("/subscriptions/" + down + "/test").then().statusCode(200)
                             .body("delivered", org.hamcrest.Matchers.equalTo(false))

@@ -281,6 +281,22 @@ class WebhookDeliveryIT {
                     assertThat(e.get("id").asText()).isEqualTo(e.at("/data/id").asText());
                 });
             }
+
+            // a lone change to a batching subscription is still an array: receivers see one shape
+            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                s.execute("INSERT INTO readings VALUES (251, 2510)");
+            }
+            await().atMost(WAIT).until(() -> count(receiver.requests("/plain")) == 251 && count(receiver.requests("/ce")) == 251);
+            for (String path : List.of("/plain", "/ce")) {
+                List<WebhookReceiver.Request> requests = receiver.requests(path);
+                WebhookReceiver.Request lone = requests.get(requests.size() - 1);
+                JsonNode batch = JSON.readTree(lone.body());
+                assertThat(batch.isArray()).as(path + " got " + lone.body()).isTrue();
+                assertThat(batch.size()).isEqualTo(1);
+                assertThat(lone.header("webhook-id")).isEqualTo(batch.get(0).get("id").asText() + "+1");
+                assertThat(lone.header("content-type")).isEqualTo(path.equals("/ce")
+                        ? "application/cloudevents-batch+json" : "application/json");
+            }
         }
     }
 
