@@ -177,7 +177,7 @@ public class SubscriptionResource {
         event.put("subscription", name);
         event.put("time", java.time.Instant.now().toString());
         byte[] body = event.toString().getBytes(StandardCharsets.UTF_8);
-        java.net.http.HttpRequest request = io.walhook.delivery.WebhookSender.webhookRequest(webhook, eventId, body,
+        java.net.http.HttpRequest request = io.walhook.delivery.WebhookTransport.request(webhook, eventId, body,
                 "application/json", java.util.Map.of(), java.time.Instant.now().getEpochSecond(),
                 config.delivery().requestTimeout());
         ObjectNode outcome = JSON.createObjectNode();
@@ -344,9 +344,9 @@ public class SubscriptionResource {
         } catch (SubscriptionProblem e) {
             throw new ApiProblem(400, "Bad Request", e.getMessage(), e.field());
         }
-        if (subscription.destination() instanceof Destination.Amqp) {
-            throw new ApiProblem(400, "Bad Request", "/destination/type amqp: AMQP delivery is not available in this"
-                    + " version of walhook", "/destination/type");
+        if (subscription.destination() instanceof Destination.Amqp && config.amqpUrl().filter(u -> !u.isBlank()).isEmpty()) {
+            throw new ApiProblem(400, "Bad Request", "/destination/type amqp needs a broker: walhook runs without"
+                    + " WALHOOK_AMQP_URL", "/destination/type");
         }
         if (subscription.destination() instanceof Destination.Webhook webhook && !config.allowPrivateDestinations()) {
             checkPublic(webhook.url());

@@ -86,6 +86,7 @@ public class StartupCheck {
                 }
             }
         }
+        config.amqpUrl().filter(url -> !url.isBlank()).ifPresent(AmqpUrl::parse);
         return source;
     }
 

@@ -8,6 +8,10 @@ public interface DeliveryMetrics {
     DeliveryMetrics NONE = new DeliveryMetrics() {
     };
 
+    /** An event was routed to the subscription and handed to its sender (events in). */
+    default void routed(String subscription) {
+    }
+
     /** {@code events} reached the destination; {@code sinceCommit}: from the oldest one's commit to the 2xx. */
     default void delivered(String subscription, int events, Duration sinceCommit) {
     }

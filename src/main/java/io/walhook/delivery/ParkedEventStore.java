@@ -30,11 +30,11 @@ public final class ParkedEventStore {
 
     /** One parked request. */
     public record Parked(long id, String subscription, int lane, String eventId, Lsn commitLsn, String contentType,
-            Map<String, String> headers, byte[] body, int attempts, String lastError) {
+            Map<String, String> headers, String address, byte[] body, int attempts, String lastError) {
     }
 
     private static final String COLUMNS = "id, subscription, lane, event_id, commit_lsn::text, content_type, headers::text,"
-            + " body, attempts, last_error";
+            + " address, body, attempts, last_error";
 
     private final DataSource dataSource;
     private final String table;
@@ -45,14 +45,18 @@ public final class ParkedEventStore {
         this.table = stateSchema + ".parked_event";
     }
 
-    /** Parks a request; parking the same event twice (a redelivery after a restart) keeps the first. */
+    /**
+     * Parks a request ({@code address}: the AMQP address it resolved to, null for webhooks); parking
+     * the same event twice (a redelivery after a restart) keeps the first.
+     */
     public void park(String subscription, int lane, String eventId, Lsn commitLsn, String contentType,
-            Map<String, String> headers, byte[] body, int attempts, String lastError) throws SQLException {
+            Map<String, String> headers, String address, byte[] body, int attempts, String lastError) throws SQLException {
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription, event_id, commit_lsn,"
-                     + " content_type, headers, body, attempts, last_error, lane)"
-                     + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
+                     + " content_type, headers, body, attempts, last_error, lane, address)"
+                     + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
             s.setInt(9, lane);
+            s.setString(10, address);
             s.setString(1, subscription);
             s.setString(2, eventId);
             s.setString(3, commitLsn.toString());
@@ -102,7 +106,7 @@ public final class ParkedEventStore {
                 parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getString(4),
                         Lsn.parse(rs.getString(5)), rs.getString(6),
                         JSON.readValue(rs.getString(7), new TypeReference<LinkedHashMap<String, String>>() { }),
-                        rs.getBytes(8), rs.getInt(9), rs.getString(10)));
+                        rs.getString(8), rs.getBytes(9), rs.getInt(10), rs.getString(11)));
             }
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("a parked event's headers are not JSON", e);

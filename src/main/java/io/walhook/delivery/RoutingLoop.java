@@ -62,15 +62,23 @@ public final class RoutingLoop implements Runnable {
     private final SubscriptionRegistry registry;
     private final EventEncoder encoder;
     private final Sender sender;
+    private final DeliveryMetrics metrics;
     private final AtomicLong routed = new AtomicLong();
 
     public RoutingLoop(BlockingQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender) {
+        this(events, tracker, registry, encoder, sender, DeliveryMetrics.NONE);
+    }
+
+    /** {@code metrics} counts each copy handed to a subscription's sender ({@link DeliveryMetrics#routed}). */
+    public RoutingLoop(BlockingQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
+            EventEncoder encoder, Sender sender, DeliveryMetrics metrics) {
         this.events = events;
         this.tracker = tracker;
         this.registry = registry;
         this.encoder = encoder;
         this.sender = sender;
+        this.metrics = metrics;
     }
 
     /** Copies handed to the sender since start. */
@@ -103,6 +111,7 @@ public final class RoutingLoop implements Runnable {
                                 shape -> encoder.encode(event, shape.format(), shape.projection(), json));
                         sender.send(subscription, event, body, () -> tracker.complete(ticket, 1));
                         routed.incrementAndGet();
+                        metrics.routed(subscription.name());
                     }
                 }
                 tracker.complete(ticket, 1); // the reader's own share: routing is done

@@ -25,5 +25,20 @@ public sealed interface Destination {
 
     /** An AMQP 1.0 address; {@code {schema}}, {@code {table}} and {@code {op}} are substituted per event. */
     record Amqp(String address) implements Destination {
+
+        /** The address of this event: {@code {schema}}, {@code {table}} and {@code {op}} substituted (empty where an event has none). */
+        public String address(io.walhook.change.ChangeEvent event) {
+            if (address.indexOf('{') < 0) {
+                return address;
+            }
+            return address.replace("{schema}", event.schema() == null ? "" : event.schema())
+                    .replace("{table}", event.table() == null ? "" : event.table())
+                    .replace("{op}", event.op().wireName());
+        }
+
+        @Override
+        public String toString() {
+            return "amqp address " + address;
+        }
     }
 }

@@ -27,7 +27,11 @@ import io.walhook.config.ConfigProblem;
 import io.walhook.config.SourceUrl;
 import io.walhook.delivery.ParkedEventStore;
 import io.walhook.delivery.RoutingLoop;
-import io.walhook.delivery.WebhookSender;
+import io.walhook.config.AmqpUrl;
+import io.walhook.delivery.AmqpBroker;
+import io.walhook.delivery.Dispatcher;
+import io.walhook.delivery.Transport;
+import io.walhook.delivery.WebhookTransport;
 import io.walhook.routing.Destination;
 import io.walhook.routing.EventEncoder;
 import io.walhook.routing.Subscription;
@@ -54,10 +58,14 @@ public class ReplicationSource {
     private volatile Thread drain;
     private volatile Thread poller;
     private volatile SubscriptionRegistry registry;
-    private volatile WebhookSender sender;
+    private volatile Dispatcher sender;
+    private volatile AmqpBroker broker;
+    private final io.vertx.core.Vertx vertx;
 
     @Inject
-    public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource, MeterRegistry metrics) {
+    public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource, MeterRegistry metrics,
+            io.vertx.core.Vertx vertx) {
+        this.vertx = vertx;
         this.config = config;
         this.dataSource = dataSource;
         this.metrics = metrics;
@@ -68,10 +76,10 @@ public class ReplicationSource {
         Gauge.builder("walhook.replication.pending.transactions", this, s -> s.value(SourceStatus::pendingTransactions))
                 .description("transactions read but not yet fully delivered").register(metrics);
         Gauge.builder("walhook.delivery.in.flight", this,
-                s -> s.deliveries().stream().mapToLong(WebhookSender.LaneStatus::inFlight).sum())
+                s -> s.deliveries().stream().mapToLong(Dispatcher.LaneStatus::inFlight).sum())
                 .description("events queued for delivery, all subscriptions").register(metrics);
         Gauge.builder("walhook.delivery.parked.current", this,
-                s -> s.deliveries().stream().mapToLong(WebhookSender.LaneStatus::parked).sum())
+                s -> s.deliveries().stream().mapToLong(Dispatcher.LaneStatus::parked).sum())
                 .description("events parked now, all subscriptions").register(metrics);
         FunctionCounter.builder("walhook.replication.events", this, s -> s.value(SourceStatus::events))
                 .description("events handed to delivery").register(metrics);
@@ -96,12 +104,6 @@ public class ReplicationSource {
         Map<String, String> extensions;
         try {
             configured = SubscriptionConfigReader.read(config, System.getenv());
-            for (Subscription s : configured) {
-                if (s.destination() instanceof Destination.Amqp) {
-                    throw new ConfigProblem("WALHOOK_SUBSCRIPTIONS_" + s.name().toUpperCase(java.util.Locale.ROOT)
-                            + "_AMQP_ADDRESS", "asks for AMQP delivery, which this version of walhook does not have yet");
-                }
-            }
             extensions = SubscriptionConfigReader.cloudEventsOverrides(System.getenv("K_CE_OVERRIDES"));
         } catch (ConfigProblem problem) {
             LOG.error("walhook cannot start: " + problem.getMessage());
@@ -133,9 +135,12 @@ public class ReplicationSource {
             throw stop("cannot read subscriptions from " + config.stateSchema() + ".subscription: " + e.getMessage());
         }
         WalhookConfig.Delivery d = config.delivery();
-        sender = new WebhookSender(Clock.systemUTC(), new WebhookSender.Settings(d.requestTimeout(), d.maxBackoff(),
+        java.net.http.HttpClient http = WebhookTransport.client();
+        broker = config.amqpUrl().filter(url -> !url.isBlank())
+                .map(url -> new AmqpBroker(vertx, AmqpUrl.parse(url), d.requestTimeout())).orElse(null);
+        sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(d.requestTimeout(), d.maxBackoff(),
                 d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
-                new MicrometerDeliveryMetrics(metrics), name -> registry.isPaused(name));
+                new MicrometerDeliveryMetrics(metrics), name -> registry.isPaused(name), subscription -> transport(subscription, http));
         try {
             sender.resumeParked(registry.router().subscriptions());
         } catch (SQLException e) {
@@ -143,12 +148,25 @@ public class ReplicationSource {
         }
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader.start();
-        drain = new Thread(new RoutingLoop(reader.events(), reader.tracker(), registry, encoder, sender), "walhook-routing");
+        drain = new Thread(new RoutingLoop(reader.events(), reader.tracker(), registry, encoder, sender,
+                new MicrometerDeliveryMetrics(metrics)), "walhook-routing");
         drain.setDaemon(true);
         drain.start();
         poller = new Thread(this::pollSubscriptions, "walhook-subscriptions");
         poller.setDaemon(true);
         poller.start();
+    }
+
+    /** A webhook's or an AMQP address's transport; an AMQP subscription without a broker keeps failing (and parks), named. */
+    private Transport transport(Subscription subscription, java.net.http.HttpClient http) {
+        if (subscription.destination() instanceof Destination.Webhook webhook) {
+            return new WebhookTransport(http, webhook, Clock.systemUTC(), config.delivery().requestTimeout());
+        }
+        Destination.Amqp amqp = (Destination.Amqp) subscription.destination();
+        if (broker == null) {
+            return request -> Transport.Attempt.retry(AmqpUrl.VARIABLE + " is not set: no broker for " + amqp);
+        }
+        return broker.transport(amqp);
     }
 
     /** API writes land in the table; every instance picks them up here, for its next transaction. */
@@ -170,7 +188,7 @@ public class ReplicationSource {
         }
     }
 
-    /** Delivery metrics per subscription: walhook_delivery_events_total, _retries_total, _parked_total, _latency. */
+    /** Delivery metrics per subscription: walhook_delivery_routed_total, _events_total, _retries_total, _parked_total, _latency. */
     private static final class MicrometerDeliveryMetrics implements io.walhook.delivery.DeliveryMetrics {
         private final MeterRegistry registry;
 
@@ -189,6 +207,11 @@ public class ReplicationSource {
         }
 
         @Override
+        public void routed(String subscription) {
+            registry.counter("walhook.delivery.routed", "subscription", subscription).increment();
+        }
+
+        @Override
         public void retried(String subscription) {
             registry.counter("walhook.delivery.retries", "subscription", subscription).increment();
         }
@@ -201,14 +224,14 @@ public class ReplicationSource {
 
     /** Retries the subscription's parked events now (the API's replay). */
     public void retryParkedNow(Subscription subscription) {
-        if (sender != null && subscription.destination() instanceof Destination.Webhook) {
+        if (sender != null) {
             sender.retryParkedNow(subscription);
         }
     }
 
     /** Per-subscription delivery state; empty before start. */
-    public List<WebhookSender.LaneStatus> deliveries() {
-        WebhookSender s = sender;
+    public List<Dispatcher.LaneStatus> deliveries() {
+        Dispatcher s = sender;
         return s == null ? List.of() : s.status();
     }
 
@@ -236,6 +259,14 @@ public class ReplicationSource {
         if (sender != null) {
             sender.close();
         }
+        if (broker != null) {
+            broker.close();
+        }
+    }
+
+    /** Whether AMQP subscriptions have a broker to go to. */
+    public boolean hasBroker() {
+        return broker != null;
     }
 
     /** Null before start-up finished. */

@@ -36,22 +36,22 @@ class WebhookSignerTest {
 
     @Test
     void classifiesOutcomesOnce() {
-        assertThat(WebhookSender.classify(200)).isEqualTo(WebhookSender.Outcome.DELIVERED);
-        assertThat(WebhookSender.classify(204)).isEqualTo(WebhookSender.Outcome.DELIVERED);
-        assertThat(WebhookSender.classify(410)).isEqualTo(WebhookSender.Outcome.GONE);
-        assertThat(WebhookSender.classify(429)).isEqualTo(WebhookSender.Outcome.RETRY);
-        assertThat(WebhookSender.classify(500)).isEqualTo(WebhookSender.Outcome.RETRY);
-        assertThat(WebhookSender.classify(400)).isEqualTo(WebhookSender.Outcome.RETRY);
-        assertThat(WebhookSender.classify(301)).isEqualTo(WebhookSender.Outcome.RETRY);
+        assertThat(WebhookTransport.classify(200)).isEqualTo(Transport.Outcome.DELIVERED);
+        assertThat(WebhookTransport.classify(204)).isEqualTo(Transport.Outcome.DELIVERED);
+        assertThat(WebhookTransport.classify(410)).isEqualTo(Transport.Outcome.GONE);
+        assertThat(WebhookTransport.classify(429)).isEqualTo(Transport.Outcome.RETRY);
+        assertThat(WebhookTransport.classify(500)).isEqualTo(Transport.Outcome.RETRY);
+        assertThat(WebhookTransport.classify(400)).isEqualTo(Transport.Outcome.RETRY);
+        assertThat(WebhookTransport.classify(301)).isEqualTo(Transport.Outcome.RETRY);
     }
 
     @Test
     void readsRetryAfterAsSecondsOrHttpDate() {
         Instant now = Instant.parse("2026-11-29T16:00:00Z");
-        assertThat(WebhookSender.retryAfter("7", now)).contains(Duration.ofSeconds(7));
-        assertThat(WebhookSender.retryAfter("Sun, 29 Nov 2026 16:00:30 GMT", now)).contains(Duration.ofSeconds(30));
-        assertThat(WebhookSender.retryAfter("Sun, 29 Nov 2026 15:00:00 GMT", now)).contains(Duration.ZERO);
-        assertThat(WebhookSender.retryAfter("soon", now)).isEqualTo(Optional.empty());
-        assertThat(WebhookSender.retryAfter("-3", now)).isEqualTo(Optional.empty());
+        assertThat(WebhookTransport.retryAfter("7", now)).contains(Duration.ofSeconds(7));
+        assertThat(WebhookTransport.retryAfter("Sun, 29 Nov 2026 16:00:30 GMT", now)).contains(Duration.ofSeconds(30));
+        assertThat(WebhookTransport.retryAfter("Sun, 29 Nov 2026 15:00:00 GMT", now)).contains(Duration.ZERO);
+        assertThat(WebhookTransport.retryAfter("soon", now)).isEqualTo(Optional.empty());
+        assertThat(WebhookTransport.retryAfter("-3", now)).isEqualTo(Optional.empty());
     }
 }

@@ -1,20 +1,12 @@
 package io.walhook.delivery;
 
-import java.io.IOException;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -26,31 +18,30 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.jboss.logging.Logger;
 
 import io.walhook.change.ChangeEvent;
+import io.walhook.delivery.Transport.Attempt;
+import io.walhook.delivery.Transport.Outcome;
 import io.walhook.pgoutput.Lsn;
 import io.walhook.routing.Destination;
 import io.walhook.routing.EventEncoder;
 import io.walhook.routing.Subscription;
 
 /**
- * Sends each subscription's events as HTTP POSTs with the Standard Webhooks headers, over a few
- * lanes per subscription that run concurrently: a row's changes always take the same lane, so each
- * row's changes arrive in commit order. A 2xx is delivered; anything else, a timeout or a connection error
- * is retried with exponential backoff and full jitter, honouring {@code Retry-After}; 410 Gone
- * disables the subscription until restart.
+ * Delivers each subscription's events over a few lanes per subscription that run concurrently: a
+ * row's changes always take the same lane, so each row's changes arrive in commit order. Only the
+ * {@link Transport} differs between destinations (HTTP webhooks, AMQP 1.0 addresses): an attempt
+ * is delivered, retried with exponential backoff and full jitter (honouring {@code Retry-After}),
+ * or gone (410 Gone disables the subscription until restart).
  *
  * <p>A request still failing after the retry window is parked in walhook's own table, and so is
- * every later request of that subscription, in order, until the parked ones go through: the
- * delivery counts as done once parked, so the slot advances and other subscriptions never wait.
- * Parked requests are retried oldest first with a long backoff; a restart resumes them.
+ * every later request of that lane, in order, until the parked ones go through: the delivery
+ * counts as done once parked, so the slot advances and other subscriptions never wait. Parked
+ * requests are retried oldest first with a long backoff; a restart resumes them.
  */
-public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
+public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
-    private static final Logger LOG = Logger.getLogger(WebhookSender.class);
+    private static final Logger LOG = Logger.getLogger(Dispatcher.class);
     private static final Duration MIN_BACKOFF = Duration.ofMillis(200);
     private static final int LANE_CAPACITY = 1000;
-
-    /** How an attempt ended, decided once. */
-    enum Outcome { DELIVERED, RETRY, GONE }
 
     /** Timeouts and windows of every lane. */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
@@ -67,15 +58,16 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             long delivered, String lastError, boolean disabled) {
     }
 
+    /** One event's copy for one subscription; {@code address} is the AMQP address it resolved to (null for webhooks). */
     private record Job(String eventId, Lsn commitLsn, Instant commitTime, byte[] body, String contentType,
-            Map<String, String> headers, Runnable done) {
+            Map<String, String> headers, String address, Runnable done) {
     }
 
     /** What goes over the wire: one job's request, or a batch's JSON array of their bodies. */
-    private record Request(String id, byte[] body, String contentType, Map<String, String> headers) {
+    public record Request(String id, byte[] body, String contentType, Map<String, String> headers, String address) {
 
         static Request of(Job job) {
-            return new Request(job.eventId(), job.body(), job.contentType(), job.headers());
+            return new Request(job.eventId(), job.body(), job.contentType(), job.headers(), job.address());
         }
 
         /**
@@ -84,7 +76,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
          * sees one shape; otherwise the one job's own request.
          */
         static Request of(Subscription subscription, List<Job> jobs) {
-            if (subscription.batchMaxEvents() == 1) {
+            if (batchSize(subscription) == 1) {
                 return of(jobs.get(0));
             }
             return batch(jobs.get(0).eventId(), jobs.get(0).contentType(), jobs.stream().map(Job::body).toList());
@@ -113,27 +105,27 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             body[at] = ']';
             String type = contentType.equals(EventEncoder.CLOUDEVENTS_JSON)
                     ? "application/cloudevents-batch+json" : EventEncoder.JSON;
-            return new Request(firstId + "+" + bodies.size(), body, type, Map.of());
+            return new Request(firstId + "+" + bodies.size(), body, type, Map.of(), null);
         }
     }
 
-    private record Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem) {
-    }
-
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
-            .followRedirects(HttpClient.Redirect.NEVER).build();
     private final Clock clock;
     private final Settings settings;
     private final ParkedEventStore parkedEvents;
     private final DeliveryMetrics metrics;
     private final java.util.function.Predicate<String> paused;
+    private final java.util.function.Function<Subscription, Transport> transports;
     private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
     private final Set<String> disabled = ConcurrentHashMap.newKeySet();
 
-    /** @param paused whether a subscription is paused: its requests are parked, not sent, until it resumes */
-    public WebhookSender(Clock clock, Settings settings, ParkedEventStore parkedEvents, DeliveryMetrics metrics,
-            java.util.function.Predicate<String> paused) {
+    /**
+     * @param paused whether a subscription is paused: its requests are parked, not sent, until it resumes
+     * @param transports the transport for a subscription's destination, asked once per lane
+     */
+    public Dispatcher(Clock clock, Settings settings, ParkedEventStore parkedEvents, DeliveryMetrics metrics,
+            java.util.function.Predicate<String> paused, java.util.function.Function<Subscription, Transport> transports) {
         this.paused = paused;
+        this.transports = transports;
         this.clock = clock;
         this.settings = settings;
         this.parkedEvents = parkedEvents;
@@ -144,7 +136,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
     public void resumeParked(Collection<Subscription> subscriptions) throws SQLException {
         Set<String> parked = parkedEvents.subscriptionsWithParkedEvents();
         for (Subscription subscription : subscriptions) {
-            if (parked.contains(subscription.name()) && subscription.destination() instanceof Destination.Webhook) {
+            if (parked.contains(subscription.name())) {
                 for (int lane = 0; lane < settings.concurrency(); lane++) {
                     lane(subscription, lane);
                 }
@@ -155,15 +147,14 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
     @Override
     public void send(Subscription subscription, ChangeEvent event, EventEncoder.Encoded body, Runnable done)
             throws InterruptedException {
-        if (!(subscription.destination() instanceof Destination.Webhook)) {
-            throw new IllegalArgumentException(subscription.name() + " is not a webhook subscription");
-        }
         if (disabled.contains(subscription.name())) {
             done.run();
             return;
         }
-        lane(subscription, Math.floorMod(event.rowKeyHash(), settings.concurrency())).queue.put(new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(),
-                body.contentType(), body.headers(), done));
+        String address = subscription.destination() instanceof Destination.Amqp amqp ? amqp.address(event) : null;
+        lane(subscription, Math.floorMod(event.rowKeyHash(), settings.concurrency())).queue.put(new Job(event.id(),
+                event.tx().commitLsn(), event.tx().commitTime(), body.body(), body.contentType(), body.headers(), address,
+                done));
     }
 
     /** Changes to one row always take the same lane of their subscription, so they arrive in commit order. */
@@ -206,11 +197,16 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         lanes.values().forEach(lane -> lane.thread.interrupt());
     }
 
+    /** Whether the subscription's requests carry several events: a webhook's JSON array; AMQP sends one message per event. */
+    private static int batchSize(Subscription subscription) {
+        return subscription.destination() instanceof Destination.Webhook ? subscription.batchMaxEvents() : 1;
+    }
+
     /** One subscription's queue and the thread that delivers it in order. */
     private final class Lane implements Runnable {
         final Subscription subscription;
         final int index;
-        final Destination.Webhook destination;
+        final Transport transport;
         final BlockingQueue<Job> queue = new ArrayBlockingQueue<>(LANE_CAPACITY);
         final Thread thread;
         final AtomicLong delivered = new AtomicLong();
@@ -224,7 +220,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         Lane(Subscription subscription, int index) {
             this.subscription = subscription;
             this.index = index;
-            this.destination = (Destination.Webhook) subscription.destination();
+            this.transport = transports.apply(subscription);
             this.thread = new Thread(this, "walhook-webhook-" + subscription.name() + "-" + index);
             thread.setDaemon(true);
             thread.start();
@@ -261,7 +257,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                             parking = true;
                             nextParkedAttempt = clock.instant().plus(settings.parkedRetryInterval());
                             LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
-                                    + " takes them again", subscription.name(), destination.url(), settings.retryWindow(),
+                                    + " takes them again", subscription.name(), transport, settings.retryWindow(),
                                     lastError);
                         } else if (!disabled.contains(subscription.name())) {
                             delivered.addAndGet(batch.size());
@@ -298,7 +294,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         /** The next job, and as many following ones as the subscription batches, waiting at most its batch wait. */
         private List<Job> nextBatch() throws InterruptedException {
             Job first = queue.take();
-            int max = subscription.batchMaxEvents();
+            int max = batchSize(subscription);
             if (max == 1) {
                 return List.of(first);
             }
@@ -343,7 +339,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                     return false;
                 }
                 LOG.warnf("subscription %s: %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(),
-                        job.id(), attempt, destination.url(), result.problem(), wait);
+                        job.id(), attempt, transport, result.problem(), wait);
                 Thread.sleep(wait);
                 backoff = Math.min(backoff * 2, settings.maxBackoff().toMillis());
             }
@@ -352,7 +348,7 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
         private void park(Job job) throws InterruptedException {
             untilDone(() -> {
                 parkedEvents.park(subscription.name(), index, job.eventId(), job.commitLsn(), job.contentType(),
-                        job.headers(), job.body(), 0, lastError);
+                        job.headers(), job.address(), job.body(), 0, lastError);
                 return null;
             });
             parked.incrementAndGet();
@@ -373,12 +369,12 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
                     }
                     return;
                 }
-                int size = Math.max(1, subscription.batchMaxEvents());
+                int size = batchSize(subscription);
                 for (int from = 0; from < batch.size(); from += size) {
                     List<ParkedEventStore.Parked> run = batch.subList(from, Math.min(from + size, batch.size()));
                     ParkedEventStore.Parked first = run.get(0);
-                    Attempt result = attempt(subscription.batchMaxEvents() == 1
-                            ? new Request(first.eventId(), first.body(), first.contentType(), first.headers())
+                    Attempt result = attempt(size == 1
+                            ? new Request(first.eventId(), first.body(), first.contentType(), first.headers(), first.address())
                             : Request.batch(first.eventId(), first.contentType(),
                                     run.stream().map(ParkedEventStore.Parked::body).toList()));
                     if (result.outcome() == Outcome.RETRY) {
@@ -410,30 +406,15 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
             }
         }
 
-        private Attempt attempt(Request job) {
-            try {
-                HttpResponse<Void> response = http.send(request(job), HttpResponse.BodyHandlers.discarding());
-                Outcome outcome = classify(response.statusCode());
-                if (outcome == Outcome.GONE) {
-                    disabled.add(subscription.name());
-                    lastError = "410 Gone";
-                    LOG.errorf("subscription %s disabled: %s answered 410 Gone to %s", subscription.name(),
-                            destination.url(), job.id());
-                }
-                return new Attempt(outcome, outcome == Outcome.RETRY ? response.headers().firstValue("retry-after")
-                        .flatMap(v -> retryAfter(v, clock.instant())) : Optional.empty(), "HTTP " + response.statusCode());
-            } catch (IOException e) {
-                return new Attempt(Outcome.RETRY, Optional.empty(),
-                        e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return new Attempt(Outcome.RETRY, Optional.empty(), "interrupted");
+        private Attempt attempt(Request request) throws InterruptedException {
+            Attempt result = transport.attempt(request);
+            if (result.outcome() == Outcome.GONE) {
+                disabled.add(subscription.name());
+                lastError = result.problem();
+                LOG.errorf("subscription %s disabled: %s answered %s to %s", subscription.name(), transport,
+                        result.problem(), request.id());
             }
-        }
-
-        private HttpRequest request(Request job) {
-            return webhookRequest(destination, job.id(), job.body(), job.contentType(), job.headers(),
-                    clock.instant().getEpochSecond(), settings.requestTimeout());
+            return result;
         }
 
         /** State-table work that must not be skipped: retried until the database answers. */
@@ -455,52 +436,5 @@ public final class WebhookSender implements RoutingLoop.Sender, AutoCloseable {
 
     private interface SqlCall<T> {
         T run() throws SQLException;
-    }
-
-    /**
-     * One POST to a webhook destination with the Standard Webhooks headers (signed when the
-     * destination has secrets), the format's headers and the destination's own.
-     */
-    public static HttpRequest webhookRequest(Destination.Webhook destination, String id, byte[] body, String contentType,
-            Map<String, String> formatHeaders, long timestamp, Duration timeout) {
-        HttpRequest.Builder request = HttpRequest.newBuilder(destination.url()).timeout(timeout)
-                // HTTP/2 where TLS negotiates it; no h2c upgrade dance with plain-HTTP receivers
-                .version("https".equals(destination.url().getScheme()) ? HttpClient.Version.HTTP_2
-                        : HttpClient.Version.HTTP_1_1)
-                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
-                .header("content-type", contentType)
-                .header("user-agent", "walhook")
-                .header("webhook-id", id)
-                .header("webhook-timestamp", Long.toString(timestamp));
-        if (!destination.secrets().isEmpty()) {
-            request.header("webhook-signature", WebhookSigner.sign(destination.secrets(), id, timestamp, body));
-        }
-        formatHeaders.forEach(request::header);
-        destination.headers().forEach(request::header);
-        return request.build();
-    }
-
-    static Outcome classify(int status) {
-        if (status >= 200 && status < 300) {
-            return Outcome.DELIVERED;
-        }
-        return status == 410 ? Outcome.GONE : Outcome.RETRY;
-    }
-
-    /** {@code Retry-After}: seconds or an HTTP date; nonsense is ignored. */
-    static Optional<Duration> retryAfter(String value, Instant now) {
-        String v = value.strip();
-        try {
-            long seconds = Long.parseLong(v);
-            return seconds < 0 ? Optional.empty() : Optional.of(Duration.ofSeconds(seconds));
-        } catch (NumberFormatException notSeconds) {
-            try {
-                Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-                Duration wait = Duration.between(now, at);
-                return Optional.of(wait.isNegative() ? Duration.ZERO : wait);
-            } catch (DateTimeParseException notDate) {
-                return Optional.empty();
-            }
-        }
     }
 }

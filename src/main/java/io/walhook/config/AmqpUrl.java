@@ -1,0 +1,59 @@
+package io.walhook.config;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * {@code WALHOOK_AMQP_URL} parsed: {@code amqp://user:password@host:port} or {@code amqps://...}
+ * (TLS, verifying the broker's certificate and host name against the JVM's trust store). Default
+ * ports 5672 and 5671; no user means SASL ANONYMOUS. Every problem names the variable.
+ */
+public record AmqpUrl(boolean tls, String host, int port, String user, String password) {
+
+    public static final String VARIABLE = "WALHOOK_AMQP_URL";
+
+    public static AmqpUrl parse(String text) {
+        URI uri;
+        try {
+            uri = new URI(text.strip());
+        } catch (URISyntaxException e) {
+            throw new ConfigProblem(VARIABLE, "is not a URL (" + e.getReason() + " at index " + e.getIndex()
+                    + "); expected amqp://user:password@host:port");
+        }
+        if (!"amqp".equals(uri.getScheme()) && !"amqps".equals(uri.getScheme())) {
+            throw new ConfigProblem(VARIABLE, "must start with amqp:// or amqps://, not "
+                    + (uri.getScheme() == null ? "'" + text.strip() + "'" : uri.getScheme() + ":"));
+        }
+        if (uri.getHost() == null || uri.getHost().isEmpty()) {
+            throw new ConfigProblem(VARIABLE, "names no host; expected amqp://user:password@host:port");
+        }
+        if (uri.getRawPath() != null && !uri.getRawPath().isEmpty() && !uri.getRawPath().equals("/")) {
+            throw new ConfigProblem(VARIABLE, "has a path (" + uri.getRawPath() + "); addresses belong in"
+                    + " WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS");
+        }
+        if (uri.getRawQuery() != null) {
+            throw new ConfigProblem(VARIABLE, "has parameters (?" + uri.getRawQuery() + "), which walhook does not read");
+        }
+        boolean tls = "amqps".equals(uri.getScheme());
+        String user = null;
+        String password = null;
+        if (uri.getRawUserInfo() != null) {
+            String[] info = uri.getRawUserInfo().split(":", 2);
+            user = decode(info[0]);
+            password = info.length > 1 ? decode(info[1]) : "";
+        }
+        return new AmqpUrl(tls, uri.getHost(), uri.getPort() < 0 ? (tls ? 5671 : 5672) : uri.getPort(), user, password);
+    }
+
+    private static String decode(String s) {
+        return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    }
+
+    /** Never shows the password. */
+    @Override
+    public String toString() {
+        return (tls ? "amqps://" : "amqp://") + (user == null ? "" : user + "@") + host + ":" + port;
+    }
+}

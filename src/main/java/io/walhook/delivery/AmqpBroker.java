@@ -1,0 +1,315 @@
+package io.walhook.delivery;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import org.apache.qpid.proton.amqp.Binary;
+import org.apache.qpid.proton.amqp.Symbol;
+import org.apache.qpid.proton.amqp.messaging.Accepted;
+import org.apache.qpid.proton.amqp.messaging.ApplicationProperties;
+import org.apache.qpid.proton.amqp.messaging.Data;
+import org.apache.qpid.proton.amqp.messaging.Modified;
+import org.apache.qpid.proton.amqp.messaging.Rejected;
+import org.apache.qpid.proton.amqp.messaging.Released;
+import org.apache.qpid.proton.amqp.transport.DeliveryState;
+import org.apache.qpid.proton.amqp.transport.ErrorCondition;
+import org.apache.qpid.proton.message.Message;
+import org.jboss.logging.Logger;
+
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
+import io.vertx.proton.ProtonClient;
+import io.vertx.proton.ProtonClientOptions;
+import io.vertx.proton.ProtonConnection;
+import io.vertx.proton.ProtonQoS;
+import io.vertx.proton.ProtonSender;
+import io.walhook.config.AmqpUrl;
+import io.walhook.routing.Destination;
+
+/**
+ * One AMQP 1.0 connection to {@code WALHOOK_AMQP_URL}, shared by every AMQP subscription: each
+ * event one durable message, its id the event id, sent to the address it resolved to through the
+ * broker's anonymous relay where the broker offers one, else through a sender per address.
+ *
+ * <p>The settlement is the outcome: {@code accepted} is delivered; {@code rejected},
+ * {@code released}, {@code modified}, a detached link, a lost connection or no settlement within
+ * the request timeout are retried (and parked) by the dispatcher like a failing webhook. The
+ * connection is opened on the first send and again after a loss, at the pace of those retries.
+ *
+ * <p>Built on vertx-proton, the layer under SmallRye's AMQP connector and the Vert.x AMQP client:
+ * their channels are bound to fixed addresses and report only accepted-or-not, while walhook
+ * resolves an address per event and names the broker's outcome in its logs and dead letters.
+ * Every proton call runs on one Vert.x event-loop context; lanes wait for their outcome.
+ */
+public final class AmqpBroker implements AutoCloseable {
+
+    private static final Logger LOG = Logger.getLogger(AmqpBroker.class);
+    private static final Symbol ANONYMOUS_RELAY = Symbol.valueOf("ANONYMOUS-RELAY");
+    /** CloudEvents AMQP binding: binary-mode attributes are application properties with this prefix. */
+    static final String CLOUDEVENTS_PREFIX = "cloudEvents:";
+
+    private record Waiting(Runnable send, CompletableFuture<Transport.Attempt> outcome) {
+    }
+
+    private final Vertx vertx;
+    private final Context context;
+    private final AmqpUrl url;
+    private final Duration timeout;
+
+    // touched on the event-loop context only
+    private ProtonConnection connection;
+    private boolean connecting;
+    private boolean anonymousRelay;
+    private String lastProblem;
+    private final List<Waiting> waiting = new ArrayList<>();
+    private final Map<String, ProtonSender> senders = new HashMap<>();
+    private final Map<ProtonSender, Set<CompletableFuture<Transport.Attempt>>> unsettled = new HashMap<>();
+
+    public AmqpBroker(Vertx vertx, AmqpUrl url, Duration timeout) {
+        this.vertx = vertx;
+        this.context = vertx.getOrCreateContext();
+        this.url = url;
+        this.timeout = timeout;
+    }
+
+    /** The transport of one AMQP subscription. */
+    public Transport transport(Destination.Amqp destination) {
+        return new Transport() {
+            @Override
+            public Attempt attempt(Dispatcher.Request request) throws InterruptedException {
+                return send(request);
+            }
+
+            @Override
+            public String toString() {
+                return url + " address " + destination.address();
+            }
+        };
+    }
+
+    Transport.Attempt send(Dispatcher.Request request) throws InterruptedException {
+        CompletableFuture<Transport.Attempt> outcome = new CompletableFuture<>();
+        context.runOnContext(v -> whenConnected(new Waiting(() -> sendNow(request, outcome), outcome)));
+        try {
+            return outcome.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            // a broker that neither settles nor refuses: start afresh rather than wait on this connection
+            context.runOnContext(v -> {
+                if (connection != null) {
+                    lost(connection, "no outcome within " + timeout + "; reconnecting");
+                }
+            });
+            return Transport.Attempt.retry("the broker gave no outcome within " + timeout);
+        } catch (ExecutionException e) {
+            return Transport.Attempt.retry(String.valueOf(e.getCause()));
+        }
+    }
+
+    private void whenConnected(Waiting send) {
+        if (connection != null) {
+            send.send().run();
+            return;
+        }
+        waiting.add(send);
+        if (!connecting) {
+            connect();
+        }
+    }
+
+    private void connect() {
+        connecting = true;
+        ProtonClientOptions options = new ProtonClientOptions()
+                .setConnectTimeout((int) Math.min(timeout.toMillis(), 10_000))
+                .setHeartbeat(10_000);
+        if (url.tls()) {
+            options.setSsl(true).setHostnameVerificationAlgorithm("HTTPS");
+        }
+        if (url.user() == null) {
+            options.addEnabledSaslMechanism("ANONYMOUS");
+        }
+        ProtonClient.create(vertx).connect(options, url.host(), url.port(), url.user(), url.password(), connected -> {
+            if (connected.failed()) {
+                failWaiting("cannot connect to " + url + ": " + connected.cause().getMessage());
+                return;
+            }
+            ProtonConnection opening = connected.result();
+            opening.setContainer("walhook");
+            opening.openHandler(opened -> {
+                if (opened.failed()) {
+                    failWaiting("the broker at " + url + " refused the connection: " + opened.cause().getMessage());
+                    opening.disconnect();
+                    return;
+                }
+                opened(opening);
+            });
+            opening.closeHandler(closed -> lost(opening, "closed by the broker" + condition(opening.getRemoteCondition())));
+            opening.disconnectHandler(gone -> lost(opening, "connection lost"));
+            opening.open();
+        });
+    }
+
+    private void opened(ProtonConnection opened) {
+        connection = opened;
+        connecting = false;
+        Symbol[] offered = opened.getRemoteOfferedCapabilities();
+        anonymousRelay = offered != null && List.of(offered).contains(ANONYMOUS_RELAY);
+        LOG.infof("connected to AMQP broker %s (%s)", url,
+                anonymousRelay ? "anonymous relay" : "no anonymous relay: a sender per address");
+        lastProblem = null;
+        List<Waiting> ready = new ArrayList<>(waiting);
+        waiting.clear();
+        ready.forEach(w -> w.send().run());
+    }
+
+    private void failWaiting(String problem) {
+        connecting = false;
+        if (!problem.equals(lastProblem)) {
+            LOG.warn(problem);
+            lastProblem = problem;
+        }
+        List<Waiting> failed = new ArrayList<>(waiting);
+        waiting.clear();
+        failed.forEach(w -> w.outcome().complete(Transport.Attempt.retry(problem)));
+    }
+
+    /** The connection is gone: every message not yet settled on it is retried. */
+    private void lost(ProtonConnection which, String problem) {
+        if (connection != which) {
+            if (connecting && connection == null) {
+                failWaiting(problem);
+            }
+            return;
+        }
+        connection = null;
+        LOG.warnf("AMQP broker %s: %s; unsettled messages will be sent again", url, problem);
+        List<CompletableFuture<Transport.Attempt>> pending = new ArrayList<>();
+        unsettled.values().forEach(pending::addAll);
+        unsettled.clear();
+        senders.clear();
+        which.disconnect();
+        pending.forEach(f -> f.complete(Transport.Attempt.retry(problem)));
+    }
+
+    private void sendNow(Dispatcher.Request request, CompletableFuture<Transport.Attempt> outcome) {
+        ProtonSender sender = sender(request.address());
+        Message message = Message.Factory.create();
+        message.setMessageId(request.id());
+        message.setDurable(true);
+        message.setContentType(request.contentType());
+        if (anonymousRelay) {
+            message.setAddress(request.address());
+        }
+        Map<String, Object> properties = applicationProperties(request.headers());
+        if (!properties.isEmpty()) {
+            message.setApplicationProperties(new ApplicationProperties(properties));
+        }
+        message.setBody(new Data(new Binary(request.body())));
+        Set<CompletableFuture<Transport.Attempt>> pending = unsettled.computeIfAbsent(sender, s -> new HashSet<>());
+        pending.add(outcome);
+        sender.send(message, delivery -> {
+            pending.remove(outcome);
+            outcome.complete(outcome(delivery.getRemoteState()));
+        });
+    }
+
+    /** The anonymous relay's sender, or the address's own; opened on first use, dropped when the broker detaches it. */
+    private ProtonSender sender(String address) {
+        String key = anonymousRelay ? "" : address;
+        ProtonSender existing = senders.get(key);
+        if (existing != null) {
+            return existing;
+        }
+        ProtonSender sender = connection.createSender(anonymousRelay ? null : address);
+        sender.setQoS(ProtonQoS.AT_LEAST_ONCE).setAutoSettle(true);
+        sender.closeHandler(closed -> detached(key, sender));
+        sender.detachHandler(detached -> detached(key, sender));
+        sender.open();
+        senders.put(key, sender);
+        return sender;
+    }
+
+    private void detached(String key, ProtonSender sender) {
+        senders.remove(key, sender);
+        String problem = "the broker detached the link to " + (key.isEmpty() ? "its anonymous relay" : key)
+                + condition(sender.getRemoteCondition());
+        Set<CompletableFuture<Transport.Attempt>> pending = unsettled.remove(sender);
+        if (pending != null) {
+            List.copyOf(pending).forEach(f -> f.complete(Transport.Attempt.retry(problem)));
+        }
+        sender.close();
+    }
+
+    static Transport.Attempt outcome(DeliveryState state) {
+        if (state instanceof Accepted) {
+            return new Transport.Attempt(Transport.Outcome.DELIVERED, java.util.Optional.empty(), "accepted");
+        }
+        if (state instanceof Rejected rejected) {
+            return Transport.Attempt.retry("rejected" + condition(rejected.getError()));
+        }
+        if (state instanceof Released) {
+            return Transport.Attempt.retry("released");
+        }
+        if (state instanceof Modified modified) {
+            return Transport.Attempt.retry("modified" + (Boolean.TRUE.equals(modified.getUndeliverableHere())
+                    ? " (undeliverable here)" : ""));
+        }
+        return Transport.Attempt.retry("settled without an outcome (" + state + ")");
+    }
+
+    /**
+     * The format's headers as AMQP application properties: the binary CloudEvents headers
+     * ({@code ce-*}, percent-encoded for HTTP) become {@code cloudEvents:*} with their plain values.
+     */
+    static Map<String, Object> applicationProperties(Map<String, String> headers) {
+        Map<String, Object> properties = new LinkedHashMap<>();
+        headers.forEach((name, value) -> {
+            if (name.startsWith("ce-")) {
+                properties.put(CLOUDEVENTS_PREFIX + name.substring(3),
+                        URLDecoder.decode(value.replace("+", "%2B"), StandardCharsets.UTF_8));
+            } else {
+                properties.put(name, value);
+            }
+        });
+        return properties;
+    }
+
+    private static String condition(ErrorCondition error) {
+        if (error == null || error.getCondition() == null) {
+            return "";
+        }
+        return ": " + error.getCondition() + (error.getDescription() == null ? "" : " " + error.getDescription());
+    }
+
+    @Override
+    public void close() {
+        CompletableFuture<Void> closed = new CompletableFuture<>();
+        context.runOnContext(v -> {
+            ProtonConnection open = connection;
+            connection = null;
+            if (open != null) {
+                open.close();
+                open.disconnect();
+            }
+            closed.complete(null);
+        });
+        try {
+            closed.get(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.debugf("closing the AMQP connection: %s", e);
+        }
+    }
+}

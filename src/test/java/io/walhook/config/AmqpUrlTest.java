@@ -1,0 +1,37 @@
+package io.walhook.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.Test;
+
+class AmqpUrlTest {
+
+    @Test
+    void readsCredentialsPortAndTls() {
+        AmqpUrl url = AmqpUrl.parse("amqps://walhook:p%40ss%2Bword@broker.example:5999");
+        assertThat(url).isEqualTo(new AmqpUrl(true, "broker.example", 5999, "walhook", "p@ss+word"));
+        assertThat(url.toString()).isEqualTo("amqps://walhook@broker.example:5999").doesNotContain("p@ss");
+    }
+
+    @Test
+    void defaultsPortsAndAnonymous() {
+        assertThat(AmqpUrl.parse("amqp://localhost")).isEqualTo(new AmqpUrl(false, "localhost", 5672, null, null));
+        assertThat(AmqpUrl.parse(" amqps://localhost/ ").port()).isEqualTo(5671);
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "http://broker:5672      | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not http:",
+        "broker:5672             | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not broker:",
+        "amqp://                 | WALHOOK_AMQP_URL is not a URL",
+        "amqp://broker/orders    | WALHOOK_AMQP_URL has a path (/orders); addresses belong in WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS",
+        "amqp://broker?x=1       | WALHOOK_AMQP_URL has parameters (?x=1), which walhook does not read",
+        "amqp://bro ker          | WALHOOK_AMQP_URL is not a URL",
+    })
+    void namesTheVariableAndTheProblem(String text, String message) {
+        assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigProblem.class).hasMessageStartingWith(message);
+    }
+}
