@@ -4,9 +4,12 @@ import java.util.List;
 
 import io.quarkus.runtime.annotations.RegisterForReflection;
 
-/** The body of {@code GET /status}; see {@code StatusView} in openapi.yaml. */
+/**
+ * The body of {@code GET /status}; see {@code StatusView} in openapi.yaml. {@code role}: active
+ * (streams the slot), standby (waits for the active instance's lock) or starting.
+ */
 @RegisterForReflection
-public record StatusView(SlotView slot, String serverLsn, Long lagBytes, String checkpointLsn,
+public record StatusView(String role, SlotView slot, String serverLsn, Long lagBytes, String checkpointLsn,
         ReplicationView replication, List<SubscriptionStatusView> subscriptions) {
 
     /** The replication reader of this instance. */

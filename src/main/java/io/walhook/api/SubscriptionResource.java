@@ -234,14 +234,27 @@ public class SubscriptionResource {
     /** Retries parked events now (they are retried on their own too, with backoff), oldest first. */
     @POST
     @Path("{id}/dead-letters/replay")
-    public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
-            throws SQLException {
+    public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id,
+            @jakarta.ws.rs.QueryParam("id") List<Long> ids) throws SQLException {
         authorize(authorization);
         Subscription subscription = inForce(id);
         String name = subscription.name();
+        long replaying;
+        if (ids == null || ids.isEmpty()) {
+            replaying = parked.count(name, 0, 1);
+        } else {
+            java.util.Set<Long> missing = new java.util.TreeSet<>(ids);
+            missing.removeAll(parked.existing(name, ids));
+            if (!missing.isEmpty()) {
+                throw new ApiProblem(404, "Not Found", "no dead letters " + missing + " in subscription " + name
+                        + "; nothing was replayed", null);
+            }
+            replaying = new java.util.HashSet<>(ids).size();
+        }
+        // a lane retries oldest first, so the named events go in their rows' order
         source.retryParkedNow(subscription);
         ObjectNode body = JSON.createObjectNode();
-        body.put("replaying", parked.count(name, 0, 1));
+        body.put("replaying", replaying);
         return body;
     }
 
@@ -425,6 +438,13 @@ public class SubscriptionResource {
             s.projection().include().stream().sorted().forEach(include::add);
             ArrayNode exclude = columns.putArray("exclude");
             s.projection().exclude().stream().sorted().forEach(exclude::add);
+        }
+        if (!s.retry().isDefault()) {
+            // the subscription's own settings, as given: what it leaves out follows WALHOOK_DELIVERY_*
+            ObjectNode retry = view.putObject("retry");
+            s.retry().maxAttempts().ifPresent(n -> retry.put("max_attempts", n));
+            s.retry().maxBackoff().ifPresent(d -> retry.put("max_backoff_ms", d.toMillis()));
+            s.retry().window().ifPresent(d -> retry.put("window_ms", d.toMillis()));
         }
         return view;
     }

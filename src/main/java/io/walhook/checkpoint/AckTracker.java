@@ -132,6 +132,19 @@ public final class AckTracker {
         return pending.isEmpty();
     }
 
+    /**
+     * True when no closed transaction has deliveries outstanding: the watermark is as far as what
+     * was read can take it (only a transaction still open, or abandoned, may be pending).
+     */
+    public synchronized boolean settled() {
+        for (Ticket ticket : pending) {
+            if (ticket.endLsn != null) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Opened transactions not yet complete. */
     public synchronized int pendingTransactions() {
         return pending.size();

@@ -37,6 +37,14 @@ public interface WalhookConfig {
     /** {@code amqp://user:password@host:port} (or {@code amqps://}) of the AMQP 1.0 broker. */
     Optional<String> amqpUrl();
 
+    /** How often a standby tries the active instance's lock (one active walhook per slot). */
+    @WithDefault("2s")
+    java.time.Duration standbyPollInterval();
+
+    /** On SIGTERM, how long in-flight deliveries may take before the stream is acknowledged and closed. */
+    @WithDefault("20s")
+    java.time.Duration shutdownGracePeriod();
+
     /**
      * Subscriptions defined by configuration, by name: {@code WALHOOK_SUBSCRIPTIONS_<NAME>_URL} is
      * {@code walhook.subscriptions.<name>.url}. Read-only in the API. Values are validated by
@@ -78,6 +86,15 @@ public interface WalhookConfig {
 
         /** Comma list of columns never to send. */
         Optional<String> excludeColumns();
+
+        /** Attempts (1 to 1000) after which a failing request is parked even before the retry window ends. */
+        Optional<String> retryMaxAttempts();
+
+        /** This subscription's longest wait between two attempts (a duration); the global one when unset. */
+        Optional<String> retryMaxBackoff();
+
+        /** This subscription's retry window (a duration); the global one when unset. */
+        Optional<String> retryWindow();
     }
 
     /** How webhooks are delivered. */

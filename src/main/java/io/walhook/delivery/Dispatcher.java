@@ -159,7 +159,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /** Changes to one row always take the same lane of their subscription, so they arrive in commit order. */
     private Lane lane(Subscription subscription, int index) {
-        return lanes.computeIfAbsent(subscription.name() + "#" + index, name -> new Lane(subscription, index));
+        Lane lane = lanes.computeIfAbsent(subscription.name() + "#" + index, name -> new Lane(subscription, index));
+        lane.follow(subscription);
+        return lane;
     }
 
     /**
@@ -204,9 +206,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /** One subscription's queue and the thread that delivers it in order. */
     private final class Lane implements Runnable {
-        final Subscription subscription;
+        volatile Subscription subscription;
         final int index;
-        final Transport transport;
+        volatile Transport transport;
         final BlockingQueue<Job> queue = new ArrayBlockingQueue<>(LANE_CAPACITY);
         final Thread thread;
         final AtomicLong delivered = new AtomicLong();
@@ -216,6 +218,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         volatile String lastError;
         volatile long parkedBackoffMillis = MIN_BACKOFF.toMillis();
         volatile Instant nextParkedAttempt = Instant.MIN;
+        volatile String gaveUpAfter = "";
 
         Lane(Subscription subscription, int index) {
             this.subscription = subscription;
@@ -224,6 +227,17 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             this.thread = new Thread(this, "walhook-webhook-" + subscription.name() + "-" + index);
             thread.setDaemon(true);
             thread.start();
+        }
+
+        /**
+         * A subscription replaced through the API (destination, batching, retry policy) applies to
+         * the requests its lanes send from now on.
+         */
+        void follow(Subscription latest) {
+            if (latest != subscription) {
+                transport = transports.apply(latest);
+                subscription = latest;
+            }
         }
 
         LaneStatus status() {
@@ -257,8 +271,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                             parking = true;
                             nextParkedAttempt = clock.instant().plus(settings.parkedRetryInterval());
                             LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
-                                    + " takes them again", subscription.name(), transport, settings.retryWindow(),
-                                    lastError);
+                                    + " takes them again", subscription.name(), transport, gaveUpAfter, lastError);
                         } else if (!disabled.contains(subscription.name())) {
                             delivered.addAndGet(batch.size());
                             Instant committed = batch.get(0).commitTime();
@@ -314,10 +327,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             return batch;
         }
 
-        /** Tries until delivered (or gone); false when the retry window ran out. */
+        /** Tries until delivered (or gone); false when the retry window or the subscription's attempts ran out. */
         private boolean deliverWithinWindow(Request job) throws InterruptedException {
-            Instant giveUp = clock.instant().plus(settings.retryWindow());
-            long backoff = MIN_BACKOFF.toMillis();
+            Duration window = subscription.retry().window().orElse(settings.retryWindow());
+            long maxBackoff = subscription.retry().maxBackoff().orElse(settings.maxBackoff()).toMillis();
+            int maxAttempts = subscription.retry().maxAttempts().orElse(Integer.MAX_VALUE);
+            Instant giveUp = clock.instant().plus(window);
+            long backoff = Math.min(MIN_BACKOFF.toMillis(), maxBackoff);
             for (int attempt = 1; ; attempt++) {
                 if (disabled.contains(subscription.name())) {
                     return true;
@@ -332,16 +348,17 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 metrics.retried(subscription.name());
                 // Retry-After is honoured (bounded); otherwise exponential backoff with full jitter
                 long wait = result.retryAfter().isPresent()
-                        ? Math.min(result.retryAfter().get().toMillis(), settings.maxBackoff().toMillis() * 10)
+                        ? Math.min(result.retryAfter().get().toMillis(), maxBackoff * 10)
                         : Math.max(ThreadLocalRandom.current().nextLong(0, backoff + 1), 50);
-                if (clock.instant().plusMillis(wait).isAfter(giveUp)) {
+                if (attempt >= maxAttempts || clock.instant().plusMillis(wait).isAfter(giveUp)) {
+                    gaveUpAfter = attempt >= maxAttempts ? attempt + " attempts" : "its retry window of " + window;
                     retrying = false;
                     return false;
                 }
                 LOG.warnf("subscription %s: %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(),
                         job.id(), attempt, transport, result.problem(), wait);
                 Thread.sleep(wait);
-                backoff = Math.min(backoff * 2, settings.maxBackoff().toMillis());
+                backoff = Math.min(backoff * 2, maxBackoff);
             }
         }
 

@@ -114,6 +114,22 @@ public final class ParkedEventStore {
         return parked;
     }
 
+    /** Which of these ids are parked requests of the subscription. */
+    public Set<Long> existing(String subscription, List<Long> ids) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT id FROM " + table + " WHERE subscription = ? AND id = ANY (?)")) {
+            s.setString(1, subscription);
+            s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
+            Set<Long> found = new TreeSet<>();
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    found.add(rs.getLong(1));
+                }
+            }
+            return found;
+        }
+    }
+
     /** Forgets parked requests (all of the subscription's when {@code ids} is empty); returns how many. */
     public int delete(String subscription, List<Long> ids) throws SQLException {
         try (Connection c = dataSource.getConnection();

@@ -12,14 +12,24 @@ import io.walhook.change.Operation;
  *
  * @param filter the compiled CEL filter, absent when every matching change is wanted
  * @param batchMaxEvents 1 sends one event per request; more sends JSON arrays of up to that many
+ * @param retry its own retry settings; what it leaves unset comes from WALHOOK_DELIVERY_*
  */
 public record Subscription(String name, List<TablePattern> tables, Set<Operation> operations,
         Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
-        long batchMaxWaitMs, Projection projection, boolean readOnly) {
+        long batchMaxWaitMs, Projection projection, boolean readOnly, RetryPolicy retry) {
 
     public Subscription {
         tables = List.copyOf(tables);
         operations = Set.copyOf(operations);
+        retry = retry == null ? RetryPolicy.DEFAULTS : retry;
+    }
+
+    /** A subscription with the global retry settings. */
+    public Subscription(String name, List<TablePattern> tables, Set<Operation> operations,
+            Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
+            long batchMaxWaitMs, Projection projection, boolean readOnly) {
+        this(name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs, projection, readOnly,
+                RetryPolicy.DEFAULTS);
     }
 
     /** Table and operation only (the filter comes after): what is cached per relation. */

@@ -114,7 +114,49 @@ public final class SubscriptionConfigReader {
             throw new ConfigProblem(prefix + "INCLUDE_COLUMNS", "and " + prefix + "EXCLUDE_COLUMNS are both set; use one");
         }
         return new Subscription(name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs,
-                new Projection(include, exclude), true);
+                new Projection(include, exclude), true, retry(prefix, c));
+    }
+
+    /** RETRY_MAX_ATTEMPTS, RETRY_MAX_BACKOFF and RETRY_WINDOW; what is unset comes from WALHOOK_DELIVERY_*. */
+    private static RetryPolicy retry(String prefix, WalhookConfig.SubscriptionConfig c) {
+        Optional<Integer> maxAttempts = c.retryMaxAttempts().filter(v -> !v.isBlank())
+                .map(v -> (int) number(prefix + "RETRY_MAX_ATTEMPTS", Optional.of(v), 0, 1, RetryPolicy.MAX_ATTEMPTS));
+        Optional<java.time.Duration> maxBackoff = duration(prefix + "RETRY_MAX_BACKOFF", c.retryMaxBackoff(),
+                RetryPolicy.LONGEST_BACKOFF, "24h");
+        Optional<java.time.Duration> window = duration(prefix + "RETRY_WINDOW", c.retryWindow(),
+                RetryPolicy.LONGEST_WINDOW, "7d");
+        RetryPolicy policy = new RetryPolicy(maxAttempts, maxBackoff, window);
+        if (policy.backoffExceedsWindow()) {
+            throw new ConfigProblem(prefix + "RETRY_MAX_BACKOFF", "is " + c.retryMaxBackoff().get().strip()
+                    + ", longer than " + prefix + "RETRY_WINDOW (" + c.retryWindow().get().strip() + "): no wait that"
+                    + " long can happen before the request is parked; lower it or lengthen the window");
+        }
+        return policy;
+    }
+
+    /** A Quarkus duration ({@code 30s}, {@code 500ms}, {@code 5m}, {@code 1h}, {@code 2d}, ISO-8601 {@code PT1M}). */
+    private static Optional<java.time.Duration> duration(String variable, Optional<String> value,
+            java.time.Duration longest, String longestText) {
+        if (value.isEmpty() || value.get().isBlank()) {
+            return Optional.empty();
+        }
+        String text = value.get().strip();
+        java.time.Duration duration;
+        try {
+            duration = io.quarkus.runtime.configuration.DurationConverter.parseDuration(text);
+        } catch (RuntimeException e) {
+            duration = null;
+        }
+        if (duration == null) {
+            throw new ConfigProblem(variable, "is '" + text + "', not a duration; write e.g. 500ms, 30s, 5m, 1h or PT1M");
+        }
+        if (duration.isNegative() || duration.isZero()) {
+            throw new ConfigProblem(variable, "is " + text + "; it must be longer than zero");
+        }
+        if (duration.compareTo(longest) > 0) {
+            throw new ConfigProblem(variable, "is " + text + "; it must be at most " + longestText);
+        }
+        return Optional.of(duration);
     }
 
     private static List<String> list(Optional<String> value, String whenUnset) {

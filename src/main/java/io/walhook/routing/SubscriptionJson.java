@@ -25,7 +25,7 @@ public final class SubscriptionJson {
 
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     private static final Set<String> FIELDS = Set.of("name", "tables", "operations", "filter", "destination", "format",
-            "batch", "columns");
+            "batch", "columns", "retry");
 
     private SubscriptionJson() {
     }
@@ -109,7 +109,45 @@ public final class SubscriptionJson {
             projection = new Projection(include, exclude);
         }
         return new Subscription(name, tables, operations, filter, destination, format, maxEvents, maxWait, projection,
-                false);
+                false, retry(body.get("retry")));
+    }
+
+    /** {@code "retry": {"max_attempts", "max_backoff_ms", "window_ms"}}, each optional; absent ones are global. */
+    private static RetryPolicy retry(JsonNode node) {
+        if (node == null || node.isNull()) {
+            return RetryPolicy.DEFAULTS;
+        }
+        if (!node.isObject()) {
+            throw new SubscriptionProblem("/retry", "must be an object with max_attempts, max_backoff_ms and window_ms");
+        }
+        for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
+            String field = names.next();
+            if (!Set.of("max_attempts", "max_backoff_ms", "window_ms").contains(field)) {
+                throw new SubscriptionProblem("/retry/" + field, "is not a retry field; known fields: max_attempts,"
+                        + " max_backoff_ms, window_ms");
+            }
+        }
+        Optional<Integer> maxAttempts = present(node, "max_attempts")
+                ? Optional.of((int) integer(node, "/retry/max_attempts", 0, 1, RetryPolicy.MAX_ATTEMPTS))
+                : Optional.empty();
+        Optional<java.time.Duration> maxBackoff = present(node, "max_backoff_ms")
+                ? Optional.of(java.time.Duration.ofMillis(integer(node, "/retry/max_backoff_ms", 0, 1,
+                        RetryPolicy.LONGEST_BACKOFF.toMillis())))
+                : Optional.empty();
+        Optional<java.time.Duration> window = present(node, "window_ms")
+                ? Optional.of(java.time.Duration.ofMillis(integer(node, "/retry/window_ms", 0, 1,
+                        RetryPolicy.LONGEST_WINDOW.toMillis())))
+                : Optional.empty();
+        RetryPolicy policy = new RetryPolicy(maxAttempts, maxBackoff, window);
+        if (policy.backoffExceedsWindow()) {
+            throw new SubscriptionProblem("/retry/max_backoff_ms", "must not exceed window_ms: no wait that long can"
+                    + " happen before the request is parked");
+        }
+        return policy;
+    }
+
+    private static boolean present(JsonNode node, String field) {
+        return node.get(field) != null && !node.get(field).isNull();
     }
 
     private static Destination destination(JsonNode node) {

@@ -8,7 +8,10 @@ import org.eclipse.microprofile.health.HealthCheckResponse;
 import org.eclipse.microprofile.health.HealthCheckResponseBuilder;
 import org.eclipse.microprofile.health.Readiness;
 
-/** Ready only while the replication stream is up; an invalid slot says so here too. */
+/**
+ * Ready while the replication stream is up and routing runs (an invalid slot or a stopped routing
+ * thread says so here too), and while this instance stands by for the active one.
+ */
 @Readiness
 @Singleton
 public class ReplicationHealthCheck implements HealthCheck {
@@ -23,9 +26,18 @@ public class ReplicationHealthCheck implements HealthCheck {
     @Override
     public HealthCheckResponse call() {
         SourceStatus status = source.status();
-        HealthCheckResponseBuilder response = HealthCheckResponse.named("replication");
+        HealthCheckResponseBuilder response = HealthCheckResponse.named("replication")
+                .withData("role", source.role().name().toLowerCase(java.util.Locale.ROOT));
+        if (source.role() == ReplicationSource.Role.STANDBY) {
+            // ready to take over and to serve the API: a rolling update can proceed
+            return response.up().withData("state", "STANDBY").build();
+        }
         if (status == null) {
             return response.down().withData("state", "STARTING").build();
+        }
+        String routingFailure = source.routingFailure();
+        if (routingFailure != null) {
+            return response.down().withData("state", "ROUTING_STOPPED").withData("last_error", routingFailure).build();
         }
         response.status(status.state() == SourceStatus.State.STREAMING)
                 .withData("state", status.state().name())

@@ -59,6 +59,8 @@ public final class ReplicationReader {
     private final Thread thread;
 
     private volatile boolean running;
+    private volatile boolean draining;
+    private volatile long drainDeadline;
     private volatile SourceStatus.State state = SourceStatus.State.CONNECTING;
     private volatile String lastError;
     private volatile Lsn received = Lsn.INVALID;
@@ -104,6 +106,24 @@ public final class ReplicationReader {
         thread.start();
     }
 
+    /**
+     * Stops reading at once, then keeps acknowledging while delivery finishes what it was handed,
+     * until every closed transaction is delivered or parked or the grace period ends; acknowledges
+     * a last time and closes the stream.
+     */
+    public void drain(Duration grace) throws InterruptedException {
+        drainDeadline = System.nanoTime() + grace.toNanos();
+        draining = true;
+        thread.join(grace.toMillis() + 5000);
+        if (thread.isAlive()) {
+            stop(Duration.ofSeconds(5));
+        }
+        state = SourceStatus.State.STOPPED;
+        LOG.infof("slot %s: stopped reading; acknowledged %s (%s)", settings.slot(), acknowledged,
+                tracker.settled() ? "every event read was delivered or parked"
+                        : tracker.pendingTransactions() + " transactions not delivered in time are read again on restart");
+    }
+
     /** Stops reading, acknowledges what is delivered, and closes the stream. */
     public void stop(Duration timeout) throws InterruptedException {
         running = false;
@@ -144,7 +164,7 @@ public final class ReplicationReader {
                 abandonOpenTransaction();
                 assembler.reset();
             }
-            if (!running) {
+            if (!running || draining) {
                 break;
             }
             if (state == SourceStatus.State.STREAMING) {
@@ -183,6 +203,16 @@ public final class ReplicationReader {
                         start.isValid() ? start : "its confirmed position", protocolVersion(settings.serverMajor()),
                         settings.serverMajor());
                 while (running) {
+                    if (draining) {
+                        // read nothing more: what was read is delivered, then acknowledged
+                        acknowledge(false);
+                        if (tracker.settled() || System.nanoTime() - drainDeadline > 0) {
+                            running = false;
+                            break;
+                        }
+                        Thread.sleep(10);
+                        continue;
+                    }
                     ByteBuffer message = stream.readPending();
                     if (message == null) {
                         acknowledge(false);

@@ -23,13 +23,15 @@ import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.walhook.checkpoint.CheckpointStore;
+import io.walhook.config.AmqpUrl;
 import io.walhook.config.ConfigProblem;
 import io.walhook.config.SourceUrl;
-import io.walhook.delivery.ParkedEventStore;
-import io.walhook.delivery.RoutingLoop;
-import io.walhook.config.AmqpUrl;
+import io.walhook.config.StartupCheck;
+import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.AmqpBroker;
 import io.walhook.delivery.Dispatcher;
+import io.walhook.delivery.ParkedEventStore;
+import io.walhook.delivery.RoutingLoop;
 import io.walhook.delivery.Transport;
 import io.walhook.delivery.WebhookTransport;
 import io.walhook.routing.Destination;
@@ -38,8 +40,6 @@ import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionConfigReader;
 import io.walhook.routing.SubscriptionRegistry;
 import io.walhook.routing.SubscriptionStore;
-import io.walhook.config.StartupCheck;
-import io.walhook.config.WalhookConfig;
 
 /**
  * Starts the pipeline once the configuration is valid: checks the server, creates the publication
@@ -60,6 +60,12 @@ public class ReplicationSource {
     private volatile SubscriptionRegistry registry;
     private volatile Dispatcher sender;
     private volatile AmqpBroker broker;
+    private volatile ActiveLock lock;
+    private volatile Thread standby;
+    private volatile Role role = Role.STARTING;
+    private volatile boolean stopping;
+    private volatile String routingFailure;
+    private int polls;
     private final io.vertx.core.Vertx vertx;
 
     @Inject
@@ -111,22 +117,12 @@ public class ReplicationSource {
             throw new PreventFurtherStepsException(problem.getMessage(), StartupCheck.EXIT_CONFIG);
         }
         SourceDatabase database = new SourceDatabase(dataSource);
-        CheckpointStore checkpoints = new CheckpointStore(dataSource, config.stateSchema());
         try {
             database.checkPrerequisites();
-            database.ensurePublication(config.publication().name(), config.publication().tables());
-            database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
-            WalhookConfig.Source s = config.source();
-            ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
-                    source.password(), config.slot(), config.publication().name(), config.stateSchema(),
-                    database.serverMajor(), s.statusInterval(), s.checkpointInterval(), s.reconnectMaxBackoff(),
-                    s.handoffCapacity(), Path.of(s.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
-                    s.streamMemoryBytes());
-            reader = ReplicationReader.resuming(settings, checkpoints);
         } catch (SourceSetupException e) {
             throw stop(e.getMessage());
         } catch (SQLException e) {
-            throw stop("cannot prepare replication on " + source + ": " + e.getMessage());
+            throw stop("cannot check " + source + ": " + e.getMessage());
         }
         registry = new SubscriptionRegistry(configured, new SubscriptionStore(dataSource, config.stateSchema()));
         try {
@@ -134,6 +130,73 @@ public class ReplicationSource {
         } catch (SQLException e) {
             throw stop("cannot read subscriptions from " + config.stateSchema() + ".subscription: " + e.getMessage());
         }
+        lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
+        boolean active;
+        try {
+            active = lock.tryAcquire();
+        } catch (SQLException e) {
+            throw stop("cannot take the lock of slot " + config.slot() + " on " + source + ": " + e.getMessage());
+        }
+        poller = new Thread(this::pollSubscriptions, "walhook-subscriptions");
+        poller.setDaemon(true);
+        poller.start();
+        if (active) {
+            try {
+                activate(source, database, extensions);
+            } catch (SourceSetupException e) {
+                throw stop(e.getMessage());
+            } catch (SQLException e) {
+                throw stop("cannot prepare replication on " + source + ": " + e.getMessage());
+            }
+            return;
+        }
+        role = Role.STANDBY;
+        LOG.infof("another walhook is active on slot %s: standing by, trying its lock every %s", config.slot(),
+                config.standbyPollInterval());
+        standby = new Thread(() -> standBy(source, database, extensions), "walhook-standby");
+        standby.setDaemon(true);
+        standby.start();
+    }
+
+    /** Waits for the active instance's lock; takes over from the persisted checkpoint when it is free. */
+    private void standBy(SourceUrl source, SourceDatabase database, Map<String, String> extensions) {
+        String lastProblem = null;
+        while (!stopping) {
+            try {
+                Thread.sleep(config.standbyPollInterval().toMillis());
+                if (lock.tryAcquire()) {
+                    LOG.infof("slot %s is free: this instance takes over from the persisted checkpoint", config.slot());
+                    activate(source, database, extensions);
+                    return;
+                }
+            } catch (InterruptedException e) {
+                return;
+            } catch (SourceSetupException e) {
+                LOG.error("walhook cannot take over: " + SourceUrl.VARIABLE + " " + e.getMessage());
+                Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
+                return;
+            } catch (SQLException e) {
+                if (!String.valueOf(e.getMessage()).equals(lastProblem)) {
+                    LOG.warnf("standing by on slot %s: %s", config.slot(), e.getMessage());
+                    lastProblem = String.valueOf(e.getMessage());
+                }
+            }
+        }
+    }
+
+    /** This instance holds the slot's lock: prepares the slot, resumes from the checkpoint, and starts the pipeline. */
+    private void activate(SourceUrl source, SourceDatabase database, Map<String, String> extensions)
+            throws SQLException, SourceSetupException {
+        CheckpointStore checkpoints = new CheckpointStore(dataSource, config.stateSchema());
+        database.ensurePublication(config.publication().name(), config.publication().tables());
+        database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
+        WalhookConfig.Source s = config.source();
+        ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
+                source.password(), config.slot(), config.publication().name(), config.stateSchema(),
+                database.serverMajor(), s.statusInterval(), s.checkpointInterval(), s.reconnectMaxBackoff(),
+                s.handoffCapacity(), Path.of(s.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
+                s.streamMemoryBytes());
+        ReplicationReader resumed = ReplicationReader.resuming(settings, checkpoints);
         WalhookConfig.Delivery d = config.delivery();
         java.net.http.HttpClient http = WebhookTransport.client();
         broker = config.amqpUrl().filter(url -> !url.isBlank())
@@ -141,20 +204,17 @@ public class ReplicationSource {
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(d.requestTimeout(), d.maxBackoff(),
                 d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
                 new MicrometerDeliveryMetrics(metrics), name -> registry.isPaused(name), subscription -> transport(subscription, http));
-        try {
-            sender.resumeParked(registry.router().subscriptions());
-        } catch (SQLException e) {
-            throw stop("cannot read parked events from " + config.stateSchema() + ".parked_event: " + e.getMessage());
-        }
+        sender.resumeParked(registry.router().subscriptions());
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
-        reader.start();
-        drain = new Thread(new RoutingLoop(reader.events(), reader.tracker(), registry, encoder, sender,
+        reader = resumed;
+        resumed.start();
+        Thread routing = new Thread(new RoutingLoop(resumed.events(), resumed.tracker(), registry, encoder, sender,
                 new MicrometerDeliveryMetrics(metrics)), "walhook-routing");
-        drain.setDaemon(true);
-        drain.start();
-        poller = new Thread(this::pollSubscriptions, "walhook-subscriptions");
-        poller.setDaemon(true);
-        poller.start();
+        routing.setDaemon(true);
+        routing.setUncaughtExceptionHandler((t, e) -> routingFailure = String.valueOf(e.getMessage()));
+        routing.start();
+        drain = routing;
+        role = Role.ACTIVE;
     }
 
     /** A webhook's or an AMQP address's transport; an AMQP subscription without a broker keeps failing (and parks), named. */
@@ -177,6 +237,13 @@ public class ReplicationSource {
                 Thread.sleep(500);
                 registry.refresh();
                 lastProblem = null;
+                if (role == Role.ACTIVE && ++polls % 4 == 0 && !lock.stillHeld() && !stopping && !lock.tryAcquire()) {
+                    // the lock's session is gone and another instance holds it now: two readers must never race
+                    LOG.errorf("lost the lock of slot %s to another instance; stopping so that one stays active",
+                            config.slot());
+                    Quarkus.asyncExit(1);
+                    return;
+                }
             } catch (InterruptedException e) {
                 return;
             } catch (SQLException e) {
@@ -240,15 +307,40 @@ public class ReplicationSource {
         return registry;
     }
 
+    /** Whether this instance streams the slot or waits for it. */
+    public enum Role { STARTING, ACTIVE, STANDBY }
+
+    public Role role() {
+        return role;
+    }
+
+    /** Why routing stopped, or null while it runs (or has not started). */
+    public String routingFailure() {
+        Thread routing = drain;
+        if (routing == null || routing.isAlive() || stopping) {
+            return null;
+        }
+        return routingFailure == null ? "the routing thread ended" : routingFailure;
+    }
+
     private static PreventFurtherStepsException stop(String problem) {
         LOG.error("walhook cannot start: " + SourceUrl.VARIABLE + " " + problem);
         Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
         return new PreventFurtherStepsException(problem, StartupCheck.EXIT_CONFIG);
     }
 
+    /**
+     * SIGTERM: stop reading, give in-flight deliveries the grace period to finish, acknowledge what
+     * was delivered, close the stream, then release the slot's lock for a standby. What is not
+     * delivered by then is read again by the next active instance, with the same ids.
+     */
     void onStop(@Observes ShutdownEvent event) throws InterruptedException {
+        stopping = true;
+        if (standby != null) {
+            standby.interrupt();
+        }
         if (reader != null) {
-            reader.stop(Duration.ofSeconds(10));
+            reader.drain(config.shutdownGracePeriod());
         }
         if (drain != null) {
             drain.interrupt();
@@ -261,6 +353,9 @@ public class ReplicationSource {
         }
         if (broker != null) {
             broker.close();
+        }
+        if (lock != null) {
+            lock.close();
         }
     }
 

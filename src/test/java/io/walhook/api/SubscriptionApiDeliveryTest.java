@@ -11,6 +11,7 @@ import java.util.Map;
 
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
@@ -22,6 +23,7 @@ import io.walhook.testing.WebhookReceiver;
 /** A subscription created through the API receives changes at once; deleted, it stops. */
 @QuarkusTest
 @QuarkusTestResource(value = SubscriptionApiDeliveryTest.Resource.class, restrictToAnnotatedClass = true)
+@ExtendWith(OpenApiContract.class)
 class SubscriptionApiDeliveryTest {
 
     /** A database, a token, and private destinations allowed (the receiver is on 127.0.0.1). */
@@ -69,12 +71,27 @@ class SubscriptionApiDeliveryTest {
             sql("INSERT INTO tickets VALUES (1)");
             await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/t").size() == 1);
             assertThat(receiver.requests("/t").get(0).body()).contains("\"table\":\"tickets\"");
+            // events in (routed to it) and events out (delivered), per subscription
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/q/metrics").then().statusCode(200)
+                    .body(org.hamcrest.Matchers.containsString("walhook_delivery_routed_total{subscription=\"tickets\"} 1.0"))
+                    .body(org.hamcrest.Matchers.containsString("walhook_delivery_events_total{subscription=\"tickets\"} 1.0")));
+
+            // replaced, it delivers to its new destination, in its new shape
+            given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body("{\"name\": \"tickets\", \"tables\": [\"public.tickets\"], \"batch\": {\"max_events\": 10},"
+                            + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/moved") + "\"}}")
+                    .put("/subscriptions/" + id).then().statusCode(200);
+            Thread.sleep(1000);
+            sql("INSERT INTO tickets VALUES (3)");
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/moved").size() == 1);
+            assertThat(receiver.requests("/moved").get(0).body()).startsWith("[").contains("\"new\":{\"id\":3}");
+            assertThat(receiver.requests("/t")).hasSize(1);
 
             given().header("Authorization", "Bearer t").delete("/subscriptions/" + id).then().statusCode(204);
             Thread.sleep(1000);
             sql("INSERT INTO tickets VALUES (2)");
             await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
-                    .until(() -> receiver.requests("/t").size() == 1);
+                    .until(() -> receiver.requests("/t").size() == 1 && receiver.requests("/moved").size() == 1);
         }
     }
 
@@ -105,6 +122,12 @@ class SubscriptionApiDeliveryTest {
             long first = page.getLong("items[0].id");
             given().header("Authorization", "Bearer t").delete("/subscriptions/" + id + "/dead-letters?id=" + first)
                     .then().statusCode(200).body("deleted", org.hamcrest.Matchers.equalTo(1));
+            // replaying named dead letters: unknown ones refuse the whole request, known ones are counted
+            long second = page.getLong("items[1].id");
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/dead-letters/replay?id=" + second
+                    + "&id=" + first).then().statusCode(404).body("detail", org.hamcrest.Matchers.containsString("[" + first + "]"));
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/dead-letters/replay?id=" + second)
+                    .then().statusCode(200).body("replaying", org.hamcrest.Matchers.equalTo(1));
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/dead-letters/replay")
                     .then().statusCode(200).body("replaying", org.hamcrest.Matchers.equalTo(5));
 

@@ -10,6 +10,7 @@ import static org.hamcrest.Matchers.startsWith;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -21,6 +22,7 @@ import io.walhook.testing.PostgresTestResource;
 /** The subscription API with a token configured and private destinations refused (the default). */
 @QuarkusTest
 @QuarkusTestResource(value = SubscriptionApiTest.Resource.class, restrictToAnnotatedClass = true)
+@ExtendWith(OpenApiContract.class)
 class SubscriptionApiTest {
 
     private static final String TOKEN = "s3cret-token";
@@ -38,6 +40,8 @@ class SubscriptionApiTest {
             config.put("walhook.api-token", TOKEN);
             config.put("walhook.subscriptions.cfg.url", "https://93.184.216.34/cfg");
             config.put("walhook.subscriptions.cfg.tables", "nomatch.nomatch");
+            config.put("walhook.subscriptions.cfg.retry-max-attempts", "3");
+            config.put("walhook.subscriptions.cfg.retry-window", "2m");
             return config;
         }
 
@@ -72,7 +76,8 @@ class SubscriptionApiTest {
 
     @Test
     void writesNeedTheBearerToken() {
-        given().contentType("application/json").body(BODY).post("/subscriptions").then().statusCode(401)
+        given().filter(OpenApiContract.responsesOnly()).contentType("application/json").body(BODY).post("/subscriptions")
+                .then().statusCode(401)
                 .header("WWW-Authenticate", startsWith("Bearer"))
                 .contentType(ApiProblem.MEDIA_TYPE).body("detail", containsString("Authorization: Bearer"));
         given().header("Authorization", "Bearer wrong").contentType("application/json").body(BODY)
@@ -101,13 +106,43 @@ class SubscriptionApiTest {
         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]                         | ''",
     })
     void badBodiesGetAProblemNamingTheField(String body, String field) {
-        authorized().body(body).post("/subscriptions").then().statusCode(400)
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
                 .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(field)).body("status", equalTo(400));
     }
 
     @Test
+    void aRetryPolicyIsStoredAndShownAsGivenAndConfiguredOnesShowTheirs() {
+        String withRetry = BODY.replace("\"orders\"", "\"retrying\"").replace("}}",
+                "}, \"retry\": {\"max_attempts\": 4, \"window_ms\": 90000}}");
+        String id = authorized().body(withRetry).post("/subscriptions").then().statusCode(201)
+                .body("retry.max_attempts", equalTo(4)).body("retry.window_ms", equalTo(90000))
+                .body("retry", not(org.hamcrest.Matchers.hasKey("max_backoff_ms")))
+                .extract().path("id");
+        // read back from walhook.subscription
+        given().get("/subscriptions/" + id).then().statusCode(200)
+                .body("retry.max_attempts", equalTo(4)).body("retry.window_ms", equalTo(90000));
+        authorized().body(withRetry.replace("\"max_attempts\": 4, ", "").replace("90000", "60000, \"max_backoff_ms\": 500"))
+                .put("/subscriptions/" + id).then().statusCode(200)
+                .body("retry.max_backoff_ms", equalTo(500)).body("retry.window_ms", equalTo(60000))
+                .body("retry", not(org.hamcrest.Matchers.hasKey("max_attempts")));
+        // without one, the global settings apply and no retry object is shown
+        authorized().body(BODY.replace("\"orders\"", "\"retrying\"")).put("/subscriptions/" + id).then().statusCode(200)
+                .body("$", not(org.hamcrest.Matchers.hasKey("retry")));
+        authorized().filter(OpenApiContract.responsesOnly())
+                .body(withRetry.replace("\"max_attempts\": 4", "\"max_attempts\": 0")).put("/subscriptions/" + id)
+                .then().statusCode(400).contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("/retry/max_attempts"));
+        authorized().filter(OpenApiContract.responsesOnly())
+                .body(withRetry.replace("\"max_attempts\"", "\"attempts\"")).put("/subscriptions/" + id)
+                .then().statusCode(400).body("field", equalTo("/retry/attempts"));
+        authorized().delete("/subscriptions/" + id).then().statusCode(204);
+        given().get("/subscriptions/config:cfg").then().statusCode(200)
+                .body("retry.max_attempts", equalTo(3)).body("retry.window_ms", equalTo(120000));
+    }
+
+    @Test
     void aBodyThatIsNotJsonIsUnsupported() {
-        given().header("Authorization", "Bearer " + TOKEN).contentType("text/plain").body(BODY)
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + TOKEN)
+                .contentType("text/plain").body(BODY)
                 .post("/subscriptions").then().statusCode(415).contentType(ApiProblem.MEDIA_TYPE);
     }
 }

@@ -167,7 +167,9 @@ class DeployFilesTest {
         assertThat(podLabels).containsAllEntriesOf(map(at(deployment, "spec", "selector", "matchLabels"), "selector"));
         assertThat(podLabels).containsAllEntriesOf(map(at(service, "spec", "selector"), "service selector"));
         assertThat(podLabels).containsAllEntriesOf(map(at(pdb, "spec", "selector", "matchLabels"), "pdb selector"));
-        assertThat(at(deployment, "spec", "replicas")).as("one reader per slot").isEqualTo(1);
+        assertThat(at(deployment, "spec", "replicas")).as("an active instance and a warm standby").isEqualTo(2);
+        assertThat(at(deployment, "spec", "strategy", "rollingUpdate", "maxUnavailable"))
+                .as("a rolling update never leaves the slot without a reader-to-be").isEqualTo(0);
 
         Map<String, Object> pod = map(at(deployment, "spec", "template", "spec"), "pod spec");
         assertThat(at(pod, "securityContext", "runAsNonRoot")).isEqualTo(true);

@@ -215,9 +215,54 @@ class WebhookDeliveryIT {
         }
     }
 
+    @Test
+    void aSubscriptionsOwnRetryPolicyParksItAfterItsAttemptsWhileOthersKeepRetrying() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("retrypolicy");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE jobs (id int PRIMARY KEY)");
+        }
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> 503);
+            // a global window far longer than the test: only a subscription's own policy can park
+            try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_DELIVERY_RETRY_WINDOW", "30m",
+                    "WALHOOK_DELIVERY_MAX_BACKOFF", "1s",
+                    "WALHOOK_SUBSCRIPTIONS_CAPPED_URL", receiver.url("/capped"),
+                    "WALHOOK_SUBSCRIPTIONS_CAPPED_RETRY_MAX_ATTEMPTS", "2",
+                    "WALHOOK_SUBSCRIPTIONS_BRIEF_URL", receiver.url("/brief"),
+                    "WALHOOK_SUBSCRIPTIONS_BRIEF_RETRY_WINDOW", "2s",
+                    "WALHOOK_SUBSCRIPTIONS_PATIENT_URL", receiver.url("/patient")))) {
+                walhook.awaitReady(WAIT);
+                try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                    s.execute("INSERT INTO jobs VALUES (1)");
+                }
+                // capped: parked after its second failed attempt, though the global window has 30 minutes to run
+                await().atMost(WAIT).until(() -> parked(pg, database, "capped") == 1);
+                assertThat(receiver.requests("/capped")).hasSize(2);
+                assertThat(walhook.output()).contains("subscription capped: ").contains("still failing after 2 attempts");
+                // brief: parked when its own 2 s window ends
+                await().atMost(WAIT).until(() -> parked(pg, database, "brief") == 1);
+                assertThat(walhook.output()).contains("subscription brief: ").contains("still failing after its retry window of PT2S");
+                // patient, on the global policy: still retrying in memory well past both, nothing parked
+                long patientBefore = receiver.requests("/patient").size();
+                await().atMost(WAIT).until(() -> receiver.requests("/patient").size() >= Math.max(patientBefore + 3, 8));
+                assertThat(parked(pg, database, "patient")).isZero();
+                assertThat(receiver.requests("/capped")).as("parked requests wait for the parked retry interval").hasSize(2);
+                assertThat(receiver.requests("/patient")).extracting(r -> r.header("webhook-id")).containsOnly(
+                        receiver.requests("/capped").get(0).header("webhook-id"));
+            }
+        }
+    }
+
     private static long parked(PostgresServer pg, String database) throws Exception {
+        return parked(pg, database, "down");
+    }
+
+    private static long parked(PostgresServer pg, String database, String subscription) throws Exception {
         try (Connection c = pg.connect(database); Statement s = c.createStatement();
-             java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM walhook.parked_event WHERE subscription = 'down'")) {
+             java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM walhook.parked_event WHERE subscription = '"
+                     + subscription + "'")) {
             rs.next();
             return rs.getLong(1);
         }

@@ -62,6 +62,16 @@ class SubscriptionConfigReaderTest {
         "BATCH_MAX_EVENTS=many             | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 'many', not a whole number",
         "AMQP_ADDRESS=orders               | WALHOOK_SUBSCRIPTIONS_DEMO_URL and WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS are both set",
         "FORMAT=cloudevents-binary;BATCH_MAX_EVENTS=10 | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 10, but binary CloudEvents carry one event",
+        "RETRY_MAX_ATTEMPTS=0              | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_ATTEMPTS is 0; it must be between 1 and 1000",
+        "RETRY_MAX_ATTEMPTS=1001           | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_ATTEMPTS is 1001; it must be between 1 and 1000",
+        "RETRY_MAX_ATTEMPTS=three          | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_ATTEMPTS is 'three', not a whole number",
+        "RETRY_MAX_BACKOFF=soon            | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 'soon', not a duration",
+        "RETRY_MAX_BACKOFF=0s              | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 0s; it must be longer than zero",
+        "RETRY_MAX_BACKOFF=2d              | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 2d; it must be at most 24h",
+        "RETRY_WINDOW=PT-5M                | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is PT-5M; it must be longer than zero",
+        "RETRY_WINDOW=8d                   | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is 8d; it must be at most 7d",
+        "RETRY_WINDOW=5 minutes            | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is '5 minutes', not a duration",
+        "RETRY_MAX_BACKOFF=2m;RETRY_WINDOW=1m | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 2m, longer than WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW (1m)",
     })
     void badValueNamesItsVariable(String field, String problem) {
         Map<String, String> values = new HashMap<>(Map.of("URL", "http://sink/"));
@@ -74,6 +84,25 @@ class SubscriptionConfigReaderTest {
                 .hasMessageStartingWith(problem.split(" ")[0])
                 .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1))
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+
+    @Test
+    void retrySettingsOverrideTheGlobalOnesOnlyWhereSet() {
+        Subscription s = SubscriptionConfigReader.read("flaky", config(Map.of("URL", "http://sink/",
+                "RETRY_MAX_ATTEMPTS", "2", "RETRY_MAX_BACKOFF", "500ms", "RETRY_WINDOW", "PT10M")), false);
+        assertThat(s.retry()).isEqualTo(new RetryPolicy(Optional.of(2), Optional.of(java.time.Duration.ofMillis(500)),
+                Optional.of(java.time.Duration.ofMinutes(10))));
+        Subscription windowOnly = SubscriptionConfigReader.read("slow", config(Map.of("URL", "http://sink/",
+                "RETRY_WINDOW", "30s")), false);
+        assertThat(windowOnly.retry().window()).contains(java.time.Duration.ofSeconds(30));
+        assertThat(windowOnly.retry().maxAttempts()).isEmpty();
+        assertThat(windowOnly.retry().maxBackoff()).isEmpty();
+        // a backoff longer than the global window is allowed: only a subscription's own pair is compared
+        assertThat(SubscriptionConfigReader.read("wait", config(Map.of("URL", "http://sink/", "RETRY_MAX_BACKOFF", "1h",
+                "RETRY_MAX_ATTEMPTS", " ")), false).retry())
+                .isEqualTo(new RetryPolicy(Optional.empty(), Optional.of(java.time.Duration.ofHours(1)), Optional.empty()));
+        assertThat(SubscriptionConfigReader.read("plain", config(Map.of("URL", "http://sink/")), false).retry())
+                .isEqualTo(RetryPolicy.DEFAULTS);
     }
 
     @Test

@@ -27,6 +27,28 @@ class SubscriptionJsonTest {
         assertThat(s.projection().keeps("notes")).isFalse();
         assertThat(((Destination.Webhook) s.destination()).headers()).containsEntry("X-Team", "a");
         assertThat(s.readOnly()).isFalse();
+        assertThat(s.retry()).isEqualTo(RetryPolicy.DEFAULTS);
+    }
+
+    @Test
+    void readsTheRetryPolicyEachFieldOptional() throws Exception {
+        String destination = "\"destination\": {\"type\": \"webhook\", \"url\": \"https://example.com\"}";
+        Subscription all = SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + destination
+                + ", \"retry\": {\"max_attempts\": 5, \"max_backoff_ms\": 2000, \"window_ms\": 60000}}"));
+        assertThat(all.retry()).isEqualTo(new RetryPolicy(java.util.Optional.of(5),
+                java.util.Optional.of(java.time.Duration.ofSeconds(2)), java.util.Optional.of(java.time.Duration.ofMinutes(1))));
+        Subscription attemptsOnly = SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + destination
+                + ", \"retry\": {\"max_attempts\": 1, \"window_ms\": null}}"));
+        assertThat(attemptsOnly.retry()).isEqualTo(new RetryPolicy(java.util.Optional.of(1), java.util.Optional.empty(),
+                java.util.Optional.empty()));
+        assertThat(SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + destination + ", \"retry\": {}}")).retry())
+                .isEqualTo(RetryPolicy.DEFAULTS);
+        assertThat(SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + destination + ", \"retry\": null}")).retry())
+                .isEqualTo(RetryPolicy.DEFAULTS);
+        // the backoff may equal the window
+        assertThat(SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + destination
+                + ", \"retry\": {\"max_backoff_ms\": 1000, \"window_ms\": 1000}}")).retry().maxBackoff())
+                .contains(java.time.Duration.ofSeconds(1));
     }
 
     @ParameterizedTest
@@ -47,6 +69,17 @@ class SubscriptionJsonTest {
         "{\"name\": \"a\", \"format\": \"cloudevents-binary\", \"batch\": {\"max_events\": 5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\", \"url\": \"http://x\"}} | /destination/url",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"a b\": \"c\"}}} | /destination/headers/a b",
+        "{\"name\": \"a\", \"retry\": 3, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry",
+        "{\"name\": \"a\", \"retry\": {\"attempts\": 3}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/attempts",
+        "{\"name\": \"a\", \"retry\": {\"max_attempts\": 0}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/max_attempts",
+        "{\"name\": \"a\", \"retry\": {\"max_attempts\": 1001}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/max_attempts",
+        "{\"name\": \"a\", \"retry\": {\"max_attempts\": \"2\"}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/max_attempts",
+        "{\"name\": \"a\", \"retry\": {\"max_backoff_ms\": 0}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/max_backoff_ms",
+        "{\"name\": \"a\", \"retry\": {\"max_backoff_ms\": 86400001}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/max_backoff_ms",
+        "{\"name\": \"a\", \"retry\": {\"window_ms\": -1}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/window_ms",
+        "{\"name\": \"a\", \"retry\": {\"window_ms\": 1.5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/window_ms",
+        "{\"name\": \"a\", \"retry\": {\"window_ms\": 604800001}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/window_ms",
+        "{\"name\": \"a\", \"retry\": {\"max_backoff_ms\": 60000, \"window_ms\": 1000}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/max_backoff_ms",
     })
     void namesTheFieldAtFault(String body, String field) throws Exception {
         assertThatThrownBy(() -> SubscriptionJson.parse(JSON.readTree(body)))

@@ -25,6 +25,9 @@ public final class TestSubscriptions {
             public Optional<String> batchMaxWaitMs() { return Optional.ofNullable(v.get("BATCH_MAX_WAIT_MS")); }
             public Optional<String> includeColumns() { return Optional.ofNullable(v.get("INCLUDE_COLUMNS")); }
             public Optional<String> excludeColumns() { return Optional.ofNullable(v.get("EXCLUDE_COLUMNS")); }
+            public Optional<String> retryMaxAttempts() { return Optional.ofNullable(v.get("RETRY_MAX_ATTEMPTS")); }
+            public Optional<String> retryMaxBackoff() { return Optional.ofNullable(v.get("RETRY_MAX_BACKOFF")); }
+            public Optional<String> retryWindow() { return Optional.ofNullable(v.get("RETRY_WINDOW")); }
         };
     }
 }

@@ -1,0 +1,136 @@
+package io.walhook.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WalhookProcess;
+import io.walhook.testing.WebhookReceiver;
+
+/** One active instance per slot with a warm standby, and a graceful stop on SIGTERM, on the packaged jar. */
+class HighAvailabilityIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(90);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+
+    @Test
+    void exactlyOneInstanceStreamsAndTheStandbyTakesOverAfterKillMinusNineLosingNothing() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("standby");
+        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                    "WALHOOK_STANDBY_POLL_INTERVAL", "1s", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
+            try (WalhookProcess active = WalhookProcess.start(env)) {
+                active.awaitReady(WAIT);
+                try (WalhookProcess standby = WalhookProcess.start(env)) {
+                    standby.awaitReady(WAIT);
+                    assertThat(status(active).get("role").asText()).isEqualTo("active");
+                    assertThat(status(standby).get("role").asText()).isEqualTo("standby");
+                    assertThat(status(standby).has("replication")).as("a standby reads nothing").isFalse();
+
+                    sql(pg, database, "INSERT INTO jobs SELECT g FROM generate_series(1, 20) g");
+                    await().atMost(WAIT).until(() -> rows(receiver).size() == 20);
+
+                    active.close(); // SIGKILL: its lock is released with its session
+                    for (int i = 21; i <= 40; i++) {
+                        sql(pg, database, "INSERT INTO jobs VALUES (" + i + ")");
+                    }
+                    await().atMost(Duration.ofSeconds(30)).until(() -> "active".equals(status(standby).path("role").asText()));
+                    try {
+                        await().atMost(WAIT).until(() -> rows(receiver).size() == 40);
+                    } catch (org.awaitility.core.ConditionTimeoutException e) {
+                        throw new AssertionError(rows(receiver).size() + " of 40 rows; standby:\n" + standby.output(), e);
+                    }
+                    assertThat(standby.output()).contains("takes over from the persisted checkpoint");
+                    // a change delivered twice (once by each instance) carries the same id both times
+                    Map<Integer, Set<String>> idsOfRow = new HashMap<>();
+                    for (WebhookReceiver.Request request : receiver.requests("/jobs")) {
+                        idsOfRow.computeIfAbsent(JSON.readTree(request.body()).at("/new/id").asInt(), k -> new HashSet<>())
+                                .add(request.header("webhook-id"));
+                    }
+                    assertThat(idsOfRow.values()).allSatisfy(ids -> assertThat(ids).hasSize(1));
+                }
+            }
+        }
+    }
+
+    @Test
+    void sigtermFinishesInFlightDeliveriesAndAcknowledgesThemSoARestartSendsNothingTwice() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("drain");
+        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                try {
+                    Thread.sleep(100); // a slow destination: deliveries are in flight at SIGTERM
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return 204;
+            });
+            Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                    "WALHOOK_DELIVERY_CONCURRENCY", "1", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                    for (int i = 1; i <= 30; i++) {
+                        s.execute("INSERT INTO jobs VALUES (" + i + ")");
+                    }
+                }
+                await().atMost(WAIT).until(() -> !receiver.requests("/jobs").isEmpty());
+                walhook.terminate();
+                walhook.awaitExit(WAIT);
+                assertThat(rows(receiver)).as("everything read was delivered before exit").hasSize(30);
+                assertThat(walhook.output()).contains("every event read was delivered or parked");
+            }
+            try (WalhookProcess restarted = WalhookProcess.start(env)) {
+                restarted.awaitReady(WAIT);
+                sql(pg, database, "INSERT INTO jobs VALUES (31)");
+                await().atMost(WAIT).until(() -> rows(receiver).size() == 31);
+                Thread.sleep(1000);
+                assertThat(receiver.requests("/jobs")).as("nothing acknowledged is sent again").hasSize(31);
+            }
+        }
+    }
+
+    private static Set<Integer> rows(WebhookReceiver receiver) throws Exception {
+        Set<Integer> rows = new HashSet<>();
+        List<WebhookReceiver.Request> requests = receiver.requests("/jobs");
+        for (WebhookReceiver.Request request : requests) {
+            rows.add(JSON.readTree(request.body()).at("/new/id").asInt());
+        }
+        return rows;
+    }
+
+    private static JsonNode status(WalhookProcess walhook) throws Exception {
+        HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(walhook.uri("/status")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        return JSON.readTree(response.body());
+    }
+
+    private static void sql(PostgresServer pg, String database, String statement) throws Exception {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute(statement);
+        }
+    }
+}
