@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.jboss.logging.Logger;
+import org.jboss.logging.MDC;
 
 import io.walhook.change.ChangeEvent;
 import io.walhook.delivery.Transport.Attempt;
@@ -247,6 +248,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
         @Override
         public void run() {
+            // every log line of this lane names its subscription and lane (JSON logs: the "mdc" object)
+            MDC.put("subscription", subscription.name());
+            MDC.put("lane", Integer.toString(index));
             try {
                 long alreadyParked = untilDone(() -> parkedEvents.count(subscription.name(), index,
                         settings.concurrency()));
@@ -329,6 +333,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
         /** Tries until delivered (or gone); false when the retry window or the subscription's attempts ran out. */
         private boolean deliverWithinWindow(Request job) throws InterruptedException {
+            MDC.remove("event");
+            MDC.remove("attempt");
             Duration window = subscription.retry().window().orElse(settings.retryWindow());
             long maxBackoff = subscription.retry().maxBackoff().orElse(settings.maxBackoff()).toMillis();
             int maxAttempts = subscription.retry().maxAttempts().orElse(Integer.MAX_VALUE);
@@ -355,6 +361,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                     retrying = false;
                     return false;
                 }
+                MDC.put("event", job.id());
+                MDC.put("attempt", Integer.toString(attempt));
                 LOG.warnf("subscription %s: %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(),
                         job.id(), attempt, transport, result.problem(), wait);
                 Thread.sleep(wait);

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.jboss.logging.Logger;
+import org.jboss.logging.MDC;
 import org.postgresql.PGConnection;
 import org.postgresql.PGProperty;
 import org.postgresql.replication.LogSequenceNumber;
@@ -138,6 +139,7 @@ public final class ReplicationReader {
     }
 
     private void run() {
+        MDC.put("slot", settings.slot());
         long backoffMillis = 1000;
         while (running) {
             try {

@@ -81,13 +81,31 @@ class JsonLogIT {
     void aRunningWalhookLogsOnlyJson() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("jsonlog");
+        try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE pings (id int PRIMARY KEY)");
+        }
         try (WalhookProcess walhook = WalhookProcess.start(Map.of(SWITCH, "true",
-                "WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database))) {
+                "WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                // nothing listens on port 1: every attempt fails and is logged
+                "WALHOOK_SUBSCRIPTIONS_DOWN_URL", "http://127.0.0.1:1/hook"))) {
             walhook.awaitReady(Duration.ofSeconds(60));
+            try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement()) {
+                s.execute("INSERT INTO pings VALUES (1)");
+            }
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30))
+                    .until(() -> walhook.output().contains("attempt 2 to"));
             String output = walhook.output();
             List<JsonNode> records = parseEveryLine(output);
             assertThat(records).as(output)
                     .anySatisfy(r -> assertThat(r.get("message").asText()).startsWith("walhook ready: source "));
+            // a failed attempt's record carries the subscription, lane, event and attempt as fields
+            assertThat(records).as(output).anySatisfy(r -> {
+                assertThat(r.get("level").asText()).isEqualTo("WARN");
+                assertThat(r.at("/mdc/subscription").asText()).isEqualTo("down");
+                assertThat(r.at("/mdc/attempt").asText()).isEqualTo("2");
+                assertThat(r.at("/mdc/event").asText()).matches("[0-9A-F]{16}-0001");
+                assertThat(r.at("/mdc/lane").asText()).matches("[0-3]");
+            });
         }
     }
 }
