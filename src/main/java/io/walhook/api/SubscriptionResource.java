@@ -167,9 +167,6 @@ public class SubscriptionResource {
         authorize(authorization);
         Subscription subscription = inForce(id);
         String name = subscription.name();
-        if (!(subscription.destination() instanceof Destination.Webhook webhook)) {
-            throw new ApiProblem(409, "Conflict", "only webhook subscriptions can be test-fired", null);
-        }
         String eventId = "test_" + UUID.randomUUID();
         ObjectNode event = JSON.createObjectNode();
         event.put("id", eventId);
@@ -177,6 +174,10 @@ public class SubscriptionResource {
         event.put("subscription", name);
         event.put("time", java.time.Instant.now().toString());
         byte[] body = event.toString().getBytes(StandardCharsets.UTF_8);
+        if (subscription.destination() instanceof Destination.Amqp amqp) {
+            return testFireAmqp(subscription, amqp, eventId, body);
+        }
+        Destination.Webhook webhook = (Destination.Webhook) subscription.destination();
         java.net.http.HttpRequest request = io.walhook.delivery.WebhookTransport.request(webhook, eventId, body,
                 "application/json", java.util.Map.of(), java.time.Instant.now().getEpochSecond(),
                 config.delivery().requestTimeout());
@@ -190,6 +191,28 @@ public class SubscriptionResource {
         } catch (java.io.IOException e) {
             outcome.put("delivered", false);
             outcome.put("error", e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ApiProblem(503, "Service Unavailable", "interrupted while test-firing", null);
+        }
+        outcome.put("latency_ms", (System.nanoTime() - start) / 1_000_000);
+        return outcome;
+    }
+
+    /** One message to the address the test event resolves to ({@code {schema}} and {@code {table}} empty, {@code {op}} test). */
+    private ObjectNode testFireAmqp(Subscription subscription, Destination.Amqp amqp, String eventId, byte[] body) {
+        String address = amqp.address().replace("{schema}", "").replace("{table}", "").replace("{op}", "test");
+        ObjectNode outcome = JSON.createObjectNode();
+        outcome.put("event_id", eventId);
+        long start = System.nanoTime();
+        try {
+            io.walhook.delivery.Transport.Attempt attempt = source.transport(subscription)
+                    .attempt(new io.walhook.delivery.Dispatcher.Request(eventId, body, "application/json", java.util.Map.of(),
+                            address));
+            outcome.put("delivered", attempt.outcome() == io.walhook.delivery.Transport.Outcome.DELIVERED);
+            if (attempt.outcome() != io.walhook.delivery.Transport.Outcome.DELIVERED) {
+                outcome.put("error", attempt.problem());
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ApiProblem(503, "Service Unavailable", "interrupted while test-firing", null);

@@ -50,6 +50,7 @@ import io.walhook.routing.SubscriptionStore;
 public class ReplicationSource {
 
     private static final Logger LOG = Logger.getLogger(ReplicationSource.class);
+    private static final java.net.http.HttpClient TEST_CLIENT = WebhookTransport.client();
 
     private final WalhookConfig config;
     private final AgroalDataSource dataSource;
@@ -130,6 +131,9 @@ public class ReplicationSource {
         } catch (SQLException e) {
             throw stop("cannot read subscriptions from " + config.stateSchema() + ".subscription: " + e.getMessage());
         }
+        // standbys connect too (lazily, on first use): the API's test-fire works on every instance
+        broker = config.amqpUrl().filter(url -> !url.isBlank())
+                .map(url -> new AmqpBroker(vertx, AmqpUrl.parse(url), config.delivery().requestTimeout())).orElse(null);
         lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
         boolean active;
         try {
@@ -199,8 +203,6 @@ public class ReplicationSource {
         ReplicationReader resumed = ReplicationReader.resuming(settings, checkpoints);
         WalhookConfig.Delivery d = config.delivery();
         java.net.http.HttpClient http = WebhookTransport.client();
-        broker = config.amqpUrl().filter(url -> !url.isBlank())
-                .map(url -> new AmqpBroker(vertx, AmqpUrl.parse(url), d.requestTimeout())).orElse(null);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(d.requestTimeout(), d.maxBackoff(),
                 d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
                 new MicrometerDeliveryMetrics(metrics), name -> registry.isPaused(name), subscription -> transport(subscription, http));
@@ -215,6 +217,11 @@ public class ReplicationSource {
         routing.start();
         drain = routing;
         role = Role.ACTIVE;
+    }
+
+    /** The subscription's transport, as delivery uses it (the API's test-fire). */
+    public Transport transport(Subscription subscription) {
+        return transport(subscription, TEST_CLIENT);
     }
 
     /** A webhook's or an AMQP address's transport; an AMQP subscription without a broker keeps failing (and parks), named. */

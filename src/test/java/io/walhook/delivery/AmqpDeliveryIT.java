@@ -143,8 +143,9 @@ class AmqpDeliveryIT {
              WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
                      "WALHOOK_SLOT", database, "WALHOOK_AMQP_URL", broker.url(),
                      "WALHOOK_DELIVERY_RETRY_WINDOW", "1s", "WALHOOK_DELIVERY_PARKED_RETRY_INTERVAL", "1s",
+                     "WALHOOK_API_TOKEN", "t",
                      "WALHOOK_SUBSCRIPTIONS_GOOD_AMQP_ADDRESS", "items",
-                     "WALHOOK_SUBSCRIPTIONS_REFUSED_AMQP_ADDRESS", "refuse.{table}"))) {
+                     "WALHOOK_SUBSCRIPTIONS_REFUSED_AMQP_ADDRESS", "refuse.items"))) {
             walhook.awaitReady(WAIT);
             sql(pg, database, "INSERT INTO items SELECT g FROM generate_series(1, 10) g");
             await().atMost(WAIT).until(() -> items.messages().size() == 10);
@@ -154,7 +155,27 @@ class AmqpDeliveryIT {
             await().atMost(WAIT).until(() -> count(pg, database, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"
                     + database + "' AND confirmed_flush_lsn > '" + lsnOf(lastId) + "'") == 1);
             assertThat(walhook.output()).contains("rejected");
+
+            // the API's test-fire sends one message and reports the broker's outcome
+            JsonNode fired = testFire(walhook, "config:good");
+            assertThat(fired.get("delivered").asBoolean()).as(fired.toString()).isTrue();
+            await().atMost(WAIT).until(() -> items.messages().size() == 11);
+            Message test = items.messages().get(10);
+            assertThat(test.getMessageId()).isEqualTo(fired.get("event_id").asText());
+            assertThat(JSON.readTree(AmqpReceiver.body(test)).get("op").asText()).isEqualTo("test");
+            JsonNode refused = testFire(walhook, "config:refused");
+            assertThat(refused.get("delivered").asBoolean()).isFalse();
+            assertThat(refused.get("error").asText()).startsWith("rejected: ").contains("refuse.items");
         }
+    }
+
+    private static JsonNode testFire(WalhookProcess walhook, String id) throws Exception {
+        java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
+                java.net.http.HttpRequest.newBuilder(walhook.uri("/subscriptions/" + id + "/test"))
+                        .header("Authorization", "Bearer t").POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+        return JSON.readTree(response.body());
     }
 
     /** The commit LSN in an event id ({@code hex16(commit)-seq}) as pg_lsn text. */
