@@ -205,8 +205,9 @@ public final class ReplicationReader {
                         start.isValid() ? start : "its confirmed position", protocolVersion(settings.serverMajor()),
                         settings.serverMajor());
                 while (running) {
-                    if (draining) {
-                        // read nothing more: what was read is delivered, then acknowledged
+                    // draining: finish the transaction being handed on (so that nothing of it is sent twice
+                    // after a restart), then read nothing more; what was read is delivered, then acknowledged
+                    if (draining && (current == null || System.nanoTime() - drainDeadline > 0)) {
                         acknowledge(false);
                         if (tracker.settled() || System.nanoTime() - drainDeadline > 0) {
                             running = false;
