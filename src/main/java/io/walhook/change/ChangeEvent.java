@@ -25,6 +25,8 @@ public final class ChangeEvent {
     private final String messagePrefix;
     private final byte[] messageContent;
     private final boolean messageTransactional;
+    /** {@link #id()}, made on first use: the writer, the sender and logs all ask (a benign race, like String's hash). */
+    private String id;
 
     private ChangeEvent(Operation op, RelationInfo relation, TupleData key, TupleData oldRow, TupleData newRow, Lsn lsn,
             TxInfo tx, int seq, boolean truncateCascade, boolean truncateRestartIdentity, String messagePrefix,
@@ -63,12 +65,17 @@ public final class ChangeEvent {
 
     /** {@code <commit LSN as 16 hex digits>-<position in the transaction, 4 digits or more>}. */
     public String id() {
-        String position = Integer.toString(seq);
-        StringBuilder id = new StringBuilder(21 + position.length()).append(tx.commitLsn().hex16()).append('-');
-        for (int pad = position.length(); pad < 4; pad++) {
-            id.append('0');
+        String made = id;
+        if (made == null) {
+            String position = Integer.toString(seq);
+            StringBuilder text = new StringBuilder(21 + position.length()).append(tx.commitLsn().hex16()).append('-');
+            for (int pad = position.length(); pad < 4; pad++) {
+                text.append('0');
+            }
+            made = text.append(position).toString();
+            id = made;
         }
-        return id.append(position).toString();
+        return made;
     }
 
     public Operation op() {

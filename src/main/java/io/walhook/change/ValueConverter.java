@@ -34,4 +34,24 @@ public interface ValueConverter {
      * @throws IOException from the generator
      */
     void write(JsonGenerator json, TupleData tuple, int column) throws IOException;
+
+    /**
+     * Whether every value of this converter is a JSON string, number or boolean, never a document or
+     * an array (json/jsonb and arrays are not), so that {@link #value} gives it.
+     */
+    default boolean scalar() {
+        return false;
+    }
+
+    /**
+     * The value {@link #write} writes, as a reader of that JSON gets it back, without writing it: a
+     * {@link String}, a {@link Long} (an integer within 64 bits), a {@link Double} (any other number)
+     * or a {@link Boolean}. For filters, which need the row's values and not its JSON. Same
+     * preconditions, exceptions and threading as {@link #write}.
+     *
+     * @throws UnsupportedOperationException if this converter is not {@link #scalar()}
+     */
+    default Object value(TupleData tuple, int column) {
+        throw new UnsupportedOperationException(this + " writes JSON documents or arrays: read them from the JSON");
+    }
 }

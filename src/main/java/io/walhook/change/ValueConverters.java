@@ -171,6 +171,20 @@ public final class ValueConverters {
         }
 
         @Override
+        public boolean scalar() {
+            return true;
+        }
+
+        @Override
+        public Object value(TupleData tuple, int column) {
+            int length = textLength(tuple, column);
+            byte[] bytes = scratch.bytes(length);
+            tuple.copyTo(column, bytes, 0);
+            // what Utf8.decode gives, malformed sequences included (it defers those to String)
+            return new String(bytes, 0, length, java.nio.charset.StandardCharsets.UTF_8);
+        }
+
+        @Override
         public String toString() {
             return "ValueConverter[string]";
         }
@@ -227,6 +241,25 @@ public final class ValueConverters {
             ValueKind.BYTEA.write(json, chars, 0, count, scratch);
         }
 
+        @Override
+        public boolean scalar() {
+            return true;
+        }
+
+        @Override
+        public Object value(TupleData tuple, int column) {
+            int length = textLength(tuple, column);
+            byte[] bytes = scratch.bytes(length);
+            tuple.copyTo(column, bytes, 0);
+            int n = decodeHexInPlace(bytes, length);
+            if (n >= 0) {
+                return ValueKind.base64(bytes, n);
+            }
+            char[] chars = scratch.chars(length);
+            int count = decodeText(tuple, column, length, scratch, chars);
+            return ValueKind.BYTEA.value(chars, 0, count, scratch);
+        }
+
         /** {@code \x0a0b...} to bytes at the start of the same array; -1 (contents then undefined) if it is not hex format. */
         private static int decodeHexInPlace(byte[] bytes, int length) {
             if (length < 2 || bytes[0] != '\\' || bytes[1] != 'x' || (length & 1) != 0) {
@@ -266,6 +299,19 @@ public final class ValueConverters {
             char[] chars = scratch.chars(length);
             int count = decodeText(tuple, column, length, scratch, chars);
             kind.write(json, chars, 0, count, scratch);
+        }
+
+        @Override
+        public boolean scalar() {
+            return true;
+        }
+
+        @Override
+        public Object value(TupleData tuple, int column) {
+            int length = textLength(tuple, column);
+            char[] chars = scratch.chars(length);
+            int count = decodeText(tuple, column, length, scratch, chars);
+            return kind.value(chars, 0, count, scratch);
         }
 
         @Override

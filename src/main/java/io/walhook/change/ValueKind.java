@@ -31,6 +31,31 @@ enum ValueKind {
                 json.writeNumber(text, offset, length);
             }
         }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            if (!isJsonNumber(text, offset, length)) {
+                return new String(text, offset, length);
+            }
+            if (length == 2 && text[offset] == '-' && text[offset + 1] == '0') {
+                return -0.0d; // written as -0.0
+            }
+            String number = new String(text, offset, length);
+            for (int p = offset; p < offset + length; p++) {
+                if (text[p] == '.' || text[p] == 'e' || text[p] == 'E') {
+                    return Double.parseDouble(number);
+                }
+            }
+            // an integer: a long when it fits (18 digits always do), else a double as a JSON reader makes it
+            if (length <= 18) {
+                return Long.parseLong(number);
+            }
+            try {
+                return Long.parseLong(number);
+            } catch (NumberFormatException beyondLong) {
+                return Double.parseDouble(number);
+            }
+        }
     },
 
     /** bool: {@code t} and {@code f}. */
@@ -45,6 +70,16 @@ enum ValueKind {
                 json.writeString(text, offset, length);
             }
         }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            if (length == 1 && text[offset] == 't') {
+                return Boolean.TRUE;
+            } else if (length == 1 && text[offset] == 'f') {
+                return Boolean.FALSE;
+            }
+            return new String(text, offset, length);
+        }
     },
 
     /** json, jsonb: already JSON (the server validated it on input), embedded as it is. */
@@ -52,6 +87,11 @@ enum ValueKind {
         @Override
         void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
             json.writeRawValue(text, offset, length);
+        }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            throw new UnsupportedOperationException("a JSON value is no scalar: read it from the JSON written");
         }
     },
 
@@ -67,6 +107,13 @@ enum ValueKind {
                 json.writeBinary(Base64Variants.MIME_NO_LINEFEEDS, bytes, 0, n);
             }
         }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            byte[] bytes = scratch.bytes(length);
+            int n = decodeBytea(text, offset, length, bytes);
+            return n < 0 ? new String(text, offset, length) : base64(bytes, n);
+        }
     },
 
     /** timestamptz: ISO 8601 in UTC with {@code Z}; see {@link PgDateTimes}. */
@@ -74,6 +121,12 @@ enum ValueKind {
         @Override
         void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
             writeDateTime(json, text, offset, length, PgDateTimes.timestampWithZone(text, offset, length, scratch.dateTime),
+                    scratch);
+        }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            return dateTime(text, offset, length, PgDateTimes.timestampWithZone(text, offset, length, scratch.dateTime),
                     scratch);
         }
     },
@@ -84,6 +137,11 @@ enum ValueKind {
         void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
             writeDateTime(json, text, offset, length, PgDateTimes.timestamp(text, offset, length, scratch.dateTime), scratch);
         }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            return dateTime(text, offset, length, PgDateTimes.timestamp(text, offset, length, scratch.dateTime), scratch);
+        }
     },
 
     /** date: ISO 8601 calendar date. */
@@ -92,6 +150,11 @@ enum ValueKind {
         void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
             writeDateTime(json, text, offset, length, PgDateTimes.date(text, offset, length, scratch.dateTime), scratch);
         }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            return dateTime(text, offset, length, PgDateTimes.date(text, offset, length, scratch.dateTime), scratch);
+        }
     },
 
     /** Every other type (text, uuid, time, interval, money, enums, ranges, composites...): the text in a JSON string. */
@@ -99,6 +162,11 @@ enum ValueKind {
         @Override
         void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
             json.writeString(text, offset, length);
+        }
+
+        @Override
+        Object value(char[] text, int offset, int length, Scratch scratch) {
+            return new String(text, offset, length);
         }
     };
 
@@ -110,6 +178,22 @@ enum ValueKind {
      * {@code text}).
      */
     abstract void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException;
+
+    /**
+     * The value {@link #write} writes as a reader of that JSON gets it back (String, Long, Double or
+     * Boolean), without writing it; same buffers as {@link #write}. Not for {@link #JSON}, whose
+     * values are documents.
+     */
+    abstract Object value(char[] text, int offset, int length, Scratch scratch);
+
+    private static String dateTime(char[] text, int offset, int length, int converted, Scratch scratch) {
+        return converted < 0 ? new String(text, offset, length) : new String(scratch.dateTime, 0, converted);
+    }
+
+    /** What {@code writeBinary(MIME_NO_LINEFEEDS, ...)} writes: standard base64 with padding, no line breaks. */
+    static String base64(byte[] bytes, int length) {
+        return java.util.Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(bytes, length));
+    }
 
     private static void writeDateTime(JsonGenerator json, char[] text, int offset, int length, int converted, Scratch scratch)
             throws IOException {

@@ -39,7 +39,7 @@ public final class RoutingLoop implements Runnable {
     private record Shape(EventFormat format, Projection projection) {
     }
 
-    /** The event's JSON, written on first use and then shared by filters and every format. */
+    /** The event's JSON, written on first use and then shared by every format that needs it unprojected. */
     private final class EventJson implements java.util.function.Supplier<byte[]> {
         private final ChangeEvent event;
         private byte[] bytes;
@@ -99,16 +99,18 @@ public final class RoutingLoop implements Runnable {
                     router = registry.router();
                     transaction = event.tx().commitLsn();
                 }
-                EventJson json = new EventJson(event);
-                List<Subscription> matched = router.route(event, json);
+                // filters read the rows from the tuples, not from the JSON: it is written only when delivered
+                List<Subscription> matched = router.route(event);
                 AckTracker.Ticket ticket = pending.ticket();
                 if (!matched.isEmpty()) {
                     tracker.add(ticket, matched.size());
+                    EventJson json = new EventJson(event);
                     written.clear();
                     for (Subscription subscription : matched) {
-                        EventEncoder.Encoded body = written.computeIfAbsent(
-                                new Shape(subscription.format(), subscription.projection()),
-                                shape -> encoder.encode(event, shape.format(), shape.projection(), json));
+                        EventEncoder.Encoded body = matched.size() == 1
+                                ? encoder.encode(event, subscription.format(), subscription.projection(), json)
+                                : written.computeIfAbsent(new Shape(subscription.format(), subscription.projection()),
+                                        shape -> encoder.encode(event, shape.format(), shape.projection(), json));
                         sender.send(subscription, event, body, () -> tracker.complete(ticket, 1));
                         routed.incrementAndGet();
                         metrics.routed(subscription.name());

@@ -126,6 +126,21 @@ public record Lsn(long value) implements Comparable<Lsn> {
     /** PostgreSQL's text form, {@code %X/%X}: {@code 16/B374D848}. */
     @Override
     public String toString() {
-        return Long.toHexString(value >>> 32).toUpperCase() + '/' + Long.toHexString(value & 0xFFFF_FFFFL).toUpperCase();
+        // every event writes two of these: no intermediate strings
+        char[] text = new char[17];
+        int at = hexDigits(value >>> 32, text, 0);
+        text[at++] = '/';
+        at = hexDigits(value & 0xFFFF_FFFFL, text, at);
+        return new String(text, 0, at);
+    }
+
+    /** {@code v} (at most 32 bits) in uppercase hex without leading zeros at {@code out[at]}; returns the next index. */
+    private static int hexDigits(long v, char[] out, int at) {
+        int end = at + Math.max(1, (67 - Long.numberOfLeadingZeros(v)) / 4);
+        for (int i = end - 1; i >= at; i--) {
+            out[i] = HEX[(int) (v & 0xF)];
+            v >>>= 4;
+        }
+        return end;
     }
 }

@@ -161,6 +161,21 @@ final class MessageReader {
         return slice;
     }
 
+    /**
+     * As {@code length(which + " column " + column + " value")}, the name built only when the read
+     * fails: every column of every row comes here.
+     */
+    int columnLength(String which, int column) {
+        if (limit - pos >= 4) {
+            long length = Integer.toUnsignedLong(buffer.getInt(pos));
+            if (length <= limit - pos - 4) {
+                pos += 4;
+                return (int) length;
+            }
+        }
+        return length(which + " column " + column + " value"); // fails, with the usual message
+    }
+
     void skip(int length) {
         pos += length;
     }

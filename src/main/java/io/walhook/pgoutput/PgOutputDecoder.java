@@ -210,7 +210,13 @@ public final class PgOutputDecoder {
     }
 
     private static TupleData tuple(MessageReader r, char marker) {
-        String which = "'" + marker + "' tuple";
+        // the names only serve error messages: none is built per column while the bytes are sound
+        String which = switch (marker) {
+            case 'K' -> "'K' tuple";
+            case 'O' -> "'O' tuple";
+            case 'N' -> "'N' tuple";
+            default -> "'" + marker + "' tuple";
+        };
         int countAt = r.offset();
         int count = r.u16(which + " column count");
         // Every column takes at least its kind byte.
@@ -220,11 +226,11 @@ public final class PgOutputDecoder {
         int[] lengths = new int[count];
         for (int i = 0; i < count; i++) {
             int kindAt = r.offset();
-            int kind = r.u8(which + " column kind");
+            int kind = r.remaining() > 0 ? r.u8(which) : r.u8(which + " column kind"); // the latter fails
             switch (kind) {
                 case 'n', 'u' -> offsets[i] = r.position();
                 case 't', 'b' -> {
-                    int length = r.length(which + " column " + i + " value");
+                    int length = r.columnLength(which, i);
                     offsets[i] = r.position();
                     lengths[i] = length;
                     r.skip(length);

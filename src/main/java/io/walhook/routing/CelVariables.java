@@ -1,5 +1,6 @@
 package io.walhook.routing;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigDecimal;
@@ -12,7 +13,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
 
+import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
@@ -21,6 +24,10 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 import dev.cel.common.values.NullValue;
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.EventJsonWriter;
+import io.walhook.change.RelationInfo;
+import io.walhook.change.ValueConverter;
+import io.walhook.pgoutput.ReplicaIdentity;
+import io.walhook.pgoutput.TupleData;
 
 /**
  * The variables a {@link CelFilter} sees for one event (CONTRACT.md section 4): {@code op},
@@ -39,14 +46,18 @@ import io.walhook.change.EventJsonWriter;
  *       from {@code new}: test with {@code has(new.column)}.
  * </ul>
  *
- * <p>Built lazily: nothing is serialized or parsed until a filter reads {@code key}, {@code new} or
- * {@code old}, and then once for all filters evaluated against the same instance. Create one per
- * event and share it across the subscriptions that event reaches.
+ * <p>Built lazily: no row is built until a filter reads {@code key}, {@code new} or {@code old},
+ * and then once for all filters evaluated against the same instance. Create one per event and
+ * share it across the subscriptions that event reaches.
  *
- * <p>Not thread-safe: one thread builds and uses an instance. {@link #of(ChangeEvent)} writes the
- * event's JSON with {@link EventJsonWriter}, whose converters must be used by one thread at a time:
- * call it on the thread that writes events, or pass the JSON already written with
- * {@link #of(ChangeEvent, Supplier)}.
+ * <p>{@link #of(ChangeEvent)} builds the rows straight from the event's tuples through each
+ * column's converter ({@link ValueConverter#value}), exactly as they read back from the event's
+ * JSON; only json/jsonb and array values go through JSON, one column at a time. Reading the rows
+ * back from the whole event JSON ({@link #of(ChangeEvent, Supplier)}) costs several times more.
+ *
+ * <p>Not thread-safe: one thread builds and uses an instance. {@link #of(ChangeEvent)} uses the
+ * columns' converters, which must be used by one thread at a time: call it on the thread that
+ * writes events, or pass the JSON already written with {@link #of(ChangeEvent, Supplier)}.
  */
 public final class CelVariables {
 
@@ -57,7 +68,12 @@ public final class CelVariables {
             .build();
     private static final Map<String, Object> EMPTY = Collections.emptyMap();
 
+    /** Writes a json/jsonb or array column alone, to read it back (the bytes are the event's). */
+    private static final JsonFactory COLUMN_JSON = EventJsonWriter.jsonFactory();
+
     private final ChangeEvent event;
+    /** The rows are still to be built from the event's tuples. */
+    private boolean fromTuples;
     private String op;
     private String schema;
     private String table;
@@ -78,9 +94,11 @@ public final class CelVariables {
         this.headerFromJson = headerFromJson;
     }
 
-    /** The event's variables; its JSON is written (once) only if a filter reads a row. */
+    /** The event's variables; its rows are built (once) from its tuples only if a filter reads one. */
     public static CelVariables of(ChangeEvent event) {
-        return of(event, () -> new EventJsonWriter(JSON).toJson(event));
+        CelVariables v = new CelVariables(event, event.op().wireName(), event.schema(), event.table(), null, false);
+        v.fromTuples = true;
+        return v;
     }
 
     /**
@@ -155,6 +173,18 @@ public final class CelVariables {
         if (failure != null) {
             throw failure;
         }
+        if (fromTuples) {
+            try {
+                rowsFromTuples();
+            } catch (IOException e) {
+                failure = new UncheckedIOException("cannot read the event's values: " + e.getMessage(), e);
+                throw failure;
+            } catch (RuntimeException e) {
+                failure = e;
+                throw e;
+            }
+            fromTuples = false;
+        }
         if (json != null) {
             try {
                 parse(json.get());
@@ -197,6 +227,82 @@ public final class CelVariables {
         key = k;
         newRow = n;
         oldRow = o;
+    }
+
+    /**
+     * The rows as {@link EventJsonWriter} writes them (CONTRACT.md section 3), all three at once as
+     * the JSON gives them: {@code key} from the 'K' tuple, else the old row, else the new one, key
+     * columns only; {@code new} with unchanged TOASTed values filled from the old row when it has
+     * them, else absent; {@code old} only under REPLICA IDENTITY FULL.
+     */
+    private void rowsFromTuples() throws IOException {
+        Map<String, Object> k = EMPTY;
+        Map<String, Object> n = EMPTY;
+        Map<String, Object> o = EMPTY;
+        switch (event.op()) {
+            case INSERT, UPDATE, DELETE -> {
+                RelationInfo relation = event.relation();
+                TupleData newTuple = event.newRow();
+                TupleData oldTuple = event.oldRow();
+                TupleData keySource = event.keyTuple() != null ? event.keyTuple() : oldTuple != null ? oldTuple : newTuple;
+                k = rowOf(relation, keySource, null, true);
+                n = rowOf(relation, newTuple, oldTuple, false);
+                if (oldTuple != null && relation.replicaIdentity() == ReplicaIdentity.FULL) {
+                    o = rowOf(relation, oldTuple, null, false);
+                }
+            }
+            case TRUNCATE, MESSAGE -> {
+                // no rows: empty maps
+            }
+        }
+        key = k;
+        newRow = n;
+        oldRow = o;
+    }
+
+    private static Map<String, Object> rowOf(RelationInfo relation, TupleData tuple, TupleData fill, boolean keysOnly)
+            throws IOException {
+        if (tuple == null) {
+            return EMPTY;
+        }
+        if (tuple.size() != relation.columnCount()) {
+            throw new IllegalStateException("tuple of " + tuple.size() + " columns for " + relation + " with "
+                    + relation.columnCount() + " columns");
+        }
+        Map<String, Object> row = new LinkedHashMap<>();
+        for (int i = 0; i < tuple.size(); i++) {
+            if (keysOnly && !relation.isKey(i)) {
+                continue;
+            }
+            switch (tuple.kind(i)) {
+                case NULL -> row.put(relation.columnName(i), NullValue.NULL_VALUE);
+                case TEXT, BINARY -> row.put(relation.columnName(i), valueOf(relation.converter(i), tuple, i));
+                case UNCHANGED_TOAST -> {
+                    if (fill != null && fill.hasValue(i)) {
+                        row.put(relation.columnName(i), valueOf(relation.converter(i), fill, i));
+                    }
+                }
+            }
+        }
+        return row;
+    }
+
+    private static Object valueOf(ValueConverter converter, TupleData tuple, int column) throws IOException {
+        if (converter.scalar()) {
+            return converter.value(tuple, column);
+        }
+        // json/jsonb, arrays: the column's JSON alone, read back as the event's JSON would be
+        ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(32, tuple.length(column) + 16));
+        try (JsonGenerator g = COLUMN_JSON.createGenerator(out, JsonEncoding.UTF8)) {
+            converter.write(g, tuple, column);
+        }
+        try (JsonParser p = JSON.createParser(out.toByteArray())) {
+            Object value = valueOf(p, p.nextToken());
+            if (p.nextToken() != null) {
+                throw new IOException("more than one JSON value in a column");
+            }
+            return value;
+        }
     }
 
     private static String textOf(JsonParser p, JsonToken t) throws IOException {

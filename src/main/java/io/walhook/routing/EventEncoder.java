@@ -13,6 +13,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.EventJsonWriter;
+import io.walhook.change.TxInfo;
 
 /**
  * Writes an event in a subscription's format: the event JSON (CONTRACT.md section 3), a
@@ -37,6 +38,9 @@ public final class EventEncoder {
     private final EventJsonWriter writer = new EventJsonWriter(factory);
     private final String source;
     private final Map<String, String> extensions;
+    /* The CloudEvents time of the last transaction seen: formatting it is dearer than most of an event. */
+    private TxInfo timeOf;
+    private String timeText;
 
     /**
      * @param source the CloudEvents {@code source} of every event (a URI-reference)
@@ -93,7 +97,7 @@ public final class EventEncoder {
             json.writeStringField("source", source);
             json.writeStringField("type", type(event));
             json.writeStringField("subject", subject(event));
-            String time = EventJsonWriter.formatTime(event.tx().commitTime());
+            String time = time(event);
             if (time != null) {
                 json.writeStringField("time", time);
             }
@@ -117,12 +121,20 @@ public final class EventEncoder {
         headers.put("ce-source", source);
         headers.put("ce-type", type(event));
         headers.put("ce-subject", percentEncode(subject(event)));
-        String time = EventJsonWriter.formatTime(event.tx().commitTime());
+        String time = time(event);
         if (time != null) {
             headers.put("ce-time", time);
         }
         extensions.forEach((name, value) -> headers.put("ce-" + name, percentEncode(value)));
         return headers;
+    }
+
+    private String time(ChangeEvent event) {
+        if (event.tx() != timeOf) {
+            timeText = EventJsonWriter.formatTime(event.tx().commitTime());
+            timeOf = event.tx();
+        }
+        return timeText;
     }
 
     /**

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.WeakHashMap;
 
 import io.walhook.change.ChangeEvent;
+import io.walhook.change.Operation;
 import io.walhook.change.RelationInfo;
 
 /**
@@ -17,41 +18,62 @@ import io.walhook.change.RelationInfo;
  */
 public final class Router {
 
-    private static final Subscription[] NONE = new Subscription[0];
+    private static final int[] NONE = new int[0];
 
     private final List<Subscription> subscriptions;
-    private final Subscription[] messageSubscribers;
-    private final Map<RelationInfo, Subscription[]> byRelation = new WeakHashMap<>();
+    /* Candidates are indexes into these: the subscription, and its operations as one bit per ordinal
+       (an immutable Set's contains() hashes the enum, several times slower than the rest of routing). */
+    private final Subscription[] all;
+    private final int[] operationBits;
+    private final int[] messageSubscribers;
+    private final Map<RelationInfo, int[]> byRelation = new WeakHashMap<>();
+    /* The last relation looked up: changes come in runs of one table, and a WeakHashMap lookup is not free. */
+    private RelationInfo lastRelation;
+    private int[] lastCandidates;
 
     public Router(List<Subscription> subscriptions) {
         this.subscriptions = List.copyOf(subscriptions);
-        this.messageSubscribers = this.subscriptions.stream().filter(Subscription::wantsMessages).toArray(Subscription[]::new);
+        this.all = this.subscriptions.toArray(Subscription[]::new);
+        this.operationBits = new int[all.length];
+        for (int i = 0; i < all.length; i++) {
+            for (Operation op : all[i].operations()) {
+                operationBits[i] |= 1 << op.ordinal();
+            }
+        }
+        this.messageSubscribers = indexes(Subscription::wantsMessages);
     }
 
     public List<Subscription> subscriptions() {
         return subscriptions;
     }
 
-    /** The subscriptions that want this event, in the order they were given. */
+    /**
+     * The subscriptions that want this event, in the order they were given. Filters read the rows
+     * straight from the event's tuples ({@link CelVariables#of(ChangeEvent)}): call it on the thread
+     * that writes events.
+     */
     public List<Subscription> route(ChangeEvent event) {
         return route(event, null);
     }
 
     /**
-     * As {@link #route(ChangeEvent)}; filters read the event's rows from {@code eventJson} (its
-     * JSON without projection, written at most once and shared with delivery) when given.
+     * As {@link #route(ChangeEvent)}, filters reading the event's rows back from {@code eventJson}
+     * (its JSON without projection) when given: several times slower than from the tuples, for
+     * callers that have only the JSON's bytes at hand or another thread's converters.
      */
     public List<Subscription> route(ChangeEvent event, java.util.function.Supplier<byte[]> eventJson) {
-        Subscription[] candidates = event.relation() == null ? messageSubscribers : forRelation(event.relation());
+        int[] candidates = event.relation() == null ? messageSubscribers : forRelation(event.relation());
         if (candidates.length == 0) {
             return List.of();
         }
         List<Subscription> matched = new ArrayList<>(candidates.length);
         CelVariables variables = null;
-        for (Subscription subscription : candidates) {
-            if (!subscription.operations().contains(event.op())) {
+        int op = 1 << event.op().ordinal();
+        for (int candidate : candidates) {
+            if ((operationBits[candidate] & op) == 0) {
                 continue;
             }
+            Subscription subscription = all[candidate];
             if (subscription.filter().isPresent()) {
                 if (variables == null) {
                     variables = eventJson == null ? CelVariables.of(event) : CelVariables.of(event, eventJson);
@@ -65,17 +87,25 @@ public final class Router {
         return matched;
     }
 
-    private Subscription[] forRelation(RelationInfo relation) {
-        Subscription[] cached = byRelation.get(relation);
+    private int[] forRelation(RelationInfo relation) {
+        if (relation == lastRelation) {
+            return lastCandidates;
+        }
+        int[] cached = byRelation.get(relation);
         if (cached == null) {
             if (!relation.routed()) {
                 cached = NONE;
             } else {
-                cached = subscriptions.stream().filter(s -> s.matchesTable(relation.schema(), relation.table()))
-                        .toArray(Subscription[]::new);
+                cached = indexes(s -> s.matchesTable(relation.schema(), relation.table()));
             }
             byRelation.put(relation, cached);
         }
+        lastRelation = relation;
+        lastCandidates = cached;
         return cached;
+    }
+
+    private int[] indexes(java.util.function.Predicate<Subscription> wanted) {
+        return java.util.stream.IntStream.range(0, all.length).filter(i -> wanted.test(all[i])).toArray();
     }
 }

@@ -265,6 +265,10 @@ public class ReplicationSource {
     /** Delivery metrics per subscription: walhook_delivery_routed_total, _events_total, _retries_total, _parked_total, _latency. */
     private static final class MicrometerDeliveryMetrics implements io.walhook.delivery.DeliveryMetrics {
         private final MeterRegistry registry;
+        /** Meters by subscription, looked up once: routing counts every event. */
+        private final Map<String, io.micrometer.core.instrument.Counter> routed = new java.util.concurrent.ConcurrentHashMap<>();
+        private final Map<String, io.micrometer.core.instrument.Counter> delivered = new java.util.concurrent.ConcurrentHashMap<>();
+        private final Map<String, io.micrometer.core.instrument.Timer> latency = new java.util.concurrent.ConcurrentHashMap<>();
 
         MicrometerDeliveryMetrics(MeterRegistry registry) {
             this.registry = registry;
@@ -272,17 +276,19 @@ public class ReplicationSource {
 
         @Override
         public void delivered(String subscription, int events, Duration sinceCommit) {
-            registry.counter("walhook.delivery.events", "subscription", subscription).increment(events);
+            delivered.computeIfAbsent(subscription, s -> registry.counter("walhook.delivery.events", "subscription", s))
+                    .increment(events);
             if (!sinceCommit.isZero()) {
-                io.micrometer.core.instrument.Timer.builder("walhook.delivery.latency")
-                        .description("from commit to the destination's 2xx").tag("subscription", subscription)
-                        .publishPercentileHistogram().register(registry).record(sinceCommit);
+                latency.computeIfAbsent(subscription, s -> io.micrometer.core.instrument.Timer.builder("walhook.delivery.latency")
+                        .description("from commit to the destination's 2xx").tag("subscription", s)
+                        .publishPercentileHistogram().register(registry)).record(sinceCommit);
             }
         }
 
         @Override
         public void routed(String subscription) {
-            registry.counter("walhook.delivery.routed", "subscription", subscription).increment();
+            routed.computeIfAbsent(subscription, s -> registry.counter("walhook.delivery.routed", "subscription", s))
+                    .increment();
         }
 
         @Override

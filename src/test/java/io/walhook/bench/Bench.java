@@ -307,6 +307,11 @@ public final class Bench {
         env.put("WALHOOK_SUBSCRIPTIONS_BENCH_BATCH_MAX_EVENTS", Integer.toString(o.batch()));
         // let a lane wait a little for its batch to fill: fewer, fuller requests
         env.put("WALHOOK_SUBSCRIPTIONS_BENCH_BATCH_MAX_WAIT_MS", "20");
+        // profiling: e.g. WALHOOK_BENCH_JAVA_OPTIONS=-XX:StartFlightRecording=filename=/tmp/wh.jfr,settings=profile
+        String javaOptions = System.getenv("WALHOOK_BENCH_JAVA_OPTIONS");
+        if (javaOptions != null && !javaOptions.isBlank()) {
+            env.put("JAVA_TOOL_OPTIONS", javaOptions);
+        }
         say("starting walhook (target/quarkus-app/quarkus-run.jar, -Xmx" + o.walhookHeap() + ") with:");
         env.forEach((k, v) -> System.out.println("    " + k + "=" + v));
         WalhookProcess process = WalhookProcess.start(env, o.walhookHeap());
