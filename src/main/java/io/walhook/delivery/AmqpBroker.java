@@ -60,7 +60,7 @@ public final class AmqpBroker implements AutoCloseable {
     /** CloudEvents AMQP binding: binary-mode attributes are application properties with this prefix. */
     static final String CLOUDEVENTS_PREFIX = "cloudEvents:";
 
-    private record Waiting(Runnable send, CompletableFuture<Transport.Attempt> outcome) {
+    private record Waiting(Runnable send, List<CompletableFuture<Transport.Attempt>> outcomes) {
     }
 
     private final Vertx vertx;
@@ -89,7 +89,12 @@ public final class AmqpBroker implements AutoCloseable {
         return new Transport() {
             @Override
             public Attempt attempt(Dispatcher.Request request) throws InterruptedException {
-                return send(request);
+                return send(List.of(request));
+            }
+
+            @Override
+            public Attempt attemptAll(List<Dispatcher.Request> requests) throws InterruptedException {
+                return send(requests);
             }
 
             @Override
@@ -99,11 +104,22 @@ public final class AmqpBroker implements AutoCloseable {
         };
     }
 
-    Transport.Attempt send(Dispatcher.Request request) throws InterruptedException {
-        CompletableFuture<Transport.Attempt> outcome = new CompletableFuture<>();
-        context.runOnContext(v -> whenConnected(new Waiting(() -> sendNow(request, outcome), outcome)));
+    /**
+     * Sends the messages back to back (credit permitting) and waits for every settlement:
+     * delivered when the broker accepted them all, else the first other outcome.
+     */
+    Transport.Attempt send(List<Dispatcher.Request> requests) throws InterruptedException {
+        List<CompletableFuture<Transport.Attempt>> outcomes = new ArrayList<>(requests.size());
+        for (int i = 0; i < requests.size(); i++) {
+            outcomes.add(new CompletableFuture<>());
+        }
+        context.runOnContext(v -> whenConnected(new Waiting(() -> {
+            for (int i = 0; i < requests.size(); i++) {
+                sendNow(requests.get(i), outcomes.get(i));
+            }
+        }, outcomes)));
         try {
-            return outcome.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            CompletableFuture.allOf(outcomes.toArray(CompletableFuture[]::new)).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
             // a broker that neither settles nor refuses: start afresh rather than wait on this connection
             context.runOnContext(v -> {
@@ -115,6 +131,14 @@ public final class AmqpBroker implements AutoCloseable {
         } catch (ExecutionException e) {
             return Transport.Attempt.retry(String.valueOf(e.getCause()));
         }
+        Transport.Attempt result = null;
+        for (CompletableFuture<Transport.Attempt> outcome : outcomes) {
+            result = outcome.join();
+            if (result.outcome() != Transport.Outcome.DELIVERED) {
+                return result;
+            }
+        }
+        return result;
     }
 
     private void whenConnected(Waiting send) {
@@ -181,7 +205,7 @@ public final class AmqpBroker implements AutoCloseable {
         }
         List<Waiting> failed = new ArrayList<>(waiting);
         waiting.clear();
-        failed.forEach(w -> w.outcome().complete(Transport.Attempt.retry(problem)));
+        failed.forEach(w -> w.outcomes().forEach(f -> f.complete(Transport.Attempt.retry(problem))));
     }
 
     /** The connection is gone: every message not yet settled on it is retried. */

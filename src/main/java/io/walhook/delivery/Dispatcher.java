@@ -43,6 +43,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Dispatcher.class);
     private static final Duration MIN_BACKOFF = Duration.ofMillis(200);
     private static final int LANE_CAPACITY = 1000;
+    /** AMQP messages a lane has unsettled at once. */
+    private static final int AMQP_WINDOW = 100;
 
     /** Timeouts and windows of every lane. */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
@@ -72,15 +74,19 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
 
         /**
-         * What a subscription sends for these jobs: when it batches, always a JSON array of their
-         * bodies (CloudEvents batched mode for structured CloudEvents), even of one, so a receiver
-         * sees one shape; otherwise the one job's own request.
+         * What a subscription sends for these jobs: a webhook that batches, always one JSON array of
+         * their bodies (CloudEvents batched mode for structured CloudEvents), even of one, so a
+         * receiver sees one shape; otherwise the one job's own request; AMQP, a message per job.
          */
-        static Request of(Subscription subscription, List<Job> jobs) {
-            if (batchSize(subscription) == 1) {
-                return of(jobs.get(0));
+        static List<Request> of(Subscription subscription, List<Job> jobs) {
+            if (subscription.destination() instanceof Destination.Amqp) {
+                // one message each, sent back to back and settled together
+                return jobs.stream().map(Request::of).toList();
             }
-            return batch(jobs.get(0).eventId(), jobs.get(0).contentType(), jobs.stream().map(Job::body).toList());
+            if (batchSize(subscription) == 1) {
+                return List.of(of(jobs.get(0)));
+            }
+            return List.of(batch(jobs.get(0).eventId(), jobs.get(0).contentType(), jobs.stream().map(Job::body).toList()));
         }
 
         /**
@@ -200,9 +206,12 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         lanes.values().forEach(lane -> lane.thread.interrupt());
     }
 
-    /** Whether the subscription's requests carry several events: a webhook's JSON array; AMQP sends one message per event. */
+    /**
+     * How many queued events a lane takes at once: a webhook's batch (one JSON array); for AMQP,
+     * the messages it sends back to back before waiting for their settlements.
+     */
     private static int batchSize(Subscription subscription) {
-        return subscription.destination() instanceof Destination.Webhook ? subscription.batchMaxEvents() : 1;
+        return subscription.destination() instanceof Destination.Webhook ? subscription.batchMaxEvents() : AMQP_WINDOW;
     }
 
     /** One subscription's queue and the thread that delivers it in order. */
@@ -332,7 +341,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
 
         /** Tries until delivered (or gone); false when the retry window or the subscription's attempts ran out. */
-        private boolean deliverWithinWindow(Request job) throws InterruptedException {
+        private boolean deliverWithinWindow(List<Request> requests) throws InterruptedException {
+            Request job = requests.get(0);
             MDC.remove("event");
             MDC.remove("attempt");
             Duration window = subscription.retry().window().orElse(settings.retryWindow());
@@ -344,7 +354,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 if (disabled.contains(subscription.name())) {
                     return true;
                 }
-                Attempt result = attempt(job);
+                Attempt result = attempt(requests);
                 if (result.outcome() != Outcome.RETRY) {
                     retrying = false;
                     return true;
@@ -398,10 +408,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 for (int from = 0; from < batch.size(); from += size) {
                     List<ParkedEventStore.Parked> run = batch.subList(from, Math.min(from + size, batch.size()));
                     ParkedEventStore.Parked first = run.get(0);
-                    Attempt result = attempt(size == 1
-                            ? new Request(first.eventId(), first.body(), first.contentType(), first.headers(), first.address())
-                            : Request.batch(first.eventId(), first.contentType(),
-                                    run.stream().map(ParkedEventStore.Parked::body).toList()));
+                    Attempt result = attempt(size == 1 || subscription.destination() instanceof Destination.Amqp
+                            ? run.stream().map(p -> new Request(p.eventId(), p.body(), p.contentType(), p.headers(),
+                                    p.address())).toList()
+                            : List.of(Request.batch(first.eventId(), first.contentType(),
+                                    run.stream().map(ParkedEventStore.Parked::body).toList())));
                     if (result.outcome() == Outcome.RETRY) {
                         lastError = result.problem();
                         List<Long> ids = run.stream().map(ParkedEventStore.Parked::id).toList();
@@ -431,8 +442,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
         }
 
-        private Attempt attempt(Request request) throws InterruptedException {
-            Attempt result = transport.attempt(request);
+        private Attempt attempt(List<Request> requests) throws InterruptedException {
+            Request request = requests.get(0);
+            Attempt result = requests.size() == 1 ? transport.attempt(request) : transport.attemptAll(requests);
             if (result.outcome() == Outcome.GONE) {
                 disabled.add(subscription.name());
                 lastError = result.problem();

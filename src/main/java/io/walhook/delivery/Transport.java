@@ -22,4 +22,20 @@ public interface Transport {
 
     /** Sends the request once and waits for its outcome. */
     Attempt attempt(Dispatcher.Request request) throws InterruptedException;
+
+    /**
+     * Sends these requests of one lane, in order, and waits for them all: delivered when every one
+     * is, else the first failure (the dispatcher then sends them all again, ids unchanged). One
+     * after the other unless the transport can have several in flight.
+     */
+    default Attempt attemptAll(java.util.List<Dispatcher.Request> requests) throws InterruptedException {
+        Attempt last = null;
+        for (Dispatcher.Request request : requests) {
+            last = attempt(request);
+            if (last.outcome() != Outcome.DELIVERED) {
+                return last;
+            }
+        }
+        return last;
+    }
 }

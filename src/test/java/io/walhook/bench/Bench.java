@@ -41,7 +41,7 @@ public final class Bench {
     private static final long STALL_SECONDS = 120;
 
     record Options(long rows, int txSize, String walhookHeap, int batch, int major, Path recvlogical, int sinkThreads,
-            int recvRuns) {
+            int recvRuns, String sink) {
 
         static Options parse(String[] args) {
             long rows = 500_000;
@@ -52,6 +52,7 @@ public final class Bench {
             Path recvlogical = null;
             int sinkThreads = 2;
             int recvRuns = 1;
+            String sink = "webhook";
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
                     case "--rows" -> rows = positive(args, ++i);
@@ -62,10 +63,11 @@ public final class Bench {
                     case "--recvlogical" -> recvlogical = Path.of(value(args, ++i));
                     case "--sink-threads" -> sinkThreads = (int) positive(args, ++i);
                     case "--recv-runs" -> recvRuns = (int) positive(args, ++i);
+                    case "--sink" -> sink = value(args, ++i);
                     case "-h", "--help" -> {
                         System.out.println("usage: scripts/bench [--rows N (500000)] [--tx-size M (100)]"
                                 + " [--walhook-heap 256m] [--batch 500] [--pg 17] [--recvlogical PATH] [--sink-threads 2]"
-                                + " [--recv-runs 1]");
+                                + " [--recv-runs 1] [--sink webhook|amqp]");
                         System.exit(0);
                     }
                     default -> usage("unknown argument '" + args[i] + "' (try --help)");
@@ -77,7 +79,10 @@ public final class Bench {
             if (recvRuns > 5) {
                 usage("--recv-runs is at most 5");
             }
-            return new Options(rows, txSize, heap, batch, major, recvlogical, sinkThreads, recvRuns);
+            if (!sink.equals("webhook") && !sink.equals("amqp")) {
+                usage("--sink is webhook (a counting HTTP receiver) or amqp (an embedded Artemis broker), not '" + sink + "'");
+            }
+            return new Options(rows, txSize, heap, batch, major, recvlogical, sinkThreads, recvRuns, sink);
         }
 
         private static String value(String[] args, int i) {
@@ -125,7 +130,7 @@ public final class Bench {
     private volatile EmbeddedPostgres postgres;
     private volatile Process recvlogical;
     private volatile Path recvlogicalLog;
-    private volatile CountingSink sink;
+    private volatile Sink sink;
     private volatile WalhookProcess walhook;
 
     private Bench(Options options) {
@@ -296,17 +301,14 @@ public final class Bench {
 
     private WalhookDrain drainWithWalhook(String database, String endLsn) throws Exception {
         Options o = options;
-        sink = CountingSink.start(o.rows(), o.sinkThreads());
+        sink = o.sink().equals("amqp") ? AmqpCountingSink.start(o.rows()) : CountingSink.start(o.rows(), o.sinkThreads());
         Map<String, String> env = new LinkedHashMap<>();
         env.put("WALHOOK_SOURCE_URL", postgres.sourceUrl(database));
         env.put("WALHOOK_SLOT", WALHOOK_SLOT);
         env.put("WALHOOK_PUBLICATION", PUBLICATION);
         env.put("WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
-        env.put("WALHOOK_SUBSCRIPTIONS_BENCH_URL", sink.url("/bench"));
         env.put("WALHOOK_SUBSCRIPTIONS_BENCH_TABLES", "public.bench");
-        env.put("WALHOOK_SUBSCRIPTIONS_BENCH_BATCH_MAX_EVENTS", Integer.toString(o.batch()));
-        // let a lane wait a little for its batch to fill: fewer, fuller requests
-        env.put("WALHOOK_SUBSCRIPTIONS_BENCH_BATCH_MAX_WAIT_MS", "20");
+        env.putAll(new java.util.TreeMap<>(sink.subscription("WALHOOK_SUBSCRIPTIONS_BENCH_", o.batch())));
         // profiling: e.g. WALHOOK_BENCH_JAVA_OPTIONS=-XX:StartFlightRecording=filename=/tmp/wh.jfr,settings=profile
         String javaOptions = System.getenv("WALHOOK_BENCH_JAVA_OPTIONS");
         if (javaOptions != null && !javaOptions.isBlank()) {
@@ -447,11 +449,12 @@ public final class Bench {
         double walhookRate = n / w.seconds;
         double ratio = walhookRate / recvRate;
         double cpuPerEvent = (double) ProcStats.ticksToMicros(w.cpu.ticks()) / n;
-        String mode = w.batchRequests > 0
+        String mode = o.sink().equals("amqp")
+                ? String.format(Locale.ROOT, "AMQP 1.0 to an embedded Artemis (%,d durable messages)", w.requests)
+                : w.batchRequests > 0
                 ? String.format(Locale.ROOT, "batched (%,d requests, %.1f events each)", w.requests,
                         (double) w.events / w.requests)
-                : String.format(Locale.ROOT, "per-event (%,d requests; BATCH_MAX_EVENTS=%d not honoured yet)",
-                        w.requests, o.batch());
+                : String.format(Locale.ROOT, "per-event (%,d requests)", w.requests);
         System.out.println();
         System.out.println("walhook drain benchmark (" + "PostgreSQL " + serverVersion + ", " + recvVersion + ", "
                 + Runtime.getRuntime().availableProcessors() + " CPUs)");
@@ -609,7 +612,7 @@ public final class Bench {
             }
             w.close();
         }
-        CountingSink s = sink;
+        Sink s = sink;
         if (s != null) {
             s.close();
         }

@@ -19,7 +19,7 @@ import com.sun.net.httpserver.HttpServer;
  * nothing. A body that is a JSON array is a batch and counts as its elements (found by a scan
  * of the top level, not parsed); any other non-empty body is one event.
  */
-final class CountingSink implements AutoCloseable {
+final class CountingSink implements Sink {
 
     private final HttpServer server;
     private final ExecutorService executor;
@@ -52,6 +52,14 @@ final class CountingSink implements AutoCloseable {
 
     String url(String path) {
         return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+    }
+
+    @Override
+    public java.util.Map<String, String> subscription(String prefix, int batch) {
+        return java.util.Map.of(prefix + "URL", url("/bench"),
+                prefix + "BATCH_MAX_EVENTS", Integer.toString(batch),
+                // let a lane wait a little for its batch to fill: fewer, fuller requests
+                prefix + "BATCH_MAX_WAIT_MS", "20");
     }
 
     private void handle(HttpExchange exchange) throws IOException {
@@ -131,33 +139,40 @@ final class CountingSink implements AutoCloseable {
     }
 
     /** Waits up to {@code timeout} for all {@code target} events; true once they are in. */
-    boolean await(long timeout, TimeUnit unit) throws InterruptedException {
+    @Override
+    public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
         return complete.await(timeout, unit);
     }
 
-    long events() {
+    @Override
+    public long events() {
         return events.get();
     }
 
-    long requests() {
+    @Override
+    public long requests() {
         return requests.sum();
     }
 
-    long batchRequests() {
+    @Override
+    public long batchRequests() {
         return batchRequests.sum();
     }
 
-    long bytes() {
+    @Override
+    public long bytes() {
         return bytes.sum();
     }
 
     /** System.nanoTime() when the first event arrived; 0 before. */
-    long firstEventNanos() {
+    @Override
+    public long firstEventNanos() {
         return firstEventNanos;
     }
 
     /** System.nanoTime() when the target was reached; 0 before. */
-    long completedNanos() {
+    @Override
+    public long completedNanos() {
         return completedNanos;
     }
 
