@@ -58,10 +58,6 @@ public final class SubscriptionRegistry {
             if (row.paused()) {
                 nowPaused.add(stored.name());
             }
-            if (!(stored.destination() instanceof Destination.Webhook)) {
-                LOG.errorf("stored subscription %s is left out: only webhook destinations can be delivered", stored.name());
-                continue;
-            }
             if (names.add(stored.name())) {
                 all.add(stored);
             } else {

@@ -166,6 +166,26 @@ class AmqpDeliveryIT {
             JsonNode refused = testFire(walhook, "config:refused");
             assertThat(refused.get("delivered").asBoolean()).isFalse();
             assertThat(refused.get("error").asText()).startsWith("rejected: ").contains("refuse.items");
+
+            // a subscription created through the API delivers to its own address from the next transaction
+            java.net.http.HttpResponse<String> created = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(walhook.uri("/subscriptions")).header("Authorization", "Bearer t")
+                            .header("Content-Type", "application/json")
+                            .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"name\": \"fromapi\", \"tables\":"
+                                    + " [\"public.items\"], \"destination\": {\"type\": \"amqp\", \"address\": \"api.{table}\"}}"))
+                            .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+            assertThat(JSON.readTree(created.body()).at("/destination/address").asText()).isEqualTo("api.{table}");
+            Thread.sleep(1000);
+            sql(pg, database, "INSERT INTO items VALUES (11)");
+            try (AmqpReceiver api = AmqpReceiver.start("127.0.0.1", broker.port(), null, null, "api.items")) {
+                try {
+                    await().atMost(WAIT).until(() -> api.messages().size() == 1);
+                } catch (org.awaitility.core.ConditionTimeoutException e) {
+                    throw new AssertionError("nothing on api.items; walhook:\n" + walhook.output(), e);
+                }
+                assertThat(JSON.readTree(AmqpReceiver.body(api.messages().get(0))).at("/new/id").asInt()).isEqualTo(11);
+            }
         }
     }
 
