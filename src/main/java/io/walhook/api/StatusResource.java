@@ -59,7 +59,7 @@ public class StatusResource {
         StatusView.ReplicationView replication = s == null ? null : new StatusView.ReplicationView(s.state().name(),
                 s.lastError(), s.received().toString(), s.acknowledged().toString(), s.events(),
                 s.pendingTransactions(), s.openStreams(), s.spilledTransactions());
-        return new StatusView(source.role().name().toLowerCase(java.util.Locale.ROOT), slot, row.getString("server_lsn"),
+        return new StatusView(source.role().wireName(), slot, row.getString("server_lsn"),
                 row.getLong("lag_bytes"),
                 row.getString("checkpoint_lsn"), replication, source.deliveries().stream()
                         .map(l -> new StatusView.SubscriptionStatusView(l.subscription(), l.inFlight(), l.retrying() ? 1 : 0,

@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import org.jboss.logging.Logger;
 import org.jboss.logging.MDC;
@@ -122,7 +123,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private final DeliveryMetrics metrics;
     private final java.util.function.Predicate<String> paused;
     private final java.util.function.Function<Subscription, Transport> transports;
-    private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
+    /** Each subscription's lanes by index, started on first use. */
+    private final Map<String, AtomicReferenceArray<Lane>> lanes = new ConcurrentHashMap<>();
     private final Set<String> disabled = ConcurrentHashMap.newKeySet();
 
     /**
@@ -166,9 +168,34 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /** Changes to one row always take the same lane of their subscription, so they arrive in commit order. */
     private Lane lane(Subscription subscription, int index) {
-        Lane lane = lanes.computeIfAbsent(subscription.name() + "#" + index, name -> new Lane(subscription, index));
+        AtomicReferenceArray<Lane> ofSubscription = lanes.computeIfAbsent(subscription.name(),
+                name -> new AtomicReferenceArray<>(settings.concurrency()));
+        Lane lane = ofSubscription.get(index);
+        if (lane == null) {
+            synchronized (ofSubscription) {
+                lane = ofSubscription.get(index);
+                if (lane == null) {
+                    lane = new Lane(subscription, index); // starts its thread: made once
+                    ofSubscription.set(index, lane);
+                }
+            }
+        }
         lane.follow(subscription);
         return lane;
+    }
+
+    /** Every lane started so far. */
+    private List<Lane> allLanes() {
+        List<Lane> all = new java.util.ArrayList<>();
+        for (AtomicReferenceArray<Lane> ofSubscription : lanes.values()) {
+            for (int i = 0; i < ofSubscription.length(); i++) {
+                Lane lane = ofSubscription.get(i);
+                if (lane != null) {
+                    all.add(lane);
+                }
+            }
+        }
+        return all;
     }
 
     /**
@@ -192,7 +219,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     /** Per subscription, its lanes added up. */
     public List<LaneStatus> status() {
         Map<String, LaneStatus> bySubscription = new java.util.TreeMap<>();
-        for (Lane lane : lanes.values()) {
+        for (Lane lane : allLanes()) {
             bySubscription.merge(lane.subscription.name(), lane.status(), (a, b) -> new LaneStatus(a.subscription(),
                     a.inFlight() + b.inFlight(), a.retrying() || b.retrying(), a.parking() || b.parking(),
                     a.parked() + b.parked(), a.delivered() + b.delivered(),
@@ -203,7 +230,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     @Override
     public void close() {
-        lanes.values().forEach(lane -> lane.thread.interrupt());
+        allLanes().forEach(lane -> lane.thread.interrupt());
     }
 
     /**

@@ -4,7 +4,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.atomic.AtomicLong;
 
 import org.jboss.logging.Logger;
 
@@ -63,7 +62,6 @@ public final class RoutingLoop implements Runnable {
     private final EventEncoder encoder;
     private final Sender sender;
     private final DeliveryMetrics metrics;
-    private final AtomicLong routed = new AtomicLong();
 
     public RoutingLoop(BlockingQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender) {
@@ -79,11 +77,6 @@ public final class RoutingLoop implements Runnable {
         this.encoder = encoder;
         this.sender = sender;
         this.metrics = metrics;
-    }
-
-    /** Copies handed to the sender since start. */
-    public long routed() {
-        return routed.get();
     }
 
     @Override
@@ -112,7 +105,6 @@ public final class RoutingLoop implements Runnable {
                                 : written.computeIfAbsent(new Shape(subscription.format(), subscription.projection()),
                                         shape -> encoder.encode(event, shape.format(), shape.projection(), json));
                         sender.send(subscription, event, body, () -> tracker.complete(ticket, 1));
-                        routed.incrementAndGet();
                         metrics.routed(subscription.name());
                     }
                 }

@@ -27,7 +27,7 @@ public class ReplicationHealthCheck implements HealthCheck {
     public HealthCheckResponse call() {
         SourceStatus status = source.status();
         HealthCheckResponseBuilder response = HealthCheckResponse.named("replication")
-                .withData("role", source.role().name().toLowerCase(java.util.Locale.ROOT));
+                .withData("role", source.role().wireName());
         if (source.role() == ReplicationSource.Role.STANDBY) {
             // ready to take over and to serve the API: a rolling update can proceed
             return response.up().withData("state", "STANDBY").build();

@@ -203,15 +203,16 @@ public class ReplicationSource {
         ReplicationReader resumed = ReplicationReader.resuming(settings, checkpoints);
         WalhookConfig.Delivery d = config.delivery();
         java.net.http.HttpClient http = WebhookTransport.client();
+        MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(d.requestTimeout(), d.maxBackoff(),
                 d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
-                new MicrometerDeliveryMetrics(metrics), name -> registry.isPaused(name), subscription -> transport(subscription, http));
+                deliveryMetrics, name -> registry.isPaused(name), subscription -> transport(subscription, http));
         sender.resumeParked(registry.router().subscriptions());
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader = resumed;
         resumed.start();
         Thread routing = new Thread(new RoutingLoop(resumed.events(), resumed.tracker(), registry, encoder, sender,
-                new MicrometerDeliveryMetrics(metrics)), "walhook-routing");
+                deliveryMetrics), "walhook-routing");
         routing.setDaemon(true);
         routing.setUncaughtExceptionHandler((t, e) -> routingFailure = String.valueOf(e.getMessage()));
         routing.start();
@@ -321,7 +322,14 @@ public class ReplicationSource {
     }
 
     /** Whether this instance streams the slot or waits for it. */
-    public enum Role { STARTING, ACTIVE, STANDBY }
+    public enum Role {
+        STARTING, ACTIVE, STANDBY;
+
+        /** As /status and readiness spell it. */
+        public String wireName() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
 
     public Role role() {
         return role;

@@ -2,10 +2,7 @@ package io.walhook.bench;
 
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 
 import org.apache.qpid.proton.amqp.messaging.Data;
 
@@ -25,15 +22,10 @@ final class AmqpCountingSink implements Sink {
 
     private final EmbeddedArtemis broker = EmbeddedArtemis.start();
     private final Vertx vertx = Vertx.vertx();
-    private final long target;
-    private final AtomicLong events = new AtomicLong();
-    private final LongAdder bytes = new LongAdder();
-    private final CountDownLatch complete = new CountDownLatch(1);
-    private volatile long firstEventNanos;
-    private volatile long completedNanos;
+    private final Tally tally;
 
     private AmqpCountingSink(long target) throws Exception {
-        this.target = target;
+        this.tally = new Tally(target);
         CompletableFuture<Void> attached = new CompletableFuture<>();
         ProtonClient.create(vertx).connect(new ProtonClientOptions().addEnabledSaslMechanism("ANONYMOUS"), "127.0.0.1",
                 broker.port(), result -> {
@@ -43,7 +35,7 @@ final class AmqpCountingSink implements Sink {
                     }
                     ProtonConnection connection = result.result();
                     connection.openHandler(opened -> connection.createReceiver(ADDRESS).setPrefetch(2000)
-                            .handler((delivery, message) -> count(((Data) message.getBody()).getValue().getLength()))
+                            .handler((delivery, message) -> tally.record(1, ((Data) message.getBody()).getValue().getLength()))
                             .openHandler(open -> attached.complete(null)).open()).open();
                 });
         attached.get(30, TimeUnit.SECONDS);
@@ -53,55 +45,24 @@ final class AmqpCountingSink implements Sink {
         return new AmqpCountingSink(target);
     }
 
-    private void count(int length) {
-        bytes.add(length);
-        if (firstEventNanos == 0) {
-            firstEventNanos = System.nanoTime();
-        }
-        if (events.incrementAndGet() == target) {
-            completedNanos = System.nanoTime();
-            complete.countDown();
-        }
-    }
-
     @Override
     public Map<String, String> subscription(String prefix, int batch) {
         return Map.of("WALHOOK_AMQP_URL", broker.url(), prefix + "AMQP_ADDRESS", ADDRESS);
     }
 
     @Override
-    public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
-        return complete.await(timeout, unit);
-    }
-
-    @Override
-    public long events() {
-        return events.get();
+    public Tally tally() {
+        return tally;
     }
 
     @Override
     public long requests() {
-        return events.get();
+        return tally.events();
     }
 
     @Override
     public long batchRequests() {
         return 0;
-    }
-
-    @Override
-    public long bytes() {
-        return bytes.sum();
-    }
-
-    @Override
-    public long firstEventNanos() {
-        return firstEventNanos;
-    }
-
-    @Override
-    public long completedNanos() {
-        return completedNanos;
     }
 
     @Override

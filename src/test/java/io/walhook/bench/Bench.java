@@ -345,7 +345,7 @@ public final class Bench {
         long lastChange = System.nanoTime();
         long lastReport = System.nanoTime();
         try (Connection c = postgres.connect(database)) {
-            while (!sink.await(walsender == null ? 5 : 1000, TimeUnit.MILLISECONDS)) {
+            while (!sink.tally().await(walsender == null ? 5 : 1000, TimeUnit.MILLISECONDS)) {
                 if (walsender == null) {
                     OptionalLong ws = activePid(c, WALHOOK_SLOT);
                     if (ws.isPresent()) {
@@ -353,11 +353,11 @@ public final class Bench {
                     }
                 }
                 if (!process.isAlive()) {
-                    throw new BenchException("walhook exited mid-drain after " + sink.events() + " events; its output:\n"
+                    throw new BenchException("walhook exited mid-drain after " + sink.tally().events() + " events; its output:\n"
                             + tail(process.output()));
                 }
                 long now = System.nanoTime();
-                long count = sink.events();
+                long count = sink.tally().events();
                 if (count != lastCount) {
                     lastCount = count;
                     lastChange = now;
@@ -373,7 +373,7 @@ public final class Bench {
                 }
             }
         }
-        long end = sink.completedNanos();
+        long end = sink.tally().completedNanos();
         ProcStats.ThreadTicks cpuEnd = ProcStats.process(pid);
         Map<Long, ProcStats.ThreadTicks> threadsEnd = ProcStats.threads(pid);
         ProcStats.ThreadTicks walsenderTicks = walsender == null ? new ProcStats.ThreadTicks("?", 0, 0) : walsender.ticksNow();
@@ -381,7 +381,7 @@ public final class Bench {
             walsender.close();
         }
         long peak = ProcStats.peakRssKb(pid);
-        double toFirst = sink.firstEventNanos() == 0 ? Double.NaN : seconds(sink.firstEventNanos() - start);
+        double toFirst = sink.tally().firstEventNanos() == 0 ? Double.NaN : seconds(sink.tally().firstEventNanos() - start);
 
         // informative: how long after the last delivery the slot confirms the backlog's end
         double ackSeconds = Double.NaN;
@@ -406,7 +406,7 @@ public final class Bench {
         ProcStats.ThreadTicks used = new ProcStats.ThreadTicks("walhook", cpuEnd.user() - cpuStart.user(),
                 cpuEnd.sys() - cpuStart.sys());
         return new WalhookDrain(seconds(end - start), toFirst, used, peak, walsenderTicks,
-                sink.requests(), sink.batchRequests(), sink.events(), sink.bytes(), ackSeconds,
+                sink.requests(), sink.batchRequests(), sink.tally().events(), sink.tally().bytes(), ackSeconds,
                 threadBreakdown(threadsStart, threadsEnd), startLine.strip());
     }
 

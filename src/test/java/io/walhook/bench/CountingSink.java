@@ -4,11 +4,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 import com.sun.net.httpserver.HttpExchange;
@@ -23,17 +21,12 @@ final class CountingSink implements Sink {
 
     private final HttpServer server;
     private final ExecutorService executor;
-    private final long target;
-    private final AtomicLong events = new AtomicLong();
+    private final Tally tally;
     private final LongAdder requests = new LongAdder();
     private final LongAdder batchRequests = new LongAdder();
-    private final LongAdder bytes = new LongAdder();
-    private final CountDownLatch complete = new CountDownLatch(1);
-    private volatile long firstEventNanos;
-    private volatile long completedNanos;
 
     private CountingSink(long target, int threads) throws IOException {
-        this.target = target;
+        this.tally = new Tally(target);
         this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 128);
         this.executor = Executors.newFixedThreadPool(threads, r -> {
             Thread t = new Thread(r, "bench-sink");
@@ -73,15 +66,7 @@ final class CountingSink implements Sink {
                 n = body.length == 0 ? 0 : 1;
             }
             requests.increment();
-            bytes.add(body.length);
-            if (n > 0 && firstEventNanos == 0) {
-                firstEventNanos = System.nanoTime();
-            }
-            long total = events.addAndGet(n);
-            if (total >= target && completedNanos == 0) {
-                completedNanos = System.nanoTime();
-                complete.countDown();
-            }
+            tally.record(n, body.length);
             exchange.sendResponseHeaders(204, -1);
         }
     }
@@ -138,15 +123,9 @@ final class CountingSink implements Sink {
         return any ? commas + 1 : 0;
     }
 
-    /** Waits up to {@code timeout} for all {@code target} events; true once they are in. */
     @Override
-    public boolean await(long timeout, TimeUnit unit) throws InterruptedException {
-        return complete.await(timeout, unit);
-    }
-
-    @Override
-    public long events() {
-        return events.get();
+    public Tally tally() {
+        return tally;
     }
 
     @Override
@@ -157,23 +136,6 @@ final class CountingSink implements Sink {
     @Override
     public long batchRequests() {
         return batchRequests.sum();
-    }
-
-    @Override
-    public long bytes() {
-        return bytes.sum();
-    }
-
-    /** System.nanoTime() when the first event arrived; 0 before. */
-    @Override
-    public long firstEventNanos() {
-        return firstEventNanos;
-    }
-
-    /** System.nanoTime() when the target was reached; 0 before. */
-    @Override
-    public long completedNanos() {
-        return completedNanos;
     }
 
     @Override

@@ -2,7 +2,11 @@ package io.walhook.delivery;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.qpid.proton.amqp.Symbol;
 import org.apache.qpid.proton.amqp.messaging.Accepted;
@@ -10,10 +14,109 @@ import org.apache.qpid.proton.amqp.messaging.Modified;
 import org.apache.qpid.proton.amqp.messaging.Rejected;
 import org.apache.qpid.proton.amqp.messaging.Released;
 import org.apache.qpid.proton.amqp.transport.ErrorCondition;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** The outcome of each settlement and the CloudEvents AMQP binding's properties (the broker paths are in AmqpDeliveryIT). */
+import io.vertx.core.Vertx;
+import io.vertx.proton.ProtonServer;
+import io.vertx.proton.ProtonSession;
+import io.walhook.config.AmqpUrl;
+import io.walhook.routing.Destination;
+
+/**
+ * The outcome of each settlement, the CloudEvents AMQP binding's properties, and the failures a
+ * real AMQP peer (a vertx-proton server in the test) provokes: no settlement, a detached link,
+ * nobody listening. Delivery to a real broker is in AmqpDeliveryIT.
+ */
 class AmqpBrokerTest {
+
+    /** How the test's AMQP peer treats the links walhook opens to it. */
+    private enum Peer { NEVER_SETTLES, DETACHES }
+
+    private static Vertx vertx;
+
+    @BeforeAll
+    static void startVertx() {
+        vertx = Vertx.vertx();
+    }
+
+    @AfterAll
+    static void stopVertx() {
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    /** A real AMQP 1.0 server on a free port that accepts connections and links, then behaves as told. */
+    private static ProtonServer peer(Peer behaviour) throws Exception {
+        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
+        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(open -> connection.open());
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(link -> {
+                link.setTarget(link.getRemoteTarget());
+                link.setAutoAccept(false);
+                link.handler((delivery, message) -> { }); // takes the message, never settles it
+                link.open();
+                if (behaviour == Peer.DETACHES) {
+                    link.setCondition(new ErrorCondition(Symbol.valueOf("amqp:not-found"), "no such address"));
+                    link.close();
+                }
+            });
+        });
+        server.listen(0, "127.0.0.1", result -> {
+            if (result.succeeded()) {
+                listening.complete(result.result());
+            } else {
+                listening.completeExceptionally(result.cause());
+            }
+        });
+        return listening.get(10, TimeUnit.SECONDS);
+    }
+
+    private static Transport.Attempt sendOne(int port, Duration timeout) throws InterruptedException {
+        AmqpBroker broker = new AmqpBroker(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + port), timeout);
+        try {
+            return broker.transport(new Destination.Amqp("orders")).attempt(new Dispatcher.Request("0000000000000001-0001",
+                    "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"));
+        } finally {
+            broker.close();
+        }
+    }
+
+    @Test
+    void aPeerThatNeverSettlesIsRetriedAfterTheTimeout() throws Exception {
+        ProtonServer server = peer(Peer.NEVER_SETTLES);
+        try {
+            Transport.Attempt attempt = sendOne(server.actualPort(), Duration.ofMillis(500));
+            assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
+            assertThat(attempt.problem()).isEqualTo("the broker gave no outcome within PT0.5S");
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
+    void aDetachedLinkIsRetriedNamingTheBrokersCondition() throws Exception {
+        ProtonServer server = peer(Peer.DETACHES);
+        try {
+            Transport.Attempt attempt = sendOne(server.actualPort(), Duration.ofSeconds(10));
+            assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
+            assertThat(attempt.problem()).isEqualTo("the broker detached the link to its anonymous relay: amqp:not-found no such address");
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
+    void nobodyListeningIsRetriedNamingTheBroker() throws Exception {
+        int port;
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+            port = socket.getLocalPort();
+        }
+        Transport.Attempt attempt = sendOne(port, Duration.ofSeconds(5));
+        assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
+        assertThat(attempt.problem()).startsWith("cannot connect to amqp://127.0.0.1:" + port + ": ");
+    }
 
     @Test
     void onlyAcceptedIsDeliveredAndEveryOtherOutcomeIsNamed() {

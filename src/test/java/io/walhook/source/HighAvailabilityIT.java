@@ -51,11 +51,15 @@ class HighAvailabilityIT {
                     sql(pg, database, "INSERT INTO jobs SELECT g FROM generate_series(1, 20) g");
                     await().atMost(WAIT).until(() -> rows(receiver).size() == 20);
 
+                    long killed = System.nanoTime();
                     active.close(); // SIGKILL: its lock is released with its session
                     for (int i = 21; i <= 40; i++) {
                         sql(pg, database, "INSERT INTO jobs VALUES (" + i + ")");
                     }
-                    await().atMost(Duration.ofSeconds(30)).until(() -> "active".equals(status(standby).path("role").asText()));
+                    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
+                            .until(() -> "active".equals(status(standby).path("role").asText()));
+                    System.out.printf("standby active %d ms after the active instance was killed%n",
+                            (System.nanoTime() - killed) / 1_000_000);
                     try {
                         await().atMost(WAIT).until(() -> rows(receiver).size() == 40);
                     } catch (org.awaitility.core.ConditionTimeoutException e) {
@@ -69,6 +73,31 @@ class HighAvailabilityIT {
                                 .add(request.header("webhook-id"));
                     }
                     assertThat(idsOfRow.values()).allSatisfy(ids -> assertThat(ids).hasSize(1));
+                }
+            }
+        }
+    }
+
+    @Test
+    void anActiveInstanceWhoseLockSessionIsGoneAndTakenExitsSoTwoNeverRace() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("locklost");
+        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                    "WALHOOK_STANDBY_POLL_INTERVAL", "1s", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
+            try (WalhookProcess active = WalhookProcess.start(env)) {
+                active.awaitReady(WAIT);
+                try (WalhookProcess standby = WalhookProcess.start(env)) {
+                    standby.awaitReady(WAIT);
+                    // the active instance's lock session ends (a network cut, an administrator), it keeps running
+                    sql(pg, database, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                            + " AND classid = " + ActiveLock.NAMESPACE + " AND objid = hashtext('" + database + "')::oid");
+                    assertThat(active.awaitExit(Duration.ofSeconds(30))).as(active.output()).isEqualTo(1);
+                    assertThat(active.output()).contains("lost the lock of slot " + database);
+                    await().atMost(Duration.ofSeconds(30)).until(() -> "active".equals(status(standby).path("role").asText()));
+                    sql(pg, database, "INSERT INTO jobs VALUES (1)");
+                    await().atMost(WAIT).until(() -> rows(receiver).size() == 1);
                 }
             }
         }
