@@ -70,7 +70,8 @@ public final class ActiveLock implements AutoCloseable {
         } catch (SQLException e) {
             LOG.debugf("checking the lock session: %s", e.getMessage());
         }
-        held = false;
+        // the session is gone: the next tryAcquire opens a new one instead of failing on the dead one
+        close();
         return false;
     }
 

@@ -237,30 +237,56 @@ public class ReplicationSource {
         return broker.transport(amqp);
     }
 
-    /** API writes land in the table; every instance picks them up here, for its next transaction. */
+    /**
+     * API writes land in the table; every instance picks them up here, for its next transaction.
+     * The active instance also checks, every fourth round, that the session holding its lock is alive.
+     */
     private void pollSubscriptions() {
         String lastProblem = null;
+        String lastLockProblem = null;
         while (!Thread.currentThread().isInterrupted()) {
             try {
                 Thread.sleep(500);
-                registry.refresh();
-                lastProblem = null;
-                if (role == Role.ACTIVE && ++polls % 4 == 0 && !lock.stillHeld() && !stopping && !lock.tryAcquire()) {
-                    // the lock's session is gone and another instance holds it now: two readers must never race
-                    LOG.errorf("lost the lock of slot %s to another instance; stopping so that one stays active",
-                            config.slot());
-                    Quarkus.asyncExit(1);
-                    return;
-                }
             } catch (InterruptedException e) {
                 return;
+            }
+            try {
+                registry.refresh();
+                lastProblem = null;
             } catch (SQLException e) {
                 if (!e.getMessage().equals(lastProblem)) {
                     LOG.warnf("cannot reload subscriptions: %s", e.getMessage());
                     lastProblem = e.getMessage();
                 }
             }
+            if (role == Role.ACTIVE && ++polls % 4 == 0 && !stopping) {
+                try {
+                    if (!checkLock()) {
+                        return;
+                    }
+                    lastLockProblem = null;
+                } catch (SQLException e) {
+                    if (!e.getMessage().equals(lastLockProblem)) {
+                        LOG.warnf("cannot take the lock of slot %s again: %s", config.slot(), e.getMessage());
+                        lastLockProblem = e.getMessage();
+                    }
+                }
+            }
         }
+    }
+
+    /** False when another instance holds the lock now; this one then stops, so two readers never race. */
+    private boolean checkLock() throws SQLException {
+        if (lock.stillHeld()) {
+            return true;
+        }
+        if (!lock.tryAcquire()) {
+            LOG.errorf("lost the lock of slot %s to another instance; stopping so that one stays active", config.slot());
+            Quarkus.asyncExit(1);
+            return false;
+        }
+        LOG.warnf("the session holding the lock of slot %s ended; took the lock again on a new session", config.slot());
+        return true;
     }
 
     /** Delivery metrics per subscription: walhook_delivery_routed_total, _events_total, _retries_total, _parked_total, _latency. */

@@ -88,18 +88,58 @@ class HighAvailabilityIT {
                     "WALHOOK_STANDBY_POLL_INTERVAL", "1s", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
             try (WalhookProcess active = WalhookProcess.start(env)) {
                 active.awaitReady(WAIT);
-                try (WalhookProcess standby = WalhookProcess.start(env)) {
+                try (WalhookProcess standby = WalhookProcess.start(env);
+                        Connection other = pg.connect(database); Statement s = other.createStatement()) {
                     standby.awaitReady(WAIT);
-                    // the active instance's lock session ends (a network cut, an administrator), it keeps running
-                    sql(pg, database, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                            + " AND classid = " + ActiveLock.NAMESPACE + " AND objid = hashtext('" + database + "')::oid");
+                    // the active instance's lock session ends (a network cut, an administrator), it keeps
+                    // running, and someone else takes the lock before it looks: this test, or the standby
+                    s.execute(terminateLockSession(database));
+                    await().atMost(Duration.ofSeconds(10)).until(() -> tryLock(s, database)
+                            || "active".equals(status(standby).path("role").asText()));
                     assertThat(active.awaitExit(Duration.ofSeconds(30))).as(active.output()).isEqualTo(1);
                     assertThat(active.output()).contains("lost the lock of slot " + database);
+                    other.close(); // releases the lock if this test holds it
                     await().atMost(Duration.ofSeconds(30)).until(() -> "active".equals(status(standby).path("role").asText()));
                     sql(pg, database, "INSERT INTO jobs VALUES (1)");
                     await().atMost(WAIT).until(() -> rows(receiver).size() == 1);
                 }
             }
+        }
+    }
+
+    @Test
+    void anActiveInstanceWhoseLockSessionEndsWithNobodyElseWaitingTakesItAgainAndKeepsStreaming() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("lockagain");
+        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                    "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
+            try (WalhookProcess active = WalhookProcess.start(env)) {
+                active.awaitReady(WAIT);
+                sql(pg, database, terminateLockSession(database));
+                await().atMost(Duration.ofSeconds(30)).until(() -> active.output().contains("took the lock again"));
+                try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                    assertThat(tryLock(s, database)).as("the active instance holds the lock again").isFalse();
+                }
+                assertThat(status(active).get("role").asText()).isEqualTo("active");
+                sql(pg, database, "INSERT INTO jobs VALUES (1)");
+                await().atMost(WAIT).until(() -> rows(receiver).size() == 1);
+            }
+        }
+    }
+
+    /** Ends the session holding walhook's lock of a slot, and waits until it is gone. */
+    private static String terminateLockSession(String slot) {
+        return "SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                + " AND classid = " + ActiveLock.NAMESPACE + " AND objid = hashtext('" + slot + "')::oid";
+    }
+
+    private static boolean tryLock(Statement s, String slot) throws java.sql.SQLException {
+        try (java.sql.ResultSet rs = s.executeQuery(
+                "SELECT pg_try_advisory_lock(" + ActiveLock.NAMESPACE + ", hashtext('" + slot + "'))")) {
+            rs.next();
+            return rs.getBoolean(1);
         }
     }
 
