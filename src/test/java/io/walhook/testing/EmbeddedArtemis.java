@@ -56,10 +56,13 @@ public final class EmbeddedArtemis implements AutoCloseable {
         } catch (Exception e) {
             throw new HarnessException("bad Artemis acceptor: " + e.getMessage(), e);
         }
+        // created on first use and then kept, as a configured queue would be: not deleted when its last
+        // consumer leaves (a message routed while it is being deleted could be dropped)
         config.addAddressSetting("#", new AddressSettings().setAutoCreateAddresses(true).setAutoCreateQueues(true)
+                .setAutoDeleteAddresses(false).setAutoDeleteQueues(false)
                 .setDefaultAddressRoutingType(RoutingType.ANYCAST).setDefaultQueueRoutingType(RoutingType.ANYCAST));
         config.addAddressSetting("refuse.#", new AddressSettings().setAutoCreateAddresses(false).setAutoCreateQueues(false));
-        server = ActiveMQServers.newActiveMQServer(config, false);
+        server = ActiveMQServers.newActiveMQServer(config, true); // true: persistence (false would override the journal set above)
         try {
             server.start();
         } catch (Exception e) {
