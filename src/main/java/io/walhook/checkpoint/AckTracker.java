@@ -37,6 +37,40 @@ public final class AckTracker {
         }
     }
 
+    /**
+     * One delivery of a transaction to hand to a sender: run when it is delivered or parked.
+     * Deliveries of one transaction that finish together are counted down in one step
+     * ({@link #completeAll}).
+     */
+    public record Completion(AckTracker tracker, Ticket ticket) implements Runnable {
+        @Override
+        public void run() {
+            tracker.complete(ticket, 1);
+        }
+    }
+
+    /**
+     * Runs these completions, counting runs of the same transaction down at once (a batch of a
+     * lane is mostly one or a few transactions): one lock instead of one per event.
+     */
+    public static void completeAll(java.util.List<? extends Runnable> completions) {
+        int i = 0;
+        while (i < completions.size()) {
+            Runnable done = completions.get(i);
+            int next = i + 1;
+            if (done instanceof Completion first) {
+                while (next < completions.size() && completions.get(next) instanceof Completion c
+                        && c.ticket == first.ticket && c.tracker == first.tracker) {
+                    next++;
+                }
+                first.tracker.complete(first.ticket, next - i);
+            } else {
+                done.run();
+            }
+            i = next;
+        }
+    }
+
     private final ArrayDeque<Ticket> pending = new ArrayDeque<>();
     private Lsn watermark;
     private Lsn lastOpened = Lsn.INVALID;

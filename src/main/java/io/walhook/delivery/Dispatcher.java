@@ -8,8 +8,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -20,6 +18,7 @@ import org.jboss.logging.Logger;
 import org.jboss.logging.MDC;
 
 import io.walhook.change.ChangeEvent;
+import io.walhook.checkpoint.AckTracker;
 import io.walhook.delivery.Transport.Attempt;
 import io.walhook.delivery.Transport.Outcome;
 import io.walhook.pgoutput.Lsn;
@@ -246,7 +245,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         volatile Subscription subscription;
         final int index;
         volatile Transport transport;
-        final BlockingQueue<Job> queue = new ArrayBlockingQueue<>(LANE_CAPACITY);
+        final HandOffQueue<Job> queue = new HandOffQueue<>(LANE_CAPACITY);
         final Thread thread;
         final AtomicLong delivered = new AtomicLong();
         final AtomicLong parked = new AtomicLong();
@@ -300,7 +299,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                                 park(job);
                             }
                             parking = true;
-                            batch.forEach(job -> job.done().run());
+                            AckTracker.completeAll(batch.stream().map(Job::done).toList());
                             continue;
                         }
                         if (!deliverWithinWindow(Request.of(subscription, batch))) {
@@ -318,7 +317,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                             metrics.delivered(subscription.name(), batch.size(),
                                     committed == null ? Duration.ZERO : Duration.between(committed, clock.instant()));
                         }
-                        batch.forEach(job -> job.done().run());
+                        AckTracker.completeAll(batch.stream().map(Job::done).toList());
                         continue;
                     }
                     boolean held = paused.test(subscription.name());
@@ -353,17 +352,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
             List<Job> batch = new java.util.ArrayList<>(Math.min(max, LANE_CAPACITY));
             batch.add(first);
-            queue.drainTo(batch, max - 1);
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(subscription.batchMaxWaitMs());
-            while (batch.size() < max) {
-                long left = deadline - System.nanoTime();
-                Job next = left > 0 ? queue.poll(left, TimeUnit.NANOSECONDS) : null;
-                if (next == null) {
-                    break;
-                }
-                batch.add(next);
-                queue.drainTo(batch, max - batch.size());
-            }
+            // asleep until the batch can be full or its wait is over: not woken by every event
+            queue.drainWhenAtLeast(batch, max - 1, max - 1,
+                    System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(subscription.batchMaxWaitMs()));
             return batch;
         }
 

@@ -1,9 +1,9 @@
 package io.walhook.delivery;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
 
 import org.jboss.logging.Logger;
 
@@ -28,6 +28,8 @@ import io.walhook.source.PendingEvent;
 public final class RoutingLoop implements Runnable {
 
     private static final Logger LOG = Logger.getLogger(RoutingLoop.class);
+    /** Events taken from the reader at once. */
+    private static final int CHUNK = 256;
 
     /** Delivers one copy of an event; calls {@code done} once it is delivered (or durably parked). */
     public interface Sender {
@@ -56,20 +58,24 @@ public final class RoutingLoop implements Runnable {
         }
     }
 
-    private final BlockingQueue<PendingEvent> events;
+    private final HandOffQueue<PendingEvent> events;
     private final AckTracker tracker;
     private final SubscriptionRegistry registry;
     private final EventEncoder encoder;
     private final Sender sender;
     private final DeliveryMetrics metrics;
+    /** The routing thread's own: the router of the current transaction, and each shape written for one event. */
+    private Router router;
+    private Lsn transaction;
+    private final Map<Shape, EventEncoder.Encoded> written = new HashMap<>();
 
-    public RoutingLoop(BlockingQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
+    public RoutingLoop(HandOffQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender) {
         this(events, tracker, registry, encoder, sender, DeliveryMetrics.NONE);
     }
 
     /** {@code metrics} counts each copy handed to a subscription's sender ({@link DeliveryMetrics#routed}). */
-    public RoutingLoop(BlockingQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
+    public RoutingLoop(HandOffQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender, DeliveryMetrics metrics) {
         this.events = events;
         this.tracker = tracker;
@@ -81,40 +87,50 @@ public final class RoutingLoop implements Runnable {
 
     @Override
     public void run() {
-        Router router = registry.router();
-        Lsn transaction = null;
-        Map<Shape, EventEncoder.Encoded> written = new HashMap<>();
+        router = registry.router();
+        List<PendingEvent> chunk = new ArrayList<>(CHUNK);
         try {
             while (!Thread.currentThread().isInterrupted()) {
-                PendingEvent pending = events.take();
-                ChangeEvent event = pending.event();
-                if (!event.tx().commitLsn().equals(transaction)) {
-                    router = registry.router();
-                    transaction = event.tx().commitLsn();
+                chunk.clear();
+                chunk.add(events.take());
+                events.drainTo(chunk, CHUNK - 1);
+                for (PendingEvent pending : chunk) {
+                    route(pending);
                 }
-                // filters read the rows from the tuples, not from the JSON: it is written only when delivered
-                List<Subscription> matched = router.route(event);
-                AckTracker.Ticket ticket = pending.ticket();
-                if (!matched.isEmpty()) {
-                    tracker.add(ticket, matched.size());
-                    EventJson json = new EventJson(event);
-                    written.clear();
-                    for (Subscription subscription : matched) {
-                        EventEncoder.Encoded body = matched.size() == 1
-                                ? encoder.encode(event, subscription.format(), subscription.projection(), json)
-                                : written.computeIfAbsent(new Shape(subscription.format(), subscription.projection()),
-                                        shape -> encoder.encode(event, shape.format(), shape.projection(), json));
-                        sender.send(subscription, event, body, () -> tracker.complete(ticket, 1));
-                        metrics.routed(subscription.name());
-                    }
-                }
-                tracker.complete(ticket, 1); // the reader's own share: routing is done
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (RuntimeException e) {
             LOG.errorf(e, "routing stopped: %s; nothing past the last delivered event will be acknowledged", e.getMessage());
             throw e;
+        }
+    }
+
+    private void route(PendingEvent pending) throws InterruptedException {
+        ChangeEvent event = pending.event();
+        if (!event.tx().commitLsn().equals(transaction)) {
+            router = registry.router();
+            transaction = event.tx().commitLsn();
+        }
+        // filters read the rows from the tuples, not from the JSON: it is written only when delivered
+        List<Subscription> matched = router.route(event);
+        AckTracker.Ticket ticket = pending.ticket();
+        if (matched.isEmpty()) {
+            tracker.complete(ticket, 1); // the reader's share: no one wants it, it is done
+            return;
+        }
+        if (matched.size() > 1) {
+            tracker.add(ticket, matched.size() - 1); // the reader's share becomes the first copy's
+        }
+        EventJson json = new EventJson(event);
+        written.clear();
+        for (Subscription subscription : matched) {
+            EventEncoder.Encoded body = matched.size() == 1
+                    ? encoder.encode(event, subscription.format(), subscription.projection(), json)
+                    : written.computeIfAbsent(new Shape(subscription.format(), subscription.projection()),
+                            shape -> encoder.encode(event, shape.format(), shape.projection(), json));
+            sender.send(subscription, event, body, new AckTracker.Completion(tracker, ticket));
+            metrics.routed(subscription.name());
         }
     }
 }

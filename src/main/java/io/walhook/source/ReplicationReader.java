@@ -6,10 +6,10 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -27,6 +27,7 @@ import io.walhook.change.TransactionAssembler;
 import io.walhook.change.TxInfo;
 import io.walhook.checkpoint.AckTracker;
 import io.walhook.checkpoint.CheckpointStore;
+import io.walhook.delivery.HandOffQueue;
 import io.walhook.pgoutput.Lsn;
 
 /**
@@ -41,6 +42,8 @@ import io.walhook.pgoutput.Lsn;
 public final class ReplicationReader {
 
     private static final Logger LOG = Logger.getLogger(ReplicationReader.class);
+    /** Events handed over at once, at the latest: one wake-up of the routing thread per chunk, not per event. */
+    static final int CHUNK = 256;
     /** Session settings that make every text value independent of server defaults (PGOUTPUT.md 1). */
     static final String SESSION_OPTIONS = "-c datestyle=ISO -c intervalstyle=postgres -c extra_float_digits=3"
             + " -c bytea_output=hex -c TimeZone=UTC -c lc_monetary=C";
@@ -53,7 +56,7 @@ public final class ReplicationReader {
 
     private final Settings settings;
     private final CheckpointStore checkpoints;
-    private final BlockingQueue<PendingEvent> events;
+    private final HandOffQueue<PendingEvent> events;
     private final AckTracker tracker;
     private final TransactionAssembler assembler;
     private final AtomicLong eventCount = new AtomicLong();
@@ -68,6 +71,8 @@ public final class ReplicationReader {
     private volatile Lsn acknowledged;
     private Lsn handedOnEnd;
     private AckTracker.Ticket current;
+    /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
+    private final List<PendingEvent> staged = new ArrayList<>(CHUNK);
     private PGReplicationStream stream;
     private long lastAckNanos;
     private long eventsAtLastSave;
@@ -76,7 +81,7 @@ public final class ReplicationReader {
     public ReplicationReader(Settings settings, CheckpointStore checkpoints, Lsn checkpoint) {
         this.settings = settings;
         this.checkpoints = checkpoints;
-        this.events = new ArrayBlockingQueue<>(settings.handoffCapacity());
+        this.events = new HandOffQueue<>(settings.handoffCapacity());
         this.tracker = new AckTracker(checkpoint);
         this.acknowledged = checkpoint;
         this.handedOnEnd = checkpoint;
@@ -92,8 +97,8 @@ public final class ReplicationReader {
         return new ReplicationReader(settings, checkpoints, checkpoint.orElse(Lsn.INVALID));
     }
 
-    /** Events for delivery, in commit order. */
-    public BlockingQueue<PendingEvent> events() {
+    /** Events for delivery, in commit order, handed over a transaction (or {@value #CHUNK} events) at a time. */
+    public HandOffQueue<PendingEvent> events() {
         return events;
     }
 
@@ -259,6 +264,8 @@ public final class ReplicationReader {
         PGProperty.OPTIONS.set(p, SESSION_OPTIONS);
         PGProperty.APPLICATION_NAME.set(p, "walhook");
         PGProperty.TCP_KEEP_ALIVE.set(p, true);
+        // reads that carry many messages, not one: see the factory
+        PGProperty.SOCKET_FACTORY.set(p, CoalescingSocketFactory.class.getName());
         return p;
     }
 
@@ -302,6 +309,7 @@ public final class ReplicationReader {
             tracker.abandon(current);
             current = null;
         }
+        staged.clear();
     }
 
     private static boolean isSlotLost(Exception e) {
@@ -328,28 +336,47 @@ public final class ReplicationReader {
 
         @Override
         public void event(ChangeEvent event) {
-            tracker.add(current, 1);
-            PendingEvent pending = new PendingEvent(event, current);
-            try {
-                while (!events.offer(pending, 100, TimeUnit.MILLISECONDS)) {
-                    if (!running) {
-                        throw new InterruptedException("stopping");
-                    }
-                    keepAnswering();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new StopReading(e);
-            }
+            staged.add(new PendingEvent(event, current));
             eventCount.incrementAndGet();
+            if (staged.size() >= CHUNK) {
+                handOver();
+            }
         }
 
         @Override
         public void commit(TxInfo tx, Lsn endLsn, int eventsInTransaction) {
+            handOver();
             tracker.close(current, endLsn);
             current = null;
             if (endLsn.compareTo(handedOnEnd) > 0) {
                 handedOnEnd = endLsn;
+            }
+        }
+
+        /**
+         * Hands the staged events (all of the open transaction) to delivery, waiting in short steps
+         * while it is full; the transaction's count grows by them first, routing shrinks it.
+         */
+        private void handOver() {
+            if (staged.isEmpty()) {
+                return;
+            }
+            tracker.add(current, staged.size());
+            try {
+                for (int next = 0; next < staged.size(); ) {
+                    next = events.offerAll(staged, next, 100, TimeUnit.MILLISECONDS);
+                    if (next < staged.size()) {
+                        if (!running) {
+                            throw new InterruptedException("stopping");
+                        }
+                        keepAnswering();
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new StopReading(e);
+            } finally {
+                staged.clear();
             }
         }
 

@@ -45,6 +45,26 @@ class AckTrackerTest {
     }
 
     @Test
+    void completionsOfABatchCountDownEachTransactionByItsOwnRunsAndRunOtherCallbacks() {
+        AckTracker tracker = new AckTracker(Lsn.of(100));
+        AckTracker.Ticket first = tracker.register(Lsn.of(150), Lsn.of(200), 3);
+        AckTracker.Ticket second = tracker.register(Lsn.of(250), Lsn.of(300), 2);
+        java.util.concurrent.atomic.AtomicInteger others = new java.util.concurrent.atomic.AtomicInteger();
+        // a lane's batch: runs of one transaction, another's, the first's again, and a foreign callback
+        AckTracker.completeAll(java.util.List.<Runnable>of(new AckTracker.Completion(tracker, first),
+                new AckTracker.Completion(tracker, first), new AckTracker.Completion(tracker, second),
+                (Runnable) others::incrementAndGet, new AckTracker.Completion(tracker, second)));
+        assertThat(others).hasValue(1);
+        assertThat(tracker.watermark()).as("the first still has one delivery out").isEqualTo(Lsn.of(100));
+        assertThat(first.toString()).contains("1 outstanding");
+        assertThat(second.toString()).contains("0 outstanding");
+        AckTracker.completeAll(java.util.List.of(new AckTracker.Completion(tracker, first)));
+        assertThat(tracker.watermark()).isEqualTo(Lsn.of(300));
+        assertThatThrownBy(() -> AckTracker.completeAll(java.util.List.of(new AckTracker.Completion(tracker, first))))
+                .isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
     void comparesPositionsUnsigned() {
         AckTracker tracker = new AckTracker(Lsn.of(0x7FFF_FFFF_FFFF_FFF0L));
         tracker.register(Lsn.of(0x8000_0000_0000_0000L), Lsn.of(0x8000_0000_0000_0010L), 0);

@@ -1,0 +1,215 @@
+package io.walhook.delivery;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A bounded queue between two threads that wakes its consumer only when the consumer can act:
+ * when as many items are queued as it waits for. A lane waiting to fill a batch of 500 sleeps
+ * until the 500th or its deadline, not once per item; a producer handing over chunks wakes the
+ * consumer once per chunk. On this project's machines a wake-up (a futex call and a context
+ * switch) cost more than routing the event that caused it.
+ *
+ * <p>One consumer thread; any number of producers. A full queue blocks producers (back-pressure).
+ */
+public final class HandOffQueue<T> {
+
+    private final Object[] items;
+    private int head;
+    private int count;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition enough = lock.newCondition();
+    private final Condition notFull = lock.newCondition();
+    /** While the consumer waits: how many items it waits for; otherwise none (no signal needed). */
+    private int wanted = Integer.MAX_VALUE;
+
+    public HandOffQueue(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("capacity must be at least 1, not " + capacity);
+        }
+        this.items = new Object[capacity];
+    }
+
+    /** Adds an item, waiting while the queue is full. */
+    public void put(T item) throws InterruptedException {
+        lock.lockInterruptibly();
+        try {
+            while (count == items.length) {
+                wakeConsumerIfWaiting();
+                notFull.await();
+            }
+            enqueue(item);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Adds items from {@code from}, starting at index {@code start}, waiting at most {@code timeout}
+     * for room; returns the index of the first item not added (the list's size when all were).
+     */
+    public int offerAll(List<? extends T> from, int start, long timeout, TimeUnit unit) throws InterruptedException {
+        long nanos = unit.toNanos(timeout);
+        int next = start;
+        lock.lockInterruptibly();
+        try {
+            while (next < from.size()) {
+                while (count == items.length) {
+                    wakeConsumerIfWaiting();
+                    if (nanos <= 0) {
+                        return next;
+                    }
+                    nanos = notFull.awaitNanos(nanos);
+                }
+                enqueue(from.get(next++));
+            }
+            return next;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The next item, waiting for one. */
+    public T take() throws InterruptedException {
+        lock.lockInterruptibly();
+        try {
+            while (count == 0) {
+                await(1);
+            }
+            return dequeue();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The next item, waiting at most {@code timeout} for one; null when none came. */
+    public T poll(long timeout, TimeUnit unit) throws InterruptedException {
+        long nanos = unit.toNanos(timeout);
+        lock.lockInterruptibly();
+        try {
+            while (count == 0) {
+                if (nanos <= 0) {
+                    return null;
+                }
+                nanos = awaitNanos(1, nanos);
+            }
+            return dequeue();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Waits until {@code min} items are queued or {@code deadlineNanos} ({@link System#nanoTime()})
+     * passes, then moves up to {@code max} of them into {@code into}; returns how many it moved.
+     */
+    public int drainWhenAtLeast(Collection<? super T> into, int min, int max, long deadlineNanos)
+            throws InterruptedException {
+        int need = Math.min(min, items.length); // a full queue is as much as will come
+        lock.lockInterruptibly();
+        try {
+            while (count < need) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                awaitNanos(need, left);
+            }
+            return drain(into, max);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Moves up to {@code max} queued items into {@code into} without waiting; returns how many. */
+    public int drainTo(Collection<? super T> into, int max) {
+        lock.lock();
+        try {
+            return drain(into, max);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public int size() {
+        lock.lock();
+        try {
+            return count;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public int remainingCapacity() {
+        lock.lock();
+        try {
+            return items.length - count;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void enqueue(T item) {
+        items[(head + count) % items.length] = item;
+        count++;
+        if (count >= wanted) {
+            wanted = Integer.MAX_VALUE; // one signal per wait
+            enough.signal();
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private T dequeue() {
+        T item = (T) items[head];
+        items[head] = null;
+        head = (head + 1) % items.length;
+        count--;
+        notFull.signal(); // no system call unless a producer waits
+        return item;
+    }
+
+    private int drain(Collection<? super T> into, int max) {
+        int n = Math.min(max, count);
+        for (int i = 0; i < n; i++) {
+            @SuppressWarnings("unchecked")
+            T item = (T) items[head];
+            items[head] = null;
+            head = (head + 1) % items.length;
+            into.add(item);
+        }
+        count -= n;
+        if (n > 0) {
+            notFull.signalAll();
+        }
+        return n;
+    }
+
+    /** A producer about to wait for room: the consumer waiting for more than fits must take what there is. */
+    private void wakeConsumerIfWaiting() {
+        if (wanted != Integer.MAX_VALUE) {
+            wanted = Integer.MAX_VALUE;
+            enough.signal();
+        }
+    }
+
+    private void await(int atLeast) throws InterruptedException {
+        wanted = atLeast;
+        try {
+            enough.await();
+        } finally {
+            wanted = Integer.MAX_VALUE;
+        }
+    }
+
+    private long awaitNanos(int atLeast, long nanos) throws InterruptedException {
+        wanted = atLeast;
+        try {
+            return enough.awaitNanos(nanos);
+        } finally {
+            wanted = Integer.MAX_VALUE;
+        }
+    }
+}

@@ -1,0 +1,112 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+/** The hand-off between the reader, the routing thread and the lanes: order, waiting, back-pressure. */
+class HandOffQueueTest {
+
+    private static final Duration LIVENESS = Duration.ofSeconds(20);
+
+    @Test
+    void itemsComeOutInTheOrderTheyWentIn() throws Exception {
+        HandOffQueue<Integer> queue = new HandOffQueue<>(4);
+        List<Integer> out = new ArrayList<>();
+        CompletableFuture<Void> producer = CompletableFuture.runAsync(() -> {
+            try {
+                for (int i = 0; i < 1000; i++) {
+                    queue.put(i); // blocks whenever the 4 places are taken
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertTimeoutPreemptively(LIVENESS, () -> {
+            while (out.size() < 1000) {
+                out.add(queue.take());
+                queue.drainTo(out, 3);
+            }
+        });
+        producer.get(10, TimeUnit.SECONDS);
+        assertThat(out).hasSize(1000).isSorted();
+    }
+
+    @Test
+    void aLaneWaitingToFillItsBatchTakesItWhenFullOrWhenItsWaitIsOver() throws Exception {
+        HandOffQueue<Integer> queue = new HandOffQueue<>(100);
+        List<Integer> batch = new ArrayList<>();
+        CompletableFuture<Integer> taken = CompletableFuture.supplyAsync(() -> {
+            try {
+                return queue.drainWhenAtLeast(batch, 5, 10, System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        for (int i = 0; i < 4; i++) {
+            queue.put(i);
+        }
+        Thread.sleep(200);
+        assertThat(taken).as("4 of the 5 it waits for").isNotDone();
+        queue.put(4);
+        assertThat(taken.get(LIVENESS.toSeconds(), TimeUnit.SECONDS)).isEqualTo(5);
+        assertThat(batch).containsExactly(0, 1, 2, 3, 4);
+
+        batch.clear();
+        queue.put(5);
+        // its wait is over: it takes what there is
+        assertThat(queue.drainWhenAtLeast(batch, 10, 10, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50))).isEqualTo(1);
+        assertThat(batch).containsExactly(5);
+        assertThat(queue.poll(10, TimeUnit.MILLISECONDS)).isNull();
+    }
+
+    @Test
+    void aConsumerWaitingForMoreThanFitsIsWokenWhenTheQueueIsFullAndAProducerWaits() throws Exception {
+        HandOffQueue<Integer> queue = new HandOffQueue<>(3);
+        List<Integer> batch = new ArrayList<>();
+        CompletableFuture<Void> producer = CompletableFuture.runAsync(() -> {
+            try {
+                for (int i = 0; i < 5; i++) {
+                    queue.put(i);
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // waits for 500 with a deadline a minute away: a full queue is all that can come
+        assertTimeoutPreemptively(LIVENESS, () -> {
+            queue.drainWhenAtLeast(batch, 500, 500, System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+            queue.drainWhenAtLeast(batch, 2, 500, System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+        });
+        producer.get(10, TimeUnit.SECONDS);
+        assertThat(batch).containsExactly(0, 1, 2, 3, 4);
+    }
+
+    @Test
+    void offerAllAddsWhatFitsWithinItsWaitAndSaysWhereItStopped() throws Exception {
+        HandOffQueue<String> queue = new HandOffQueue<>(2);
+        List<String> items = List.of("a", "b", "c", "d");
+        assertThat(queue.offerAll(items, 0, 20, TimeUnit.MILLISECONDS)).isEqualTo(2);
+        assertThat(queue.remainingCapacity()).isZero();
+        assertThat(queue.take()).isEqualTo("a");
+        assertThat(queue.offerAll(items, 2, 20, TimeUnit.MILLISECONDS)).isEqualTo(3);
+        List<String> rest = new ArrayList<>();
+        queue.drainTo(rest, 10);
+        assertThat(rest).containsExactly("b", "c");
+        assertThat(queue.size()).isZero();
+    }
+
+    @Test
+    void aQueueWithoutRoomIsRefused() {
+        assertThatThrownBy(() -> new HandOffQueue<>(0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("capacity");
+    }
+}

@@ -1,0 +1,87 @@
+package io.walhook.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.Random;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The replication socket's reading: every byte once and in order, whatever sizes the socket
+ * returns, end of stream passed on; the factory makes unconnected sockets that connect and talk.
+ * (Every replication test streams through it as well.)
+ */
+class CoalescingSocketFactoryTest {
+
+    /** A stream that returns at most {@code most} bytes per read, like a socket with little in it. */
+    private static InputStream trickling(byte[] data, int most) {
+        return new ByteArrayInputStream(data) {
+            @Override
+            public synchronized int read(byte[] b, int off, int len) {
+                return super.read(b, off, Math.min(len, most));
+            }
+        };
+    }
+
+    @Test
+    void everyByteComesThroughOnceAndInOrderWhateverTheReadSizes() throws IOException {
+        for (int most : new int[] {1, 100, 5000, 70_000}) {
+            // a short read makes the next wait a millisecond: a few hundred of them
+            byte[] data = new byte[Math.min(300_000, most * 300)];
+            new Random(most).nextBytes(data);
+            InputStream in = new CoalescingSocketFactory.CoalescingInputStream(trickling(data, most));
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            byte[] piece = new byte[8192];
+            int n;
+            int reads = 0;
+            while ((n = in.read(piece, 0, reads++ % 3 == 0 ? 1 : piece.length)) != -1) {
+                out.write(piece, 0, n);
+                if (reads % 5 == 0) {
+                    int single = in.read();
+                    if (single == -1) {
+                        break;
+                    }
+                    out.write(single);
+                }
+            }
+            assertThat(out.toByteArray()).as("reads of at most %d bytes", most).isEqualTo(data);
+            assertThat(in.read()).isEqualTo(-1);
+        }
+    }
+
+    @Test
+    void availableCountsWhatIsBufferedBeforeAskingTheSocket() throws IOException {
+        InputStream in = new CoalescingSocketFactory.CoalescingInputStream(new ByteArrayInputStream(new byte[] {1, 2, 3}));
+        assertThat(in.read()).isEqualTo(1);
+        assertThat(in.available()).isEqualTo(2);
+        assertThat(in.skip(1)).isEqualTo(1);
+        assertThat(in.read(new byte[0], 0, 0)).isZero();
+        assertThat(in.read()).isEqualTo(3);
+        assertThat(in.available()).isZero();
+    }
+
+    @Test
+    void makesUnconnectedSocketsThatConnectAndReadThroughTheBuffer() throws Exception {
+        CoalescingSocketFactory factory = new CoalescingSocketFactory();
+        assertThatThrownBy(() -> factory.createSocket("127.0.0.1", 5432)).isInstanceOf(IOException.class)
+                .hasMessageContaining("unconnected");
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                Socket socket = factory.createSocket()) {
+            socket.connect(server.getLocalSocketAddress(), 5000);
+            try (Socket accepted = server.accept()) {
+                accepted.getOutputStream().write("hello".getBytes());
+                accepted.shutdownOutput();
+                assertThat(socket.getInputStream().readAllBytes()).isEqualTo("hello".getBytes());
+                assertThat(socket.getInputStream()).isSameAs(socket.getInputStream());
+            }
+        }
+    }
+}
