@@ -50,7 +50,6 @@ import io.walhook.routing.SubscriptionStore;
 public class ReplicationSource {
 
     private static final Logger LOG = Logger.getLogger(ReplicationSource.class);
-    private static final java.net.http.HttpClient TEST_CLIENT = WebhookTransport.client();
 
     private final WalhookConfig config;
     private final AgroalDataSource dataSource;
@@ -68,6 +67,8 @@ public class ReplicationSource {
     private volatile String routingFailure;
     private int polls;
     private final io.vertx.core.Vertx vertx;
+    /** Every webhook's HTTP client, delivery's and the API test-fire's, made on first use. */
+    private volatile io.walhook.delivery.WebhookClient webhookClient;
 
     @Inject
     public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource, MeterRegistry metrics,
@@ -202,11 +203,10 @@ public class ReplicationSource {
                 s.streamMemoryBytes());
         ReplicationReader resumed = ReplicationReader.resuming(settings, checkpoints);
         WalhookConfig.Delivery d = config.delivery();
-        java.net.http.HttpClient http = WebhookTransport.client();
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(d.requestTimeout(), d.maxBackoff(),
                 d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
-                deliveryMetrics, name -> registry.isPaused(name), subscription -> transport(subscription, http));
+                deliveryMetrics, name -> registry.isPaused(name), this::transport);
         sender.resumeParked(registry.router().subscriptions());
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader = resumed;
@@ -220,15 +220,10 @@ public class ReplicationSource {
         role = Role.ACTIVE;
     }
 
-    /** The subscription's transport, as delivery uses it (the API's test-fire). */
+    /** The subscription's transport, as delivery uses it (also the API's test-fire). */
     public Transport transport(Subscription subscription) {
-        return transport(subscription, TEST_CLIENT);
-    }
-
-    /** A webhook's or an AMQP address's transport; an AMQP subscription without a broker keeps failing (and parks), named. */
-    private Transport transport(Subscription subscription, java.net.http.HttpClient http) {
         if (subscription.destination() instanceof Destination.Webhook webhook) {
-            return new WebhookTransport(http, webhook, Clock.systemUTC(), config.delivery().requestTimeout());
+            return new WebhookTransport(webhooks(), webhook, Clock.systemUTC(), config.delivery().requestTimeout());
         }
         Destination.Amqp amqp = (Destination.Amqp) subscription.destination();
         if (broker == null) {
@@ -401,9 +396,27 @@ public class ReplicationSource {
         if (broker != null) {
             broker.close();
         }
+        if (webhookClient != null) {
+            webhookClient.close();
+        }
         if (lock != null) {
             lock.close();
         }
+    }
+
+    /** The HTTP client of every webhook (delivery and the API's test-fire). */
+    public io.walhook.delivery.WebhookClient webhooks() {
+        io.walhook.delivery.WebhookClient client = webhookClient;
+        if (client == null) {
+            synchronized (this) {
+                client = webhookClient;
+                if (client == null) {
+                    client = new io.walhook.delivery.WebhookClient(vertx);
+                    webhookClient = client;
+                }
+            }
+        }
+        return client;
     }
 
     /** Whether AMQP subscriptions have a broker to go to. */

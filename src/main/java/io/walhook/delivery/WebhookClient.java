@@ -1,0 +1,118 @@
+package io.walhook.delivery;
+
+import java.io.IOException;
+import java.net.URI;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import io.netty.buffer.Unpooled;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpClientRequest;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpVersion;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.net.TrustOptions;
+import io.walhook.routing.Destination;
+
+/**
+ * The HTTP client every webhook shares, on Quarkus's Vert.x: pooled keep-alive connections per
+ * host, HTTP/2 where a TLS server offers it (ALPN), plain HTTP/1.1 otherwise (no h2c upgrade
+ * dance with plain-HTTP receivers). Redirects are not followed: a 3xx is a failure.
+ *
+ * <p>A lane's thread calls {@link #post} and waits; the event loop does the I/O. The body is
+ * handed to Netty without a copy; the response body is read and dropped, so the connection can be
+ * reused.
+ */
+public final class WebhookClient implements AutoCloseable {
+
+    /** Connections kept per destination host: enough for every lane of several subscriptions. */
+    static final int POOL_SIZE = 64;
+    private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+
+    private final HttpClient plain;
+    private final HttpClient tls;
+
+    /** Trusts what the JVM trusts (its cacerts, or {@code -Djavax.net.ssl.trustStore}). */
+    public WebhookClient(Vertx vertx) {
+        this(vertx, null);
+    }
+
+    /** Trusts {@code trust} instead of the JVM's certificates (tests: a self-signed receiver); null: the JVM's. */
+    WebhookClient(Vertx vertx, TrustOptions trust) {
+        PoolOptions pool = new PoolOptions().setHttp1MaxSize(POOL_SIZE).setHttp2MaxSize(POOL_SIZE / 8);
+        this.plain = vertx.createHttpClient(options().setProtocolVersion(HttpVersion.HTTP_1_1), pool);
+        HttpClientOptions tlsOptions = options().setSsl(true).setUseAlpn(true).setVerifyHost(true)
+                .setProtocolVersion(HttpVersion.HTTP_2);
+        if (trust != null) {
+            tlsOptions.setTrustOptions(trust);
+        }
+        this.tls = vertx.createHttpClient(tlsOptions, pool);
+    }
+
+    private static HttpClientOptions options() {
+        return new HttpClientOptions().setConnectTimeout((int) CONNECT_TIMEOUT.toMillis()).setKeepAlive(true)
+                .setDecompressionSupported(false).setName("walhook-webhooks");
+    }
+
+    /** A response's status and its {@code Retry-After} header (null when absent). */
+    public record Response(int status, String retryAfter) {
+    }
+
+    /**
+     * One POST with the Standard Webhooks headers (signed when the destination has secrets), the
+     * format's headers and the destination's own; waits at most {@code timeout} for the whole
+     * response.
+     *
+     * @throws IOException naming what failed: connection, TLS, timeout
+     */
+    public Response post(Destination.Webhook destination, String id, byte[] body, String contentType,
+            Map<String, String> formatHeaders, long timestamp, Duration timeout) throws IOException, InterruptedException {
+        URI url = destination.url();
+        RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(url.toString()).setFollowRedirects(false)
+                .setIdleTimeout(timeout.toMillis())
+                .putHeader("content-type", contentType)
+                .putHeader("user-agent", "walhook")
+                .putHeader("webhook-id", id)
+                .putHeader("webhook-timestamp", Long.toString(timestamp));
+        if (!destination.secrets().isEmpty()) {
+            options.putHeader("webhook-signature", WebhookSigner.sign(destination.secrets(), id, timestamp, body));
+        }
+        formatHeaders.forEach(options::putHeader);
+        destination.headers().forEach(options::putHeader);
+        HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? tls : plain;
+        CompletableFuture<HttpClientRequest> sent = new CompletableFuture<>();
+        Future<Response> response = client.request(options).compose(request -> {
+            sent.complete(request);
+            return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
+        }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after"))));
+        CompletableFuture<Response> result = response.toCompletionStage().toCompletableFuture();
+        try {
+            return result.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            throw new IOException(cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": "
+                    + cause.getMessage()), cause);
+        } catch (TimeoutException e) {
+            sent.thenAccept(HttpClientRequest::reset); // frees the connection (HTTP/1.1: closes it)
+            throw new IOException("no response within " + timeout.toMillis() + " ms");
+        } catch (InterruptedException e) {
+            sent.thenAccept(HttpClientRequest::reset);
+            throw e;
+        }
+    }
+
+    @Override
+    public void close() {
+        plain.close();
+        tls.close();
+    }
+}

@@ -1,0 +1,221 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.vertx.core.Handler;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpVersion;
+import io.vertx.core.net.PemTrustOptions;
+import io.vertx.core.net.PfxOptions;
+import io.walhook.routing.Destination;
+
+/**
+ * The webhook HTTP client against real HTTP servers (Vert.x servers in the test): headers and body
+ * as sent, keep-alive, redirects not followed, a response that never comes, TLS verification, and
+ * HTTP/2 where a TLS server offers it.
+ */
+class WebhookClientTest {
+
+    private static final Duration TIMEOUT = Duration.ofSeconds(5);
+    private static Vertx vertx;
+    private static WebhookClient client;
+
+    @TempDir
+    static Path certificates;
+
+    /** What a test server saw of one request. */
+    private record Seen(HttpVersion version, String path, Map<String, String> headers, String body) {
+    }
+
+    @BeforeAll
+    static void start() {
+        vertx = Vertx.vertx();
+        client = new WebhookClient(vertx);
+    }
+
+    @AfterAll
+    static void stop() {
+        client.close();
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    @Test
+    void postsTheBodyWithTheStandardWebhooksHeadersOverOneKeptAliveConnection() throws Exception {
+        Queue<Seen> seen = new ConcurrentLinkedQueue<>();
+        AtomicInteger connections = new AtomicInteger();
+        HttpServer server = listen(new HttpServerOptions(), recording(seen, request -> request.response().setStatusCode(204)
+                .end()), connections);
+        try {
+            Destination.Webhook webhook = new Destination.Webhook(URI.create("http://127.0.0.1:" + server.actualPort() + "/hook"),
+                    List.of("secret-key".getBytes(StandardCharsets.UTF_8)), Map.of("x-team", "payments"));
+            for (int i = 0; i < 20; i++) {
+                WebhookClient.Response response = client.post(webhook, "evt_" + i, ("{\"n\":" + i + "}").getBytes(StandardCharsets.UTF_8),
+                        "application/json", Map.of("ce-type", "test"), 1_700_000_000L, TIMEOUT);
+                assertThat(response.status()).isEqualTo(204);
+            }
+            assertThat(seen).hasSize(20);
+            Seen first = seen.peek();
+            assertThat(first.version()).isEqualTo(HttpVersion.HTTP_1_1);
+            assertThat(first.path()).isEqualTo("/hook");
+            assertThat(first.body()).isEqualTo("{\"n\":0}");
+            assertThat(first.headers()).containsEntry("content-type", "application/json")
+                    .containsEntry("webhook-id", "evt_0").containsEntry("webhook-timestamp", "1700000000")
+                    .containsEntry("ce-type", "test").containsEntry("x-team", "payments").containsEntry("user-agent", "walhook");
+            assertThat(first.headers().get("webhook-signature")).isEqualTo(WebhookSigner.sign(webhook.secrets(), "evt_0",
+                    1_700_000_000L, "{\"n\":0}".getBytes(StandardCharsets.UTF_8)));
+            // kept alive and reused: the pool may open a second while the first is being handed back
+            assertThat(connections.get()).as("connections for 20 requests one after the other").isBetween(1, 2);
+        } finally {
+            close(server);
+        }
+    }
+
+    @Test
+    void aRedirectIsAnsweredNotFollowedAndRetryAfterIsPassedOn() throws Exception {
+        Queue<Seen> seen = new ConcurrentLinkedQueue<>();
+        HttpServer server = listen(new HttpServerOptions(), recording(seen, request -> {
+            if (request.path().equals("/moved")) {
+                request.response().setStatusCode(307).putHeader("location", "/elsewhere").end();
+            } else {
+                request.response().setStatusCode(503).putHeader("retry-after", "7").end("busy");
+            }
+        }), new AtomicInteger());
+        try {
+            assertThat(client.post(webhook(server, "http", "/moved"), "evt_1", new byte[0], "application/json", Map.of(), 1,
+                    TIMEOUT).status()).isEqualTo(307);
+            WebhookClient.Response busy = client.post(webhook(server, "http", "/busy"), "evt_2", new byte[0], "application/json",
+                    Map.of(), 1, TIMEOUT);
+            assertThat(busy.status()).isEqualTo(503);
+            assertThat(busy.retryAfter()).isEqualTo("7");
+            assertThat(seen).extracting(Seen::path).containsExactly("/moved", "/busy");
+        } finally {
+            close(server);
+        }
+    }
+
+    @Test
+    void aResponseThatNeverComesFailsAfterTheTimeoutAndTheNextRequestStillGoesThrough() throws Exception {
+        HttpServer server = listen(new HttpServerOptions(), request -> {
+            if (!request.path().equals("/silent")) {
+                request.response().end();
+            } // /silent: never answered
+        }, new AtomicInteger());
+        try {
+            long start = System.nanoTime();
+            assertThatThrownBy(() -> client.post(webhook(server, "http", "/silent"), "evt_1", new byte[0], "application/json",
+                    Map.of(), 1, Duration.ofMillis(300)))
+                    .isInstanceOf(IOException.class).hasMessageContaining("no response within 300 ms");
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(TIMEOUT.toMillis());
+            assertThat(client.post(webhook(server, "http", "/ok"), "evt_2", new byte[0], "application/json", Map.of(), 1,
+                    TIMEOUT).status()).isEqualTo(200);
+        } finally {
+            close(server);
+        }
+    }
+
+    @Test
+    void nobodyListeningIsAConnectionErrorNamed() throws Exception {
+        HttpServer server = listen(new HttpServerOptions(), request -> request.response().end(), new AtomicInteger());
+        Destination.Webhook gone = webhook(server, "http", "/");
+        close(server);
+        assertThatThrownBy(() -> client.post(gone, "evt_1", new byte[0], "application/json", Map.of(), 1, TIMEOUT))
+                .isInstanceOf(IOException.class).hasMessageContaining("Connection refused");
+    }
+
+    @Test
+    void aTlsServerWhoseCertificateIsNotTrustedIsRefusedAndATrustedOneIsSpokenToOverHttp2() throws Exception {
+        Path keyStore = selfSigned();
+        Queue<Seen> seen = new ConcurrentLinkedQueue<>();
+        HttpServer server = listen(new HttpServerOptions().setSsl(true).setUseAlpn(true)
+                .setKeyCertOptions(new PfxOptions().setPath(keyStore.toString()).setPassword("changeit")),
+                recording(seen, request -> request.response().end()), new AtomicInteger());
+        try {
+            Destination.Webhook webhook = webhook(server, "https", "/tls");
+            // the JVM's trust store does not know the test's self-signed certificate
+            assertThatThrownBy(() -> client.post(webhook, "evt_1", "{}".getBytes(StandardCharsets.UTF_8), "application/json",
+                    Map.of(), 1, TIMEOUT)).isInstanceOf(IOException.class).hasMessageContaining("SSL");
+            assertThat(seen).isEmpty();
+
+            try (WebhookClient trusting = new WebhookClient(vertx, new PemTrustOptions().addCertValue(
+                    io.vertx.core.buffer.Buffer.buffer(Files.readString(keyStore.resolveSibling("walhook-test.pem")))))) {
+                assertThat(trusting.post(webhook, "evt_2", "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), 1,
+                        TIMEOUT).status()).isEqualTo(200);
+            }
+            assertThat(seen).singleElement().satisfies(request -> {
+                assertThat(request.version()).as("ALPN chose HTTP/2").isEqualTo(HttpVersion.HTTP_2);
+                assertThat(request.headers()).containsEntry("webhook-id", "evt_2");
+                assertThat(request.body()).isEqualTo("{}");
+            });
+        } finally {
+            close(server);
+        }
+    }
+
+    private static Handler<HttpServerRequest> recording(Queue<Seen> seen, Handler<HttpServerRequest> answer) {
+        return request -> request.body().onSuccess(body -> {
+            Map<String, String> headers = new java.util.TreeMap<>();
+            request.headers().forEach(h -> headers.put(h.getKey().toLowerCase(java.util.Locale.ROOT), h.getValue()));
+            seen.add(new Seen(request.version(), request.path(), headers, body.toString(StandardCharsets.UTF_8)));
+            answer.handle(request);
+        });
+    }
+
+    private static HttpServer listen(HttpServerOptions options, Handler<HttpServerRequest> handler, AtomicInteger connections)
+            throws Exception {
+        return vertx.createHttpServer(options.setHost("127.0.0.1").setPort(0))
+                .connectionHandler(connection -> connections.incrementAndGet())
+                .requestHandler(handler).listen().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    private static void close(HttpServer server) throws Exception {
+        server.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    private static Destination.Webhook webhook(HttpServer server, String scheme, String path) {
+        return new Destination.Webhook(URI.create(scheme + "://127.0.0.1:" + server.actualPort() + path), List.of(), Map.of());
+    }
+
+    /** A PKCS12 key store with a self-signed certificate for 127.0.0.1 (keytool), and the certificate as PEM beside it. */
+    private static Path selfSigned() throws Exception {
+        Path store = certificates.resolve("walhook-test.p12");
+        if (!Files.exists(store)) {
+            String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
+            run(keytool, "-genkeypair", "-alias", "receiver", "-keyalg", "EC", "-groupname", "secp256r1",
+                    "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1,dns:localhost", "-validity", "2",
+                    "-storetype", "PKCS12", "-keystore", store.toString(), "-storepass", "changeit");
+            run(keytool, "-exportcert", "-rfc", "-alias", "receiver", "-keystore", store.toString(), "-storepass", "changeit",
+                    "-file", certificates.resolve("walhook-test.pem").toString());
+        }
+        return store;
+    }
+
+    private static void run(String... command) throws Exception {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
+            throw new IllegalStateException(String.join(" ", command) + " failed: " + output);
+        }
+    }
+}
