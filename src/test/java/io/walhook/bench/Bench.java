@@ -296,7 +296,8 @@ public final class Bench {
 
     private record WalhookDrain(double seconds, double toFirstEvent, ProcStats.ThreadTicks cpu, long peakRssKb,
             ProcStats.ThreadTicks walsender, long requests, long batchRequests, long events, long bytes, double ackSeconds,
-            List<Map.Entry<String, Long>> threads, String startLine) {
+            List<Map.Entry<String, Long>> threads, String startLine, long contextSwitches, long secondHalfEvents,
+            ProcStats.ThreadTicks secondHalfCpu) {
     }
 
     private WalhookDrain drainWithWalhook(String database, String endLsn) throws Exception {
@@ -337,15 +338,23 @@ public final class Bench {
         }
         long start = System.nanoTime();
         ProcStats.ThreadTicks cpuStart = ProcStats.process(pid);
+        long switchesStart = ProcStats.contextSwitches(pid);
         Map<Long, ProcStats.ThreadTicks> threadsStart = ProcStats.threads(pid);
         say("walhook streams (" + startLine.strip() + "); draining ...");
 
         ProcStats.CpuWatch walsender = null;
+        // the second half of the drain, for the steady state (the JIT compiles the hot paths in the first)
+        ProcStats.ThreadTicks cpuMid = null;
+        long eventsMid = 0;
         long lastCount = -1;
         long lastChange = System.nanoTime();
         long lastReport = System.nanoTime();
         try (Connection c = postgres.connect(database)) {
-            while (!sink.tally().await(walsender == null ? 5 : 1000, TimeUnit.MILLISECONDS)) {
+            while (!sink.tally().await(walsender == null ? 5 : cpuMid == null ? 20 : 1000, TimeUnit.MILLISECONDS)) {
+                if (cpuMid == null && sink.tally().events() >= o.rows() / 2) {
+                    cpuMid = ProcStats.process(pid);
+                    eventsMid = sink.tally().events();
+                }
                 if (walsender == null) {
                     OptionalLong ws = activePid(c, WALHOOK_SLOT);
                     if (ws.isPresent()) {
@@ -375,6 +384,7 @@ public final class Bench {
         }
         long end = sink.tally().completedNanos();
         ProcStats.ThreadTicks cpuEnd = ProcStats.process(pid);
+        long switches = ProcStats.contextSwitches(pid) - switchesStart;
         Map<Long, ProcStats.ThreadTicks> threadsEnd = ProcStats.threads(pid);
         ProcStats.ThreadTicks walsenderTicks = walsender == null ? new ProcStats.ThreadTicks("?", 0, 0) : walsender.ticksNow();
         if (walsender != null) {
@@ -407,7 +417,9 @@ public final class Bench {
                 cpuEnd.sys() - cpuStart.sys());
         return new WalhookDrain(seconds(end - start), toFirst, used, peak, walsenderTicks,
                 sink.requests(), sink.batchRequests(), sink.tally().events(), sink.tally().bytes(), ackSeconds,
-                threadBreakdown(threadsStart, threadsEnd), startLine.strip());
+                threadBreakdown(threadsStart, threadsEnd), startLine.strip(), switches,
+                cpuMid == null ? 0 : o.rows() - eventsMid,
+                cpuMid == null ? null : new ProcStats.ThreadTicks("walhook", cpuEnd.user() - cpuMid.user(), cpuEnd.sys() - cpuMid.sys()));
     }
 
     private static String streamingLine(String output) {
@@ -476,6 +488,15 @@ public final class Bench {
                 ratio >= 0.5 ? "met" : "not met"));
         row("walhook CPU per event", String.format(Locale.ROOT, "%.1f us  (goal < 5 us: %s)", cpuPerEvent,
                 cpuPerEvent < 5 ? "met" : "not met"));
+        long compiling = w.threads.stream().filter(t -> t.getKey().startsWith("C1 Compiler") || t.getKey().startsWith("C2 Compiler"))
+                .mapToLong(Map.Entry::getValue).sum();
+        row("  outside the JIT compilers", String.format(Locale.ROOT, "%.1f us per event (the compiler threads: %.1f)",
+                (double) ProcStats.ticksToMicros(w.cpu.ticks() - compiling) / n, (double) ProcStats.ticksToMicros(compiling) / n));
+        if (w.secondHalfCpu != null && w.secondHalfEvents > 0) {
+            row("  second half of the drain", String.format(Locale.ROOT, "%.1f us per event over its last %,d events"
+                    + " (the JIT compiles the hot paths in the first)",
+                    (double) ProcStats.ticksToMicros(w.secondHalfCpu.ticks()) / w.secondHalfEvents, w.secondHalfEvents));
+        }
         row("walhook peak RSS", w.peakRssKb < 0 ? "unknown" : String.format(Locale.ROOT, "%.0f MB (VmHWM, -Xmx%s)",
                 w.peakRssKb / 1024.0, o.walhookHeap()));
         row("delivery mode", mode);
@@ -491,6 +512,8 @@ public final class Bench {
                     .append(String.format(Locale.ROOT, "%.0f%%", 100.0 * t.getValue() / total));
         }
         row("walhook CPU by thread", threads.toString());
+        row("walhook context switches", String.format(Locale.ROOT, "%,d (%.2f per event)", w.contextSwitches,
+                (double) w.contextSwitches / n));
     }
 
     private static void row(String name, String value) {

@@ -71,6 +71,27 @@ final class ProcStats {
         return threads;
     }
 
+    /** Context switches (voluntary and not) of every thread of a process so far: each is a sleep or a preemption. */
+    static long contextSwitches(long pid) {
+        long sum = 0;
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks) {
+                try {
+                    for (String line : Files.readAllLines(task.resolve("status"))) {
+                        if (line.startsWith("voluntary_ctxt_switches:") || line.startsWith("nonvoluntary_ctxt_switches:")) {
+                            sum += Long.parseLong(line.substring(line.indexOf(':') + 1).strip());
+                        }
+                    }
+                } catch (IOException e) {
+                    // the thread ended
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // the process is gone: what was read so far
+        }
+        return sum;
+    }
+
     /** Peak resident set size (VmHWM) in kB; -1 when unknown. */
     static long peakRssKb(long pid) {
         try {
