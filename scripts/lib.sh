@@ -1,4 +1,4 @@
-# Shared by scripts/quickstart and scripts/bench (sourced, not run; the caller has cd'ed to the
+# Shared by scripts/quickstart, scripts/bench and scripts/bench-decoder (sourced, not run; the caller has cd'ed to the
 # repository root): builds walhook and the test-scope launchers when anything changed.
 # shellcheck shell=bash
 
@@ -10,6 +10,7 @@ classpath_file=target/quickstart.classpath
 stale() {
   local launcher=$1
   [ ! -f "$jar" ] || [ ! -f "$launcher" ] || [ ! -f "$classpath_file" ] && return 0
+  [ pom.xml -nt "$classpath_file" ] && return 0
   [ -n "$(find pom.xml openapi.yaml src -newer "$jar" -type f -print -quit)" ]
 }
 
