@@ -337,7 +337,6 @@ public final class ReplicationReader {
         @Override
         public void event(ChangeEvent event) {
             staged.add(new PendingEvent(event, current));
-            eventCount.incrementAndGet();
             if (staged.size() >= CHUNK) {
                 handOver();
             }
@@ -362,6 +361,7 @@ public final class ReplicationReader {
                 return;
             }
             tracker.add(current, staged.size());
+            eventCount.addAndGet(staged.size());
             try {
                 for (int next = 0; next < staged.size(); ) {
                     next = events.offerAll(staged, next, 100, TimeUnit.MILLISECONDS);

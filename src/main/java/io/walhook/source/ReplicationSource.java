@@ -67,13 +67,14 @@ public class ReplicationSource {
     private volatile String routingFailure;
     private int polls;
     private final io.vertx.core.Vertx vertx;
-    /** Every webhook's HTTP client, delivery's and the API test-fire's, made on first use. */
-    private volatile io.walhook.delivery.WebhookClient webhookClient;
+    /** Every webhook's HTTP client, delivery's and the API test-fire's (it connects on first use). */
+    private final io.walhook.delivery.WebhookClient webhookClient;
 
     @Inject
     public ReplicationSource(WalhookConfig config, AgroalDataSource dataSource, MeterRegistry metrics,
             io.vertx.core.Vertx vertx) {
         this.vertx = vertx;
+        this.webhookClient = new io.walhook.delivery.WebhookClient(vertx);
         this.config = config;
         this.dataSource = dataSource;
         this.metrics = metrics;
@@ -396,9 +397,7 @@ public class ReplicationSource {
         if (broker != null) {
             broker.close();
         }
-        if (webhookClient != null) {
-            webhookClient.close();
-        }
+        webhookClient.close();
         if (lock != null) {
             lock.close();
         }
@@ -406,17 +405,7 @@ public class ReplicationSource {
 
     /** The HTTP client of every webhook (delivery and the API's test-fire). */
     public io.walhook.delivery.WebhookClient webhooks() {
-        io.walhook.delivery.WebhookClient client = webhookClient;
-        if (client == null) {
-            synchronized (this) {
-                client = webhookClient;
-                if (client == null) {
-                    client = new io.walhook.delivery.WebhookClient(vertx);
-                    webhookClient = client;
-                }
-            }
-        }
-        return client;
+        return webhookClient;
     }
 
     /** Whether AMQP subscriptions have a broker to go to. */

@@ -37,7 +37,7 @@ class AmqpDeliveryIT {
     void eachEventIsOneDurableMessageWithItsIdInPerRowOrderAndBinaryCloudEventsCarryTheirAttributes() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("amqp");
-        sql(pg, database, "CREATE TABLE orders (id int PRIMARY KEY, n int)");
+        pg.execute(database, "CREATE TABLE orders (id int PRIMARY KEY, n int)");
         try (EmbeddedArtemis broker = EmbeddedArtemis.start();
              AmqpReceiver orders = AmqpReceiver.start("127.0.0.1", broker.port(), null, null, "walhook.public.orders");
              AmqpReceiver cloudEvents = AmqpReceiver.start("127.0.0.1", broker.port(), null, null, "ce.orders");
@@ -90,7 +90,7 @@ class AmqpDeliveryIT {
     void aBrokerStoppedMidStreamLosesNothingAndRedeliveriesKeepTheirMessageId() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("amqpoutage");
-        sql(pg, database, "CREATE TABLE ticks (id int PRIMARY KEY)");
+        pg.execute(database, "CREATE TABLE ticks (id int PRIMARY KEY)");
         int rows = 300;
         try (EmbeddedArtemis broker = EmbeddedArtemis.start();
              WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
@@ -156,7 +156,7 @@ class AmqpDeliveryIT {
     void anAddressTheBrokerRefusesIsParkedWhileOthersFlowAndTheSlotAdvances() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("amqprefuse");
-        sql(pg, database, "CREATE TABLE items (id int PRIMARY KEY)");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY)");
         try (EmbeddedArtemis broker = EmbeddedArtemis.start();
              AmqpReceiver items = AmqpReceiver.start("127.0.0.1", broker.port(), null, null, "items");
              WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
@@ -166,7 +166,7 @@ class AmqpDeliveryIT {
                      "WALHOOK_SUBSCRIPTIONS_GOOD_AMQP_ADDRESS", "items",
                      "WALHOOK_SUBSCRIPTIONS_REFUSED_AMQP_ADDRESS", "refuse.items"))) {
             walhook.awaitReady(WAIT);
-            sql(pg, database, "INSERT INTO items SELECT g FROM generate_series(1, 10) g");
+            pg.execute(database, "INSERT INTO items SELECT g FROM generate_series(1, 10) g");
             await().atMost(WAIT).until(() -> items.messages().size() == 10);
             await().atMost(WAIT).until(() -> count(pg, database,
                     "SELECT count(*) FROM walhook.parked_event WHERE subscription = 'refused' AND address = 'refuse.items'") == 10);
@@ -196,7 +196,7 @@ class AmqpDeliveryIT {
             assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
             assertThat(JSON.readTree(created.body()).at("/destination/address").asText()).isEqualTo("api.{table}");
             Thread.sleep(1000);
-            sql(pg, database, "INSERT INTO items VALUES (11)");
+            pg.execute(database, "INSERT INTO items VALUES (11)");
             try (AmqpReceiver api = AmqpReceiver.start("127.0.0.1", broker.port(), null, null, "api.items")) {
                 try {
                     await().atMost(WAIT).until(() -> api.messages().size() == 1);
@@ -229,12 +229,6 @@ class AmqpDeliveryIT {
             rows.add(JSON.readTree(AmqpReceiver.body(m)).at("/new/id").asInt());
         }
         return rows;
-    }
-
-    private static void sql(PostgresServer pg, String database, String statement) throws Exception {
-        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
-            s.execute(statement);
-        }
     }
 
     private static long count(PostgresServer pg, String database, String query) throws Exception {

@@ -58,6 +58,28 @@ class CoalescingSocketFactoryTest {
     }
 
     @Test
+    void aBacklogIsReadInPiecesOfUpTo64KiBWhateverSizeTheReaderAsksFor() throws IOException {
+        byte[] data = new byte[640 * 1024];
+        int[] socketReads = {0};
+        InputStream socket = new ByteArrayInputStream(data) {
+            @Override
+            public synchronized int read(byte[] b, int off, int len) {
+                socketReads[0]++;
+                return super.read(b, off, len);
+            }
+        };
+        InputStream in = new CoalescingSocketFactory.CoalescingInputStream(socket);
+        byte[] piece = new byte[8192]; // pgjdbc's buffer
+        long total = 0;
+        int n;
+        while ((n = in.read(piece, 0, piece.length)) != -1) {
+            total += n;
+        }
+        assertThat(total).isEqualTo(data.length);
+        assertThat(socketReads[0]).as("10 full reads and the one that finds the end").isEqualTo(11);
+    }
+
+    @Test
     void availableCountsWhatIsBufferedBeforeAskingTheSocket() throws IOException {
         InputStream in = new CoalescingSocketFactory.CoalescingInputStream(new ByteArrayInputStream(new byte[] {1, 2, 3}));
         assertThat(in.read()).isEqualTo(1);

@@ -36,7 +36,7 @@ class HighAvailabilityIT {
     void exactlyOneInstanceStreamsAndTheStandbyTakesOverAfterKillMinusNineLosingNothing() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("standby");
-        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
                     "WALHOOK_STANDBY_POLL_INTERVAL", "1s", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
@@ -48,13 +48,13 @@ class HighAvailabilityIT {
                     assertThat(status(standby).get("role").asText()).isEqualTo("standby");
                     assertThat(status(standby).has("replication")).as("a standby reads nothing").isFalse();
 
-                    sql(pg, database, "INSERT INTO jobs SELECT g FROM generate_series(1, 20) g");
+                    pg.execute(database, "INSERT INTO jobs SELECT g FROM generate_series(1, 20) g");
                     await().atMost(WAIT).until(() -> rows(receiver).size() == 20);
 
                     long killed = System.nanoTime();
                     active.close(); // SIGKILL: its lock is released with its session
                     for (int i = 21; i <= 40; i++) {
-                        sql(pg, database, "INSERT INTO jobs VALUES (" + i + ")");
+                        pg.execute(database, "INSERT INTO jobs VALUES (" + i + ")");
                     }
                     await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
                             .until(() -> "active".equals(status(standby).path("role").asText()));
@@ -82,7 +82,7 @@ class HighAvailabilityIT {
     void anActiveInstanceWhoseLockSessionIsGoneAndTakenExitsSoTwoNeverRace() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("locklost");
-        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
                     "WALHOOK_STANDBY_POLL_INTERVAL", "1s", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
@@ -104,7 +104,7 @@ class HighAvailabilityIT {
                     assertThat(status(standby).get("role").asText()).isEqualTo("standby");
                     other.close(); // releases the lock: the standby takes over
                     await().atMost(Duration.ofSeconds(30)).until(() -> "active".equals(status(standby).path("role").asText()));
-                    sql(pg, database, "INSERT INTO jobs VALUES (1)");
+                    pg.execute(database, "INSERT INTO jobs VALUES (1)");
                     await().atMost(WAIT).until(() -> rows(receiver).size() == 1);
                 }
             }
@@ -112,22 +112,31 @@ class HighAvailabilityIT {
     }
 
     @Test
-    void anActiveInstanceWhoseLockSessionEndsWithNobodyElseWaitingTakesItAgainAndKeepsStreaming() throws Exception {
+    void anActiveInstanceWhoseLockSessionEndsKeepsTryingWhileTheDatabaseRefusesItThenTakesTheLockAgain()
+            throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("lockagain");
-        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
                     "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
             try (WalhookProcess active = WalhookProcess.start(env)) {
                 active.awaitReady(WAIT);
-                sql(pg, database, terminateLockSession(database));
+                // the lock session ends and, for a while, no new session can be had (the replication
+                // stream and the pooled connections stay): the instance keeps streaming and retrying
+                pg.execute(pg.defaultDatabase(), "ALTER DATABASE " + database + " ALLOW_CONNECTIONS false",
+                        terminateLockSession(database));
+                await().atMost(Duration.ofSeconds(30))
+                        .until(() -> active.output().contains("cannot take the lock of slot " + database + " again"));
+                assertThat(active.isAlive()).isTrue();
+                assertThat(active.output()).doesNotContain("took the lock again");
+                pg.execute(pg.defaultDatabase(), "ALTER DATABASE " + database + " ALLOW_CONNECTIONS true");
                 await().atMost(Duration.ofSeconds(30)).until(() -> active.output().contains("took the lock again"));
                 try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
                     assertThat(tryLock(s, database)).as("the active instance holds the lock again").isFalse();
                 }
                 assertThat(status(active).get("role").asText()).isEqualTo("active");
-                sql(pg, database, "INSERT INTO jobs VALUES (1)");
+                pg.execute(database, "INSERT INTO jobs VALUES (1)");
                 await().atMost(WAIT).until(() -> rows(receiver).size() == 1);
             }
         }
@@ -152,7 +161,7 @@ class HighAvailabilityIT {
     void sigtermDuringAFiftyThousandChangeStreamExitsZeroAndARestartSendsNothingTwice() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("drain");
-        sql(pg, database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
         int rows = 50_000;
         Map<String, Integer> deliveries = new java.util.concurrent.ConcurrentHashMap<>();
         try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
@@ -207,11 +216,5 @@ class HighAvailabilityIT {
         HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(walhook.uri("/status")).build(),
                 HttpResponse.BodyHandlers.ofString());
         return JSON.readTree(response.body());
-    }
-
-    private static void sql(PostgresServer pg, String database, String statement) throws Exception {
-        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
-            s.execute(statement);
-        }
     }
 }

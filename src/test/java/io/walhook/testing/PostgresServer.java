@@ -43,6 +43,15 @@ public interface PostgresServer {
         return DriverManager.getConnection(jdbcUrl(database), user(), password());
     }
 
+    /** Runs statements in a database, each on its own (autocommit). */
+    default void execute(String database, String... statements) throws SQLException {
+        try (Connection c = connect(database); Statement s = c.createStatement()) {
+            for (String statement : statements) {
+                s.execute(statement);
+            }
+        }
+    }
+
     /** Creates a fresh database so a test owns its slots, publications and tables. */
     default String createDatabase(String prefix) {
         String name = prefix + "_" + ProcessHandle.current().pid() + "_" + DATABASES.incrementAndGet();
