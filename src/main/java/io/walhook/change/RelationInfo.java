@@ -2,8 +2,6 @@ package io.walhook.change;
 
 import java.util.List;
 
-import com.fasterxml.jackson.core.io.SerializedString;
-
 import io.walhook.pgoutput.PgOutputMessage;
 import io.walhook.pgoutput.ReplicaIdentity;
 
@@ -17,10 +15,10 @@ public final class RelationInfo {
     private final String schema;
     private final String table;
     private final ReplicaIdentity replicaIdentity;
-    private final SerializedString jsonSchema;
-    private final SerializedString jsonTable;
+    /** By operation: its {@code "op"}, {@code "schema"} and {@code "table"} fields, encoded once. */
+    private final byte[][] jsonHeaders;
     private final String[] columnNames;
-    private final SerializedString[] jsonNames;
+    private final byte[][] jsonNames;
     private final boolean[] keyColumns;
     private final ValueConverter[] converters;
     private final boolean routed;
@@ -31,14 +29,17 @@ public final class RelationInfo {
         this.schema = relation.effectiveNamespace();
         this.table = relation.relationName();
         this.replicaIdentity = relation.replicaIdentity();
-        this.jsonSchema = schema != null && plainAscii(schema) ? new SerializedString(schema) : null;
-        this.jsonTable = table != null && plainAscii(table) ? new SerializedString(table) : null;
+        this.jsonHeaders = new byte[Operation.values().length][];
+        for (Operation op : Operation.values()) {
+            jsonHeaders[op.ordinal()] = new JsonBuffer(64).startObject().name("op").string(op.wireName())
+                    .name("schema").string(schema).name("table").string(table).toFieldBytes();
+        }
         this.columnNames = new String[columns.size()];
-        this.jsonNames = new SerializedString[columns.size()];
+        this.jsonNames = new byte[columns.size()][];
         this.keyColumns = new boolean[columns.size()];
         for (int i = 0; i < columns.size(); i++) {
             columnNames[i] = columns.get(i).name();
-            jsonNames[i] = plainAscii(columnNames[i]) ? new SerializedString(columnNames[i]) : null;
+            jsonNames[i] = JsonBuffer.encodeName(columnNames[i]);
             keyColumns[i] = columns.get(i).key();
         }
         this.converters = converters;
@@ -69,33 +70,14 @@ public final class RelationInfo {
         return columnNames[i];
     }
 
-    /**
-     * The column's name as a JSON field name encoded once, for names of printable ASCII other than
-     * quote and backslash (which every writer spells alike); null for any other name, which the
-     * generator then escapes itself.
-     */
-    SerializedString jsonName(int i) {
+    /** The column's name as a JSON field name ({@code "name":}) encoded once: see {@link JsonBuffer#name(byte[])}. */
+    byte[] jsonName(int i) {
         return jsonNames[i];
     }
 
-    /** The schema as a JSON string encoded once, on the terms of {@link #jsonName}. */
-    SerializedString jsonSchema() {
-        return jsonSchema;
-    }
-
-    /** The table as a JSON string encoded once, on the terms of {@link #jsonName}. */
-    SerializedString jsonTable() {
-        return jsonTable;
-    }
-
-    private static boolean plainAscii(String name) {
-        for (int i = 0; i < name.length(); i++) {
-            char c = name.charAt(i);
-            if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') {
-                return false;
-            }
-        }
-        return true;
+    /** An event's {@code "op"}, {@code "schema"} and {@code "table"} fields, for {@link JsonBuffer#fields}. */
+    byte[] jsonHeader(Operation op) {
+        return jsonHeaders[op.ordinal()];
     }
 
     /** Whether the column is part of the replica identity (every column under FULL). */

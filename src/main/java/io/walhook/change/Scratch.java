@@ -27,8 +27,6 @@ final class Scratch {
     /** The array parser, with its own reusable token buffer. */
     final PgArrayParser arrays = new PgArrayParser();
 
-    /** The raw JSON value wrapper over {@link #bytes} for Jackson's byte-level generator. */
-    final RawUtf8 raw = new RawUtf8();
 
     /** A byte buffer of at least {@code length}; its content is undefined. */
     byte[] bytes(int length) {

@@ -1,9 +1,5 @@
 package io.walhook.change;
 
-import java.io.IOException;
-
-import com.fasterxml.jackson.core.JsonGenerator;
-
 import io.walhook.pgoutput.TupleData;
 
 /**
@@ -11,7 +7,7 @@ import io.walhook.pgoutput.TupleData;
  * {@link ValueConverters} and applied to every value of that column (CONTRACT.md section 3,
  * "Values").
  *
- * <p>The value is read from the tuple's bytes and written straight to the generator; the text is
+ * <p>The value is read from the tuple's bytes and written straight to the JSON buffer; the text is
  * never turned into a {@link String} on the way.
  *
  * <p><b>Threads.</b> A converter shares scratch buffers with every other converter of the
@@ -31,9 +27,8 @@ public interface ValueConverter {
      * @throws IllegalArgumentException if the column is NULL, unchanged TOAST or binary
      *     ({@code 'b'}, only sent when the replication session asks for {@code binary = true},
      *     which walhook does not)
-     * @throws IOException from the generator
      */
-    void write(JsonGenerator json, TupleData tuple, int column) throws IOException;
+    void write(JsonBuffer json, TupleData tuple, int column);
 
     /**
      * Whether every value of this converter is a JSON string, number or boolean, never a document or

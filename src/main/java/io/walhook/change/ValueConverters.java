@@ -1,16 +1,11 @@
 package io.walhook.change;
 
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.LongFunction;
-
-import com.fasterxml.jackson.core.Base64Variants;
-import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.core.json.UTF8JsonGenerator;
 
 import io.walhook.pgoutput.ColumnKind;
 import io.walhook.pgoutput.PgOutputMessage;
@@ -156,18 +151,17 @@ public final class ValueConverters {
         }
 
         @Override
-        public void write(JsonGenerator json, TupleData tuple, int column) throws IOException {
+        public void write(JsonBuffer json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             byte[] bytes = scratch.bytes(length);
             tuple.copyTo(column, bytes, 0);
-            // Only Jackson's byte-level generator takes UTF-8 input; its escaping covers quotes,
-            // backslashes and control characters, and it copies multi-byte sequences unchecked.
-            if (json instanceof UTF8JsonGenerator && Utf8.isValid(bytes, 0, length)) {
-                json.writeUTF8String(bytes, 0, length);
+            // the buffer escapes ASCII and copies multi-byte sequences unchecked: only well-formed ones
+            if (Utf8.isValid(bytes, 0, length)) {
+                json.utf8String(bytes, 0, length);
                 return;
             }
             char[] chars = scratch.chars(length);
-            json.writeString(chars, 0, Utf8.decode(bytes, 0, length, chars));
+            json.string(chars, 0, Utf8.decode(bytes, 0, length, chars));
         }
 
         @Override
@@ -190,7 +184,7 @@ public final class ValueConverters {
         }
     }
 
-    /** json and jsonb: embedded as they are, bytes to bytes when the generator writes UTF-8. */
+    /** json and jsonb: embedded as they are, bytes to bytes when they are well-formed UTF-8. */
     private static final class JsonConverter implements ValueConverter {
         private final Scratch scratch;
 
@@ -199,16 +193,16 @@ public final class ValueConverters {
         }
 
         @Override
-        public void write(JsonGenerator json, TupleData tuple, int column) throws IOException {
+        public void write(JsonBuffer json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             byte[] bytes = scratch.bytes(length);
             tuple.copyTo(column, bytes, 0);
-            if (json instanceof UTF8JsonGenerator && Utf8.isValid(bytes, 0, length)) {
-                json.writeRawValue(scratch.raw.window(bytes, 0, length));
+            if (Utf8.isValid(bytes, 0, length)) {
+                json.rawValue(bytes, 0, length);
                 return;
             }
             char[] chars = scratch.chars(length);
-            json.writeRawValue(chars, 0, Utf8.decode(bytes, 0, length, chars));
+            json.rawValue(chars, 0, Utf8.decode(bytes, 0, length, chars));
         }
 
         @Override
@@ -226,13 +220,13 @@ public final class ValueConverters {
         }
 
         @Override
-        public void write(JsonGenerator json, TupleData tuple, int column) throws IOException {
+        public void write(JsonBuffer json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             byte[] bytes = scratch.bytes(length);
             tuple.copyTo(column, bytes, 0);
             int n = decodeHexInPlace(bytes, length);
             if (n >= 0) {
-                json.writeBinary(Base64Variants.MIME_NO_LINEFEEDS, bytes, 0, n);
+                json.base64(bytes, 0, n);
                 return;
             }
             // Escape format (bytea_output=escape) or something unexpected: the general path.
@@ -294,7 +288,7 @@ public final class ValueConverters {
         }
 
         @Override
-        public void write(JsonGenerator json, TupleData tuple, int column) throws IOException {
+        public void write(JsonBuffer json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             char[] chars = scratch.chars(length);
             int count = decodeText(tuple, column, length, scratch, chars);
@@ -333,7 +327,7 @@ public final class ValueConverters {
         }
 
         @Override
-        public void write(JsonGenerator json, TupleData tuple, int column) throws IOException {
+        public void write(JsonBuffer json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             char[] chars = scratch.chars(length);
             int count = decodeText(tuple, column, length, scratch, chars);
@@ -342,15 +336,15 @@ public final class ValueConverters {
             if (tokens < 0) {
                 // Not an array literal: a user type whose name merely starts with '_'. Unescaping
                 // may have rewritten the chars, so decode them again.
-                json.writeString(chars, 0, decodeText(tuple, column, length, scratch, chars));
+                json.string(chars, 0, decodeText(tuple, column, length, scratch, chars));
                 return;
             }
             int[] t = parser.tokens();
             for (int i = 0; i < tokens * 3; i += 3) {
                 switch (t[i]) {
-                    case PgArrayParser.START -> json.writeStartArray();
-                    case PgArrayParser.END -> json.writeEndArray();
-                    case PgArrayParser.NULL -> json.writeNull();
+                    case PgArrayParser.START -> json.startArray();
+                    case PgArrayParser.END -> json.endArray();
+                    case PgArrayParser.NULL -> json.nullValue();
                     default -> elementKind.write(json, chars, t[i + 1], t[i + 2], scratch);
                 }
             }

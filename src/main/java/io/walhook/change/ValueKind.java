@@ -1,10 +1,5 @@
 package io.walhook.change;
 
-import java.io.IOException;
-
-import com.fasterxml.jackson.core.Base64Variants;
-import com.fasterxml.jackson.core.JsonGenerator;
-
 /**
  * How the text of one PostgreSQL value becomes JSON (CONTRACT.md section 3, "Values"). Each kind
  * writes from chars so that the same rule serves a whole column and an element of an array; the
@@ -20,15 +15,15 @@ enum ValueKind {
     /** int2, int4, int8, oid, float4, float8, numeric: the text as a JSON number, every digit kept. */
     NUMBER {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
             if (!isJsonNumber(text, offset, length)) {
                 // NaN, Infinity, -Infinity: JSON has no such numbers
-                json.writeString(text, offset, length);
+                json.string(text, offset, length);
             } else if (length == 2 && text[offset] == '-' && text[offset + 1] == '0') {
                 // float8 '-0': as "-0" a JSON reader would see the integer 0 and lose the sign
-                json.writeNumber(MINUS_ZERO, 0, MINUS_ZERO.length);
+                json.number(MINUS_ZERO, 0, MINUS_ZERO.length);
             } else {
-                json.writeNumber(text, offset, length);
+                json.number(text, offset, length);
             }
         }
 
@@ -61,13 +56,13 @@ enum ValueKind {
     /** bool: {@code t} and {@code f}. */
     BOOLEAN {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
             if (length == 1 && text[offset] == 't') {
-                json.writeBoolean(true);
+                json.bool(true);
             } else if (length == 1 && text[offset] == 'f') {
-                json.writeBoolean(false);
+                json.bool(false);
             } else {
-                json.writeString(text, offset, length);
+                json.string(text, offset, length);
             }
         }
 
@@ -85,8 +80,8 @@ enum ValueKind {
     /** json, jsonb: already JSON (the server validated it on input), embedded as it is. */
     JSON {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
-            json.writeRawValue(text, offset, length);
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+            json.rawValue(text, offset, length);
         }
 
         @Override
@@ -98,13 +93,13 @@ enum ValueKind {
     /** bytea: hex ({@code \x0a0b}, walhook's {@code bytea_output}) or escape format, as standard base64 with padding. */
     BYTEA {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
             byte[] bytes = scratch.bytes(length);
             int n = decodeBytea(text, offset, length, bytes);
             if (n < 0) {
-                json.writeString(text, offset, length);
+                json.string(text, offset, length);
             } else {
-                json.writeBinary(Base64Variants.MIME_NO_LINEFEEDS, bytes, 0, n);
+                json.base64(bytes, 0, n);
             }
         }
 
@@ -119,7 +114,7 @@ enum ValueKind {
     /** timestamptz: ISO 8601 in UTC with {@code Z}; see {@link PgDateTimes}. */
     TIMESTAMPTZ {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
             writeDateTime(json, text, offset, length, PgDateTimes.timestampWithZone(text, offset, length, scratch.dateTime),
                     scratch);
         }
@@ -134,7 +129,7 @@ enum ValueKind {
     /** timestamp: ISO 8601 local date-time. */
     TIMESTAMP {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
             writeDateTime(json, text, offset, length, PgDateTimes.timestamp(text, offset, length, scratch.dateTime), scratch);
         }
 
@@ -147,7 +142,7 @@ enum ValueKind {
     /** date: ISO 8601 calendar date. */
     DATE {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
             writeDateTime(json, text, offset, length, PgDateTimes.date(text, offset, length, scratch.dateTime), scratch);
         }
 
@@ -160,8 +155,8 @@ enum ValueKind {
     /** Every other type (text, uuid, time, interval, money, enums, ranges, composites...): the text in a JSON string. */
     STRING {
         @Override
-        void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException {
-            json.writeString(text, offset, length);
+        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+            json.string(text, offset, length);
         }
 
         @Override
@@ -177,7 +172,7 @@ enum ValueKind {
      * May use {@code scratch}'s byte and date/time buffers, never its char buffer (which may hold
      * {@code text}).
      */
-    abstract void write(JsonGenerator json, char[] text, int offset, int length, Scratch scratch) throws IOException;
+    abstract void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch);
 
     /**
      * The value {@link #write} writes as a reader of that JSON gets it back (String, Long, Double or
@@ -190,17 +185,17 @@ enum ValueKind {
         return converted < 0 ? new String(text, offset, length) : new String(scratch.dateTime, 0, converted);
     }
 
-    /** What {@code writeBinary(MIME_NO_LINEFEEDS, ...)} writes: standard base64 with padding, no line breaks. */
+    /** What {@link JsonBuffer#base64} writes: standard base64 with padding, no line breaks. */
     static String base64(byte[] bytes, int length) {
         return java.util.Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(bytes, length));
     }
 
-    private static void writeDateTime(JsonGenerator json, char[] text, int offset, int length, int converted, Scratch scratch)
-            throws IOException {
+    private static void writeDateTime(JsonBuffer json, char[] text, int offset, int length, int converted,
+            Scratch scratch) {
         if (converted < 0) {
-            json.writeString(text, offset, length);
+            json.string(text, offset, length);
         } else {
-            json.writeString(scratch.dateTime, 0, converted);
+            json.string(scratch.dateTime, 0, converted);
         }
     }
 

@@ -4,6 +4,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -86,7 +87,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             if (batchSize(subscription) == 1) {
                 return List.of(of(jobs.get(0)));
             }
-            return List.of(batch(jobs.get(0).eventId(), jobs.get(0).contentType(), jobs.stream().map(Job::body).toList()));
+            List<byte[]> bodies = new ArrayList<>(jobs.size());
+            for (Job job : jobs) {
+                bodies.add(job.body());
+            }
+            return List.of(batch(jobs.get(0).eventId(), jobs.get(0).contentType(), bodies));
         }
 
         /**

@@ -1,6 +1,5 @@
 package io.walhook.routing;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigDecimal;
@@ -13,9 +12,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
 
-import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
@@ -23,7 +20,7 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 
 import dev.cel.common.values.NullValue;
 import io.walhook.change.ChangeEvent;
-import io.walhook.change.EventJsonWriter;
+import io.walhook.change.JsonBuffer;
 import io.walhook.change.RelationInfo;
 import io.walhook.change.ValueConverter;
 import io.walhook.pgoutput.ReplicaIdentity;
@@ -69,7 +66,6 @@ public final class CelVariables {
     private static final Map<String, Object> EMPTY = Collections.emptyMap();
 
     /** Writes a json/jsonb or array column alone, to read it back (the bytes are the event's). */
-    private static final JsonFactory COLUMN_JSON = EventJsonWriter.jsonFactory();
 
     private final ChangeEvent event;
     /** The rows are still to be built from the event's tuples. */
@@ -230,7 +226,7 @@ public final class CelVariables {
     }
 
     /**
-     * The rows as {@link EventJsonWriter} writes them (CONTRACT.md section 3), all three at once as
+     * The rows as {@link io.walhook.change.EventJsonWriter} writes them (CONTRACT.md section 3), all three at once as
      * the JSON gives them: {@code key} from the 'K' tuple, else the old row, else the new one, key
      * columns only; {@code new} with unchanged TOASTed values filled from the old row when it has
      * them, else absent; {@code old} only under REPLICA IDENTITY FULL.
@@ -292,10 +288,8 @@ public final class CelVariables {
             return converter.value(tuple, column);
         }
         // json/jsonb, arrays: the column's JSON alone, read back as the event's JSON would be
-        ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(32, tuple.length(column) + 16));
-        try (JsonGenerator g = COLUMN_JSON.createGenerator(out, JsonEncoding.UTF8)) {
-            converter.write(g, tuple, column);
-        }
+        JsonBuffer out = new JsonBuffer(tuple.length(column) + 16);
+        converter.write(out, tuple, column);
         try (JsonParser p = JSON.createParser(out.toByteArray())) {
             Object value = valueOf(p, p.nextToken());
             if (p.nextToken() != null) {

@@ -1,18 +1,12 @@
 package io.walhook.routing;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.regex.Pattern;
 
-import com.fasterxml.jackson.core.JsonEncoding;
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
-
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.EventJsonWriter;
+import io.walhook.change.JsonBuffer;
 import io.walhook.change.TxInfo;
 
 /**
@@ -34,8 +28,7 @@ public final class EventEncoder {
     /** CloudEvents attribute names: lower-case letters and digits (spec 1.0, "Attribute Naming Convention"). */
     private static final Pattern ATTRIBUTE = Pattern.compile("[a-z0-9]{1,20}");
 
-    private final JsonFactory factory = EventJsonWriter.jsonFactory();
-    private final EventJsonWriter writer = new EventJsonWriter(factory);
+    private final EventJsonWriter writer = new EventJsonWriter();
     private final String source;
     private final Map<String, String> extensions;
     /* The CloudEvents time of the last transaction seen: formatting it is dearer than most of an event. */
@@ -89,29 +82,24 @@ public final class EventEncoder {
     }
 
     private byte[] structured(ChangeEvent event, byte[] data) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(data.length + 256);
-        try (JsonGenerator json = factory.createGenerator(out, JsonEncoding.UTF8)) {
-            json.writeStartObject();
-            json.writeStringField("specversion", "1.0");
-            json.writeStringField("id", event.id());
-            json.writeStringField("source", source);
-            json.writeStringField("type", type(event));
-            json.writeStringField("subject", subject(event));
-            String time = time(event);
-            if (time != null) {
-                json.writeStringField("time", time);
-            }
-            json.writeStringField("datacontenttype", JSON);
-            for (Map.Entry<String, String> extension : extensions.entrySet()) {
-                json.writeStringField(extension.getKey(), extension.getValue());
-            }
-            json.writeFieldName("data");
-            json.writeRawValue(new String(data, java.nio.charset.StandardCharsets.UTF_8));
-            json.writeEndObject();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write CloudEvent " + event.id(), e);
+        JsonBuffer json = new JsonBuffer(data.length + 256);
+        json.startObject();
+        json.name("specversion").string("1.0");
+        json.name("id").string(event.id());
+        json.name("source").string(source);
+        json.name("type").string(type(event));
+        json.name("subject").string(subject(event));
+        String time = time(event);
+        if (time != null) {
+            json.name("time").string(time);
         }
-        return out.toByteArray();
+        json.name("datacontenttype").string(JSON);
+        for (Map.Entry<String, String> extension : extensions.entrySet()) {
+            json.name(extension.getKey()).string(extension.getValue());
+        }
+        json.name("data").rawValue(data);
+        json.endObject();
+        return json.toByteArray();
     }
 
     private Map<String, String> binaryHeaders(ChangeEvent event) {

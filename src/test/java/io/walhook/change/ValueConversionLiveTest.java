@@ -2,10 +2,8 @@ package io.walhook.change;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -22,7 +20,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -311,28 +308,23 @@ class ValueConversionLiveTest {
 
         List<ValueConverter> converters = new ValueConverters().forRelation(relation, types::get);
         Map<String, String> columns = new LinkedHashMap<>();
-        ByteArrayOutputStream row = new ByteArrayOutputStream();
-        try (JsonGenerator whole = ValueConvertersTest.FACTORY.createGenerator(row)) {
-            whole.writeStartObject();
-            for (int i = 0; i < converters.size(); i++) {
-                String name = relation.columns().get(i).name();
-                whole.writeFieldName(name);
-                ByteArrayOutputStream one = new ByteArrayOutputStream();
-                try (JsonGenerator single = ValueConvertersTest.FACTORY.createGenerator(one)) {
-                    write(converters.get(i), single, tuple, i);
-                }
-                columns.put(name, one.toString(StandardCharsets.UTF_8));
-                write(converters.get(i), whole, tuple, i);
-            }
-            whole.writeEndObject();
+        JsonBuffer whole = new JsonBuffer();
+        whole.startObject();
+        for (int i = 0; i < converters.size(); i++) {
+            String name = relation.columns().get(i).name();
+            JsonBuffer single = new JsonBuffer();
+            write(converters.get(i), single, tuple, i);
+            columns.put(name, single.toString());
+            write(converters.get(i), whole.name(name), tuple, i);
         }
-        return new Change(relation, types, tuple, columns, row.toString(StandardCharsets.UTF_8));
+        whole.endObject();
+        return new Change(relation, types, tuple, columns, whole.toString());
     }
 
     /** What the event writer does around a converter: NULL is the caller's. */
-    private static void write(ValueConverter converter, JsonGenerator json, TupleData tuple, int i) throws IOException {
+    private static void write(ValueConverter converter, JsonBuffer json, TupleData tuple, int i) {
         if (tuple.isNull(i)) {
-            json.writeNull();
+            json.nullValue();
         } else {
             converter.write(json, tuple, i);
         }

@@ -3,9 +3,7 @@ package io.walhook.change;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -14,9 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.core.json.JsonWriteFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.walhook.pgoutput.PgOutputMessage;
 import io.walhook.pgoutput.ReplicaIdentity;
@@ -24,8 +20,8 @@ import io.walhook.pgoutput.TupleData;
 
 /**
  * Each value rule of CONTRACT.md section 3 on PostgreSQL's own text output (captured from a server
- * with walhook's session settings), written through both of Jackson's generators: the byte-level
- * one walhook uses and the char-level one that takes none of the byte shortcuts.
+ * with walhook's session settings), written into a {@link JsonBuffer} and read back by Jackson's
+ * parser, which must accept it.
  */
 class ValueConvertersTest {
 
@@ -34,39 +30,28 @@ class ValueConvertersTest {
             DATE = 1082, TIME = 1083, TIMESTAMP = 1114, TIMESTAMPTZ = 1184, INTERVAL = 1186, TIMETZ = 1266,
             NUMERIC = 1700, UUID = 2950, JSONB = 3802, INT4RANGE = 3904;
 
-    /**
-     * Like walhook's own factory should be: without COMBINE_UNICODE_SURROGATES_IN_UTF8 Jackson's
-     * byte generator writes a char outside the BMP that came in as chars as an escaped surrogate
-     * pair ({@code \uD83D\uDE00}) but copies one that came in as UTF-8; both are valid JSON.
-     */
-    static final JsonFactory FACTORY = JsonFactory.builder()
-            .enable(JsonWriteFeature.COMBINE_UNICODE_SURROGATES_IN_UTF8).build();
+    static final ObjectMapper MAPPER = new ObjectMapper();
 
     private final ValueConverters converters = new ValueConverters();
 
-    /** The JSON one converter writes for one text value; fails unless both generators agree. */
+    /** The JSON one converter writes for one text value; fails unless it is well-formed UTF-8 and JSON. */
     static String json(ValueConverter converter, String text) {
         return json(converter, TupleData.builder().text(text).build());
     }
 
     static String json(ValueConverter converter, TupleData tuple) {
+        JsonBuffer json = new JsonBuffer(8);
+        converter.write(json, tuple, 0);
+        byte[] bytes = json.toByteArray();
+        String text = new String(bytes, StandardCharsets.UTF_8);
+        // compared as bytes: decoding would hide malformed UTF-8 behind U+FFFD
+        assertThat(bytes).as("well-formed UTF-8").isEqualTo(text.getBytes(StandardCharsets.UTF_8));
         try {
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-            try (JsonGenerator generator = FACTORY.createGenerator(bytes)) {
-                converter.write(generator, tuple, 0);
-            }
-            StringWriter chars = new StringWriter();
-            try (JsonGenerator generator = FACTORY.createGenerator(chars)) {
-                converter.write(generator, tuple, 0);
-            }
-            String viaBytes = bytes.toString(StandardCharsets.UTF_8);
-            // compared as bytes too: decoding would hide malformed UTF-8 behind U+FFFD
-            assertThat(bytes.toByteArray()).as("well-formed UTF-8").isEqualTo(viaBytes.getBytes(StandardCharsets.UTF_8));
-            assertThat(viaBytes).as("byte and char generators agree").isEqualTo(chars.toString());
-            return viaBytes;
+            MAPPER.readTree(bytes);
         } catch (IOException e) {
-            throw new AssertionError(e);
+            throw new AssertionError("not JSON: " + text, e);
         }
+        return text;
     }
 
     String json(long typeOid, String text) {
@@ -123,7 +108,7 @@ class ValueConvertersTest {
     void numericDigitsSurviveAReader() throws IOException {
         String digits = "-98765432109876543210987654321.000000000000000000000000000001";
         String out = json(NUMERIC, digits);
-        assertThat(new com.fasterxml.jackson.databind.ObjectMapper()
+        assertThat(MAPPER
                 .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
                 .readTree(out).decimalValue().toPlainString()).isEqualTo(digits);
     }
@@ -264,7 +249,7 @@ class ValueConvertersTest {
     })
     void otherTypesAreTheirTextInAString(long oid, String text) throws IOException {
         String out = json(oid, text);
-        assertThat(new com.fasterxml.jackson.databind.ObjectMapper().readTree(out).textValue()).isEqualTo(text);
+        assertThat(MAPPER.readTree(out).textValue()).isEqualTo(text);
         assertThat(out).isEqualTo('"' + text.replace("\"", "\\\"") + '"');
     }
 
@@ -278,17 +263,13 @@ class ValueConvertersTest {
     }
 
     @Test
-    void charsOutsideTheBasicPlaneAreTheSameCharsWhateverTheFactory() throws IOException {
+    void charsOutsideTheBasicPlaneStayRawUtf8() throws IOException {
         ValueConverter textArray = converters.forType(1009, null, null);
+        // through the chars of the array parser, and through the bytes of a text column
         TupleData tuple = TupleData.builder().text("{😀}").build();
-        ByteArrayOutputStream plain = new ByteArrayOutputStream();
-        try (JsonGenerator generator = new JsonFactory().createGenerator(plain)) {
-            textArray.write(generator, tuple, 0);
-        }
-        assertThat(plain.toString(StandardCharsets.UTF_8)).isEqualTo("[\"\\uD83D\\uDE00\"]");
-        assertThat(new com.fasterxml.jackson.databind.ObjectMapper().readTree(plain.toByteArray()).get(0).textValue())
-                .isEqualTo("😀");
         assertThat(json(textArray, tuple)).isEqualTo("[\"😀\"]");
+        assertThat(json(converters.forType(TEXT, null, null), "😀")).isEqualTo("\"😀\"");
+        assertThat(MAPPER.readTree(json(textArray, tuple)).get(0).textValue()).isEqualTo("😀");
     }
 
     @Test
@@ -343,50 +324,28 @@ class ValueConvertersTest {
     }
 
     @Test
-    void jsonValuesLargerThanTheGeneratorsBufferAreCopiedWhole() throws IOException {
-        // Jackson's byte generator has an 8000-byte buffer: a raw value that does not fit in what is
-        // left of it goes through a copy instead of straight into the buffer
+    void jsonValuesLargerThanTheBufferAreCopiedWhole() {
+        // the buffer starts at 16 bytes and grows: values that do not fit in what is left of it
         String big = "{\"k\": \"" + "ü".repeat(6000) + "\"}";
         ValueConverter jsonb = converters.forType(JSONB, null, null);
         TupleData tuple = TupleData.builder().text(big).text("[1]").build();
         for (int prefix : new int[] {0, 10, 4000, 7990}) {
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            try (JsonGenerator g = FACTORY.createGenerator(out)) {
-                g.writeStartArray();
-                g.writeString("p".repeat(prefix));
-                jsonb.write(g, tuple, 0);
-                jsonb.write(g, tuple, 1);
-                g.writeEndArray();
-            }
-            assertThat(out.toString(StandardCharsets.UTF_8))
-                    .isEqualTo("[\"" + "p".repeat(prefix) + "\"," + big + ",[1]]");
+            JsonBuffer out = new JsonBuffer(16);
+            out.startArray().string("p".repeat(prefix));
+            jsonb.write(out, tuple, 0);
+            jsonb.write(out, tuple, 1);
+            out.endArray();
+            assertThat(out.toString()).isEqualTo("[\"" + "p".repeat(prefix) + "\"," + big + ",[1]]");
         }
-        // a small value at every position around the end of the buffer
+        // a small value at every position around the end of a buffer
         TupleData small = TupleData.builder().text("[1,\"ü\"]").build();
-        for (int prefix = 7950; prefix < 8010; prefix++) {
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            try (JsonGenerator g = FACTORY.createGenerator(out)) {
-                g.writeRaw("p".repeat(prefix));
-                jsonb.write(g, small, 0);
-            }
-            assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo("p".repeat(prefix) + "[1,\"ü\"]");
+        for (int prefix = 1000; prefix < 1040; prefix++) {
+            JsonBuffer out = new JsonBuffer(1024);
+            out.startArray().string("p".repeat(prefix));
+            jsonb.write(out, small, 0);
+            out.endArray();
+            assertThat(out.toString()).isEqualTo("[\"" + "p".repeat(prefix) + "\",[1,\"ü\"]]");
         }
-    }
-
-    @Test
-    void rawWindowCopiesOnlyWhenTheTargetHasRoom() throws IOException {
-        RawUtf8 raw = new RawUtf8().window(new byte[] {'x', '[', '1', ']', 'y'}, 1, 3);
-        byte[] target = new byte[6];
-        assertThat(raw.appendUnquotedUTF8(target, 3)).isEqualTo(3);
-        assertThat(target).containsExactly(0, 0, 0, '[', '1', ']');
-        assertThat(raw.appendUnquotedUTF8(target, 4)).isEqualTo(-1);
-        assertThat(raw.asUnquotedUTF8()).containsExactly('[', '1', ']');
-        assertThat(raw.getValue()).isEqualTo("[1]");
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        assertThat(raw.writeUnquotedUTF8(out)).isEqualTo(3);
-        assertThat(out.toByteArray()).containsExactly('[', '1', ']');
-        assertThat(raw.putUnquotedUTF8(java.nio.ByteBuffer.allocate(2))).isEqualTo(-1);
-        assertThatThrownBy(raw::asQuotedUTF8).isInstanceOf(UnsupportedOperationException.class);
     }
 
     @Test
@@ -414,34 +373,23 @@ class ValueConvertersTest {
                 converters.forType(NUMERIC, null, null), converters.forType(BOOL, null, null),
                 converters.forType(BYTEA, null, null), converters.forType(1007, null, null),
                 converters.forType(TIMESTAMPTZ, null, null));
-        for (boolean bytes : new boolean[] {true, false}) {
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            StringWriter writer = new StringWriter();
-            try (JsonGenerator g = bytes ? new JsonFactory().createGenerator(out) : new JsonFactory().createGenerator(writer)) {
-                g.writeStartObject();
-                for (int i = 0; i < columns.size(); i++) {
-                    g.writeFieldName("c" + i);
-                    columns.get(i).write(g, tuple, i);
-                }
-                g.writeEndObject();
-            }
-            String json = bytes ? out.toString(StandardCharsets.UTF_8) : writer.toString();
-            assertThat(json).isEqualTo("{\"c0\":{\"j\": 1},\"c1\":\"x\\\"y\",\"c2\":12.50,\"c3\":true,\"c4\":\"AA==\","
-                    + "\"c5\":[1,null],\"c6\":\"2026-11-29T16:00:00Z\"}");
-            Map<?, ?> parsed = new com.fasterxml.jackson.databind.ObjectMapper().readValue(json, Map.class);
-            assertThat(parsed).hasSize(7);
+        JsonBuffer out = new JsonBuffer();
+        out.startObject();
+        for (int i = 0; i < columns.size(); i++) {
+            columns.get(i).write(out.name("c" + i), tuple, i);
         }
+        out.endObject();
+        String json = out.toString();
+        assertThat(json).isEqualTo("{\"c0\":{\"j\": 1},\"c1\":\"x\\\"y\",\"c2\":12.50,\"c3\":true,\"c4\":\"AA==\","
+                + "\"c5\":[1,null],\"c6\":\"2026-11-29T16:00:00Z\"}");
+        Map<?, ?> parsed = MAPPER.readValue(json, Map.class);
+        assertThat(parsed).hasSize(7);
     }
 
     @Test
     void refusesValuesThatAreNotText() {
         ValueConverter text = converters.forType(TEXT, null, null);
-        JsonGenerator generator;
-        try {
-            generator = new JsonFactory().createGenerator(new ByteArrayOutputStream());
-        } catch (IOException e) {
-            throw new AssertionError(e);
-        }
+        JsonBuffer generator = new JsonBuffer();
         TupleData tuple = TupleData.builder().binary(new byte[] {0, 0, 0, 1}).nullValue().unchangedToast().build();
         assertThatThrownBy(() -> text.write(generator, tuple, 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("BINARY").hasMessageContaining("binary = true");
