@@ -40,6 +40,8 @@ public final class WebhookClient implements AutoCloseable {
 
     private final HttpClient plain;
     private final HttpClient tls;
+    /** Each destination's URL parsed once (Vert.x would parse the text on every request); a few hundred at most. */
+    private final Map<URI, java.net.URL> urls = new java.util.concurrent.ConcurrentHashMap<>();
 
     /** Trusts what the JVM trusts (its cacerts, or {@code -Djavax.net.ssl.trustStore}). */
     public WebhookClient(Vertx vertx) {
@@ -77,7 +79,7 @@ public final class WebhookClient implements AutoCloseable {
     public Response post(Destination.Webhook destination, String id, byte[] body, String contentType,
             Map<String, String> formatHeaders, long timestamp, Duration timeout) throws IOException, InterruptedException {
         URI url = destination.url();
-        RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(url.toString()).setFollowRedirects(false)
+        RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(parsed(url)).setFollowRedirects(false)
                 .setIdleTimeout(timeout.toMillis())
                 .putHeader("content-type", contentType)
                 .putHeader("user-agent", "walhook")
@@ -108,6 +110,18 @@ public final class WebhookClient implements AutoCloseable {
             sent.thenAccept(HttpClientRequest::reset);
             throw e;
         }
+    }
+
+    private java.net.URL parsed(URI url) throws IOException {
+        java.net.URL parsed = urls.get(url);
+        if (parsed == null) {
+            parsed = url.toURL();
+            if (urls.size() >= 256) {
+                urls.clear(); // destinations changed many times: start over rather than grow
+            }
+            urls.put(url, parsed);
+        }
+        return parsed;
     }
 
     @Override

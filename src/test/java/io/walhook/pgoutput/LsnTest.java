@@ -40,6 +40,14 @@ class LsnTest {
     }
 
     @Test
+    void equalByValueOnly() {
+        assertThat(Lsn.of(0x16_B374D848L)).isEqualTo(Lsn.parse("16/B374D848")).hasSameHashCodeAs(Lsn.parse("16/b374d848"));
+        assertThat(Lsn.of(1)).isNotEqualTo(Lsn.of(2)).isNotEqualTo(null).isNotEqualTo(1L);
+        assertThat(new Lsn(0)).isEqualTo(Lsn.INVALID);
+        assertThat(Lsn.of(-1L).hashCode()).isEqualTo(Long.hashCode(-1L));
+    }
+
+    @Test
     void comparesUnsigned() {
         Lsn high = Lsn.of(0x8000_0000_0000_0000L);
         Lsn low = Lsn.of(0x7FFF_FFFF_FFFF_FFFFL);
