@@ -242,9 +242,12 @@ public final class JsonBuffer {
     public JsonBuffer number(char[] text, int offset, int length) {
         beforeValue();
         ensure(length);
-        for (int i = 0; i < length; i++) {
-            bytes[size++] = (byte) text[offset + i];
+        byte[] out = bytes;
+        int p = size;
+        for (int i = offset; i < offset + length; i++) {
+            out[p++] = (byte) text[i];
         }
+        size = p;
         return this;
     }
 
@@ -346,16 +349,19 @@ public final class JsonBuffer {
     private void writeQuoted(String text) {
         int length = text.length();
         ensure(length + 2);
-        bytes[size++] = '"';
+        byte[] out = bytes;
+        int p = size;
+        out[p++] = '"';
         int i = 0;
-        // the common case: ASCII that needs no escape, one byte per char
+        // the common case: ASCII that needs no escape, one byte per char (room ensured above)
         for (; i < length; i++) {
             char c = text.charAt(i);
             if (c >= 0x80 || ESCAPES[c] != 0) {
                 break;
             }
-            bytes[size++] = (byte) c;
+            out[p++] = (byte) c;
         }
+        size = p;
         if (i < length) {
             char[] rest = text.substring(i).toCharArray();
             writeChars(rest, 0, rest.length, true);
@@ -371,7 +377,20 @@ public final class JsonBuffer {
      */
     private void writeChars(char[] text, int offset, int length, boolean escape) {
         int end = offset + length;
-        for (int i = offset; i < end; i++) {
+        int i = offset;
+        // the common case first: ASCII that needs no escape, one byte per char
+        ensure(length);
+        byte[] out = bytes;
+        int p = size;
+        for (; i < end; i++) {
+            char c = text[i];
+            if (c >= 0x80 || escape && ESCAPES[c] != 0) {
+                break;
+            }
+            out[p++] = (byte) c;
+        }
+        size = p;
+        for (; i < end; i++) {
             char c = text[i];
             if (c < 0x80) {
                 if (escape && ESCAPES[c] != 0) {

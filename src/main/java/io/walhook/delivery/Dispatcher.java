@@ -67,6 +67,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             Map<String, String> headers, String address, Runnable done) {
     }
 
+    private static List<Runnable> completions(List<Job> jobs) {
+        List<Runnable> done = new ArrayList<>(jobs.size());
+        for (Job job : jobs) {
+            done.add(job.done());
+        }
+        return done;
+    }
+
     /** What goes over the wire: one job's request, or a batch's JSON array of their bodies. */
     public record Request(String id, byte[] body, String contentType, Map<String, String> headers, String address) {
 
@@ -304,7 +312,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                                 park(job);
                             }
                             parking = true;
-                            AckTracker.completeAll(batch.stream().map(Job::done).toList());
+                            AckTracker.completeAll(completions(batch));
                             continue;
                         }
                         if (!deliverWithinWindow(Request.of(subscription, batch))) {
@@ -322,7 +330,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                             metrics.delivered(subscription.name(), batch.size(),
                                     committed == null ? Duration.ZERO : Duration.between(committed, clock.instant()));
                         }
-                        AckTracker.completeAll(batch.stream().map(Job::done).toList());
+                        AckTracker.completeAll(completions(batch));
                         continue;
                     }
                     boolean held = paused.test(subscription.name());

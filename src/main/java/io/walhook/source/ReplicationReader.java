@@ -232,7 +232,11 @@ public final class ReplicationReader {
                         received = lsn;
                     }
                     assembler.accept(message, lsn);
-                    acknowledge(false);
+                    // the clock is read every 64 messages while they stream (and at every pause)
+                    if (++messagesSinceAck == 64) {
+                        messagesSinceAck = 0;
+                        acknowledge(false);
+                    }
                 }
                 acknowledge(true);
             } finally {
@@ -273,6 +277,9 @@ public final class ReplicationReader {
      * Persists, then reports, the position to acknowledge: the watermark of delivered transactions,
      * or, with nothing at all pending, the last position the server told us about.
      */
+    /** Messages read since acknowledge was last asked, while they stream without a pause. */
+    private int messagesSinceAck;
+
     private void acknowledge(boolean force) throws SQLException {
         long now = System.nanoTime();
         if (!force && now - lastAckNanos < settings.checkpointInterval().toNanos()) {

@@ -173,6 +173,44 @@ class WebhookClientTest {
         }
     }
 
+    @Test
+    void largeBodiesArriveWholeOverHttp1AndHttp2() throws Exception {
+        Path keyStore = selfSigned();
+        Queue<Seen> seen = new ConcurrentLinkedQueue<>();
+        HttpServer plain = listen(new HttpServerOptions(), recording(seen, request -> request.response().end()),
+                new AtomicInteger());
+        HttpServer tls = listen(new HttpServerOptions().setSsl(true).setUseAlpn(true)
+                .setKeyCertOptions(new PfxOptions().setPath(keyStore.toString()).setPassword("changeit")),
+                recording(seen, request -> request.response().end()), new AtomicInteger());
+        try (WebhookClient trusting = new WebhookClient(vertx, new PemTrustOptions().addCertValue(
+                io.vertx.core.buffer.Buffer.buffer(Files.readString(keyStore.resolveSibling("walhook-test.pem")))))) {
+            // exactly one slice, one byte more, several slices and a part of one
+            for (int length : new int[] {WebhookClient.SLICE, WebhookClient.SLICE + 1, 3 * WebhookClient.SLICE + 77}) {
+                StringBuilder text = new StringBuilder(length);
+                for (int i = 0; text.length() < length; i++) {
+                    text.append(i % 10);
+                }
+                byte[] body = text.toString().getBytes(StandardCharsets.UTF_8);
+                for (HttpServer server : List.of(plain, tls)) {
+                    String scheme = server == tls ? "https" : "http";
+                    assertThat(trusting.post(webhook(server, scheme, "/" + length), "evt_" + length, body,
+                            "application/json", Map.of(), 1, TIMEOUT).status()).isEqualTo(200);
+                }
+            }
+            assertThat(seen).hasSize(6).allSatisfy(request -> {
+                int length = Integer.parseInt(request.path().substring(1));
+                assertThat(request.body()).hasSize(length).startsWith("0123456789");
+                assertThat(request.headers()).containsEntry("content-length", Integer.toString(length));
+                assertThat(request.body().charAt(length - 1)).isEqualTo((char) ('0' + (length - 1) % 10));
+            });
+            assertThat(seen).extracting(Seen::version).containsOnly(HttpVersion.HTTP_1_1, HttpVersion.HTTP_2)
+                    .contains(HttpVersion.HTTP_1_1, HttpVersion.HTTP_2);
+        } finally {
+            close(plain);
+            close(tls);
+        }
+    }
+
     private static Handler<HttpServerRequest> recording(Queue<Seen> seen, Handler<HttpServerRequest> answer) {
         return request -> request.body().onSuccess(body -> {
             Map<String, String> headers = new java.util.TreeMap<>();
