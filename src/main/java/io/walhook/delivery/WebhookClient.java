@@ -16,8 +16,6 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpClientRequest;
-import io.vertx.core.http.HttpClientResponse;
-import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.http.PoolOptions;
@@ -31,15 +29,13 @@ import io.walhook.routing.Destination;
  * dance with plain-HTTP receivers). Redirects are not followed: a 3xx is a failure.
  *
  * <p>A lane's thread calls {@link #post} and waits; the event loop does the I/O. The body is
- * handed to Netty without a copy, in slices; the response body is read and dropped, so the connection can be
+ * handed to Netty without a copy; the response body is read and dropped, so the connection can be
  * reused.
  */
 public final class WebhookClient implements AutoCloseable {
 
     /** Connections kept per destination host: enough for every lane of several subscriptions. */
     static final int POOL_SIZE = 64;
-    /** The largest piece of a body handed to Netty at once: well within one of its pooled chunks. */
-    static final int SLICE = 16 * 1024;
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
     private final HttpClient plain;
@@ -98,7 +94,7 @@ public final class WebhookClient implements AutoCloseable {
         CompletableFuture<HttpClientRequest> sent = new CompletableFuture<>();
         Future<Response> response = client.request(options).compose(request -> {
             sent.complete(request);
-            return send(request, body);
+            return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
         }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after"))));
         CompletableFuture<Response> result = response.toCompletionStage().toCompletableFuture();
         try {
@@ -114,23 +110,6 @@ public final class WebhookClient implements AutoCloseable {
             sent.thenAccept(HttpClientRequest::reset);
             throw e;
         }
-    }
-
-    /**
-     * The body in slices of at most {@link #SLICE} bytes: Netty copies a heap buffer into a pooled
-     * direct one before writing it, and under Quarkus's allocator settings (64 KiB chunks) one of a
-     * batch's size (often 100 KiB and more) would be allocated, zeroed and freed on every request.
-     */
-    private static Future<HttpClientResponse> send(HttpClientRequest request, byte[] body) {
-        if (body.length <= SLICE) {
-            return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
-        }
-        request.putHeader(HttpHeaders.CONTENT_LENGTH, Integer.toString(body.length));
-        int at = 0;
-        for (; body.length - at > SLICE; at += SLICE) {
-            request.write(Buffer.buffer(Unpooled.wrappedBuffer(body, at, SLICE)));
-        }
-        return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body, at, body.length - at)));
     }
 
     private java.net.URL parsed(URI url) throws IOException {
