@@ -8,8 +8,8 @@ public interface DeliveryMetrics {
     DeliveryMetrics NONE = new DeliveryMetrics() {
     };
 
-    /** An event was routed to the subscription and handed to its sender (events in). */
-    default void routed(String subscription) {
+    /** {@code events} were routed to the subscription and handed to its sender (events in). */
+    default void routed(String subscription, int events) {
     }
 
     /** {@code events} reached the destination; {@code sinceCommit}: from the oldest one's commit to the 2xx. */

@@ -68,13 +68,15 @@ public final class RoutingLoop implements Runnable {
     private Router router;
     private Lsn transaction;
     private final Map<Shape, EventEncoder.Encoded> written = new HashMap<>();
+    /** Copies handed to each subscription's sender in the current chunk: reported once per chunk, not per copy. */
+    private final Map<String, int[]> routedInChunk = new HashMap<>();
 
     public RoutingLoop(HandOffQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender) {
         this(events, tracker, registry, encoder, sender, DeliveryMetrics.NONE);
     }
 
-    /** {@code metrics} counts each copy handed to a subscription's sender ({@link DeliveryMetrics#routed}). */
+    /** {@code metrics} counts the copies handed to each subscription's sender, once per chunk ({@link DeliveryMetrics#routed}). */
     public RoutingLoop(HandOffQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender, DeliveryMetrics metrics) {
         this.events = events;
@@ -94,8 +96,12 @@ public final class RoutingLoop implements Runnable {
                 chunk.clear();
                 chunk.add(events.take());
                 events.drainTo(chunk, CHUNK - 1);
-                for (PendingEvent pending : chunk) {
-                    route(pending);
+                try {
+                    for (PendingEvent pending : chunk) {
+                        route(pending);
+                    }
+                } finally {
+                    reportRouted();
                 }
             }
         } catch (InterruptedException e) {
@@ -130,7 +136,19 @@ public final class RoutingLoop implements Runnable {
                     : written.computeIfAbsent(new Shape(subscription.format(), subscription.projection()),
                             shape -> encoder.encode(event, shape.format(), shape.projection(), json));
             sender.send(subscription, event, body, new AckTracker.Completion(tracker, ticket));
-            metrics.routed(subscription.name());
+            routedInChunk.computeIfAbsent(subscription.name(), name -> new int[1])[0]++;
+        }
+    }
+
+    private void reportRouted() {
+        routedInChunk.forEach((subscription, count) -> {
+            if (count[0] > 0) {
+                metrics.routed(subscription, count[0]);
+                count[0] = 0;
+            }
+        });
+        if (routedInChunk.size() > 1024) {
+            routedInChunk.clear(); // subscriptions came and went by the thousand: keep only the current ones
         }
     }
 }

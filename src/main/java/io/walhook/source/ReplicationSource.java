@@ -309,9 +309,9 @@ public class ReplicationSource {
         }
 
         @Override
-        public void routed(String subscription) {
+        public void routed(String subscription, int events) {
             routed.computeIfAbsent(subscription, s -> registry.counter("walhook.delivery.routed", "subscription", s))
-                    .increment();
+                    .increment(events);
         }
 
         @Override

@@ -61,6 +61,7 @@ class RoutingLiveTest {
             SubscriptionRegistry registry = new SubscriptionRegistry(configured, store);
             registry.refresh();
             List<Sent> sent = new CopyOnWriteArrayList<>();
+            Map<String, Integer> routed = new java.util.concurrent.ConcurrentHashMap<>();
             EventEncoder encoder = new EventEncoder("/walhook/test", Map.of());
             io.walhook.source.ReplicationReader reader = source.startReader(r -> new RoutingLoop(r.events(), r.tracker(), registry, encoder,
                     (subscription, event, body, done) -> {
@@ -70,6 +71,11 @@ class RoutingLiveTest {
                             throw new IllegalStateException(e);
                         }
                         done.run();
+                    }, new DeliveryMetrics() {
+                        @Override
+                        public void routed(String subscription, int events) {
+                            routed.merge(subscription, events, Integer::sum);
+                        }
                     }));
             source.sql("INSERT INTO orders VALUES (1, 'new', 50), (2, 'new', 150)",
                     "UPDATE orders SET amount = 200 WHERE id = 1",
@@ -88,6 +94,9 @@ class RoutingLiveTest {
             assertThat(summary(sent, "big")).containsExactly("insert orders 2", "update orders 1");
             assertThat(summary(sent, "gone")).containsExactly("delete orders 2", "delete customers 1");
             assertThat(summary(sent, "people")).containsExactly("insert customers 3");
+            // the routed metric counts every copy handed to a sender, reported per chunk of events
+            await().atMost(WAIT).untilAsserted(() -> assertThat(routed).containsExactlyInAnyOrderEntriesOf(
+                    Map.of("big", 2, "gone", 2, "people", 1)));
             // the copy each got is the same event, with the same stable id
             assertThat(sent.stream().filter(s -> s.subscription().equals("big")).findFirst().orElseThrow()
                     .event().get("id").asText()).endsWith("-0002");
