@@ -111,10 +111,7 @@ public final class ChangeEvent {
         }
         for (int i = 0; i < source.size(); i++) {
             if (relation.isKey(i) && source.hasValue(i)) {
-                java.nio.ByteBuffer value = source.slice(i);
-                while (value.hasRemaining()) {
-                    h = 31 * h + value.get();
-                }
+                h = source.hashInto(i, h);
             }
             h = 31 * h + i;
         }

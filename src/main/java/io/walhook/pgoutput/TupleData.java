@@ -142,6 +142,29 @@ public final class TupleData {
     }
 
     /**
+     * Folds the bytes of column {@code i} into {@code h}, {@code h = 31 * h + b} for each (signed)
+     * byte in order, as a loop over {@link #slice} would, without making the slice.
+     *
+     * @throws IllegalStateException if the column is NULL or UNCHANGED_TOAST
+     */
+    public int hashInto(int i, int h) {
+        requireValue(i);
+        int end = offsets[i] + lengths[i];
+        if (buffer.hasArray()) {
+            byte[] array = buffer.array();
+            int base = buffer.arrayOffset();
+            for (int p = base + offsets[i]; p < base + end; p++) {
+                h = 31 * h + array[p];
+            }
+        } else {
+            for (int p = offsets[i]; p < end; p++) {
+                h = 31 * h + buffer.get(p);
+            }
+        }
+        return h;
+    }
+
+    /**
      * Copies the bytes of column {@code i} into {@code dst} at {@code dstOffset}.
      *
      * @throws IllegalStateException if the column is NULL or UNCHANGED_TOAST

@@ -1,0 +1,59 @@
+package io.walhook.change;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+
+import org.junit.jupiter.api.Test;
+
+import io.walhook.pgoutput.TupleData;
+
+/**
+ * The hash that puts a row's changes in one lane: its formula is pinned, since parked events keep
+ * their lane across restarts and versions (the table's OID, then each key column's bytes and index).
+ */
+class RowKeyHashTest {
+
+    private static final TestEvents.Table ORDERS = TestEvents.table("public", "orders").key("id", TestEvents.INT4)
+            .column("status", TestEvents.TEXT).key("region", TestEvents.TEXT);
+
+    /** The formula, spelled out over slices. */
+    private static int expected(ChangeEvent event, TupleData tuple) {
+        int h = Long.hashCode(event.relation().oid());
+        for (int i = 0; i < tuple.size(); i++) {
+            if (event.relation().isKey(i) && tuple.hasValue(i)) {
+                ByteBuffer value = tuple.slice(i);
+                while (value.hasRemaining()) {
+                    h = 31 * h + value.get();
+                }
+            }
+            h = 31 * h + i;
+        }
+        return h;
+    }
+
+    @Test
+    void hashesTheKeyColumnsBytesAndIndexesOnly() {
+        ChangeEvent insert = ORDERS.insert("42", "new", "eu-ü");
+        assertThat(insert.rowKeyHash()).isEqualTo(expected(insert, insert.newRow()));
+        // the non-key column does not count: a status change stays in the row's lane
+        assertThat(ORDERS.insert("42", "paid", "eu-ü").rowKeyHash()).isEqualTo(insert.rowKeyHash());
+        assertThat(ORDERS.insert("43", "new", "eu-ü").rowKeyHash()).isNotEqualTo(insert.rowKeyHash());
+        // a NULL key column counts by its index alone
+        ChangeEvent nullRegion = ORDERS.insert("42", "new", null);
+        assertThat(nullRegion.rowKeyHash()).isEqualTo(expected(nullRegion, nullRegion.newRow()));
+        // a delete hashes by its key, alike the insert of the same row
+        assertThat(ORDERS.delete("42", null, "eu-ü").rowKeyHash()).isEqualTo(insert.rowKeyHash());
+    }
+
+    @Test
+    void hashIntoFoldsSignedBytesInOrder() {
+        TupleData tuple = TupleData.builder().textBytes(new byte[] {1, (byte) 0xC3, (byte) 0xBC, 127}).build();
+        int h = 17;
+        for (byte b : new byte[] {1, (byte) 0xC3, (byte) 0xBC, 127}) {
+            h = 31 * h + b;
+        }
+        assertThat(tuple.hashInto(0, 17)).isEqualTo(h);
+        assertThat(tuple.detach().hashInto(0, 17)).isEqualTo(h);
+    }
+}
