@@ -67,12 +67,20 @@ public final class ChangeEvent {
     public String id() {
         String made = id;
         if (made == null) {
-            String position = Integer.toString(seq);
-            StringBuilder text = new StringBuilder(21 + position.length()).append(tx.commitLsn().hex16()).append('-');
-            for (int pad = position.length(); pad < 4; pad++) {
-                text.append('0');
+            // hex16 of the commit LSN, '-', the position zero-padded to at least 4 digits
+            int digits = 4;
+            for (int rest = seq / 10_000; rest > 0; rest /= 10) {
+                digits++;
             }
-            made = text.append(position).toString();
+            char[] text = new char[17 + digits];
+            tx.commitLsn().hex16(text, 0);
+            text[16] = '-';
+            int position = seq;
+            for (int p = text.length - 1; p > 16; p--) {
+                text[p] = (char) ('0' + position % 10);
+                position /= 10;
+            }
+            made = new String(text);
             id = made;
         }
         return made;

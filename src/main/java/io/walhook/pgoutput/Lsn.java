@@ -126,12 +126,17 @@ public record Lsn(long value) implements Comparable<Lsn> {
     /** The value as 16 uppercase hexadecimal digits, zero-padded ({@code 00000016B374D848}); sorts like the LSN. */
     public String hex16() {
         char[] out = new char[16];
+        hex16(out, 0);
+        return new String(out);
+    }
+
+    /** {@link #hex16()} written into {@code out} from {@code at}. */
+    public void hex16(char[] out, int at) {
         long v = value;
-        for (int i = 15; i >= 0; i--) {
+        for (int i = at + 15; i >= at; i--) {
             out[i] = HEX[(int) (v & 0xF)];
             v >>>= 4;
         }
-        return new String(out);
     }
 
     /** PostgreSQL's text form, {@code %X/%X}: {@code 16/B374D848}. */

@@ -42,6 +42,19 @@ class EventJsonWriterTest {
     }
 
     @Test
+    void idsAreTheCommitLsnInSixteenDigitsAndThePositionInAtLeastFour() {
+        ChangeEvent insert = TestEvents.table("public", "t").key("id", TestEvents.INT4).insert("1");
+        String lsn = insert.tx().commitLsn().hex16();
+        assertThat(lsn).hasSize(16);
+        for (int seq : new int[] {0, 1, 42, 9_999, 10_000, 123_456, Integer.MAX_VALUE}) {
+            ChangeEvent event = ChangeEvent.row(Operation.INSERT, insert.relation(), null, null, insert.newRow(),
+                    insert.lsn(), insert.tx(), seq);
+            assertThat(event.id()).isEqualTo(String.format(java.util.Locale.ROOT, "%s-%04d", lsn, seq));
+        }
+        assertThat(insert.id()).isEqualTo(lsn + "-0001");
+    }
+
+    @Test
     void everyEventOfATableAndTransactionCarriesItsOwnOperationAndSequence() throws IOException {
         TestEvents.Table orders = TestEvents.table("public", "orders").key("id", TestEvents.INT4).full();
         EventJsonWriter writer = new EventJsonWriter();
