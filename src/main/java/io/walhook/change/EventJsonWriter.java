@@ -23,9 +23,6 @@ public final class EventJsonWriter {
             .withZone(ZoneOffset.UTC);
 
     private static final byte[] ID = JsonBuffer.encodeName("id");
-    private static final byte[] OP = JsonBuffer.encodeName("op");
-    private static final byte[] SCHEMA = JsonBuffer.encodeName("schema");
-    private static final byte[] TABLE = JsonBuffer.encodeName("table");
     private static final byte[] KEY = JsonBuffer.encodeName("key");
     private static final byte[] NEW = JsonBuffer.encodeName("new");
     private static final byte[] OLD = JsonBuffer.encodeName("old");
@@ -37,8 +34,9 @@ public final class EventJsonWriter {
     private static final byte[] COMMIT_LSN = JsonBuffer.encodeName("commit_lsn");
     private static final byte[] COMMIT_TIME_FIELD = JsonBuffer.encodeName("commit_time");
     private static final byte[] SEQ = JsonBuffer.encodeName("seq");
-    private static final byte[][] OPERATIONS = java.util.Arrays.stream(Operation.values())
-            .map(op -> JsonBuffer.encodeString(op.wireName())).toArray(byte[][]::new);
+    /** An event without a table (a logical message): its op, and null schema and table. */
+    private static final byte[][] NO_TABLE_HEADERS = java.util.Arrays.stream(Operation.values())
+            .map(op -> RelationInfo.jsonHeader(op, null, null)).toArray(byte[][]::new);
 
     /*
      * toJson's buffer, kept from event to event; one grown past Scratch.RETAIN_LIMIT by a huge event
@@ -75,11 +73,7 @@ public final class EventJsonWriter {
         json.startObject();
         json.name(ID).string(event.id());
         RelationInfo relation = event.relation();
-        if (relation != null) {
-            json.fields(relation.jsonHeader(event.op()));
-        } else {
-            json.name(OP).rawValue(OPERATIONS[event.op().ordinal()]).name(SCHEMA).nullValue().name(TABLE).nullValue();
-        }
+        json.fields(relation != null ? relation.jsonHeader(event.op()) : NO_TABLE_HEADERS[event.op().ordinal()]);
         switch (event.op()) {
             case INSERT, UPDATE, DELETE -> writeRow(event, keep, json);
             case TRUNCATE -> json.name("truncate").startObject()

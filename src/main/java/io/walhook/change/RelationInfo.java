@@ -31,8 +31,7 @@ public final class RelationInfo {
         this.replicaIdentity = relation.replicaIdentity();
         this.jsonHeaders = new byte[Operation.values().length][];
         for (Operation op : Operation.values()) {
-            jsonHeaders[op.ordinal()] = new JsonBuffer(64).startObject().name("op").string(op.wireName())
-                    .name("schema").string(schema).name("table").string(table).toFieldBytes();
+            jsonHeaders[op.ordinal()] = jsonHeader(op, schema, table);
         }
         this.columnNames = new String[columns.size()];
         this.jsonNames = new byte[columns.size()][];
@@ -78,6 +77,12 @@ public final class RelationInfo {
     /** An event's {@code "op"}, {@code "schema"} and {@code "table"} fields, for {@link JsonBuffer#fields}. */
     byte[] jsonHeader(Operation op) {
         return jsonHeaders[op.ordinal()];
+    }
+
+    /** {@code "op"}, {@code "schema"} and {@code "table"} encoded for {@link JsonBuffer#fields} (null: JSON null). */
+    static byte[] jsonHeader(Operation op, String schema, String table) {
+        return new JsonBuffer(64).startObject().name("op").string(op.wireName())
+                .name("schema").string(schema).name("table").string(table).toFieldBytes();
     }
 
     /** Whether the column is part of the replica identity (every column under FULL). */

@@ -75,6 +75,8 @@ public final class ReplicationReader {
     private final List<PendingEvent> staged = new ArrayList<>(CHUNK);
     private PGReplicationStream stream;
     private long lastAckNanos;
+    /** Messages read since acknowledge was last asked, while they stream without a pause. */
+    private int messagesSinceAck;
     private long eventsAtLastSave;
     private long lastStatusNanos;
 
@@ -277,9 +279,6 @@ public final class ReplicationReader {
      * Persists, then reports, the position to acknowledge: the watermark of delivered transactions,
      * or, with nothing at all pending, the last position the server told us about.
      */
-    /** Messages read since acknowledge was last asked, while they stream without a pause. */
-    private int messagesSinceAck;
-
     private void acknowledge(boolean force) throws SQLException {
         long now = System.nanoTime();
         if (!force && now - lastAckNanos < settings.checkpointInterval().toNanos()) {

@@ -266,15 +266,15 @@ public final class Bench {
         return (double) ProcStats.ticksToMicros(drain.cpu.ticks()) / options.rows();
     }
 
-    /** Ends one walhook run: the process and its sink, before the next run starts its own. */
-    private void stopWalhookAndSink() throws InterruptedException {
+    /** Ends one walhook run: the process and its sink (before the next run starts its own, and at the end). */
+    private void stopWalhookAndSink() {
         WalhookProcess w = walhook;
         walhook = null;
         if (w != null) {
             w.terminate();
             try {
                 w.awaitExit(java.time.Duration.ofSeconds(30));
-            } catch (AssertionError e) {
+            } catch (InterruptedException | AssertionError e) {
                 // close() kills it
             }
             w.close();
@@ -685,20 +685,7 @@ public final class Bench {
                 recv.destroyForcibly();
             }
         }
-        WalhookProcess w = walhook;
-        if (w != null) {
-            w.terminate();
-            try {
-                w.awaitExit(java.time.Duration.ofSeconds(30));
-            } catch (InterruptedException | AssertionError e) {
-                // close() kills it
-            }
-            w.close();
-        }
-        Sink s = sink;
-        if (s != null) {
-            s.close();
-        }
+        stopWalhookAndSink();
         EmbeddedPostgres pg = postgres;
         if (pg != null) {
             pg.stop();
