@@ -35,7 +35,9 @@ import io.walhook.routing.Subscription;
  * or gone (410 Gone disables the subscription until restart).
  *
  * <p>A request still failing after the retry window is parked in walhook's own table, and so is
- * every later request of that lane, in order, until the parked ones go through: the delivery
+ * every later request of that lane, in order, until the parked ones go through; so is one that
+ * fails while its lane's buffer is full, since that buffer would otherwise hold the routing
+ * thread, and with it every other subscription, until the window ends. The delivery
  * counts as done once parked, so the slot advances and other subscriptions never wait. Parked
  * requests are retried oldest first with a long backoff; a restart resumes them.
  */
@@ -46,6 +48,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private static final int LANE_CAPACITY = 1000;
     /** AMQP messages a lane has unsettled at once. */
     private static final int AMQP_WINDOW = 100;
+    /** Jobs a parking lane writes to the parked table in one transaction. */
+    private static final int PARK_CHUNK = 500;
 
     /** Timeouts and windows of every lane. */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
@@ -268,6 +272,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         volatile long parkedBackoffMillis = MIN_BACKOFF.toMillis();
         volatile Instant nextParkedAttempt = Instant.MIN;
         volatile String gaveUpAfter = "";
+        /** When a request given up on in memory is first retried from the parked table. */
+        volatile Duration retryParkedIn = Duration.ZERO;
 
         Lane(Subscription subscription, int index) {
             this.subscription = subscription;
@@ -308,20 +314,16 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                     if (!parking) {
                         List<Job> batch = nextBatch();
                         if (paused.test(subscription.name())) {
-                            for (Job job : batch) {
-                                park(job);
-                            }
+                            park(batch);
                             parking = true;
                             AckTracker.completeAll(completions(batch));
                             continue;
                         }
                         if (!deliverWithinWindow(Request.of(subscription, batch))) {
-                            for (Job job : batch) {
-                                park(job);
-                            }
+                            park(batch);
                             metrics.parked(subscription.name(), batch.size());
                             parking = true;
-                            nextParkedAttempt = clock.instant().plus(settings.parkedRetryInterval());
+                            nextParkedAttempt = clock.instant().plus(retryParkedIn);
                             LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
                                     + " takes them again", subscription.name(), transport, gaveUpAfter, lastError);
                         } else if (!disabled.contains(subscription.name())) {
@@ -343,9 +345,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                         // wake at least every second: a pause, resume or replay takes effect promptly
                         Job job = queue.poll(Math.max(1, Math.min(untilRetry, 1000)), TimeUnit.MILLISECONDS);
                         if (job != null) {
-                            park(job);
-                            metrics.parked(subscription.name(), 1);
-                            job.done().run();
+                            // behind the parked ones, in order; what queued meanwhile goes in the same transaction
+                            List<Job> jobs = new ArrayList<>();
+                            jobs.add(job);
+                            queue.drainTo(jobs, PARK_CHUNK - 1);
+                            park(jobs);
+                            metrics.parked(subscription.name(), jobs.size());
+                            AckTracker.completeAll(completions(jobs));
                         }
                         continue;
                     }
@@ -399,6 +405,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                         : Math.max(ThreadLocalRandom.current().nextLong(0, backoff + 1), 50);
                 if (attempt >= maxAttempts || clock.instant().plusMillis(wait).isAfter(giveUp)) {
                     gaveUpAfter = attempt >= maxAttempts ? attempt + " attempts" : "its retry window of " + window;
+                    retryParkedIn = settings.parkedRetryInterval();
                     retrying = false;
                     return false;
                 }
@@ -406,18 +413,36 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 MDC.put("attempt", Integer.toString(attempt));
                 LOG.warnf("subscription %s: %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(),
                         job.id(), attempt, transport, result.problem(), wait);
-                Thread.sleep(wait);
+                // a full lane would block the routing thread, and with it every other subscription:
+                // park now rather than hold them back for the rest of the window
+                long waitStart = System.nanoTime();
+                if (queue.awaitFull(waitStart + TimeUnit.MILLISECONDS.toNanos(wait))) {
+                    gaveUpAfter = attempt + " attempts, with " + LANE_CAPACITY + " more events waiting behind them";
+                    // the parked requests keep this backoff's schedule, not the parked retry interval's
+                    long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - waitStart);
+                    retryParkedIn = Duration.ofMillis(Math.max(wait - waited, 0));
+                    parkedBackoffMillis = Math.min(Math.max(backoff * 2, MIN_BACKOFF.toMillis()),
+                            settings.parkedRetryInterval().toMillis());
+                    retrying = false;
+                    return false;
+                }
                 backoff = Math.min(backoff * 2, maxBackoff);
             }
         }
 
-        private void park(Job job) throws InterruptedException {
+        /** Parks these jobs in their order, in one transaction. */
+        private void park(List<Job> jobs) throws InterruptedException {
+            List<ParkedEventStore.Entry> entries = new ArrayList<>(jobs.size());
+            for (Job job : jobs) {
+                entries.add(new ParkedEventStore.Entry(job.eventId(), job.commitLsn(), job.contentType(), job.headers(),
+                        job.address(), job.body()));
+            }
+            String error = lastError;
             untilDone(() -> {
-                parkedEvents.park(subscription.name(), index, job.eventId(), job.commitLsn(), job.contentType(),
-                        job.headers(), job.address(), job.body(), 0, lastError);
+                parkedEvents.park(subscription.name(), index, entries, error);
                 return null;
             });
-            parked.incrementAndGet();
+            parked.addAndGet(jobs.size());
         }
 
         /** Oldest first; stops at the first failure and backs off, up to the parked retry interval. */

@@ -124,6 +124,27 @@ public final class HandOffQueue<T> {
         }
     }
 
+    /**
+     * Waits until the queue is full or {@code deadlineNanos} ({@link System#nanoTime()}) passes;
+     * true when full. A consumer that cannot take (a lane retrying a failing destination) learns
+     * that its producers are about to block.
+     */
+    public boolean awaitFull(long deadlineNanos) throws InterruptedException {
+        lock.lockInterruptibly();
+        try {
+            while (count < items.length) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                awaitNanos(items.length, left);
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Moves up to {@code max} queued items into {@code into} without waiting; returns how many. */
     public int drainTo(Collection<? super T> into, int max) {
         lock.lock();

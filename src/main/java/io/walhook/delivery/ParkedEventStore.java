@@ -45,27 +45,42 @@ public final class ParkedEventStore {
         this.table = stateSchema + ".parked_event";
     }
 
+    /** A request to park: {@code address} is the AMQP address it resolved to, null for webhooks. */
+    public record Entry(String eventId, Lsn commitLsn, String contentType, Map<String, String> headers, String address,
+            byte[] body) {
+    }
+
     /**
-     * Parks a request ({@code address}: the AMQP address it resolved to, null for webhooks); parking
-     * the same event twice (a redelivery after a restart) keeps the first.
+     * Parks requests of one lane, in this order, in one transaction; parking an event twice (a
+     * redelivery after a restart) keeps the first.
      */
-    public void park(String subscription, int lane, String eventId, Lsn commitLsn, String contentType,
-            Map<String, String> headers, String address, byte[] body, int attempts, String lastError) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription, event_id, commit_lsn,"
-                     + " content_type, headers, body, attempts, last_error, lane, address)"
-                     + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
-            s.setInt(9, lane);
-            s.setString(10, address);
-            s.setString(1, subscription);
-            s.setString(2, eventId);
-            s.setString(3, commitLsn.toString());
-            s.setString(4, contentType);
-            s.setString(5, JSON.writeValueAsString(headers));
-            s.setBytes(6, body);
-            s.setInt(7, attempts);
-            s.setString(8, lastError);
-            s.executeUpdate();
+    public void park(String subscription, int lane, List<Entry> entries, String lastError) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription, event_id, commit_lsn,"
+                    + " content_type, headers, body, attempts, last_error, lane, address)"
+                    + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, 0, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
+                for (Entry entry : entries) {
+                    s.setString(1, subscription);
+                    s.setString(2, entry.eventId());
+                    s.setString(3, entry.commitLsn().toString());
+                    s.setString(4, entry.contentType());
+                    s.setString(5, JSON.writeValueAsString(entry.headers()));
+                    s.setBytes(6, entry.body());
+                    s.setString(7, lastError);
+                    s.setInt(8, lane);
+                    s.setString(9, entry.address());
+                    s.addBatch();
+                }
+                s.executeBatch();
+                c.commit();
+            } catch (SQLException | JsonProcessingException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("cannot write headers as JSON", e);
         }

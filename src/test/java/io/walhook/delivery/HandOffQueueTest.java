@@ -41,6 +41,30 @@ class HandOffQueueTest {
     }
 
     @Test
+    void aLaneThatCannotTakeLearnsWhenItsQueueFillsOrItsWaitIsOver() throws Exception {
+        HandOffQueue<Integer> queue = new HandOffQueue<>(3);
+        queue.put(1);
+        long start = System.nanoTime();
+        assertThat(queue.awaitFull(start + TimeUnit.MILLISECONDS.toNanos(100))).as("one of three places taken").isFalse();
+        assertThat(System.nanoTime() - start).as("waited its time").isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(100));
+
+        CompletableFuture<Boolean> full = CompletableFuture.supplyAsync(() -> {
+            try {
+                return queue.awaitFull(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        queue.put(2);
+        Thread.sleep(200);
+        assertThat(full).as("two of three").isNotDone();
+        queue.put(3);
+        assertThat(full.get(LIVENESS.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        assertThat(queue.awaitFull(System.nanoTime())).as("already full: no wait").isTrue();
+        assertThat(queue.size()).as("nothing taken").isEqualTo(3);
+    }
+
+    @Test
     void aLaneWaitingToFillItsBatchTakesItWhenFullOrWhenItsWaitIsOver() throws Exception {
         HandOffQueue<Integer> queue = new HandOffQueue<>(100);
         List<Integer> batch = new ArrayList<>();

@@ -216,6 +216,67 @@ class WebhookDeliveryIT {
     }
 
     @Test
+    void aDestinationFailingWithinItsRetryWindowParksOnceItsLaneIsFullSoOthersAreNotHeldBack() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("fulllane");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE items (id int PRIMARY KEY, n int)");
+        }
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<String> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AtomicInteger upEvents = new AtomicInteger();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (request.path().equals("/down")) {
+                    if (down.get()) {
+                        return 500;
+                    }
+                    accepted.add(request.header("webhook-id"));
+                } else {
+                    try {
+                        upEvents.addAndGet(JSON.readTree(request.body()).size());
+                    } catch (java.io.IOException e) {
+                        return 400;
+                    }
+                }
+                return 204;
+            });
+            // half an hour of retry window: only a full lane (1,000 events) can make it park sooner
+            try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_DELIVERY_RETRY_WINDOW", "30m",
+                    "WALHOOK_DELIVERY_MAX_BACKOFF", "1s", "WALHOOK_DELIVERY_CONCURRENCY", "1",
+                    "WALHOOK_SUBSCRIPTIONS_DOWN_URL", receiver.url("/down"),
+                    "WALHOOK_SUBSCRIPTIONS_UP_URL", receiver.url("/up"),
+                    "WALHOOK_SUBSCRIPTIONS_UP_BATCH_MAX_EVENTS", "100"))) {
+                walhook.awaitReady(WAIT);
+                try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                    s.execute("INSERT INTO items SELECT g, 0 FROM generate_series(1, 2500) g");
+                    s.execute("UPDATE items SET n = 1 WHERE id = 1");
+                }
+                // the healthy subscription gets all 2,501 events while the failing one is still in its window
+                await().atMost(WAIT).until(() -> upEvents.get() == 2501);
+                await().atMost(WAIT).until(() -> parked(pg, database) == 2501);
+                assertThat(walhook.output()).contains("subscription down: ")
+                        .contains("with 1000 more events waiting behind them");
+                String lastId = receiver.requests("/up").stream().map(r -> r.header("webhook-id"))
+                        .max(String::compareTo).orElseThrow();
+                await().atMost(WAIT).until(() -> confirmedPast(pg, database, lastId.substring(0, 16)));
+                assertThat(accepted).isEmpty();
+
+                // back: the parked events arrive, each once, a row's changes in commit order
+                down.set(false);
+                await().atMost(WAIT).until(() -> accepted.size() == 2501);
+                assertThat(accepted).doesNotHaveDuplicates();
+                List<String> row1 = receiver.requests("/down").stream().filter(r -> accepted.contains(r.header("webhook-id"))
+                        && r.body().contains("\"new\":{\"id\":1,")).map(r -> r.header("webhook-id")).distinct().toList();
+                assertThat(row1).hasSize(2).isSorted();
+                assertThat(accepted).as("one lane: everything in commit order").isSorted();
+                await().atMost(WAIT).until(() -> parked(pg, database) == 0);
+            }
+        }
+    }
+
+    @Test
     void aSubscriptionsOwnRetryPolicyParksItAfterItsAttemptsWhileOthersKeepRetrying() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("retrypolicy");
