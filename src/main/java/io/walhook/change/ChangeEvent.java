@@ -1,6 +1,7 @@
 package io.walhook.change;
 
 import io.walhook.pgoutput.Lsn;
+import io.walhook.pgoutput.ReplicaIdentity;
 import io.walhook.pgoutput.TupleData;
 
 /**
@@ -106,13 +107,18 @@ public final class ChangeEvent {
     /**
      * A hash of the row's identity (table and replica-identity values): changes to the same row
      * always hash alike, so they can share an ordered delivery lane. Truncates hash by table, logical
-     * messages all alike. (An update that changes the key hashes by the old key.)
+     * messages all alike. (An update that changes the key hashes by the old key.) Under REPLICA
+     * IDENTITY FULL every column is "key", so the values change with every update and cannot name
+     * the row: such a table's changes all hash by the table, and keep their order in one lane.
      */
     public int rowKeyHash() {
         if (relation == null) {
             return 0;
         }
         int h = Long.hashCode(relation.oid());
+        if (relation.replicaIdentity() == ReplicaIdentity.FULL) {
+            return h;
+        }
         TupleData source = key != null ? key : oldRow != null ? oldRow : newRow;
         if (source == null) {
             return h;

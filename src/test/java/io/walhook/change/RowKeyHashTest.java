@@ -3,6 +3,7 @@ package io.walhook.change;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.ByteBuffer;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -10,7 +11,8 @@ import io.walhook.pgoutput.TupleData;
 
 /**
  * The hash that puts a row's changes in one lane: its formula is pinned, since parked events keep
- * their lane across restarts and versions (the table's OID, then each key column's bytes and index).
+ * their lane across restarts and versions (the table's OID, then each key column's bytes and index;
+ * the OID alone under REPLICA IDENTITY FULL).
  */
 class RowKeyHashTest {
 
@@ -44,6 +46,21 @@ class RowKeyHashTest {
         assertThat(nullRegion.rowKeyHash()).isEqualTo(expected(nullRegion, nullRegion.newRow()));
         // a delete hashes by its key, alike the insert of the same row
         assertThat(ORDERS.delete("42", null, "eu-ü").rowKeyHash()).isEqualTo(insert.rowKeyHash());
+    }
+
+    @Test
+    void aTableWithReplicaIdentityFullHashesByTheTableSinceItsValuesChangeWithEveryUpdate() {
+        TestEvents.Table accounts = TestEvents.table("public", "accounts").key("id", TestEvents.INT4)
+                .column("balance", TestEvents.INT4).full();
+        ChangeEvent insert = accounts.insert("7", "100");
+        ChangeEvent first = accounts.update(TestEvents.row("7", "100"), "7", "150");
+        ChangeEvent second = accounts.update(TestEvents.row("7", "150"), "7", "90");
+        ChangeEvent delete = accounts.delete("7", "90");
+
+        // the old row of each update differs, yet they are one row's changes: one lane, in order
+        assertThat(List.of(insert, first, second, delete)).extracting(ChangeEvent::rowKeyHash)
+                .containsOnly(Long.hashCode(insert.relation().oid()));
+        assertThat(accounts.insert("8", "100").rowKeyHash()).as("the whole table").isEqualTo(insert.rowKeyHash());
     }
 
     @Test
