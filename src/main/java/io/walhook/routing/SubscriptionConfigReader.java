@@ -61,7 +61,12 @@ public final class SubscriptionConfigReader {
                     + "'; a subscription name is letters and digits only, 63 at most");
         }
         List<TablePattern> tables = new ArrayList<>();
-        for (String pattern : list(c.tables(), "*")) {
+        List<String> patterns = list(c.tables(), "*");
+        if (patterns.isEmpty()) {
+            throw new ConfigProblem(prefix + "TABLES", "lists no table; leave it unset for every table, or list"
+                    + " schema.table patterns separated by commas");
+        }
+        for (String pattern : patterns) {
             try {
                 tables.add(TablePattern.parse(pattern));
             } catch (IllegalArgumentException e) {
@@ -176,6 +181,10 @@ public final class SubscriptionConfigReader {
                     .orElseThrow(() -> new ConfigProblem(variable, "has '" + op + "', not an operation; use insert,"
                             + " update, delete, truncate, message"));
             operations.add(operation);
+        }
+        if (operations.isEmpty()) {
+            throw new ConfigProblem(variable, "lists no operation; leave it unset for every operation, or list some of"
+                    + " insert, update, delete, truncate, message");
         }
         return operations;
     }

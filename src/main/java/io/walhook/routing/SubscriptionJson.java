@@ -24,6 +24,10 @@ import io.walhook.config.ConfigProblem;
 public final class SubscriptionJson {
 
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+    /** Headers walhook sets on every request (lower case); a subscription's own headers may not replace them. */
+    private static final Set<String> RESERVED_HEADERS = Set.of("webhook-id", "webhook-timestamp", "webhook-signature",
+            "content-type", "content-length", "transfer-encoding", "host", "connection", "keep-alive", "upgrade", "te",
+            "trailer");
     private static final Set<String> FIELDS = Set.of("name", "tables", "operations", "filter", "destination", "format",
             "batch", "columns", "retry");
 
@@ -47,7 +51,11 @@ public final class SubscriptionJson {
                     + " with a letter or digit");
         }
         List<TablePattern> tables = new ArrayList<>();
-        for (String pattern : strings(body, "/tables", List.of("*"))) {
+        List<String> patterns = strings(body, "/tables", List.of("*"));
+        if (patterns.isEmpty()) {
+            throw new SubscriptionProblem("/tables", "is empty; leave it out for every table, or list schema.table patterns");
+        }
+        for (String pattern : patterns) {
             try {
                 tables.add(TablePattern.parse(pattern));
             } catch (IllegalArgumentException e) {
@@ -88,6 +96,7 @@ public final class SubscriptionJson {
             if (!batch.isObject()) {
                 throw new SubscriptionProblem("/batch", "must be an object with max_events and max_wait_ms");
             }
+            only(batch, "/batch", Set.of("max_events", "max_wait_ms"), "batch");
             maxEvents = (int) integer(batch, "/batch/max_events", 1, 1, 10_000);
             maxWait = integer(batch, "/batch/max_wait_ms", 0, 0, 60_000);
             if (maxEvents > 1 && format == EventFormat.CLOUDEVENTS_BINARY) {
@@ -101,6 +110,7 @@ public final class SubscriptionJson {
             if (!columns.isObject()) {
                 throw new SubscriptionProblem("/columns", "must be an object with include or exclude");
             }
+            only(columns, "/columns", Set.of("include", "exclude"), "columns");
             Set<String> include = new LinkedHashSet<>(strings(columns, "/columns/include", List.of()));
             Set<String> exclude = new LinkedHashSet<>(strings(columns, "/columns/exclude", List.of()));
             if (!include.isEmpty() && !exclude.isEmpty()) {
@@ -120,13 +130,7 @@ public final class SubscriptionJson {
         if (!node.isObject()) {
             throw new SubscriptionProblem("/retry", "must be an object with max_attempts, max_backoff_ms and window_ms");
         }
-        for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
-            String field = names.next();
-            if (!Set.of("max_attempts", "max_backoff_ms", "window_ms").contains(field)) {
-                throw new SubscriptionProblem("/retry/" + field, "is not a retry field; known fields: max_attempts,"
-                        + " max_backoff_ms, window_ms");
-            }
-        }
+        only(node, "/retry", Set.of("max_attempts", "max_backoff_ms", "window_ms"), "retry");
         Optional<Integer> maxAttempts = present(node, "max_attempts")
                 ? Optional.of((int) integer(node, "/retry/max_attempts", 0, 1, RetryPolicy.MAX_ATTEMPTS))
                 : Optional.empty();
@@ -158,7 +162,7 @@ public final class SubscriptionJson {
         String type = text(node, "/destination/type", true);
         switch (type) {
             case "webhook" -> {
-                only(node, "/destination", Set.of("type", "url", "secret", "headers"));
+                only(node, "/destination", Set.of("type", "url", "secret", "headers"), "a webhook destination");
                 String url = text(node, "/destination/url", true);
                 java.net.URI uri;
                 try {
@@ -186,13 +190,19 @@ public final class SubscriptionJson {
                             throw new SubscriptionProblem("/destination/headers/" + header.getKey(),
                                     "must be a valid header name with a text value without control characters");
                         }
+                        String lower = header.getKey().toLowerCase(java.util.Locale.ROOT);
+                        if (RESERVED_HEADERS.contains(lower) || lower.startsWith("ce-")) {
+                            throw new SubscriptionProblem("/destination/headers/" + header.getKey(), "is set by walhook"
+                                    + " (Standard Webhooks, CloudEvents and HTTP framing headers: " + String.join(", ",
+                                    new java.util.TreeSet<>(RESERVED_HEADERS)) + ", ce-*) and cannot be overridden");
+                        }
                         headers.put(header.getKey(), header.getValue().asText());
                     }
                 }
                 return new Destination.Webhook(uri, secrets, headers);
             }
             case "amqp" -> {
-                only(node, "/destination", Set.of("type", "address"));
+                only(node, "/destination", Set.of("type", "address"), "an amqp destination");
                 String address = text(node, "/destination/address", true);
                 if (address.isBlank()) {
                     throw new SubscriptionProblem("/destination/address", "is empty");
@@ -203,11 +213,12 @@ public final class SubscriptionJson {
         }
     }
 
-    private static void only(JsonNode node, String at, Set<String> fields) {
+    private static void only(JsonNode node, String at, Set<String> fields, String what) {
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String field = names.next();
             if (!fields.contains(field)) {
-                throw new SubscriptionProblem(at + "/" + field, "is not a field of this destination");
+                throw new SubscriptionProblem(at + "/" + field, "is not a field of " + what + "; known fields: "
+                        + String.join(", ", new java.util.TreeSet<>(fields)));
             }
         }
     }

@@ -53,6 +53,8 @@ class SubscriptionConfigReaderTest {
         "URL=ftp://x/                      | WALHOOK_SUBSCRIPTIONS_DEMO_URL must be an http:// or https:// URL",
         "TABLES=orders                     | WALHOOK_SUBSCRIPTIONS_DEMO_TABLES has 'orders' is not a schema.table",
         "OPERATIONS=insert,upsert          | WALHOOK_SUBSCRIPTIONS_DEMO_OPERATIONS has 'upsert', not an operation",
+        "TABLES=,                          | WALHOOK_SUBSCRIPTIONS_DEMO_TABLES lists no table",
+        "OPERATIONS= , ,                   | WALHOOK_SUBSCRIPTIONS_DEMO_OPERATIONS lists no operation",
         "FORMAT=xml                        | WALHOOK_SUBSCRIPTIONS_DEMO_FORMAT has 'xml' is not a format",
         "FILTER=new.amount >               | WALHOOK_SUBSCRIPTIONS_DEMO_FILTER is not a valid filter",
         "FILTER=op == 1                    | WALHOOK_SUBSCRIPTIONS_DEMO_FILTER is not a valid filter",
