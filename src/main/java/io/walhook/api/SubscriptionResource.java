@@ -182,7 +182,7 @@ public class SubscriptionResource {
             // the transport delivery uses, but for the status code: one attempt, nothing retried or recorded
             int status = source.webhooks().post((Destination.Webhook) subscription.destination(), eventId, body,
                     "application/json", java.util.Map.of(), java.time.Instant.now().getEpochSecond(),
-                    config.delivery().requestTimeout()).status();
+                    source.tuning().requestTimeout()).status();
             outcome.put("delivered", status >= 200 && status < 300);
             outcome.put("status", status);
         } catch (java.io.IOException e) {
@@ -381,7 +381,7 @@ public class SubscriptionResource {
             throw new ApiProblem(400, "Bad Request", "/destination/type amqp needs a broker: walhook runs without"
                     + " WALHOOK_AMQP_URL", "/destination/type");
         }
-        if (subscription.destination() instanceof Destination.Webhook webhook && !config.allowPrivateDestinations()) {
+        if (subscription.destination() instanceof Destination.Webhook webhook && !source.tuning().allowPrivateDestinations()) {
             checkPublic(webhook.url());
         }
         if (configured().stream().anyMatch(s -> s.name().equals(subscription.name()))

@@ -25,7 +25,11 @@ public class StartupCheck {
     private static final Logger LOG = Logger.getLogger(StartupCheck.class);
     /** Replication slot names: lower-case letters, digits and underscores (PostgreSQL's rule). */
     private static final Pattern SLOT = Pattern.compile("[a-z0-9_]{1,63}");
-    private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}");
+    /**
+     * Publication and schema names: lower case, as PostgreSQL folds the unquoted names walhook's
+     * SQL uses (an upper-case schema would be created quoted and then not found).
+     */
+    private static final Pattern IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_$]{0,62}");
     private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_$]{0,62}\\.[A-Za-z_][A-Za-z0-9_$]{0,62}");
 
     /** The exit status of a start-up stopped by configuration (sysexits' EX_CONFIG). */
@@ -67,16 +71,13 @@ public class StartupCheck {
         }
         if (!IDENTIFIER.matcher(config.publication().name()).matches()) {
             throw new ConfigProblem("WALHOOK_PUBLICATION", "'" + config.publication().name()
-                    + "' is not a plain identifier: use letters, digits and underscores, 63 at most");
+                    + "' is not a plain identifier: use lower-case letters, digits and underscores, 63 at most");
         }
         if (!IDENTIFIER.matcher(config.stateSchema()).matches()) {
             throw new ConfigProblem("WALHOOK_STATE_SCHEMA", "'" + config.stateSchema()
-                    + "' is not a plain identifier: use letters, digits and underscores, 63 at most");
+                    + "' is not a plain identifier: use lower-case letters, digits and underscores, 63 at most");
         }
-        int concurrency = config.delivery().concurrency();
-        if (concurrency < 1 || concurrency > 64) {
-            throw new ConfigProblem("WALHOOK_DELIVERY_CONCURRENCY", "is " + concurrency + "; it must be between 1 and 64");
-        }
+        Tuning.of(config);
         String tables = config.publication().tables().strip();
         if (!tables.equals("*")) {
             for (String table : tables.split(",", -1)) {

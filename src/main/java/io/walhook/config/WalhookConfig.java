@@ -8,7 +8,9 @@ import io.smallrye.config.WithDefault;
 
 /**
  * Everything an operator configures. Each property {@code walhook.a-b} is also the environment
- * variable {@code WALHOOK_A_B}; the README's reference table lists them all.
+ * variable {@code WALHOOK_A_B}; the README's reference table lists them all. Values that are not
+ * plain text are mapped as text and read by {@link Tuning} (and subscriptions by
+ * {@code SubscriptionConfigReader}), so that a bad one stops start-up naming its variable.
  */
 @ConfigMapping(prefix = "walhook")
 public interface WalhookConfig {
@@ -32,18 +34,18 @@ public interface WalhookConfig {
 
     /** Allow webhook URLs that resolve to loopback or private addresses. */
     @WithDefault("false")
-    boolean allowPrivateDestinations();
+    String allowPrivateDestinations();
 
     /** {@code amqp://user:password@host:port} (or {@code amqps://}) of the AMQP 1.0 broker. */
     Optional<String> amqpUrl();
 
     /** How often a standby tries the active instance's lock (one active walhook per slot). */
     @WithDefault("2s")
-    java.time.Duration standbyPollInterval();
+    String standbyPollInterval();
 
     /** On SIGTERM, how long in-flight deliveries may take before the stream is acknowledged and closed. */
     @WithDefault("20s")
-    java.time.Duration shutdownGracePeriod();
+    String shutdownGracePeriod();
 
     /**
      * Subscriptions defined by configuration, by name: {@code WALHOOK_SUBSCRIPTIONS_<NAME>_URL} is
@@ -103,23 +105,23 @@ public interface WalhookConfig {
     interface Delivery {
         /** How long one HTTP request may take. */
         @WithDefault("30s")
-        java.time.Duration requestTimeout();
+        String requestTimeout();
 
         /** The longest wait between two attempts (backoff doubles from 200 ms, with full jitter). */
         @WithDefault("60s")
-        java.time.Duration maxBackoff();
+        String maxBackoff();
 
         /** How long a request is retried in memory before it, and what follows it, is parked. */
         @WithDefault("5m")
-        java.time.Duration retryWindow();
+        String retryWindow();
 
         /** Concurrent lanes per subscription; a row's changes always take the same lane (per-row order). */
         @WithDefault("4")
-        int concurrency();
+        String concurrency();
 
         /** The longest wait between attempts at parked requests. */
         @WithDefault("5m")
-        java.time.Duration parkedRetryInterval();
+        String parkedRetryInterval();
     }
 
     interface Source {
@@ -134,26 +136,26 @@ public interface WalhookConfig {
 
         /** How often walhook reports its position to the server; keep it below wal_sender_timeout / 2. */
         @WithDefault("10s")
-        java.time.Duration statusInterval();
+        String statusInterval();
 
         /** How long walhook may wait between acknowledging delivered positions (and persisting them). */
         @WithDefault("1s")
-        java.time.Duration checkpointInterval();
+        String checkpointInterval();
 
         /** Bytes of unfinished streamed transactions kept in memory; beyond, they are spilled to disk. */
         @WithDefault("67108864")
-        long streamMemoryBytes();
+        String streamMemoryBytes();
 
         /** Where streamed transactions are spilled; the JVM's temporary directory when unset. */
         Optional<String> spillDirectory();
 
         /** Events handed from the reader to delivery before the reader waits (back-pressure). */
         @WithDefault("10000")
-        int handoffCapacity();
+        String handoffCapacity();
 
         /** The longest wait between reconnection attempts (backoff doubles from 1 s). */
         @WithDefault("30s")
-        java.time.Duration reconnectMaxBackoff();
+        String reconnectMaxBackoff();
     }
 
     interface Publication {

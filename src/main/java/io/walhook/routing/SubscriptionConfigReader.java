@@ -145,23 +145,7 @@ public final class SubscriptionConfigReader {
         if (value.isEmpty() || value.get().isBlank()) {
             return Optional.empty();
         }
-        String text = value.get().strip();
-        java.time.Duration duration;
-        try {
-            duration = io.quarkus.runtime.configuration.DurationConverter.parseDuration(text);
-        } catch (RuntimeException e) {
-            duration = null;
-        }
-        if (duration == null) {
-            throw new ConfigProblem(variable, "is '" + text + "', not a duration; write e.g. 500ms, 30s, 5m, 1h or PT1M");
-        }
-        if (duration.isNegative() || duration.isZero()) {
-            throw new ConfigProblem(variable, "is " + text + "; it must be longer than zero");
-        }
-        if (duration.compareTo(longest) > 0) {
-            throw new ConfigProblem(variable, "is " + text + "; it must be at most " + longestText);
-        }
-        return Optional.of(duration);
+        return Optional.of(io.walhook.config.ConfigValues.duration(variable, value.get(), false, longest, longestText));
     }
 
     private static List<String> list(Optional<String> value, String whenUnset) {
@@ -239,15 +223,7 @@ public final class SubscriptionConfigReader {
         if (value.isEmpty() || value.get().isBlank()) {
             return whenUnset;
         }
-        try {
-            long n = Long.parseLong(value.get().strip());
-            if (n < min || n > max) {
-                throw new ConfigProblem(variable, "is " + n + "; it must be between " + min + " and " + max);
-            }
-            return n;
-        } catch (NumberFormatException e) {
-            throw new ConfigProblem(variable, "is '" + value.get().strip() + "', not a whole number");
-        }
+        return io.walhook.config.ConfigValues.number(variable, value.get(), min, max);
     }
 
     /**

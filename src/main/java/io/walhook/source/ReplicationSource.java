@@ -27,6 +27,7 @@ import io.walhook.config.AmqpUrl;
 import io.walhook.config.ConfigProblem;
 import io.walhook.config.SourceUrl;
 import io.walhook.config.StartupCheck;
+import io.walhook.config.Tuning;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.AmqpBroker;
 import io.walhook.delivery.Dispatcher;
@@ -52,6 +53,7 @@ public class ReplicationSource {
     private static final Logger LOG = Logger.getLogger(ReplicationSource.class);
 
     private final WalhookConfig config;
+    private volatile Tuning tuning;
     private final AgroalDataSource dataSource;
     private final MeterRegistry metrics;
     private volatile ReplicationReader reader;
@@ -97,6 +99,16 @@ public class ReplicationSource {
                 .description("streamed transactions that outgrew memory and went to disk").register(metrics);
     }
 
+    /** The settings beyond source and subscriptions, read once ({@link StartupCheck} checked them first). */
+    public Tuning tuning() {
+        Tuning t = tuning;
+        if (t == null) {
+            t = Tuning.of(config);
+            tuning = t;
+        }
+        return t;
+    }
+
     private double is(SourceStatus.State state) {
         SourceStatus status = status();
         return status != null && status.state() == state ? 1 : 0;
@@ -135,7 +147,7 @@ public class ReplicationSource {
         }
         // standbys connect too (lazily, on first use): the API's test-fire works on every instance
         broker = config.amqpUrl().filter(url -> !url.isBlank())
-                .map(url -> new AmqpBroker(vertx, AmqpUrl.parse(url), config.delivery().requestTimeout())).orElse(null);
+                .map(url -> new AmqpBroker(vertx, AmqpUrl.parse(url), tuning().requestTimeout())).orElse(null);
         lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
         boolean active;
         try {
@@ -158,7 +170,7 @@ public class ReplicationSource {
         }
         role = Role.STANDBY;
         LOG.infof("another walhook is active on slot %s: standing by, trying its lock every %s", config.slot(),
-                config.standbyPollInterval());
+                tuning().standbyPollInterval());
         standby = new Thread(() -> standBy(source, database, extensions), "walhook-standby");
         standby.setDaemon(true);
         standby.start();
@@ -169,7 +181,7 @@ public class ReplicationSource {
         String lastProblem = null;
         while (!stopping) {
             try {
-                Thread.sleep(config.standbyPollInterval().toMillis());
+                Thread.sleep(tuning().standbyPollInterval().toMillis());
                 if (lock.tryAcquire()) {
                     LOG.infof("slot %s is free: this instance takes over from the persisted checkpoint", config.slot());
                     activate(source, database, extensions);
@@ -196,17 +208,16 @@ public class ReplicationSource {
         CheckpointStore checkpoints = new CheckpointStore(dataSource, config.stateSchema());
         database.ensurePublication(config.publication().name(), config.publication().tables());
         database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
-        WalhookConfig.Source s = config.source();
+        Tuning tuned = tuning();
         ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
                 source.password(), config.slot(), config.publication().name(), config.stateSchema(),
-                database.serverMajor(), s.statusInterval(), s.checkpointInterval(), s.reconnectMaxBackoff(),
-                s.handoffCapacity(), Path.of(s.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
-                s.streamMemoryBytes());
+                database.serverMajor(), tuned.statusInterval(), tuned.checkpointInterval(), tuned.reconnectMaxBackoff(),
+                tuned.handoffCapacity(), Path.of(config.source().spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
+                tuned.streamMemoryBytes());
         ReplicationReader resumed = ReplicationReader.resuming(settings, checkpoints);
-        WalhookConfig.Delivery d = config.delivery();
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
-        sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(d.requestTimeout(), d.maxBackoff(),
-                d.retryWindow(), d.parkedRetryInterval(), d.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
+        sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(tuned.requestTimeout(), tuned.maxBackoff(),
+                tuned.retryWindow(), tuned.parkedRetryInterval(), tuned.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
                 deliveryMetrics, name -> registry.isPaused(name), this::transport);
         sender.resumeParked(registry.router().subscriptions());
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
@@ -224,7 +235,7 @@ public class ReplicationSource {
     /** The subscription's transport, as delivery uses it (also the API's test-fire). */
     public Transport transport(Subscription subscription) {
         if (subscription.destination() instanceof Destination.Webhook webhook) {
-            return new WebhookTransport(webhooks(), webhook, Clock.systemUTC(), config.delivery().requestTimeout());
+            return new WebhookTransport(webhooks(), webhook, Clock.systemUTC(), tuning().requestTimeout());
         }
         Destination.Amqp amqp = (Destination.Amqp) subscription.destination();
         if (broker == null) {
@@ -383,7 +394,7 @@ public class ReplicationSource {
             standby.interrupt();
         }
         if (reader != null) {
-            reader.drain(config.shutdownGracePeriod());
+            reader.drain(tuning().shutdownGracePeriod());
         }
         if (drain != null) {
             drain.interrupt();

@@ -55,6 +55,22 @@ class StartupIT {
     }
 
     @Test
+    void badDurationStopsStartupNamingItsVariable() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase()),
+                "WALHOOK_DELIVERY_REQUEST_TIMEOUT", "5x"),
+                "WALHOOK_DELIVERY_REQUEST_TIMEOUT", "is '5x', not a duration");
+    }
+
+    @Test
+    void aFlagThatIsNeitherTrueNorFalseStopsStartupRatherThanMeaningFalse() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase()),
+                "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "enabled"),
+                "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "it must be true or false");
+    }
+
+    @Test
     void unreachableDatabaseStopsStartupNamingTheUrl() throws Exception {
         assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", "postgresql://app:secret@127.0.0.1:1/app"),
                 "WALHOOK_SOURCE_URL", "127.0.0.1:1");
