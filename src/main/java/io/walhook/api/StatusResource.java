@@ -48,7 +48,16 @@ public class StatusResource {
     @Produces(MediaType.APPLICATION_JSON)
     public Uni<StatusView> status() {
         return pool.preparedQuery(query).execute(Tuple.of(config.slot()))
-                .map(rows -> toView(rows.iterator().next()));
+                .map(rows -> toView(rows.iterator().next()))
+                .onFailure().transform(StatusResource::unavailable);
+    }
+
+    /** A database that cannot be reached is a 503, as for the other endpoints; an SQL error stays a 500. */
+    private static Throwable unavailable(Throwable e) {
+        if (e instanceof io.vertx.pgclient.PgException pg && !ProblemMapper.unreachable(pg.getSqlState())) {
+            return e;
+        }
+        return ProblemMapper.unavailable(e.getMessage());
     }
 
     private StatusView toView(Row row) {

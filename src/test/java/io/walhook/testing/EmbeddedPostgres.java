@@ -319,11 +319,21 @@ public final class EmbeddedPostgres implements PostgresServer {
 
     /** Stops the server (fast shutdown: clients are disconnected) and starts it again on the same port. */
     public synchronized void restart() {
+        pause();
+        resume();
+    }
+
+    /** Stops the server (fast shutdown: clients are disconnected), keeping its data: an outage, until {@link #resume}. */
+    public synchronized void pause() {
         ToolResult stopped = runQuietly(List.of(tool("pg_ctl"), "-D", data.toString(), "-m", "fast", "-w", "stop"));
         if (stopped.exitCode != 0) {
             throw new HarnessException("pg_ctl stop failed: " + stopped.output.strip());
         }
         running = false;
+    }
+
+    /** Starts a paused server again on the same port. */
+    public synchronized void resume() {
         startOnPort(port);
     }
 

@@ -1,0 +1,67 @@
+package io.walhook.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.testing.EmbeddedPostgres;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WalhookProcess;
+
+/** The packaged walhook while its source database is down: the API says so (503 problems), then recovers. */
+class DatabaseOutageIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(90);
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String TOKEN = "outage-token";
+
+    private static HttpResponse<String> get(WalhookProcess walhook, String path) throws Exception {
+        return HTTP.send(HttpRequest.newBuilder(walhook.uri(path)).timeout(Duration.ofSeconds(60))
+                .header("Authorization", "Bearer " + TOKEN).GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static void assertUnavailable(HttpResponse<String> response) throws Exception {
+        assertThat(response.statusCode()).as(response.body()).isEqualTo(503);
+        assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
+                type -> assertThat(type).startsWith("application/problem+json"));
+        JsonNode problem = JSON.readTree(response.body());
+        assertThat(problem.get("status").asInt()).isEqualTo(503);
+        assertThat(problem.get("detail").asText()).startsWith("the source database cannot be reached");
+    }
+
+    @Test
+    void whileTheSourceDatabaseIsDownTheApiAnswersServiceUnavailableThenRecovers() throws Exception {
+        EmbeddedPostgres pg = EmbeddedPostgres.builder().major(TestPostgres.defaultMajor()).start();
+        try {
+            String database = pg.createDatabase("outage");
+            try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN))) {
+                walhook.awaitReady(WAIT);
+                assertThat(get(walhook, "/status").statusCode()).isEqualTo(200);
+                assertThat(get(walhook, "/subscriptions").statusCode()).isEqualTo(200);
+
+                pg.pause();
+                assertUnavailable(get(walhook, "/status"));
+                assertUnavailable(get(walhook, "/subscriptions"));
+                assertThat(walhook.isAlive()).as("an outage is waited out, not fatal").isTrue();
+
+                pg.resume();
+                await().atMost(WAIT).until(() -> get(walhook, "/status").statusCode() == 200);
+                await().atMost(WAIT).until(() -> get(walhook, "/subscriptions").statusCode() == 200);
+            }
+        } finally {
+            pg.stop();
+        }
+    }
+}
