@@ -220,14 +220,15 @@ public class SubscriptionResource {
 
     @GET
     @Path("{id}/dead-letters")
-    public ObjectNode deadLetters(@PathParam("id") String id, @jakarta.ws.rs.QueryParam("after") Long after,
-            @jakarta.ws.rs.QueryParam("limit") Integer limit) throws SQLException {
-        String name = existingName(id);
-        int pageSize = limit == null ? 100 : limit;
+    public ObjectNode deadLetters(@PathParam("id") String id, @jakarta.ws.rs.QueryParam("after") String after,
+            @jakarta.ws.rs.QueryParam("limit") String limit) throws SQLException {
+        long afterId = after == null ? 0 : queryNumber("after", after);
+        long pageSize = limit == null ? 100 : queryNumber("limit", limit);
         if (pageSize < 1 || pageSize > 1000) {
             throw new ApiProblem(400, "Bad Request", "limit must be between 1 and 1000", "limit");
         }
-        List<ParkedEventStore.Parked> page = parked.page(name, after == null ? 0 : after, pageSize);
+        String name = existingName(id);
+        List<ParkedEventStore.Parked> page = parked.page(name, afterId, (int) pageSize);
         ObjectNode body = JSON.createObjectNode();
         ArrayNode items = body.putArray("items");
         for (ParkedEventStore.Parked p : page) {
@@ -255,8 +256,9 @@ public class SubscriptionResource {
     @POST
     @Path("{id}/dead-letters/replay")
     public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id,
-            @jakarta.ws.rs.QueryParam("id") List<Long> ids) throws SQLException {
+            @jakarta.ws.rs.QueryParam("id") List<String> idTexts) throws SQLException {
         authorize(authorization);
+        List<Long> ids = queryNumbers("id", idTexts);
         Subscription subscription = inForce(id);
         String name = subscription.name();
         long replaying;
@@ -282,17 +284,41 @@ public class SubscriptionResource {
     @DELETE
     @Path("{id}/dead-letters")
     public ObjectNode dropDeadLetters(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @PathParam("id") String id, @jakarta.ws.rs.QueryParam("id") List<Long> ids) throws SQLException {
+            @PathParam("id") String id, @jakarta.ws.rs.QueryParam("id") List<String> idTexts) throws SQLException {
         authorize(authorization);
+        List<Long> ids = queryNumbers("id", idTexts);
         String name = existingName(id);
         ObjectNode body = JSON.createObjectNode();
-        body.put("deleted", parked.delete(name, ids == null ? List.of() : ids));
+        body.put("deleted", parked.delete(name, ids));
         return body;
     }
 
-    /** The subscription as routing has it now (configured or stored). */
+    /** A query parameter that must be a whole number: a 400 naming it otherwise (not JAX-RS's 404). */
+    private static long queryNumber(String parameter, String text) {
+        try {
+            return Long.parseLong(text.strip());
+        } catch (NumberFormatException e) {
+            throw new ApiProblem(400, "Bad Request", parameter + " must be a whole number, not '" + text + "'", parameter);
+        }
+    }
+
+    private static List<Long> queryNumbers(String parameter, List<String> texts) {
+        List<Long> numbers = new java.util.ArrayList<>();
+        if (texts != null) {
+            for (String text : texts) {
+                numbers.add(queryNumber(parameter, text));
+            }
+        }
+        return numbers;
+    }
+
+    /**
+     * The subscription as routing has it, reloaded first: routing picks changes up within half a
+     * second, but a test-fire or replay right after a PUT must already use the new destination.
+     */
     private Subscription inForce(String id) throws SQLException {
         String name = existingName(id);
+        source.registry().refresh();
         return source.registry().router().subscriptions().stream()
                 .filter(s -> s.name().equals(name)).findFirst().orElseThrow(() -> notFound(id));
     }
