@@ -1,6 +1,8 @@
 package io.walhook.api;
 
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 import jakarta.inject.Inject;
 import jakarta.ws.rs.GET;
@@ -13,6 +15,9 @@ import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Row;
 import io.vertx.mutiny.sqlclient.Tuple;
 import io.walhook.config.WalhookConfig;
+import io.walhook.delivery.Dispatcher;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.SubscriptionRegistry;
 import io.walhook.source.ReplicationSource;
 import io.walhook.source.SourceStatus;
 
@@ -69,10 +74,22 @@ public class StatusResource {
                 s.lastError(), s.received().toString(), s.acknowledged().toString(), s.events(),
                 s.pendingTransactions(), s.openStreams(), s.spilledTransactions());
         return new StatusView(source.role().wireName(), slot, row.getString("server_lsn"),
-                row.getLong("lag_bytes"),
-                row.getString("checkpoint_lsn"), replication, source.deliveries().stream()
-                        .map(l -> new StatusView.SubscriptionStatusView(l.subscription(), l.inFlight(), l.retrying() ? 1 : 0,
-                                l.parked(), l.delivered(), l.lastError()))
-                        .toList());
+                row.getLong("lag_bytes"), row.getString("checkpoint_lsn"), replication, subscriptions());
+    }
+
+    /** Every subscription in force, by name: those no event has reached yet (or standing by) with zeros. */
+    private List<StatusView.SubscriptionStatusView> subscriptions() {
+        Map<String, StatusView.SubscriptionStatusView> byName = new TreeMap<>();
+        SubscriptionRegistry registry = source.registry();
+        if (registry != null) {
+            for (Subscription subscription : registry.router().subscriptions()) {
+                byName.put(subscription.name(), new StatusView.SubscriptionStatusView(subscription.name(), 0, 0, 0, 0, null));
+            }
+        }
+        for (Dispatcher.LaneStatus lanes : source.deliveries()) {
+            byName.put(lanes.subscription(), new StatusView.SubscriptionStatusView(lanes.subscription(), lanes.inFlight(),
+                    lanes.retrying(), lanes.parked(), lanes.delivered(), lanes.lastError()));
+        }
+        return List.copyOf(byName.values());
     }
 }

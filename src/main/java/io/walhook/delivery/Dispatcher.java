@@ -61,8 +61,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
-    /** What one subscription's lane is doing, for /status and metrics. */
-    public record LaneStatus(String subscription, long inFlight, boolean retrying, boolean parking, long parked,
+    /** What one subscription's lanes are doing, for /status and metrics; {@code retrying}: how many lanes retry now. */
+    public record LaneStatus(String subscription, long inFlight, long retrying, boolean parking, long parked,
             long delivered, String lastError, boolean disabled) {
     }
 
@@ -237,7 +237,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         Map<String, LaneStatus> bySubscription = new java.util.TreeMap<>();
         for (Lane lane : allLanes()) {
             bySubscription.merge(lane.subscription.name(), lane.status(), (a, b) -> new LaneStatus(a.subscription(),
-                    a.inFlight() + b.inFlight(), a.retrying() || b.retrying(), a.parking() || b.parking(),
+                    a.inFlight() + b.inFlight(), a.retrying() + b.retrying(), a.parking() || b.parking(),
                     a.parked() + b.parked(), a.delivered() + b.delivered(),
                     a.lastError() != null ? a.lastError() : b.lastError(), a.disabled()));
         }
@@ -296,7 +296,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
 
         LaneStatus status() {
-            return new LaneStatus(subscription.name(), queue.size(), retrying, parking, parked.get(), delivered.get(),
+            return new LaneStatus(subscription.name(), queue.size(), retrying ? 1 : 0, parking, parked.get(), delivered.get(),
                     lastError, disabled.contains(subscription.name()));
         }
 
