@@ -32,7 +32,8 @@ import io.walhook.routing.Subscription;
  * row's changes always take the same lane, so each row's changes arrive in commit order. Only the
  * {@link Transport} differs between destinations (HTTP webhooks, AMQP 1.0 addresses): an attempt
  * is delivered, retried with exponential backoff and full jitter (honouring {@code Retry-After}),
- * or gone (410 Gone disables the subscription until restart).
+ * or gone (410 Gone disables the subscription: its requests are parked, none is sent, until a
+ * replay through the API or a restart enables it again).
  *
  * <p>A request still failing after the retry window is parked in walhook's own table, and so is
  * every later request of that lane, in order, until the parked ones go through; so is one that
@@ -172,10 +173,6 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     @Override
     public void send(Subscription subscription, ChangeEvent event, EventEncoder.Encoded body, Runnable done)
             throws InterruptedException {
-        if (disabled.contains(subscription.name())) {
-            done.run();
-            return;
-        }
         String address = subscription.destination() instanceof Destination.Amqp amqp ? amqp.address(event) : null;
         lane(subscription, Math.floorMod(event.rowKeyHash(), settings.concurrency())).queue.put(new Job(event.id(),
                 event.tx().commitLsn(), event.tx().commitTime(), body.body(), body.contentType(), body.headers(), address,
@@ -216,9 +213,12 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /**
      * Retries this subscription's parked requests now rather than at their next backoff (the API's
-     * replay); starts its lanes when none runs.
+     * replay); starts its lanes when none runs. A subscription a 410 disabled is enabled again.
      */
     public void retryParkedNow(Subscription subscription) {
+        if (disabled.remove(subscription.name())) {
+            LOG.infof("subscription %s enabled again: retrying its parked events", subscription.name());
+        }
         for (int lane = 0; lane < settings.concurrency(); lane++) {
             Lane l = lane(subscription, lane);
             l.nextParkedAttempt = Instant.MIN;
@@ -313,7 +313,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 while (!Thread.currentThread().isInterrupted()) {
                     if (!parking) {
                         List<Job> batch = nextBatch();
-                        if (paused.test(subscription.name())) {
+                        if (paused.test(subscription.name()) || disabled.contains(subscription.name())) {
                             park(batch);
                             parking = true;
                             AckTracker.completeAll(completions(batch));
@@ -326,7 +326,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                             nextParkedAttempt = clock.instant().plus(retryParkedIn);
                             LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
                                     + " takes them again", subscription.name(), transport, gaveUpAfter, lastError);
-                        } else if (!disabled.contains(subscription.name())) {
+                        } else {
                             delivered.addAndGet(batch.size());
                             Instant committed = batch.get(0).commitTime();
                             metrics.delivered(subscription.name(), batch.size(),
@@ -335,7 +335,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                         AckTracker.completeAll(completions(batch));
                         continue;
                     }
-                    boolean held = paused.test(subscription.name());
+                    // paused, or disabled by a 410: new events are parked behind the others, none is sent
+                    boolean held = paused.test(subscription.name()) || disabled.contains(subscription.name());
                     if (held) {
                         nextParkedAttempt = Instant.MIN; // resuming retries at once
                     }
@@ -389,9 +390,18 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             long backoff = Math.min(MIN_BACKOFF.toMillis(), maxBackoff);
             for (int attempt = 1; ; attempt++) {
                 if (disabled.contains(subscription.name())) {
-                    return true;
+                    gaveUpAfter = "a 410 Gone disabled the subscription";
+                    retryParkedIn = settings.parkedRetryInterval();
+                    retrying = false;
+                    return false;
                 }
                 Attempt result = attempt(requests);
+                if (result.outcome() == Outcome.GONE) {
+                    gaveUpAfter = "its destination answered 410 Gone, which disabled the subscription";
+                    retryParkedIn = settings.parkedRetryInterval();
+                    retrying = false;
+                    return false;
+                }
                 if (result.outcome() != Outcome.RETRY) {
                     retrying = false;
                     return true;
@@ -481,19 +491,17 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                         nextParkedAttempt = clock.instant().plusMillis(Math.max(wait, MIN_BACKOFF.toMillis()));
                         return;
                     }
+                    if (result.outcome() == Outcome.GONE) {
+                        return; // disabled: they stay parked until the subscription is enabled again
+                    }
                     List<Long> ids = run.stream().map(ParkedEventStore.Parked::id).toList();
                     untilDone(() -> {
                         parkedEvents.delivered(ids);
                         return null;
                     });
                     parked.addAndGet(-run.size());
-                    if (result.outcome() == Outcome.DELIVERED) {
-                        delivered.addAndGet(run.size());
-                        metrics.delivered(subscription.name(), run.size(), Duration.ZERO);
-                    }
-                    if (result.outcome() == Outcome.GONE) {
-                        return;
-                    }
+                    delivered.addAndGet(run.size());
+                    metrics.delivered(subscription.name(), run.size(), Duration.ZERO);
                 }
             }
         }

@@ -49,10 +49,11 @@ class WebhookDeliveryIT {
             s.execute("CREATE TABLE orders (id int PRIMARY KEY, status text, amount numeric(10,2))");
         }
         Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
+        java.util.concurrent.atomic.AtomicBoolean gone = new java.util.concurrent.atomic.AtomicBoolean(true);
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.respond(request -> {
                 if (request.path().equals("/gone")) {
-                    return 410;
+                    return gone.get() ? 410 : 204;
                 }
                 // the first two attempts at order 2's insert fail
                 int attempt = attempts.computeIfAbsent(request.path() + request.header("webhook-id"),
@@ -60,17 +61,17 @@ class WebhookDeliveryIT {
                 return request.path().equals("/hook") && request.body().contains("\"new\":{\"id\":2,") && attempt <= 2
                         ? 503 : 204;
             });
-            Map<String, String> env = Map.of(
-                    "WALHOOK_SOURCE_URL", pg.sourceUrl(database),
-                    "WALHOOK_SLOT", database,
-                    "WALHOOK_SUBSCRIPTIONS_SHOP_URL", receiver.url("/hook"),
-                    "WALHOOK_SUBSCRIPTIONS_SHOP_TABLES", "public.orders",
-                    "WALHOOK_SUBSCRIPTIONS_SHOP_SECRET", SECRET,
-                    "WALHOOK_SUBSCRIPTIONS_BIG_URL", receiver.url("/ce"),
-                    "WALHOOK_SUBSCRIPTIONS_BIG_FORMAT", "cloudevents-binary",
-                    "WALHOOK_SUBSCRIPTIONS_BIG_OPERATIONS", "insert",
-                    "WALHOOK_SUBSCRIPTIONS_BIG_FILTER", "new.amount > 100",
-                    "WALHOOK_SUBSCRIPTIONS_OLD_URL", receiver.url("/gone"));
+            Map<String, String> env = Map.ofEntries(Map.entry("WALHOOK_API_TOKEN", "t0ken"),
+                    Map.entry("WALHOOK_SOURCE_URL", pg.sourceUrl(database)),
+                    Map.entry("WALHOOK_SLOT", database),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_SHOP_URL", receiver.url("/hook")),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_SHOP_TABLES", "public.orders"),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_SHOP_SECRET", SECRET),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_BIG_URL", receiver.url("/ce")),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_BIG_FORMAT", "cloudevents-binary"),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_BIG_OPERATIONS", "insert"),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_BIG_FILTER", "new.amount > 100"),
+                    Map.entry("WALHOOK_SUBSCRIPTIONS_OLD_URL", receiver.url("/gone")));
             try (WalhookProcess walhook = WalhookProcess.start(env)) {
                 walhook.awaitReady(WAIT);
                 try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
@@ -120,6 +121,9 @@ class WebhookDeliveryIT {
                 assertThat(receiver.requests("/gone")).isNotEmpty().hasSizeLessThanOrEqualTo(2)
                         .allSatisfy(r -> assertThat(r.body()).contains("\"op\":\"insert\""));
                 assertThat(walhook.output()).contains("subscription old disabled");
+                // nothing is lost: its four events wait in the parked table, and no more are sent
+                await().atMost(WAIT).until(() -> parked(pg, database, "old") == 4);
+                int goneRequests = receiver.requests("/gone").size();
 
                 String metrics = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
                         walhook.uri("/q/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
@@ -127,6 +131,21 @@ class WebhookDeliveryIT {
                         .contains("walhook_delivery_retries_total{subscription=\"shop\"} 2.0")
                         .contains("walhook_delivery_latency_seconds_count{subscription=\"shop\"}")
                         .contains("walhook_delivery_in_flight 0.0");
+                assertThat(receiver.requests("/gone")).as("disabled: nothing more sent").hasSize(goneRequests);
+
+                // the endpoint is back and an operator replays: enabled again, every parked event arrives
+                gone.set(false);
+                java.net.http.HttpResponse<String> replay = java.net.http.HttpClient.newHttpClient().send(
+                        java.net.http.HttpRequest.newBuilder(walhook.uri("/subscriptions/config:old/dead-letters/replay"))
+                                .header("Authorization", "Bearer t0ken")
+                                .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString());
+                assertThat(replay.statusCode()).as(replay.body()).isEqualTo(200);
+                await().atMost(WAIT).until(() -> parked(pg, database, "old") == 0);
+                List<String> replayed = receiver.requests("/gone").subList(goneRequests, receiver.requests("/gone").size())
+                        .stream().map(r -> r.header("webhook-id")).toList();
+                assertThat(replayed).hasSize(4).doesNotHaveDuplicates();
+                assertThat(walhook.output()).contains("subscription old enabled again");
             }
         }
     }
