@@ -144,5 +144,9 @@ class SubscriptionApiTest {
         given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + TOKEN)
                 .contentType("text/plain").body(BODY)
                 .post("/subscriptions").then().statusCode(415).contentType(ApiProblem.MEDIA_TYPE);
+        // a Content-Type that is no media type at all is the same mistake, not a server error
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + TOKEN)
+                .header("Content-Type", "json").body(BODY.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .post("/subscriptions").then().statusCode(415).contentType(ApiProblem.MEDIA_TYPE);
     }
 }
