@@ -68,19 +68,53 @@ public final class EventJsonWriter {
         write(event, null, json);
     }
 
-    /** Writes the event; {@code keep} (null: all) chooses the columns of new and old, never of key. */
+    /**
+     * Writes the event; {@code keep} (null: all) chooses the columns of new and old, never of key.
+     *
+     * <p>One method for the whole event, rows included, on purpose: at over 325 bytes of bytecode
+     * it is above the JIT's limit for inlining a hot callee ({@code FreqInlineSize}), so the
+     * routing loop, the encoder and {@link #toJson} all call its one compiled copy. Split in two
+     * smaller methods, each caller on the path inlined a copy of its own: the compilation log of a
+     * 1,500,000-row drain showed five copies of this writer, a third of the C2 compiler's time.
+     * {@code EventJsonWriterShapeTest} keeps it above the limit.
+     */
     public void write(ChangeEvent event, Predicate<String> keep, JsonBuffer json) {
         json.startObject();
         json.name(ID).string(event.id());
         RelationInfo relation = event.relation();
-        json.fields(relation != null ? relation.jsonHeader(event.op()) : NO_TABLE_HEADERS[event.op().ordinal()]);
-        switch (event.op()) {
-            case INSERT, UPDATE, DELETE -> writeRow(event, keep, json);
-            case TRUNCATE -> json.name("truncate").startObject()
+        Operation op = event.op();
+        json.fields(relation != null ? relation.jsonHeader(op) : NO_TABLE_HEADERS[op.ordinal()]);
+        if (op == Operation.INSERT || op == Operation.UPDATE || op == Operation.DELETE) {
+            TupleData newRow = event.newRow();
+            TupleData oldRow = event.oldRow();
+            TupleData keySource = event.keyTuple() != null ? event.keyTuple() : oldRow != null ? oldRow : newRow;
+            TupleData oldImage = oldRow != null && relation.replicaIdentity() == ReplicaIdentity.FULL ? oldRow : null;
+            int[] unchanged = null;
+            // key, new and old through one call site: the JIT compiles the column loop once, not three
+            // times into this method
+            for (int image = 0; image < ROW_IMAGES.length; image++) {
+                json.name(ROW_IMAGES[image]);
+                boolean key = image == 0;
+                TupleData tuple = key ? keySource : image == 1 ? newRow : oldImage;
+                int[] left = writeColumns(relation, tuple, image == 1 ? oldRow : null, key, key ? null : keep, json);
+                if (image == 1) {
+                    unchanged = left;
+                }
+            }
+            if (unchanged != null && unchanged[0] > 0) {
+                json.name(UNCHANGED).startArray();
+                for (int i = 1; i <= unchanged[0]; i++) {
+                    json.string(relation.columnName(unchanged[i]));
+                }
+                json.endArray();
+            }
+        } else if (op == Operation.TRUNCATE) {
+            json.name("truncate").startObject()
                     .name("cascade").bool(event.truncateCascade())
                     .name("restart_identity").bool(event.truncateRestartIdentity())
                     .endObject();
-            case MESSAGE -> writeMessage(event, json);
+        } else {
+            writeMessage(event, json);
         }
         json.name(LSN).string(event.lsn().toString());
         TxInfo tx = event.tx();
@@ -126,33 +160,6 @@ public final class EventJsonWriter {
         for (int p = at + count - 1; p >= at; p--) {
             text[p] = (char) ('0' + value % 10);
             value /= 10;
-        }
-    }
-
-    private static void writeRow(ChangeEvent event, Predicate<String> keep, JsonBuffer json) {
-        RelationInfo relation = event.relation();
-        TupleData newRow = event.newRow();
-        TupleData oldRow = event.oldRow();
-        TupleData keySource = event.keyTuple() != null ? event.keyTuple() : oldRow != null ? oldRow : newRow;
-        TupleData oldImage = oldRow != null && relation.replicaIdentity() == ReplicaIdentity.FULL ? oldRow : null;
-        int[] unchanged = null;
-        // key, new and old through one call site: the JIT compiles the column loop once, not three
-        // times into this method (it had made this the largest compilation of a drain)
-        for (int image = 0; image < ROW_IMAGES.length; image++) {
-            json.name(ROW_IMAGES[image]);
-            boolean key = image == 0;
-            TupleData tuple = key ? keySource : image == 1 ? newRow : oldImage;
-            int[] left = writeColumns(relation, tuple, image == 1 ? oldRow : null, key, key ? null : keep, json);
-            if (image == 1) {
-                unchanged = left;
-            }
-        }
-        if (unchanged != null && unchanged[0] > 0) {
-            json.name(UNCHANGED).startArray();
-            for (int i = 1; i <= unchanged[0]; i++) {
-                json.string(relation.columnName(unchanged[i]));
-            }
-            json.endArray();
         }
     }
 

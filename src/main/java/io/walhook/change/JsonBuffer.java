@@ -230,10 +230,13 @@ public final class JsonBuffer {
         for (long v = value; v >= 10; v /= 10) {
             digits++;
         }
-        for (int p = size + digits - 1; p >= size; p--) {
-            bytes[p] = (byte) ('0' + value % 10);
+        // backwards until the value runs out: not a counted loop, whose limit check the JIT
+        // speculated on and then deoptimized (and recompiled every method this was inlined into)
+        int p = size + digits;
+        do {
+            bytes[--p] = (byte) ('0' + value % 10);
             value /= 10;
-        }
+        } while (value != 0);
         size += digits;
         return this;
     }
