@@ -135,7 +135,7 @@ public class ReplicationSource {
         try {
             database.checkPrerequisites();
         } catch (SourceSetupException e) {
-            throw stop(e.getMessage());
+            throw stop(e.variable(), e.getMessage());
         } catch (SQLException e) {
             throw stop("cannot check " + source + ": " + e.getMessage());
         }
@@ -162,7 +162,7 @@ public class ReplicationSource {
             try {
                 activate(source, database, extensions);
             } catch (SourceSetupException e) {
-                throw stop(e.getMessage());
+                throw stop(e.variable(), e.getMessage());
             } catch (SQLException e) {
                 throw stop("cannot prepare replication on " + source + ": " + e.getMessage());
             }
@@ -190,7 +190,7 @@ public class ReplicationSource {
             } catch (InterruptedException e) {
                 return;
             } catch (SourceSetupException e) {
-                LOG.error("walhook cannot take over: " + SourceUrl.VARIABLE + " " + e.getMessage());
+                LOG.error("walhook cannot take over: " + e.variable() + " " + e.getMessage());
                 Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
                 return;
             } catch (SQLException e) {
@@ -378,7 +378,11 @@ public class ReplicationSource {
     }
 
     private static PreventFurtherStepsException stop(String problem) {
-        LOG.error("walhook cannot start: " + SourceUrl.VARIABLE + " " + problem);
+        return stop(SourceUrl.VARIABLE, problem);
+    }
+
+    private static PreventFurtherStepsException stop(String variable, String problem) {
+        LOG.error("walhook cannot start: " + variable + " " + problem);
         Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
         return new PreventFurtherStepsException(problem, StartupCheck.EXIT_CONFIG);
     }

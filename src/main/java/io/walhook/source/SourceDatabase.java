@@ -100,7 +100,8 @@ public final class SourceDatabase {
                         ? "a publication FOR ALL TABLES needs a superuser: create it yourself, or set"
                                 + " WALHOOK_PUBLICATION_TABLES to the tables walhook should stream"
                         : "create it yourself (CREATE PUBLICATION " + name + " " + target + ") or fix WALHOOK_PUBLICATION_TABLES";
-                throw new SourceSetupException("cannot create publication " + name + ": " + e.getMessage() + "; " + hint, e);
+                throw new SourceSetupException("WALHOOK_PUBLICATION", "cannot create publication " + name + ": "
+                        + e.getMessage() + "; " + hint, e);
             }
         }
     }
@@ -136,7 +137,7 @@ public final class SourceDatabase {
         }
         if (!slot.exists()) {
             if (checkpoint.isPresent()) {
-                throw new SourceSetupException("replication slot " + name + " is gone although walhook acknowledged up"
+                throw SourceSetupException.about("WALHOOK_SLOT", "replication slot " + name + " is gone although walhook acknowledged up"
                         + " to " + checkpoint.get() + " on it: changes since then may be lost. To start afresh from now,"
                         + " delete its checkpoint (DELETE FROM <state schema>.checkpoint WHERE slot_name = '" + name
                         + "') and restart walhook");
@@ -152,21 +153,21 @@ public final class SourceDatabase {
             return;
         }
         if (!"pgoutput".equals(slot.plugin())) {
-            throw new SourceSetupException("replication slot " + name + " uses plugin " + slot.plugin()
+            throw SourceSetupException.about("WALHOOK_SLOT", "replication slot " + name + " uses plugin " + slot.plugin()
                     + ", not pgoutput: choose another WALHOOK_SLOT or drop that slot");
         }
         if (!database.equals(slot.database())) {
-            throw new SourceSetupException("replication slot " + name + " belongs to database " + slot.database()
+            throw SourceSetupException.about("WALHOOK_SLOT", "replication slot " + name + " belongs to database " + slot.database()
                     + ", not " + database + ": choose another WALHOOK_SLOT");
         }
         if (slot.twoPhase()) {
             // such a slot sends prepared transactions at PREPARE, before they are known to commit
-            throw new SourceSetupException("replication slot " + name + " has two_phase enabled; walhook delivers"
+            throw SourceSetupException.about("WALHOOK_SLOT", "replication slot " + name + " has two_phase enabled; walhook delivers"
                     + " prepared transactions when they commit and needs a slot without it: choose another WALHOOK_SLOT"
                     + " and let walhook create it");
         }
         if ("lost".equals(slot.walStatus())) {
-            throw new SourceSetupException(invalidated(name));
+            throw SourceSetupException.about("WALHOOK_SLOT", invalidated(name));
         }
     }
 

@@ -71,6 +71,25 @@ class StartupIT {
     }
 
     @Test
+    void aSlotOfAnotherDatabaseStopsStartupNamingTheSlot() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String other = pg.createDatabase("slotowner");
+        String mine = pg.createDatabase("slotborrower");
+        String slot = "borrowed_" + ProcessHandle.current().pid();
+        try (java.sql.Connection c = pg.connect(other); java.sql.Statement s = c.createStatement()) {
+            s.execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
+        }
+        try {
+            assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(mine), "WALHOOK_SLOT", slot),
+                    "WALHOOK_SLOT", "belongs to database " + other);
+        } finally {
+            try (java.sql.Connection c = pg.connect(other); java.sql.Statement s = c.createStatement()) {
+                s.execute("SELECT pg_drop_replication_slot('" + slot + "')");
+            }
+        }
+    }
+
+    @Test
     void unreachableDatabaseStopsStartupNamingTheUrl() throws Exception {
         assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", "postgresql://app:secret@127.0.0.1:1/app"),
                 "WALHOOK_SOURCE_URL", "127.0.0.1:1");
