@@ -193,7 +193,9 @@ class SubscriptionApiDeliveryTest {
             // listed in /status once in force (within a second), with zeros, though no event has reached it
             await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> given().get("/status").then().statusCode(200)
                     .body("subscriptions.find { it.name == 'fire' }.delivered", org.hamcrest.Matchers.equalTo(0))
-                    .body("subscriptions.find { it.name == 'fire' }.retrying", org.hamcrest.Matchers.equalTo(0)));
+                    .body("subscriptions.find { it.name == 'fire' }.retrying", org.hamcrest.Matchers.equalTo(0))
+                    // an unknown value is a null, not a missing field
+                    .body("subscriptions.find { it.name == 'fire' }", org.hamcrest.Matchers.hasKey("last_error")));
             // right after the create, not once routing has caught up
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/test").then().statusCode(200)
                     .body("delivered", org.hamcrest.Matchers.equalTo(true))
