@@ -123,11 +123,16 @@ public final class ChangeEvent {
         if (source == null) {
             return h;
         }
+        // key columns only, each by its value and its rank among them: adding or dropping another
+        // column (ALTER TABLE) must not move a row to another lane
+        int rank = 0;
         for (int i = 0; i < source.size(); i++) {
-            if (relation.isKey(i) && source.hasValue(i)) {
-                h = source.hashInto(i, h);
+            if (relation.isKey(i)) {
+                if (source.hasValue(i)) {
+                    h = source.hashInto(i, h);
+                }
+                h = 31 * h + rank++;
             }
-            h = 31 * h + i;
         }
         return h;
     }

@@ -11,8 +11,8 @@ import io.walhook.pgoutput.TupleData;
 
 /**
  * The hash that puts a row's changes in one lane: its formula is pinned, since parked events keep
- * their lane across restarts and versions (the table's OID, then each key column's bytes and index;
- * the OID alone under REPLICA IDENTITY FULL).
+ * their lane across restarts (the table's OID, then each key column's bytes and rank among the key
+ * columns; the OID alone under REPLICA IDENTITY FULL).
  */
 class RowKeyHashTest {
 
@@ -22,14 +22,17 @@ class RowKeyHashTest {
     /** The formula, spelled out over slices. */
     private static int expected(ChangeEvent event, TupleData tuple) {
         int h = Long.hashCode(event.relation().oid());
+        int rank = 0;
         for (int i = 0; i < tuple.size(); i++) {
-            if (event.relation().isKey(i) && tuple.hasValue(i)) {
-                ByteBuffer value = tuple.slice(i);
-                while (value.hasRemaining()) {
-                    h = 31 * h + value.get();
+            if (event.relation().isKey(i)) {
+                if (tuple.hasValue(i)) {
+                    ByteBuffer value = tuple.slice(i);
+                    while (value.hasRemaining()) {
+                        h = 31 * h + value.get();
+                    }
                 }
+                h = 31 * h + rank++;
             }
-            h = 31 * h + i;
         }
         return h;
     }
@@ -46,6 +49,19 @@ class RowKeyHashTest {
         assertThat(nullRegion.rowKeyHash()).isEqualTo(expected(nullRegion, nullRegion.newRow()));
         // a delete hashes by its key, alike the insert of the same row
         assertThat(ORDERS.delete("42", null, "eu-ü").rowKeyHash()).isEqualTo(insert.rowKeyHash());
+    }
+
+    @Test
+    void addingOrDroppingAnotherColumnKeepsARowInItsLane() {
+        TestEvents.Table before = TestEvents.table("public", "orders").column("note", TestEvents.TEXT)
+                .key("id", TestEvents.INT4).column("status", TestEvents.TEXT);
+        TestEvents.Table added = before.column("amount", TestEvents.INT4);
+        TestEvents.Table dropped = TestEvents.table("public", "orders").key("id", TestEvents.INT4)
+                .column("status", TestEvents.TEXT);
+
+        int hash = before.insert("n", "7", "new").rowKeyHash();
+        assertThat(added.update("n", "7", "paid", "10").rowKeyHash()).as("ALTER TABLE ADD COLUMN").isEqualTo(hash);
+        assertThat(dropped.delete("7", null).rowKeyHash()).as("ALTER TABLE DROP COLUMN note").isEqualTo(hash);
     }
 
     @Test
