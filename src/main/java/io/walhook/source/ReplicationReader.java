@@ -77,7 +77,11 @@ public final class ReplicationReader {
     private long lastAckNanos;
     /** Messages read since acknowledge was last asked, while they stream without a pause. */
     private int messagesSinceAck;
-    private long eventsAtLastSave;
+    /** Events handed on, as of the last acknowledgement round, and how far the stream had been read then. */
+    private long eventsSeen;
+    private Lsn eventsUpTo = Lsn.INVALID;
+    /** The position last persisted as the checkpoint. */
+    private Lsn saved;
     private long lastStatusNanos;
 
     public ReplicationReader(Settings settings, CheckpointStore checkpoints, Lsn checkpoint) {
@@ -86,6 +90,7 @@ public final class ReplicationReader {
         this.events = new HandOffQueue<>(settings.handoffCapacity());
         this.tracker = new AckTracker(checkpoint);
         this.acknowledged = checkpoint;
+        this.saved = checkpoint;
         this.handedOnEnd = checkpoint;
         this.assembler = new TransactionAssembler(new HandOff(), settings.stateSchema(), settings.spillDirectory(),
                 settings.streamMemoryBytes());
@@ -292,14 +297,23 @@ public final class ReplicationReader {
                 target = serverPosition;
             }
         }
+        long handedOn = eventCount.get();
+        if (handedOn != eventsSeen) {
+            // every event handed on so far was read at or before the stream's last received position
+            eventsSeen = handedOn;
+            Lsn received = Lsn.of(stream.getLastReceiveLSN().asLong());
+            if (received.compareTo(eventsUpTo) > 0) {
+                eventsUpTo = received;
+            }
+        }
         if (target.compareTo(acknowledged) > 0) {
-            long handedOn = eventCount.get();
-            if (handedOn != eventsAtLastSave) {
-                // Only positions past delivered events need to survive a restart: between them, the
-                // server's confirmed position suffices, and writing one would itself be new WAL to
-                // acknowledge, so an idle database would be written to forever.
+            if (saved.compareTo(eventsUpTo) < 0) {
+                // Only positions past events need to survive a restart: between them, the server's
+                // confirmed position suffices, and writing one would itself be new WAL to
+                // acknowledge, so an idle database would be written to forever. Saved until the
+                // checkpoint covers every event read, even when the last ones complete later.
                 checkpoints.save(settings.slot(), target);
-                eventsAtLastSave = handedOn;
+                saved = target;
             }
             LogSequenceNumber position = LogSequenceNumber.valueOf(target.value());
             stream.setFlushedLSN(position);

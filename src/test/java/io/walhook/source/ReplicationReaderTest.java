@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
@@ -380,6 +381,39 @@ class ReplicationReaderTest {
             assertThatThrownBy(() -> source.prepare("*")).isInstanceOf(SourceSetupException.class)
                     .hasMessageContaining("two_phase enabled")
                     .hasMessageContaining("choose another WALHOOK_SLOT");
+        }
+    }
+
+    @Test
+    void theCheckpointFollowsTheAcknowledgedPositionWhenTheLastEventsCompleteLater() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_late")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            List<PendingEvent> taken = new java.util.concurrent.CopyOnWriteArrayList<>();
+            ReplicationReader reader = source.startReader(r -> () -> {
+                try {
+                    while (!Thread.currentThread().isInterrupted()) {
+                        PendingEvent pending = r.events().poll(100, TimeUnit.MILLISECONDS);
+                        if (pending != null) {
+                            taken.add(pending);
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            source.sql("INSERT INTO t VALUES (1)");
+            source.sql("INSERT INTO t VALUES (2)");
+            await().atMost(WAIT).until(() -> taken.size() == 2);
+            Lsn first = taken.get(0).event().tx().commitLsn();
+            Lsn second = taken.get(1).event().tx().commitLsn();
+
+            reader.tracker().complete(taken.get(0).ticket(), 1);
+            await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(first) > 0);
+            // the second completes with no event after it: the server is told, and so is the checkpoint
+            reader.tracker().complete(taken.get(1).ticket(), 1);
+            await().atMost(WAIT).until(() -> source.confirmedFlush().compareTo(second) > 0);
+            await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(second) > 0);
         }
     }
 
