@@ -72,6 +72,42 @@ final class StreamedTransaction implements AutoCloseable {
         memoryBytes += bytes.length + 48L;
     }
 
+    /** Spill files are {@code walhook-spill-<pid>-<xid>-<random>.spill}: the pid tells whose they are. */
+    private static final String PREFIX = "walhook-spill-";
+    private static final String SUFFIX = ".spill";
+
+    /**
+     * Deletes spill files left in {@code directory} by walhook processes that no longer run (a crash
+     * or kill -9 in the middle of a streamed transaction, which the server sends again from its
+     * start); returns how many. Files of running processes, this one included, are kept.
+     */
+    static int removeStale(Path directory) {
+        if (!Files.isDirectory(directory)) {
+            return 0;
+        }
+        int removed = 0;
+        try (java.util.stream.Stream<Path> files = Files.list(directory)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                String name = file.getFileName().toString();
+                if (!name.startsWith(PREFIX) || !name.endsWith(SUFFIX)) {
+                    continue;
+                }
+                String pid = name.substring(PREFIX.length(), Math.max(PREFIX.length(), name.indexOf('-', PREFIX.length())));
+                if (!pid.chars().allMatch(Character::isDigit) || pid.isEmpty()
+                        || ProcessHandle.of(Long.parseLong(pid)).isPresent()) {
+                    continue;
+                }
+                if (Files.deleteIfExists(file)) {
+                    removed++;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // a directory we cannot list or a file we cannot delete: left for the operator, never fatal
+            return removed;
+        }
+        return removed;
+    }
+
     /** Moves what is in memory to a file; later appends go straight to it. */
     void spill() {
         if (out != null) {
@@ -79,7 +115,8 @@ final class StreamedTransaction implements AutoCloseable {
         }
         try {
             Files.createDirectories(spillDirectory);
-            file = Files.createTempFile(spillDirectory, "walhook-stream-" + Long.toUnsignedString(xid) + "-", ".spill");
+            file = Files.createTempFile(spillDirectory, PREFIX + ProcessHandle.current().pid() + "-"
+                    + Long.toUnsignedString(xid) + "-", SUFFIX);
             out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(file), 1 << 16));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot spill streamed transaction " + Long.toUnsignedString(xid)

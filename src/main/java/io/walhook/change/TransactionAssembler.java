@@ -73,6 +73,14 @@ public final class TransactionAssembler {
         this.streamMemoryBytes = streamMemoryBytes;
     }
 
+    /**
+     * Deletes the spill files of walhook processes that stopped in the middle of a streamed
+     * transaction (the server sends such a transaction again from its start); returns how many.
+     */
+    public static int removeStaleSpills(Path spillDirectory) {
+        return StreamedTransaction.removeStale(spillDirectory);
+    }
+
     /** Transactions committed before {@code lsn} (a persisted or handed-on end LSN) produce nothing. */
     public void skipCommittedBefore(Lsn lsn) {
         if (lsn.compareTo(skipBefore) > 0) {

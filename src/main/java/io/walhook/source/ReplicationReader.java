@@ -94,6 +94,11 @@ public final class ReplicationReader {
         this.handedOnEnd = checkpoint;
         this.assembler = new TransactionAssembler(new HandOff(), settings.stateSchema(), settings.spillDirectory(),
                 settings.streamMemoryBytes());
+        int stale = TransactionAssembler.removeStaleSpills(settings.spillDirectory());
+        if (stale > 0) {
+            LOG.infof("removed %d spill file(s) of streamed transactions left in %s by a walhook that stopped mid-stream",
+                    stale, settings.spillDirectory());
+        }
         this.thread = new Thread(this::run, "walhook-replication-" + settings.slot());
         this.thread.setDaemon(true);
     }
