@@ -90,6 +90,40 @@ class ReplicationReaderTest {
     }
 
     @Test
+    void aReaderStoppedInTheMiddleOfAStreamedTransactionLeavesItWholeToTheNextOne(@TempDir java.nio.file.Path spill)
+            throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_midstream")) {
+            source.sql("CREATE TABLE big (id int PRIMARY KEY, payload text)",
+                    "ALTER DATABASE " + source.database + " SET logical_decoding_work_mem = '64kB'");
+            source.prepare("*");
+            source.streamMemoryBytes = 64 << 10;
+            source.spillDirectory = spill;
+            ReplicationReader first = source.startReader();
+            try (java.sql.Connection c = source.dataSource.getConnection(); java.sql.Statement s = c.createStatement()) {
+                c.setAutoCommit(false);
+                s.execute("INSERT INTO big SELECT g, md5(g::text) FROM generate_series(1, 20000) g");
+                // the server streams the open transaction; the first reader holds part of it, spilled
+                await().atMost(WAIT).until(() -> first.status().openStreams() > 0 && first.status().spilledTransactions() > 0);
+                source.stopReader(first);
+                assertThat(source.received).as("nothing of an uncommitted transaction is handed on").isEmpty();
+
+                source.startReader();
+                s.execute("INSERT INTO big SELECT g, md5(g::text) FROM generate_series(20001, 20100) g");
+                c.commit();
+            }
+            source.sql("INSERT INTO big VALUES (0, 'marker')");
+            await().atMost(Duration.ofMinutes(2)).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 0));
+            List<Integer> ids = source.received.stream().map(e -> e.at("/new/id").asInt()).toList();
+            assertThat(ids).hasSize(20101).doesNotHaveDuplicates();
+            assertThat(ids.subList(0, 20100)).as("once each, in order").isSorted().startsWith(1).endsWith(20100);
+            assertThat(source.received.subList(0, 20100)).extracting(e -> e.at("/tx/seq").asInt())
+                    .as("seq counts from the transaction's first change, not from where the second reader came in")
+                    .startsWith(1, 2, 3).endsWith(20100);
+            assertThat(spill).as("the stopped reader's spill file is gone too").isEmptyDirectory();
+        }
+    }
+
+    @Test
     void abortedStreamedTransactionAndRolledBackSubtransactionDeliverNothing() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_abort")) {
             source.sql("CREATE TABLE t (id int PRIMARY KEY, note text)",
