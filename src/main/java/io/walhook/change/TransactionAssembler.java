@@ -88,9 +88,14 @@ public final class TransactionAssembler {
         }
     }
 
-    /** True between a Begin and its Commit, or while any streamed transaction is unfinished. */
-    public boolean busy() {
-        return tx != null || !streams.isEmpty();
+    /**
+     * True between a Begin and its Commit, or between a Stream Start and its Stop: the server's
+     * position is then inside a transaction being received. Between stream blocks it is not, though
+     * streamed transactions are open: the server sends one again whole, from its first change, to
+     * a reader that comes back after a position past it was acknowledged (it has not committed).
+     */
+    public boolean receivingTransaction() {
+        return tx != null || stream != null;
     }
 
     /** Streamed transactions buffered, spilled or not. */

@@ -296,7 +296,9 @@ public final class ReplicationReader {
         }
         lastAckNanos = now;
         Lsn target = tracker.watermark();
-        if (!assembler.busy() && tracker.idle()) {
+        // an open streamed transaction (prepared and awaiting COMMIT PREPARED, say) must not hold the
+        // slot: outside its blocks the server's position can be acknowledged
+        if (!assembler.receivingTransaction() && tracker.idle()) {
             Lsn serverPosition = Lsn.of(stream.getLastReceiveLSN().asLong());
             if (serverPosition.compareTo(target) > 0) {
                 target = serverPosition;

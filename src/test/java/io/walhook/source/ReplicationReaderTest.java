@@ -265,6 +265,38 @@ class ReplicationReaderTest {
     }
 
     @Test
+    void aStreamedTransactionLeftOpenDoesNotFreezeTheSlotAndArrivesWholeWhenItCommits() throws Exception {
+        try (SourceFixture open = new SourceFixture(TestPostgres.shared(), "reader_openstream");
+             SourceFixture busy = new SourceFixture(TestPostgres.shared(), "reader_noise")) {
+            open.sql("CREATE TABLE big (id int PRIMARY KEY, payload text)",
+                    "ALTER DATABASE " + open.database + " SET logical_decoding_work_mem = '64kB'");
+            open.prepare("*");
+            ReplicationReader reader = open.startReader();
+            busy.sql("CREATE TABLE noise (id int)");
+            try (java.sql.Connection c = open.dataSource.getConnection(); java.sql.Statement s = c.createStatement()) {
+                c.setAutoCommit(false);
+                s.execute("INSERT INTO big SELECT g, md5(g::text) FROM generate_series(1, 5000) g");
+                await().atMost(WAIT).until(() -> reader.status().openStreams() > 0);
+                // a long-open transaction (say, prepared and awaiting COMMIT PREPARED) while the cluster
+                // writes elsewhere: the slot still follows the server's position
+                Lsn before = open.confirmedFlush();
+                for (int i = 0; i < 5; i++) {
+                    busy.sql("INSERT INTO noise SELECT generate_series(1, 1000)");
+                }
+                await().atMost(WAIT).until(() -> open.confirmedFlush().compareTo(before) > 0);
+                assertThat(open.received).isEmpty();
+                // and a reader that comes back after that position was acknowledged still gets it whole
+                open.stopReader(reader);
+                open.startReader();
+                c.commit();
+            }
+            await().atMost(WAIT).until(() -> open.received.size() >= 5000);
+            await().during(Duration.ofMillis(500)).atMost(WAIT).until(() -> open.received.size() == 5000);
+            assertThat(open.received).extracting(e -> e.at("/new/id").asInt()).startsWith(1).endsWith(5000).isSorted();
+        }
+    }
+
+    @Test
     void resumesWithNothingLostWhenPostgresRestartsMidStream() throws Exception {
         EmbeddedPostgres pg = EmbeddedPostgres.builder().major(TestPostgres.defaultMajor()).start();
         try (SourceFixture source = new SourceFixture(pg, "reader_restart")) {
