@@ -124,6 +124,38 @@ class ReplicationReaderTest {
     }
 
     @Test
+    void aTableAlteredInsideAStreamedTransactionIsReadRightWhetherItCommitsOrAborts() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_ddlstream")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY, a text)",
+                    "ALTER DATABASE " + source.database + " SET logical_decoding_work_mem = '64kB'");
+            source.prepare("*");
+            source.startReader();
+            // streamed, and its Relation message for the three-column table comes inside the stream: rolled back
+            source.sql("BEGIN", "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 3000) g",
+                    "ALTER TABLE t ADD COLUMN b int", "INSERT INTO t SELECT g, 'x', g FROM generate_series(3001, 6000) g",
+                    "ROLLBACK");
+            source.sql("INSERT INTO t VALUES (1, 'after abort')");
+            await().atMost(WAIT).until(() -> source.received.size() == 1);
+            assertThat(source.received.get(0).get("new").toString()).isEqualTo("{\"id\":1,\"a\":\"after abort\"}");
+
+            // the same, committed: the new column from the transaction's own change on
+            source.sql("BEGIN", "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(2, 3000) g",
+                    "ALTER TABLE t ADD COLUMN b int", "INSERT INTO t SELECT g, 'x', g FROM generate_series(3001, 6000) g",
+                    "COMMIT");
+            source.sql("INSERT INTO t VALUES (7000, 'later', 7)");
+            await().atMost(WAIT).until(() -> source.received.size() == 1 + 5999 + 1);
+            assertThat(source.received.get(1).get("new").toString()).isEqualTo("{\"id\":2,\"a\":\"" + md5("2") + "\"}");
+            assertThat(source.received.get(3000).get("new").toString()).isEqualTo("{\"id\":3001,\"a\":\"x\",\"b\":3001}");
+            assertThat(source.received.get(6000).get("new").toString()).isEqualTo("{\"id\":7000,\"a\":\"later\",\"b\":7}");
+        }
+    }
+
+    private static String md5(String text) throws Exception {
+        byte[] digest = java.security.MessageDigest.getInstance("MD5").digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return java.util.HexFormat.of().formatHex(digest);
+    }
+
+    @Test
     void abortedStreamedTransactionAndRolledBackSubtransactionDeliverNothing() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_abort")) {
             source.sql("CREATE TABLE t (id int PRIMARY KEY, note text)",
