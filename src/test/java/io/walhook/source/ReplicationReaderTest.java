@@ -223,6 +223,44 @@ class ReplicationReaderTest {
     }
 
     @Test
+    void aNonTransactionalMessageOfARolledBackTransactionIsDeliveredAndAcknowledgedAndItsRowsAreNot() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_beacon")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.startReader();
+            source.sql("BEGIN", "INSERT INTO t VALUES (1)",
+                    "SELECT pg_logical_emit_message(false, 'progress', 'half way')", "ROLLBACK");
+            await().atMost(WAIT).until(() -> source.received.size() == 1);
+            JsonNode beacon = source.received.get(0);
+            assertThat(beacon.get("message").toString())
+                    .isEqualTo("{\"prefix\":\"progress\",\"content\":\"half way\",\"transactional\":false}");
+            // its own position, past which the slot moves once it is delivered
+            Lsn at = Lsn.parse(beacon.get("lsn").asText());
+            await().atMost(WAIT).until(() -> source.confirmedFlush().compareTo(at) > 0);
+            source.sql("INSERT INTO t VALUES (2)");
+            await().atMost(WAIT).until(() -> source.received.size() == 2);
+            assertThat(source.received.get(1).at("/new/id").asInt()).as("the rolled-back row never arrives").isEqualTo(2);
+        }
+    }
+
+    @Test
+    void anUpdateThatChangesTheKeyCarriesTheOldKey() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_rekey")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY, note text)", "INSERT INTO t VALUES (1, 'n')");
+            source.prepare("*");
+            source.startReader();
+            source.sql("UPDATE t SET id = 2 WHERE id = 1", "UPDATE t SET note = 'm' WHERE id = 2");
+            await().atMost(WAIT).until(() -> source.received.size() == 2);
+            JsonNode rekey = source.received.get(0);
+            assertThat(rekey.get("op").asText()).isEqualTo("update");
+            assertThat(rekey.get("key").toString()).isEqualTo("{\"id\":1}");
+            assertThat(rekey.get("new").toString()).isEqualTo("{\"id\":2,\"note\":\"n\"}");
+            // the key unchanged: the new row's key
+            assertThat(source.received.get(1).get("key").toString()).isEqualTo("{\"id\":2}");
+        }
+    }
+
+    @Test
     void unchangedToastIsMarkedUnderDefaultAndFilledUnderFull() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_toast")) {
             String big = "(SELECT string_agg(md5(g::text), '') FROM generate_series(1, 4000) g)";
