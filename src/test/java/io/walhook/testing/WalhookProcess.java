@@ -39,6 +39,18 @@ public final class WalhookProcess implements AutoCloseable {
         return jar;
     }
 
+    /**
+     * The native executable ({@code ./mvnw -Pnative verify} runs the ITs against it: failsafe sets
+     * {@code walhook.it.native} and {@code native.image.path}).
+     */
+    public static Path nativeExecutable() {
+        Path executable = Path.of(System.getProperty("native.image.path", "target/walhook-runner")).toAbsolutePath();
+        if (!Files.isExecutable(executable)) {
+            throw new HarnessException(executable + " does not exist: run './mvnw -Pnative package' first");
+        }
+        return executable;
+    }
+
     /** Starts walhook with exactly these variables (plus PATH and HOME) and a free HTTP port. */
     public static WalhookProcess start(Map<String, String> env) {
         return start(env, "256m");
@@ -49,8 +61,10 @@ public final class WalhookProcess implements AutoCloseable {
         int port = freePort();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
-            List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-Xmx" + maxHeap, "-XX:+UseSerialGC", "-jar", jar().toString()));
+            List<String> command = new ArrayList<>(Boolean.getBoolean("walhook.it.native")
+                    ? List.of(nativeExecutable().toString(), "-Xmx" + maxHeap)
+                    : List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                            "-Xmx" + maxHeap, "-XX:+UseSerialGC", "-jar", jar().toString()));
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                     .redirectOutput(output.toFile());
             Map<String, String> environment = builder.environment();
