@@ -272,6 +272,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         volatile long parkedBackoffMillis = MIN_BACKOFF.toMillis();
         volatile Instant nextParkedAttempt = Instant.MIN;
         volatile String gaveUpAfter = "";
+        /** Attempts made at the request deliverWithinWindow last gave up on. */
+        int attemptsMade;
         /** When a request given up on in memory is first retried from the parked table. */
         volatile Duration retryParkedIn = Duration.ZERO;
 
@@ -314,13 +316,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                     if (!parking) {
                         List<Job> batch = nextBatch();
                         if (paused.test(subscription.name()) || disabled.contains(subscription.name())) {
-                            park(batch);
+                            park(batch, 0);
                             parking = true;
                             AckTracker.completeAll(completions(batch));
                             continue;
                         }
                         if (!deliverWithinWindow(Request.of(subscription, batch))) {
-                            park(batch);
+                            park(batch, attemptsMade);
                             metrics.parked(subscription.name(), batch.size());
                             parking = true;
                             nextParkedAttempt = clock.instant().plus(retryParkedIn);
@@ -350,7 +352,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                             List<Job> jobs = new ArrayList<>();
                             jobs.add(job);
                             queue.drainTo(jobs, PARK_CHUNK - 1);
-                            park(jobs);
+                            park(jobs, 0);
                             metrics.parked(subscription.name(), jobs.size());
                             AckTracker.completeAll(completions(jobs));
                         }
@@ -388,6 +390,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             int maxAttempts = subscription.retry().maxAttempts().orElse(Integer.MAX_VALUE);
             Instant giveUp = clock.instant().plus(window);
             long backoff = Math.min(MIN_BACKOFF.toMillis(), maxBackoff);
+            attemptsMade = 0;
             for (int attempt = 1; ; attempt++) {
                 if (disabled.contains(subscription.name())) {
                     gaveUpAfter = "a 410 Gone disabled the subscription";
@@ -396,6 +399,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                     return false;
                 }
                 Attempt result = attempt(requests);
+                attemptsMade = attempt;
                 if (result.outcome() == Outcome.GONE) {
                     gaveUpAfter = "its destination answered 410 Gone, which disabled the subscription";
                     retryParkedIn = settings.parkedRetryInterval();
@@ -440,8 +444,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
         }
 
-        /** Parks these jobs in their order, in one transaction. */
-        private void park(List<Job> jobs) throws InterruptedException {
+        /** Parks these jobs in their order, in one transaction, after {@code attempts} at them. */
+        private void park(List<Job> jobs, int attempts) throws InterruptedException {
             List<ParkedEventStore.Entry> entries = new ArrayList<>(jobs.size());
             for (Job job : jobs) {
                 entries.add(new ParkedEventStore.Entry(job.eventId(), job.commitLsn(), job.contentType(), job.headers(),
@@ -449,7 +453,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
             String error = lastError;
             untilDone(() -> {
-                parkedEvents.park(subscription.name(), index, entries, error);
+                parkedEvents.park(subscription.name(), index, entries, attempts, error);
                 return null;
             });
             parked.addAndGet(jobs.size());

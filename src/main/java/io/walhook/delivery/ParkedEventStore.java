@@ -51,16 +51,17 @@ public final class ParkedEventStore {
     }
 
     /**
-     * Parks requests of one lane, in this order, in one transaction; parking an event twice (a
-     * redelivery after a restart) keeps the first.
+     * Parks requests of one lane, in this order, in one transaction, with the attempts already made
+     * at them; parking an event twice (a redelivery after a restart) keeps the first.
      */
-    public void park(String subscription, int lane, List<Entry> entries, String lastError) throws SQLException {
+    public void park(String subscription, int lane, List<Entry> entries, int attempts, String lastError)
+            throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription, event_id, commit_lsn,"
                     + " content_type, headers, body, attempts, last_error, lane, address)"
-                    + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, 0, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
+                    + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
                 for (Entry entry : entries) {
                     s.setString(1, subscription);
                     s.setString(2, entry.eventId());
@@ -68,9 +69,10 @@ public final class ParkedEventStore {
                     s.setString(4, entry.contentType());
                     s.setString(5, JSON.writeValueAsString(entry.headers()));
                     s.setBytes(6, entry.body());
-                    s.setString(7, lastError);
-                    s.setInt(8, lane);
-                    s.setString(9, entry.address());
+                    s.setInt(7, attempts);
+                    s.setString(8, lastError);
+                    s.setInt(9, lane);
+                    s.setString(10, entry.address());
                     s.addBatch();
                 }
                 s.executeBatch();

@@ -320,6 +320,7 @@ class WebhookDeliveryIT {
                 // capped: parked after its second failed attempt, though the global window has 30 minutes to run
                 await().atMost(WAIT).until(() -> parked(pg, database, "capped") == 1);
                 assertThat(receiver.requests("/capped")).hasSize(2);
+                assertThat(parkedAttempts(pg, database, "capped")).as("its dead letter counts the attempts made").isEqualTo(2);
                 assertThat(walhook.output()).contains("subscription capped: ").contains("still failing after 2 attempts");
                 // brief: parked when its own 2 s window ends
                 await().atMost(WAIT).until(() -> parked(pg, database, "brief") == 1);
@@ -332,6 +333,15 @@ class WebhookDeliveryIT {
                 assertThat(receiver.requests("/patient")).extracting(r -> r.header("webhook-id")).containsOnly(
                         receiver.requests("/capped").get(0).header("webhook-id"));
             }
+        }
+    }
+
+    private static long parkedAttempts(PostgresServer pg, String database, String subscription) throws Exception {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT max(attempts) FROM walhook.parked_event WHERE subscription = '"
+                     + subscription + "'")) {
+            rs.next();
+            return rs.getLong(1);
         }
     }
 
