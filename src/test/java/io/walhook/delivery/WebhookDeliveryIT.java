@@ -337,12 +337,7 @@ class WebhookDeliveryIT {
     }
 
     private static long parkedAttempts(PostgresServer pg, String database, String subscription) throws Exception {
-        try (Connection c = pg.connect(database); Statement s = c.createStatement();
-             java.sql.ResultSet rs = s.executeQuery("SELECT max(attempts) FROM walhook.parked_event WHERE subscription = '"
-                     + subscription + "'")) {
-            rs.next();
-            return rs.getLong(1);
-        }
+        return number(pg, database, "SELECT max(attempts) FROM walhook.parked_event WHERE subscription = '" + subscription + "'");
     }
 
     private static long parked(PostgresServer pg, String database) throws Exception {
@@ -350,9 +345,11 @@ class WebhookDeliveryIT {
     }
 
     private static long parked(PostgresServer pg, String database, String subscription) throws Exception {
-        try (Connection c = pg.connect(database); Statement s = c.createStatement();
-             java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM walhook.parked_event WHERE subscription = '"
-                     + subscription + "'")) {
+        return number(pg, database, "SELECT count(*) FROM walhook.parked_event WHERE subscription = '" + subscription + "'");
+    }
+
+    private static long number(PostgresServer pg, String database, String query) throws Exception {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement(); java.sql.ResultSet rs = s.executeQuery(query)) {
             rs.next();
             return rs.getLong(1);
         }
