@@ -83,12 +83,13 @@ public class StatusResource {
         SubscriptionRegistry registry = source.registry();
         if (registry != null) {
             for (Subscription subscription : registry.router().subscriptions()) {
-                byName.put(subscription.name(), new StatusView.SubscriptionStatusView(subscription.name(), 0, 0, 0, 0, null));
+                byName.put(subscription.name(),
+                        new StatusView.SubscriptionStatusView(subscription.name(), 0, 0, 0, 0, null, false));
             }
         }
         for (Dispatcher.LaneStatus lanes : source.deliveries()) {
             byName.put(lanes.subscription(), new StatusView.SubscriptionStatusView(lanes.subscription(), lanes.inFlight(),
-                    lanes.retrying(), lanes.parked(), lanes.delivered(), lanes.lastError()));
+                    lanes.retrying(), lanes.parked(), lanes.delivered(), lanes.lastError(), lanes.disabled()));
         }
         return List.copyOf(byName.values());
     }

@@ -30,10 +30,10 @@ public record StatusView(String role, SlotView slot, String serverLsn, Long lagB
             String walStatus) {
     }
 
-    /** Per-subscription delivery counters. */
+    /** Per-subscription delivery counters; {@code disabled}: a 410 Gone stopped its delivery until a replay. */
     @RegisterForReflection
     @JsonInclude(JsonInclude.Include.ALWAYS)
     public record SubscriptionStatusView(String name, long inFlight, long retrying, long parked, long delivered,
-            String lastError) {
+            String lastError, boolean disabled) {
     }
 }

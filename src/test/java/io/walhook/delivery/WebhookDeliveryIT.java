@@ -132,6 +132,7 @@ class WebhookDeliveryIT {
                         .contains("walhook_delivery_latency_seconds_count{subscription=\"shop\"}")
                         .contains("walhook_delivery_in_flight 0.0");
                 assertThat(receiver.requests("/gone")).as("disabled: nothing more sent").hasSize(goneRequests);
+                assertThat(oldStatus(walhook).get("disabled").asBoolean()).as("/status says so").isTrue();
 
                 // the endpoint is back and an operator replays: enabled again, every parked event arrives
                 gone.set(false);
@@ -146,6 +147,7 @@ class WebhookDeliveryIT {
                         .stream().map(r -> r.header("webhook-id")).toList();
                 assertThat(replayed).hasSize(4).doesNotHaveDuplicates();
                 assertThat(walhook.output()).contains("subscription old enabled again");
+                assertThat(oldStatus(walhook).get("disabled").asBoolean()).isFalse();
             }
         }
     }
@@ -334,6 +336,18 @@ class WebhookDeliveryIT {
                         receiver.requests("/capped").get(0).header("webhook-id"));
             }
         }
+    }
+
+    /** The "old" subscription's entry in /status. */
+    private static JsonNode oldStatus(WalhookProcess walhook) throws Exception {
+        String body = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                walhook.uri("/status")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        for (JsonNode subscription : JSON.readTree(body).get("subscriptions")) {
+            if (subscription.get("name").asText().equals("old")) {
+                return subscription;
+            }
+        }
+        throw new AssertionError("no subscription old in /status: " + body);
     }
 
     private static long parkedAttempts(PostgresServer pg, String database, String subscription) throws Exception {
