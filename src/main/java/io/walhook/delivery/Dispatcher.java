@@ -67,6 +67,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             long delivered, String lastError, boolean disabled) {
     }
 
+    /**
+     * Why a lane stopped retrying a request in memory ({@code after}, for the log), the attempts it
+     * made, and how soon to try again from the parked table.
+     */
+    private record GaveUp(String after, int attempts, Duration retryIn) {
+    }
+
     /** One event's copy for one subscription; {@code address} is the AMQP address it resolved to (null for webhooks). */
     private record Job(String eventId, Lsn commitLsn, Instant commitTime, byte[] body, String contentType,
             Map<String, String> headers, String address, Runnable done) {
@@ -271,11 +278,6 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         volatile String lastError;
         volatile long parkedBackoffMillis = MIN_BACKOFF.toMillis();
         volatile Instant nextParkedAttempt = Instant.MIN;
-        volatile String gaveUpAfter = "";
-        /** Attempts made at the request deliverWithinWindow last gave up on. */
-        int attemptsMade;
-        /** When a request given up on in memory is first retried from the parked table. */
-        volatile Duration retryParkedIn = Duration.ZERO;
 
         Lane(Subscription subscription, int index) {
             this.subscription = subscription;
@@ -321,13 +323,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                             AckTracker.completeAll(completions(batch));
                             continue;
                         }
-                        if (!deliverWithinWindow(Request.of(subscription, batch))) {
-                            park(batch, attemptsMade);
+                        GaveUp gaveUp = deliverWithinWindow(Request.of(subscription, batch));
+                        if (gaveUp != null) {
+                            park(batch, gaveUp.attempts());
                             metrics.parked(subscription.name(), batch.size());
                             parking = true;
-                            nextParkedAttempt = clock.instant().plus(retryParkedIn);
+                            nextParkedAttempt = clock.instant().plus(gaveUp.retryIn());
                             LOG.warnf("subscription %s: %s still failing after %s (%s); parking its events until it"
-                                    + " takes them again", subscription.name(), transport, gaveUpAfter, lastError);
+                                    + " takes them again", subscription.name(), transport, gaveUp.after(), lastError);
                         } else {
                             delivered.addAndGet(batch.size());
                             Instant committed = batch.get(0).commitTime();
@@ -380,8 +383,19 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             return batch;
         }
 
-        /** Tries until delivered (or gone); false when the retry window or the subscription's attempts ran out. */
-        private boolean deliverWithinWindow(List<Request> requests) throws InterruptedException {
+        /**
+         * Tries until delivered; null then, else why it gave up: the retry window or the subscription's
+         * attempts ran out, a 410 disabled the subscription, or its lane filled up behind the request.
+         */
+        private GaveUp deliverWithinWindow(List<Request> requests) throws InterruptedException {
+            try {
+                return retryInMemory(requests);
+            } finally {
+                retrying = false;
+            }
+        }
+
+        private GaveUp retryInMemory(List<Request> requests) throws InterruptedException {
             Request job = requests.get(0);
             MDC.remove("event");
             MDC.remove("attempt");
@@ -390,25 +404,17 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             int maxAttempts = subscription.retry().maxAttempts().orElse(Integer.MAX_VALUE);
             Instant giveUp = clock.instant().plus(window);
             long backoff = Math.min(MIN_BACKOFF.toMillis(), maxBackoff);
-            attemptsMade = 0;
             for (int attempt = 1; ; attempt++) {
                 if (disabled.contains(subscription.name())) {
-                    gaveUpAfter = "a 410 Gone disabled the subscription";
-                    retryParkedIn = settings.parkedRetryInterval();
-                    retrying = false;
-                    return false;
+                    return new GaveUp("a 410 Gone disabled the subscription", attempt - 1, settings.parkedRetryInterval());
                 }
                 Attempt result = attempt(requests);
-                attemptsMade = attempt;
                 if (result.outcome() == Outcome.GONE) {
-                    gaveUpAfter = "its destination answered 410 Gone, which disabled the subscription";
-                    retryParkedIn = settings.parkedRetryInterval();
-                    retrying = false;
-                    return false;
+                    return new GaveUp("its destination answered 410 Gone, which disabled the subscription", attempt,
+                            settings.parkedRetryInterval());
                 }
                 if (result.outcome() != Outcome.RETRY) {
-                    retrying = false;
-                    return true;
+                    return null;
                 }
                 retrying = true;
                 lastError = result.problem();
@@ -418,10 +424,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                         ? Math.min(result.retryAfter().get().toMillis(), maxBackoff * 10)
                         : Math.max(ThreadLocalRandom.current().nextLong(0, backoff + 1), 50);
                 if (attempt >= maxAttempts || clock.instant().plusMillis(wait).isAfter(giveUp)) {
-                    gaveUpAfter = attempt >= maxAttempts ? attempt + " attempts" : "its retry window of " + window;
-                    retryParkedIn = settings.parkedRetryInterval();
-                    retrying = false;
-                    return false;
+                    return new GaveUp(attempt >= maxAttempts ? attempt + " attempts" : "its retry window of " + window,
+                            attempt, settings.parkedRetryInterval());
                 }
                 MDC.put("event", job.id());
                 MDC.put("attempt", Integer.toString(attempt));
@@ -431,14 +435,12 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 // park now rather than hold them back for the rest of the window
                 long waitStart = System.nanoTime();
                 if (queue.awaitFull(waitStart + TimeUnit.MILLISECONDS.toNanos(wait))) {
-                    gaveUpAfter = attempt + " attempts, with " + LANE_CAPACITY + " more events waiting behind them";
                     // the parked requests keep this backoff's schedule, not the parked retry interval's
                     long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - waitStart);
-                    retryParkedIn = Duration.ofMillis(Math.max(wait - waited, 0));
                     parkedBackoffMillis = Math.min(Math.max(backoff * 2, MIN_BACKOFF.toMillis()),
                             settings.parkedRetryInterval().toMillis());
-                    retrying = false;
-                    return false;
+                    return new GaveUp(attempt + " attempts, with " + LANE_CAPACITY + " more events waiting behind them",
+                            attempt, Duration.ofMillis(Math.max(wait - waited, 0)));
                 }
                 backoff = Math.min(backoff * 2, maxBackoff);
             }
