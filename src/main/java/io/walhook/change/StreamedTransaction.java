@@ -75,11 +75,14 @@ final class StreamedTransaction implements AutoCloseable {
     /** Spill files are {@code walhook-spill-<pid>-<xid>-<random>.spill}: the pid tells whose they are. */
     private static final String PREFIX = "walhook-spill-";
     private static final String SUFFIX = ".spill";
+    private static final java.util.regex.Pattern SPILL_FILE = java.util.regex.Pattern.compile(
+            java.util.regex.Pattern.quote(PREFIX) + "(\\d{1,18})-.*" + java.util.regex.Pattern.quote(SUFFIX));
 
     /**
      * Deletes spill files left in {@code directory} by walhook processes that no longer run (a crash
      * or kill -9 in the middle of a streamed transaction, which the server sends again from its
-     * start); returns how many. Files of running processes, this one included, are kept.
+     * start); returns how many. Files of running processes, this one included, are kept, and so is
+     * whatever cannot be listed or deleted: never fatal.
      */
     static int removeStale(Path directory) {
         if (!Files.isDirectory(directory)) {
@@ -88,24 +91,23 @@ final class StreamedTransaction implements AutoCloseable {
         int removed = 0;
         try (java.util.stream.Stream<Path> files = Files.list(directory)) {
             for (Path file : (Iterable<Path>) files::iterator) {
-                String name = file.getFileName().toString();
-                if (!name.startsWith(PREFIX) || !name.endsWith(SUFFIX)) {
-                    continue;
-                }
-                String pid = name.substring(PREFIX.length(), Math.max(PREFIX.length(), name.indexOf('-', PREFIX.length())));
-                if (!pid.chars().allMatch(Character::isDigit) || pid.isEmpty()
-                        || ProcessHandle.of(Long.parseLong(pid)).isPresent()) {
-                    continue;
-                }
-                if (Files.deleteIfExists(file)) {
+                java.util.regex.Matcher name = SPILL_FILE.matcher(file.getFileName().toString());
+                if (name.matches() && ProcessHandle.of(Long.parseLong(name.group(1))).isEmpty() && deleted(file)) {
                     removed++;
                 }
             }
-        } catch (IOException | RuntimeException e) {
-            // a directory we cannot list or a file we cannot delete: left for the operator, never fatal
+        } catch (IOException | java.io.UncheckedIOException e) {
             return removed;
         }
         return removed;
+    }
+
+    private static boolean deleted(Path file) {
+        try {
+            return Files.deleteIfExists(file);
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** Moves what is in memory to a file; later appends go straight to it. */
