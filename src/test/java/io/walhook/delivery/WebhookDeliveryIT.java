@@ -182,10 +182,7 @@ class WebhookDeliveryIT {
     @Test
     void failingDestinationIsParkedSoTheSlotAdvancesAndOthersFlowThenCatchesUpInOrder() throws Exception {
         PostgresServer pg = TestPostgres.shared();
-        String database = pg.createDatabase("parking");
-        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
-            s.execute("CREATE TABLE items (id int PRIMARY KEY, n int)");
-        }
+        String database = itemsDatabase(pg, "parking");
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<String> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
@@ -223,8 +220,7 @@ class WebhookDeliveryIT {
                 await().atMost(WAIT).until(() -> accepted.size() == 40);
                 assertThat(accepted).as("every parked event, once").containsExactlyInAnyOrderElementsOf(ids);
                 // row 1 changed 21 times: its changes arrive in commit order
-                List<String> row1 = receiver.requests("/down").stream().filter(r -> accepted.contains(r.header("webhook-id"))
-                        && r.body().contains("\"new\":{\"id\":1,")).map(r -> r.header("webhook-id")).distinct().toList();
+                List<String> row1 = acceptedChangesOfRow1(receiver, accepted);
                 assertThat(row1).hasSize(21).isSorted();
                 await().atMost(WAIT).until(() -> parked(pg, database) == 0);
                 // and new events go straight through again
@@ -239,10 +235,7 @@ class WebhookDeliveryIT {
     @Test
     void aDestinationFailingWithinItsRetryWindowParksOnceItsLaneIsFullSoOthersAreNotHeldBack() throws Exception {
         PostgresServer pg = TestPostgres.shared();
-        String database = pg.createDatabase("fulllane");
-        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
-            s.execute("CREATE TABLE items (id int PRIMARY KEY, n int)");
-        }
+        String database = itemsDatabase(pg, "fulllane");
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<String> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
         AtomicInteger upEvents = new AtomicInteger();
@@ -288,8 +281,7 @@ class WebhookDeliveryIT {
                 down.set(false);
                 await().atMost(WAIT).until(() -> accepted.size() == 2501);
                 assertThat(accepted).doesNotHaveDuplicates();
-                List<String> row1 = receiver.requests("/down").stream().filter(r -> accepted.contains(r.header("webhook-id"))
-                        && r.body().contains("\"new\":{\"id\":1,")).map(r -> r.header("webhook-id")).distinct().toList();
+                List<String> row1 = acceptedChangesOfRow1(receiver, accepted);
                 assertThat(row1).hasSize(2).isSorted();
                 assertThat(accepted).as("one lane: everything in commit order").isSorted();
                 await().atMost(WAIT).until(() -> parked(pg, database) == 0);
@@ -336,6 +328,21 @@ class WebhookDeliveryIT {
                         receiver.requests("/capped").get(0).header("webhook-id"));
             }
         }
+    }
+
+    /** A new database with the table the parking tests change: items (id, n). */
+    private static String itemsDatabase(PostgresServer pg, String prefix) throws Exception {
+        String database = pg.createDatabase(prefix);
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE items (id int PRIMARY KEY, n int)");
+        }
+        return database;
+    }
+
+    /** The ids /down accepted for row 1's changes, in the order they arrived, each once. */
+    private static List<String> acceptedChangesOfRow1(WebhookReceiver receiver, List<String> accepted) {
+        return receiver.requests("/down").stream().filter(r -> accepted.contains(r.header("webhook-id"))
+                && r.body().contains("\"new\":{\"id\":1,")).map(r -> r.header("webhook-id")).distinct().toList();
     }
 
     /** The "old" subscription's entry in /status. */

@@ -1,0 +1,28 @@
+package io.walhook.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.sql.SQLException;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** Which database failures of the API are the client's to retry (503) and which are walhook's (500). */
+class ProblemMapperTest {
+
+    @ParameterizedTest
+    @CsvSource(nullValues = "none", value = {
+        "08001, 503", // connection refused
+        "08006, 503", // connection lost
+        "57P01, 503", // the server is shutting down
+        "53300, 503", // too many connections
+        "none,  503", // the pool timed out waiting for a connection
+        "42P01, 500", // an undefined table: walhook's own mistake
+        "23505, 500", // a unique violation
+    })
+    void aDatabaseThatCannotBeReachedIsUnavailableAndAnyOtherFailureIsAnError(String sqlState, int status) {
+        jakarta.ws.rs.core.Response response = new ProblemMapper().database(new SQLException("failed", sqlState));
+        assertThat(response.getStatus()).isEqualTo(status);
+        assertThat(response.getMediaType().toString()).startsWith("application/problem+json");
+    }
+}
