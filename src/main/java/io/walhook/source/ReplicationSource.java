@@ -6,12 +6,15 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 import jakarta.annotation.Priority;
 import jakarta.enterprise.event.Observes;
+import jakarta.enterprise.event.ObservesAsync;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 
+import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
 import io.agroal.api.AgroalDataSource;
@@ -22,6 +25,9 @@ import io.quarkus.runtime.PreventFurtherStepsException;
 import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
+import io.quarkus.vertx.http.DomainSocketServerStart;
+import io.quarkus.vertx.http.HttpServerStart;
+import io.quarkus.vertx.http.HttpsServerStart;
 import io.walhook.checkpoint.CheckpointStore;
 import io.walhook.config.AmqpUrl;
 import io.walhook.config.ConfigProblem;
@@ -67,6 +73,8 @@ public class ReplicationSource {
     private volatile Role role = Role.STARTING;
     private volatile boolean stopping;
     private volatile String routingFailure;
+    /** Completes when the first HTTP server listens; the pipeline starts then (see onListening). */
+    private final CompletableFuture<Void> listening = new CompletableFuture<>();
     private int polls;
     private final io.vertx.core.Vertx vertx;
     /** Every webhook's HTTP client, delivery's and the API test-fire's (it connects on first use). */
@@ -121,6 +129,9 @@ public class ReplicationSource {
 
     void onStart(@Observes @Priority(20) StartupEvent event) {
         SourceUrl source = StartupCheck.validate(config);
+        if (!ConfigProvider.getConfig().getOptionalValue("quarkus.http.host-enabled", Boolean.class).orElse(true)) {
+            listening.complete(null); // no plain HTTP server to wait for
+        }
         List<Subscription> configured;
         Map<String, String> extensions;
         try {
@@ -222,14 +233,38 @@ public class ReplicationSource {
         sender.resumeParked(registry.router().subscriptions());
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader = resumed;
-        resumed.start();
         Thread routing = new Thread(new RoutingLoop(resumed.events(), resumed.tracker(), registry, encoder, sender,
                 deliveryMetrics), "walhook-routing");
         routing.setDaemon(true);
         routing.setUncaughtExceptionHandler((t, e) -> routingFailure = String.valueOf(e.getMessage()));
-        routing.start();
-        drain = routing;
         role = Role.ACTIVE;
+        listening.thenRun(() -> {
+            synchronized (this) { // not after onStop began
+                if (!stopping) {
+                    resumed.start();
+                    routing.start();
+                    drain = routing;
+                }
+            }
+        });
+    }
+
+    /*
+     * Streaming starts once the HTTP server listens, not in the start-up observer: a backlog's
+     * catch-up then does not compete with the rest of start-up for the CPU, health and /status
+     * answer from its first event, and a start-up that fails late (the port taken) has delivered
+     * nothing. Quarkus fires these asynchronously when each server listens.
+     */
+    void onListening(@ObservesAsync HttpServerStart event) {
+        listening.complete(null);
+    }
+
+    void onListening(@ObservesAsync HttpsServerStart event) {
+        listening.complete(null);
+    }
+
+    void onListening(@ObservesAsync DomainSocketServerStart event) {
+        listening.complete(null);
     }
 
     /** The subscription's transport, as delivery uses it (also the API's test-fire). */
@@ -393,7 +428,9 @@ public class ReplicationSource {
      * delivered by then is read again by the next active instance, with the same ids.
      */
     void onStop(@Observes ShutdownEvent event) throws InterruptedException {
-        stopping = true;
+        synchronized (this) {
+            stopping = true;
+        }
         if (standby != null) {
             standby.interrupt();
         }

@@ -1,9 +1,16 @@
 package io.walhook.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -13,6 +20,7 @@ import io.walhook.testing.EmbeddedPostgres;
 import io.walhook.testing.PostgresServer;
 import io.walhook.testing.TestPostgres;
 import io.walhook.testing.WalhookProcess;
+import io.walhook.testing.WebhookReceiver;
 
 /** The packaged jar, configured by environment variables: bad values stop it with one line. */
 class StartupIT {
@@ -76,14 +84,14 @@ class StartupIT {
         String other = pg.createDatabase("slotowner");
         String mine = pg.createDatabase("slotborrower");
         String slot = "borrowed_" + ProcessHandle.current().pid();
-        try (java.sql.Connection c = pg.connect(other); java.sql.Statement s = c.createStatement()) {
+        try (Connection c = pg.connect(other); Statement s = c.createStatement()) {
             s.execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
         }
         try {
             assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(mine), "WALHOOK_SLOT", slot),
                     "WALHOOK_SLOT", "belongs to database " + other);
         } finally {
-            try (java.sql.Connection c = pg.connect(other); java.sql.Statement s = c.createStatement()) {
+            try (Connection c = pg.connect(other); Statement s = c.createStatement()) {
                 s.execute("SELECT pg_drop_replication_slot('" + slot + "')");
             }
         }
@@ -108,6 +116,58 @@ class StartupIT {
         }
     }
 
+    /**
+     * Streaming starts once the HTTP server listens: a walhook whose port is taken stops before it
+     * reads the slot, so it delivers none of the backlog and acknowledges nothing; the next start
+     * delivers all of it.
+     */
+    @Test
+    void aStartUpThatCannotListenDeliversNothingOfTheBacklog() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("listen");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE orders (id int PRIMARY KEY)");
+        }
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                    "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"), "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
+            try (WalhookProcess first = WalhookProcess.start(env)) { // creates the slot and publication
+                first.awaitReady(EXIT);
+            }
+            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                s.execute("INSERT INTO orders SELECT g FROM generate_series(1, 200) g");
+            }
+            String confirmed = confirmedFlush(pg, database);
+
+            try (ServerSocket taken = new ServerSocket(0, 50, InetAddress.getByName("0.0.0.0"))) {
+                Map<String, String> onTakenPort = new HashMap<>(env);
+                onTakenPort.put("QUARKUS_HTTP_PORT", Integer.toString(taken.getLocalPort()));
+                try (WalhookProcess blocked = WalhookProcess.start(onTakenPort)) {
+                    int status = blocked.awaitExit(EXIT);
+                    assertThat(status).as(blocked.output()).isNotZero();
+                    assertThat(blocked.output()).contains(Integer.toString(taken.getLocalPort()))
+                            .doesNotContain("streaming slot");
+                }
+            }
+            assertThat(receiver.requests("/all")).isEmpty();
+            assertThat(confirmedFlush(pg, database)).isEqualTo(confirmed);
+
+            try (WalhookProcess second = WalhookProcess.start(env)) {
+                second.awaitReady(EXIT);
+                await().atMost(EXIT).until(() -> receiver.requests("/all").size() == 200);
+            }
+        }
+    }
+
+    private static String confirmedFlush(PostgresServer pg, String slot) throws Exception {
+        try (Connection c = pg.connect(slot); Statement s = c.createStatement();
+                ResultSet r = s.executeQuery("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '"
+                        + slot + "'")) {
+            assertThat(r.next()).isTrue();
+            return r.getString(1);
+        }
+    }
+
     @Test
     void walLevelOtherThanLogicalStopsStartupWithTheFix() throws Exception {
         EmbeddedPostgres replica = EmbeddedPostgres.builder().setting("wal_level", "replica").start();
@@ -123,7 +183,7 @@ class StartupIT {
     void roleWithoutReplicationStopsStartupWithTheFix() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("norepl");
-        try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement()) {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
             s.execute("CREATE ROLE plain_" + database + " LOGIN PASSWORD 'pw'");
             s.execute("GRANT CREATE ON DATABASE " + database + " TO plain_" + database);
         }
