@@ -362,14 +362,16 @@ public final class Bench {
         env.put("WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
         env.put("WALHOOK_SUBSCRIPTIONS_BENCH_TABLES", "public.bench");
         env.putAll(new java.util.TreeMap<>(sink.subscription("WALHOOK_SUBSCRIPTIONS_BENCH_", o.batch())));
-        // profiling: e.g. WALHOOK_BENCH_JAVA_OPTIONS=-XX:StartFlightRecording=filename=/tmp/wh.jfr,settings=profile
+        // more JVM options after walhook's own (a later one wins), e.g. a profiler:
+        // WALHOOK_BENCH_JAVA_OPTIONS=-XX:StartFlightRecording=filename=/tmp/wh.jfr,settings=profile
         String javaOptions = System.getenv("WALHOOK_BENCH_JAVA_OPTIONS");
-        if (javaOptions != null && !javaOptions.isBlank()) {
-            env.put("JAVA_TOOL_OPTIONS", javaOptions);
-        }
-        say("starting walhook (target/quarkus-app/quarkus-run.jar, -Xmx" + o.walhookHeap() + ") with:");
+        List<String> extra = javaOptions == null || javaOptions.isBlank() ? List.of()
+                : List.of(javaOptions.strip().split("\\s+"));
+        say("starting walhook (target/quarkus-app/quarkus-run.jar, -Xmx" + o.walhookHeap() + " "
+                + String.join(" ", WalhookProcess.JVM_OPTIONS) + (extra.isEmpty() ? "" : " " + String.join(" ", extra))
+                + ") with:");
         env.forEach((k, v) -> System.out.println("    " + k + "=" + v));
-        WalhookProcess process = WalhookProcess.start(env, o.walhookHeap());
+        WalhookProcess process = WalhookProcess.start(env, o.walhookHeap(), extra);
         walhook = process;
         long pid = process.pid();
 
@@ -535,6 +537,9 @@ public final class Bench {
         row("  its CPU", "walsender " + cpu(base.walsender) + "; pg_recvlogical " + cpu(base.client));
         row("walhook", String.format(Locale.ROOT, "%.2f s, %,.0f events/s (first event after %.2f s)",
                 w.seconds, walhookRate, w.toFirstEvent));
+        String extra = System.getenv().getOrDefault("WALHOOK_BENCH_JAVA_OPTIONS", "").strip();
+        row("  its JVM options", "-Xmx" + o.walhookHeap() + " " + String.join(" ", WalhookProcess.JVM_OPTIONS)
+                + (extra.isEmpty() ? "" : " " + extra));
         row("  its CPU", "walsender " + cpu(w.walsender) + "; walhook " + cpu(w.cpu));
         if (drains.size() > 1) {
             StringBuilder all = new StringBuilder();

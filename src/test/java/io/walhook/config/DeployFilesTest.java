@@ -25,6 +25,7 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.walhook.routing.SubscriptionConfigReader;
+import io.walhook.testing.WalhookProcess;
 
 /**
  * The files under {@code deploy/} cannot be run here (no Docker engine, no cluster): this test
@@ -152,6 +153,39 @@ class DeployFilesTest {
         String secret = (String) env.get("WALHOOK_SUBSCRIPTIONS_DEMO_SECRET");
         assertThat(secret).startsWith("whsec_");
         assertThat(Base64.getDecoder().decode(secret.substring("whsec_".length()))).hasSizeGreaterThanOrEqualTo(16);
+    }
+
+    /**
+     * The image, compose and Kubernetes run walhook with the JVM options the tests and the benchmark
+     * use ({@link WalhookProcess#JVM_OPTIONS}); run-java.sh takes its collector from GC_CONTAINER_OPTIONS.
+     */
+    @Test
+    void everyLauncherUsesTheJvmOptionsTheTestsAndBenchmarkUse() throws IOException {
+        List<String> jit = WalhookProcess.JVM_OPTIONS.stream().filter(o -> !o.equals("-XX:+UseSerialGC")).toList();
+        assertThat(WalhookProcess.JVM_OPTIONS).contains("-XX:+UseSerialGC");
+        String dockerfile = Files.readString(DEPLOY.resolve("Dockerfile.jvm"), StandardCharsets.UTF_8);
+        assertThat(dockerEnv(dockerfile, "GC_CONTAINER_OPTIONS")).isEqualTo("-XX:+UseSerialGC");
+        assertThat(dockerEnv(dockerfile, "JAVA_OPTS_APPEND").split(" ")).as("Dockerfile.jvm").contains(jit.toArray(String[]::new));
+
+        Map<String, Object> compose = map(at(load(DEPLOY.resolve("compose.yaml")).get(0), "services", "walhook", "environment"),
+                "walhook's environment");
+        assertThat(((String) compose.get("JAVA_OPTS_APPEND")).split(" ")).as("compose.yaml").contains(jit.toArray(String[]::new));
+
+        Map<String, Object> container = map(at(only(objects(DEPLOY.resolve("k8s")), "Deployment"), "spec", "template", "spec",
+                "containers", 0), "container");
+        String k8sOptions = list(at(container, "env"), "env").stream().map(e -> map(e, "env entry"))
+                .filter(e -> "JAVA_OPTS_APPEND".equals(e.get("name"))).map(e -> (String) e.get("value")).findFirst().orElse("");
+        assertThat(k8sOptions.split(" ")).as("k8s/deployment.yaml").contains(jit.toArray(String[]::new));
+
+        assertThat(Files.readString(Path.of("README.md"), StandardCharsets.UTF_8)).as("the README's java command")
+                .contains("java -Xmx256m " + String.join(" ", WalhookProcess.JVM_OPTIONS) + " \\\n  -jar target/quarkus-app/quarkus-run.jar");
+    }
+
+    /** The value of {@code ENV NAME="..."} in a Dockerfile. */
+    private static String dockerEnv(String dockerfile, String name) {
+        Matcher env = Pattern.compile("(?m)^ENV " + name + "=\"([^\"]*)\"").matcher(dockerfile);
+        assertThat(env.find()).as("ENV " + name + " in the Dockerfile").isTrue();
+        return env.group(1);
     }
 
     @Test

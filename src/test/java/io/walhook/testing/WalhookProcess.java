@@ -21,6 +21,16 @@ import java.util.concurrent.TimeUnit;
  */
 public final class WalhookProcess implements AutoCloseable {
 
+    /**
+     * The JVM options walhook runs with, here as in deploy/ (Dockerfile.jvm, compose, k8s: DeployFilesTest
+     * keeps them the same). Serial GC for the small heap; and on a machine of one or two cores, a JIT
+     * that does less while a backlog warms it up: tier 2 instead of tier 3's full profiling while C2
+     * is behind (Tier3DelayOn/Off), and C2 calls a callee it already compiled to over 300 bytes
+     * rather than compiling it again inline (InlineSmallCode). README "Drain" has the measurements.
+     */
+    public static final List<String> JVM_OPTIONS = List.of("-XX:+UseSerialGC", "-XX:InlineSmallCode=300",
+            "-XX:Tier3DelayOn=1", "-XX:Tier3DelayOff=1");
+
     private final Process process;
     private final Path output;
     private final int httpPort;
@@ -58,13 +68,26 @@ public final class WalhookProcess implements AutoCloseable {
 
     /** As {@link #start(Map)}, with this maximum heap ({@code -Xmx}, e.g. {@code 256m}). */
     public static WalhookProcess start(Map<String, String> env, String maxHeap) {
+        return start(env, maxHeap, List.of());
+    }
+
+    /**
+     * As {@link #start(Map, String)}, with more JVM options after {@link #JVM_OPTIONS} (a later one
+     * wins: the benchmark compares other settings this way); the native executable takes none.
+     */
+    public static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions) {
         int port = freePort();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
-            List<String> command = new ArrayList<>(Boolean.getBoolean("walhook.it.native")
-                    ? List.of(nativeExecutable().toString(), "-Xmx" + maxHeap)
-                    : List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                            "-Xmx" + maxHeap, "-XX:+UseSerialGC", "-jar", jar().toString()));
+            List<String> command = new ArrayList<>();
+            if (Boolean.getBoolean("walhook.it.native")) {
+                command.addAll(List.of(nativeExecutable().toString(), "-Xmx" + maxHeap));
+            } else {
+                command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx" + maxHeap));
+                command.addAll(JVM_OPTIONS);
+                command.addAll(jvmOptions);
+                command.addAll(List.of("-jar", jar().toString()));
+            }
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                     .redirectOutput(output.toFile());
             Map<String, String> environment = builder.environment();
