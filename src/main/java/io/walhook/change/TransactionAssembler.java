@@ -49,6 +49,8 @@ public final class TransactionAssembler {
     /** Converters share scratch buffers: events must be written to JSON by one thread at a time. */
     private final ValueConverters valueConverters = new ValueConverters();
     private final Map<Long, RelationInfo> relations = new HashMap<>();
+    /** The relation of the last change, while no Relation message has replaced one since. */
+    private RelationInfo lastRelation;
     private final Map<Long, PgOutputMessage.Type> types = new HashMap<>();
     private final Map<Long, StreamedTransaction> streams = new LinkedHashMap<>();
     private Lsn skipBefore = Lsn.INVALID;
@@ -292,13 +294,19 @@ public final class TransactionAssembler {
         }
         boolean routed = !relation.effectiveNamespace().equals(stateSchema);
         relations.put(relation.relationId(), new RelationInfo(relation, converters, routed));
+        lastRelation = null;
     }
 
     private RelationInfo relationFor(long oid, PgOutputMessage m) {
+        RelationInfo last = lastRelation;
+        if (last != null && last.oid() == oid) {
+            return last; // runs of changes to one table: no boxed key, no map lookup
+        }
         RelationInfo info = relations.get(oid);
         if (info == null) {
             throw protocol(m.messageType() + " for relation " + Long.toUnsignedString(oid) + " before its Relation message");
         }
+        lastRelation = info;
         return info;
     }
 
