@@ -116,12 +116,12 @@ public final class EventJsonWriter {
         } else {
             writeMessage(event, json);
         }
-        json.name(LSN).string(event.lsn().toString());
+        json.name(LSN).lsn(event.lsn());
         TxInfo tx = event.tx();
         if (tx != lastTx) {
             String time = formatTime(tx.commitTime());
             lastTxFields = new JsonBuffer(96).startObject().name(XID).number(tx.xid())
-                    .name(COMMIT_LSN).string(tx.commitLsn().toString())
+                    .name(COMMIT_LSN).lsn(tx.commitLsn())
                     .name(COMMIT_TIME_FIELD).string(time).toFieldBytes();
             lastTx = tx;
         }

@@ -3,6 +3,8 @@ package io.walhook.change;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
+import io.walhook.pgoutput.Lsn;
+
 /**
  * UTF-8 JSON written into a growable byte array: what events, CloudEvents and column values need of
  * a JSON generator and nothing more. It writes what Jackson's byte-level generator wrote for walhook
@@ -251,6 +253,16 @@ public final class JsonBuffer {
             out[p++] = (byte) text[i];
         }
         size = p;
+        return this;
+    }
+
+    /** An LSN as a string in PostgreSQL's form ({@code "16/B374D848"}): hex digits and a slash, nothing to escape. */
+    public JsonBuffer lsn(Lsn lsn) {
+        beforeValue();
+        ensure(19);
+        bytes[size++] = '"';
+        size = lsn.writeText(bytes, size);
+        bytes[size++] = '"';
         return this;
     }
 

@@ -139,10 +139,29 @@ public record Lsn(long value) implements Comparable<Lsn> {
         }
     }
 
+    /**
+     * {@link #toString()}'s text as ASCII bytes into {@code out} from {@code at} (at most 17 bytes);
+     * returns the next index. The event writer puts it straight into the JSON.
+     */
+    public int writeText(byte[] out, int at) {
+        int end = hexDigits(value >>> 32, out, at);
+        out[end++] = '/';
+        return hexDigits(value & 0xFFFF_FFFFL, out, end);
+    }
+
+    private static int hexDigits(long v, byte[] out, int at) {
+        int end = at + Math.max(1, (67 - Long.numberOfLeadingZeros(v)) / 4);
+        int i = end;
+        do {
+            out[--i] = (byte) HEX[(int) (v & 0xF)];
+            v >>>= 4;
+        } while (v != 0);
+        return end;
+    }
+
     /** PostgreSQL's text form, {@code %X/%X}: {@code 16/B374D848}. */
     @Override
     public String toString() {
-        // every event writes two of these: no intermediate strings
         char[] text = new char[17];
         int at = hexDigits(value >>> 32, text, 0);
         text[at++] = '/';

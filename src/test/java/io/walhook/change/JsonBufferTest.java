@@ -21,6 +21,8 @@ import net.jqwik.api.Property;
 import net.jqwik.api.constraints.CharRange;
 import net.jqwik.api.constraints.Chars;
 
+import io.walhook.pgoutput.Lsn;
+
 /**
  * The JSON buffer events are written with: separators from the nesting, Jackson's escapes byte for
  * byte (walhook wrote events with Jackson's byte generator before, and receivers may compare bytes
@@ -46,6 +48,20 @@ class JsonBufferTest {
         String text = json.toString();
         assertThat(text).isEqualTo("{\"a\":1,\"b\":[2,null,[],{},true,false],\"c\":{\"d\":\"e\"},\"f\":{\"g\":[1]}}");
         assertThat(MAPPER.readTree(text).get("b").size()).isEqualTo(6);
+    }
+
+    @Test
+    void lsnsAreWrittenAsPostgresSpellsThem() throws IOException {
+        long[] values = {0L, 1L, 0x16_B374_D848L, 0xFFFF_FFFFL, 0x1_0000_0000L, 0xABCD_EF01_2345_6789L, -1L};
+        for (long value : values) {
+            Lsn lsn = Lsn.of(value);
+            // a buffer that must grow for it, between other values
+            JsonBuffer json = new JsonBuffer(1).startArray().number(1).lsn(lsn).string("x").endArray();
+            assertThat(json.toString()).as(lsn.toString()).isEqualTo("[1,\"" + lsn + "\",\"x\"]");
+            assertThat(Lsn.parse(MAPPER.readTree(json.toString()).get(1).asText())).isEqualTo(lsn);
+        }
+        assertThat(new JsonBuffer().lsn(Lsn.of(-1L)).toString()).isEqualTo("\"FFFFFFFF/FFFFFFFF\"");
+        assertThat(new JsonBuffer().lsn(Lsn.of(0x16_B374_D848L)).toString()).isEqualTo("\"16/B374D848\"");
     }
 
     @Test
