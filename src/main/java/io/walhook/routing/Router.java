@@ -24,6 +24,8 @@ public final class Router {
     /* Candidates are indexes into these: the subscription, and its operations as one bit per ordinal
        (an immutable Set's contains() hashes the enum, several times slower than the rest of routing). */
     private final Subscription[] all;
+    /** Each subscription as a list of one: what route returns when it is the only match. */
+    private final List<Subscription>[] alone;
     private final int[] operationBits;
     private final int[] messageSubscribers;
     private final Map<RelationInfo, int[]> byRelation = new WeakHashMap<>();
@@ -34,6 +36,12 @@ public final class Router {
     public Router(List<Subscription> subscriptions) {
         this.subscriptions = List.copyOf(subscriptions);
         this.all = this.subscriptions.toArray(Subscription[]::new);
+        @SuppressWarnings("unchecked")
+        List<Subscription>[] lists = new List[all.length];
+        for (int i = 0; i < all.length; i++) {
+            lists[i] = List.of(all[i]);
+        }
+        this.alone = lists;
         this.operationBits = new int[all.length];
         for (int i = 0; i < all.length; i++) {
             for (Operation op : all[i].operations()) {
@@ -48,7 +56,8 @@ public final class Router {
     }
 
     /**
-     * The subscriptions that want this event, in the order they were given. Filters read the rows
+     * The subscriptions that want this event, in the order they were given; when only one does, the
+     * same unmodifiable list every time, so the usual event makes no list. Filters read the rows
      * straight from the event's tuples ({@link CelVariables#of(ChangeEvent)}): call it on the thread
      * that writes events.
      */
@@ -66,7 +75,9 @@ public final class Router {
         if (candidates.length == 0) {
             return List.of();
         }
-        List<Subscription> matched = new ArrayList<>(candidates.length);
+        // one match, the usual case, is its subscription's own list: no list made per event
+        int first = -1;
+        List<Subscription> matched = null;
         CelVariables variables = null;
         int op = 1 << event.op().ordinal();
         for (int candidate : candidates) {
@@ -82,9 +93,17 @@ public final class Router {
                     continue;
                 }
             }
-            matched.add(subscription);
+            if (first < 0) {
+                first = candidate;
+            } else {
+                if (matched == null) {
+                    matched = new ArrayList<>(candidates.length);
+                    matched.add(all[first]);
+                }
+                matched.add(subscription);
+            }
         }
-        return matched;
+        return matched != null ? matched : first >= 0 ? alone[first] : List.of();
     }
 
     private int[] forRelation(RelationInfo relation) {
