@@ -1,5 +1,7 @@
 package io.walhook.change;
 
+import java.nio.charset.StandardCharsets;
+
 import io.walhook.pgoutput.Lsn;
 import io.walhook.pgoutput.ReplicaIdentity;
 import io.walhook.pgoutput.TupleData;
@@ -73,15 +75,16 @@ public final class ChangeEvent {
             for (int rest = seq / 10_000; rest > 0; rest /= 10) {
                 digits++;
             }
-            char[] text = new char[17 + digits];
+            // as Latin-1 bytes, the String's own form: no char[] to compress
+            byte[] text = new byte[17 + digits];
             tx.commitLsn().hex16(text, 0);
             text[16] = '-';
             int position = seq;
             for (int p = text.length - 1; p > 16; p--) {
-                text[p] = (char) ('0' + position % 10);
+                text[p] = (byte) ('0' + position % 10);
                 position /= 10;
             }
-            made = new String(text);
+            made = new String(text, StandardCharsets.ISO_8859_1);
             id = made;
         }
         return made;

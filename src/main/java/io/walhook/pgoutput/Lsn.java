@@ -1,5 +1,7 @@
 package io.walhook.pgoutput;
 
+import java.nio.charset.StandardCharsets;
+
 /**
  * A PostgreSQL write-ahead log position ({@code pg_lsn}): an unsigned 64-bit byte offset into the WAL.
  *
@@ -125,16 +127,16 @@ public record Lsn(long value) implements Comparable<Lsn> {
 
     /** The value as 16 uppercase hexadecimal digits, zero-padded ({@code 00000016B374D848}); sorts like the LSN. */
     public String hex16() {
-        char[] out = new char[16];
+        byte[] out = new byte[16];
         hex16(out, 0);
-        return new String(out);
+        return new String(out, StandardCharsets.ISO_8859_1);
     }
 
-    /** {@link #hex16()} written into {@code out} from {@code at}. */
-    public void hex16(char[] out, int at) {
+    /** {@link #hex16()} as ASCII bytes into {@code out} from {@code at}. */
+    public void hex16(byte[] out, int at) {
         long v = value;
         for (int i = at + 15; i >= at; i--) {
-            out[i] = HEX[(int) (v & 0xF)];
+            out[i] = (byte) HEX[(int) (v & 0xF)];
             v >>>= 4;
         }
     }
