@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import io.netty.buffer.Unpooled;
-import io.vertx.core.Future;
+import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
@@ -20,6 +20,7 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
+import io.vertx.core.impl.VertxInternal;
 import io.vertx.core.net.TrustOptions;
 import io.walhook.routing.Destination;
 
@@ -28,7 +29,7 @@ import io.walhook.routing.Destination;
  * host, HTTP/2 where a TLS server offers it (ALPN), plain HTTP/1.1 otherwise (no h2c upgrade
  * dance with plain-HTTP receivers). Redirects are not followed: a 3xx is a failure.
  *
- * <p>A lane's thread calls {@link #post} and waits; the event loop does the I/O. The body is
+ * <p>A lane's thread calls {@link #post} and waits; its channel's event loop does the I/O. The body is
  * handed to Netty without a copy; the response body is read and dropped, so the connection can be
  * reused.
  */
@@ -38,8 +39,17 @@ public final class WebhookClient implements AutoCloseable {
     static final int POOL_SIZE = 64;
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
-    private final HttpClient plain;
-    private final HttpClient tls;
+    /**
+     * An event loop's context and the clients whose connections live on it: a request runs on its
+     * channel's context from start to end, so the connection's I/O and the request's callbacks are
+     * on one thread, with no hand-over between event loops. Half a channel per core, at least one:
+     * on one or two cores (1,000 requests of 163 KB from four threads) one event loop took a third
+     * less CPU than four.
+     */
+    private record Channel(Context context, HttpClient plain, HttpClient tls) {
+    }
+
+    private final Channel[] channels;
     /** Each destination's URL parsed once (Vert.x would parse the text on every request); a few hundred at most. */
     private final Map<URI, java.net.URL> urls = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -51,13 +61,17 @@ public final class WebhookClient implements AutoCloseable {
     /** Trusts {@code trust} instead of the JVM's certificates (tests: a self-signed receiver); null: the JVM's. */
     WebhookClient(Vertx vertx, TrustOptions trust) {
         PoolOptions pool = new PoolOptions().setHttp1MaxSize(POOL_SIZE).setHttp2MaxSize(POOL_SIZE / 8);
-        this.plain = vertx.createHttpClient(options().setProtocolVersion(HttpVersion.HTTP_1_1), pool);
         HttpClientOptions tlsOptions = options().setSsl(true).setUseAlpn(true).setVerifyHost(true)
                 .setProtocolVersion(HttpVersion.HTTP_2);
         if (trust != null) {
             tlsOptions.setTrustOptions(trust);
         }
-        this.tls = vertx.createHttpClient(tlsOptions, pool);
+        this.channels = new Channel[Math.max(1, Runtime.getRuntime().availableProcessors() / 2)];
+        for (int i = 0; i < channels.length; i++) {
+            channels[i] = new Channel(((VertxInternal) vertx).createEventLoopContext(),
+                    vertx.createHttpClient(options().setProtocolVersion(HttpVersion.HTTP_1_1), pool),
+                    vertx.createHttpClient(tlsOptions, pool));
+        }
     }
 
     private static HttpClientOptions options() {
@@ -90,13 +104,21 @@ public final class WebhookClient implements AutoCloseable {
         }
         formatHeaders.forEach(options::putHeader);
         destination.headers().forEach(options::putHeader);
-        HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? tls : plain;
+        // a calling thread (a lane) always uses the same channel
+        Channel channel = channels[(int) Math.floorMod(Thread.currentThread().getId(), (long) channels.length)];
+        HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? channel.tls() : channel.plain();
         CompletableFuture<HttpClientRequest> sent = new CompletableFuture<>();
-        Future<Response> response = client.request(options).compose(request -> {
+        CompletableFuture<Response> result = new CompletableFuture<>();
+        channel.context().runOnContext(start -> client.request(options).compose(request -> {
             sent.complete(request);
             return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
-        }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after"))));
-        CompletableFuture<Response> result = response.toCompletionStage().toCompletableFuture();
+        }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after")))).onComplete(done -> {
+            if (done.succeeded()) {
+                result.complete(done.result());
+            } else {
+                result.completeExceptionally(done.cause());
+            }
+        }));
         try {
             return result.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
@@ -126,7 +148,9 @@ public final class WebhookClient implements AutoCloseable {
 
     @Override
     public void close() {
-        plain.close();
-        tls.close();
+        for (Channel channel : channels) {
+            channel.plain().close();
+            channel.tls().close();
+        }
     }
 }
