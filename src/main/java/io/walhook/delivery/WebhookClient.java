@@ -109,16 +109,22 @@ public final class WebhookClient implements AutoCloseable {
         HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? channel.tls() : channel.plain();
         CompletableFuture<HttpClientRequest> sent = new CompletableFuture<>();
         CompletableFuture<Response> result = new CompletableFuture<>();
-        channel.context().runOnContext(start -> client.request(options).compose(request -> {
-            sent.complete(request);
-            return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
-        }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after")))).onComplete(done -> {
-            if (done.succeeded()) {
-                result.complete(done.result());
-            } else {
-                result.completeExceptionally(done.cause());
+        channel.context().runOnContext(start -> {
+            try {
+                client.request(options).compose(request -> {
+                    sent.complete(request);
+                    return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
+                }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after")))).onComplete(done -> {
+                    if (done.succeeded()) {
+                        result.complete(done.result());
+                    } else {
+                        result.completeExceptionally(done.cause());
+                    }
+                });
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e); // at once, not as a timeout
             }
-        }));
+        });
         try {
             return result.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {

@@ -136,6 +136,20 @@ class WebhookClientTest {
     }
 
     @Test
+    void aClosedClientFailsTheAttemptAtOnceRatherThanAsATimeout() throws Exception {
+        HttpServer server = listen(new HttpServerOptions(), request -> request.response().end(), new AtomicInteger());
+        try {
+            WebhookClient closed = new WebhookClient(vertx);
+            closed.close(); // as at shutdown, with a lane still posting
+            assertThatThrownBy(() -> closed.post(webhook(server, "http", "/ok"), "evt_1", new byte[0], "application/json",
+                    Map.of(), 1, Duration.ofSeconds(30)))
+                    .isInstanceOf(IOException.class).hasMessageNotContaining("no response within");
+        } finally {
+            close(server);
+        }
+    }
+
+    @Test
     void nobodyListeningIsAConnectionErrorNamed() throws Exception {
         // a port that was just free and is closed again at once (a closed Vert.x server could still
         // accept a connection for a moment and reset it)
