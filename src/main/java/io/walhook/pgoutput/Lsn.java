@@ -19,7 +19,7 @@ public record Lsn(long value) implements Comparable<Lsn> {
     /** {@code 0/0}, PostgreSQL's {@code InvalidXLogRecPtr}. */
     public static final Lsn INVALID = new Lsn(0L);
 
-    private static final char[] HEX = "0123456789ABCDEF".toCharArray();
+    private static final byte[] HEX = "0123456789ABCDEF".getBytes(StandardCharsets.US_ASCII);
 
     /* Spelled out: a record's generated equals goes through an invokedynamic bootstrap, on every event's path. */
     @Override
@@ -136,7 +136,7 @@ public record Lsn(long value) implements Comparable<Lsn> {
     public void hex16(byte[] out, int at) {
         long v = value;
         for (int i = at + 15; i >= at; i--) {
-            out[i] = (byte) HEX[(int) (v & 0xF)];
+            out[i] = HEX[(int) (v & 0xF)];
             v >>>= 4;
         }
     }
@@ -151,28 +151,8 @@ public record Lsn(long value) implements Comparable<Lsn> {
         return hexDigits(value & 0xFFFF_FFFFL, out, end);
     }
 
-    private static int hexDigits(long v, byte[] out, int at) {
-        int end = at + Math.max(1, (67 - Long.numberOfLeadingZeros(v)) / 4);
-        int i = end;
-        do {
-            out[--i] = (byte) HEX[(int) (v & 0xF)];
-            v >>>= 4;
-        } while (v != 0);
-        return end;
-    }
-
-    /** PostgreSQL's text form, {@code %X/%X}: {@code 16/B374D848}. */
-    @Override
-    public String toString() {
-        char[] text = new char[17];
-        int at = hexDigits(value >>> 32, text, 0);
-        text[at++] = '/';
-        at = hexDigits(value & 0xFFFF_FFFFL, text, at);
-        return new String(text, 0, at);
-    }
-
     /** {@code v} (at most 32 bits) in uppercase hex without leading zeros at {@code out[at]}; returns the next index. */
-    private static int hexDigits(long v, char[] out, int at) {
+    private static int hexDigits(long v, byte[] out, int at) {
         int end = at + Math.max(1, (67 - Long.numberOfLeadingZeros(v)) / 4);
         // until the value runs out (as many digits as counted above): not a counted loop, see JsonBuffer.number
         int i = end;
@@ -181,5 +161,12 @@ public record Lsn(long value) implements Comparable<Lsn> {
             v >>>= 4;
         } while (v != 0);
         return end;
+    }
+
+    /** PostgreSQL's text form, {@code %X/%X}: {@code 16/B374D848}. */
+    @Override
+    public String toString() {
+        byte[] text = new byte[17];
+        return new String(text, 0, writeText(text, 0), StandardCharsets.ISO_8859_1);
     }
 }

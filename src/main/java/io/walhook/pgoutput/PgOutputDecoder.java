@@ -211,26 +211,18 @@ public final class PgOutputDecoder {
 
     private static TupleData tuple(MessageReader r, char marker) {
         // the names only serve error messages: none is built per tuple or column while the bytes are sound
-        String which;
-        String countName;
-        switch (marker) {
-            case 'K' -> {
-                which = "'K' tuple";
-                countName = "'K' tuple column count";
-            }
-            case 'O' -> {
-                which = "'O' tuple";
-                countName = "'O' tuple column count";
-            }
-            case 'N' -> {
-                which = "'N' tuple";
-                countName = "'N' tuple column count";
-            }
-            default -> {
-                which = "'" + marker + "' tuple";
-                countName = which + " column count";
-            }
-        }
+        String which = switch (marker) {
+            case 'K' -> "'K' tuple";
+            case 'O' -> "'O' tuple";
+            case 'N' -> "'N' tuple";
+            default -> "'" + marker + "' tuple";
+        };
+        String countName = switch (marker) {
+            case 'K' -> "'K' tuple column count";
+            case 'O' -> "'O' tuple column count";
+            case 'N' -> "'N' tuple column count";
+            default -> which + " column count";
+        };
         int countAt = r.offset();
         int count = r.u16(countName);
         // Every column takes at least its kind byte.
