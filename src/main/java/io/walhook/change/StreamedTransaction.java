@@ -34,6 +34,8 @@ final class StreamedTransaction implements AutoCloseable {
 
     private final long xid;
     private final Path spillDirectory;
+    /** Whose spill files these are (see {@link #removeStale}). */
+    private final String slot;
     private final List<Record> memory = new ArrayList<>();
     private final Set<Long> abortedSubXids = new HashSet<>();
     private long memoryBytes;
@@ -41,9 +43,10 @@ final class StreamedTransaction implements AutoCloseable {
     private DataOutputStream out;
     private long records;
 
-    StreamedTransaction(long xid, Path spillDirectory) {
+    StreamedTransaction(long xid, Path spillDirectory, String slot) {
         this.xid = xid;
         this.spillDirectory = spillDirectory;
+        this.slot = slot;
     }
 
     long xid() {
@@ -72,27 +75,29 @@ final class StreamedTransaction implements AutoCloseable {
         memoryBytes += bytes.length + 48L;
     }
 
-    /** Spill files are {@code walhook-spill-<pid>-<xid>-<random>.spill}: the pid tells whose they are. */
+    /**
+     * Spill files are {@code walhook-spill-<slot>-<xid>-<random>.spill}: the slot tells whose they
+     * are (slot names have no '-'). Not the process id: in a container every walhook is pid 1.
+     */
     private static final String PREFIX = "walhook-spill-";
     private static final String SUFFIX = ".spill";
-    private static final java.util.regex.Pattern SPILL_FILE = java.util.regex.Pattern.compile(
-            java.util.regex.Pattern.quote(PREFIX) + "(\\d{1,18})-.*" + java.util.regex.Pattern.quote(SUFFIX));
 
     /**
-     * Deletes spill files left in {@code directory} by walhook processes that no longer run (a crash
-     * or kill -9 in the middle of a streamed transaction, which the server sends again from its
-     * start); returns how many. Files of running processes, this one included, are kept, and so is
-     * whatever cannot be listed or deleted: never fatal.
+     * Deletes the spill files of {@code slot} in {@code directory}; returns how many. Called as a
+     * reader of the slot starts, holding the slot's lock: they are a stopped reader's, left by a
+     * crash or kill -9 in the middle of a streamed transaction, which the server sends again from its
+     * start. Other slots' files are kept, and so is whatever cannot be listed or deleted: never fatal.
      */
-    static int removeStale(Path directory) {
+    static int removeStale(Path directory, String slot) {
         if (!Files.isDirectory(directory)) {
             return 0;
         }
+        java.util.regex.Pattern ours = java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(PREFIX + slot + "-")
+                + "\\d+-.*" + java.util.regex.Pattern.quote(SUFFIX));
         int removed = 0;
         try (java.util.stream.Stream<Path> files = Files.list(directory)) {
             for (Path file : (Iterable<Path>) files::iterator) {
-                java.util.regex.Matcher name = SPILL_FILE.matcher(file.getFileName().toString());
-                if (name.matches() && ProcessHandle.of(Long.parseLong(name.group(1))).isEmpty() && deleted(file)) {
+                if (ours.matcher(file.getFileName().toString()).matches() && deleted(file)) {
                     removed++;
                 }
             }
@@ -117,8 +122,7 @@ final class StreamedTransaction implements AutoCloseable {
         }
         try {
             Files.createDirectories(spillDirectory);
-            file = Files.createTempFile(spillDirectory, PREFIX + ProcessHandle.current().pid() + "-"
-                    + Long.toUnsignedString(xid) + "-", SUFFIX);
+            file = Files.createTempFile(spillDirectory, PREFIX + slot + "-" + Long.toUnsignedString(xid) + "-", SUFFIX);
             out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(file), 1 << 16));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot spill streamed transaction " + Long.toUnsignedString(xid)

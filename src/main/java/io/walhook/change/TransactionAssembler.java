@@ -44,6 +44,7 @@ public final class TransactionAssembler {
     private final Output output;
     private final String stateSchema;
     private final Path spillDirectory;
+    private final String slot;
     private final long streamMemoryBytes;
     private final PgOutputDecoder decoder = new PgOutputDecoder();
     /** Converters share scratch buffers: events must be written to JSON by one thread at a time. */
@@ -66,21 +67,24 @@ public final class TransactionAssembler {
     /**
      * @param stateSchema walhook's own schema, whose changes are never events
      * @param spillDirectory where streamed transactions past the memory bound are kept
+     * @param slot the slot read, which names the spill files
      * @param streamMemoryBytes how many bytes of streamed transactions stay in memory, all together
      */
-    public TransactionAssembler(Output output, String stateSchema, Path spillDirectory, long streamMemoryBytes) {
+    public TransactionAssembler(Output output, String stateSchema, Path spillDirectory, String slot, long streamMemoryBytes) {
         this.output = output;
         this.stateSchema = stateSchema;
         this.spillDirectory = spillDirectory;
+        this.slot = slot;
         this.streamMemoryBytes = streamMemoryBytes;
     }
 
     /**
-     * Deletes the spill files of walhook processes that stopped in the middle of a streamed
-     * transaction (the server sends such a transaction again from its start); returns how many.
+     * Deletes the spill files of this slot that a stopped reader left (killed in the middle of a
+     * streamed transaction, which the server sends again from its start); returns how many. Only
+     * while this slot has no other reader: as a reader holding the slot's lock starts.
      */
-    public static int removeStaleSpills(Path spillDirectory) {
-        return StreamedTransaction.removeStale(spillDirectory);
+    public int removeStaleSpills() {
+        return StreamedTransaction.removeStale(spillDirectory, slot);
     }
 
     /** Transactions committed before {@code lsn} (a persisted or handed-on end LSN) produce nothing. */
@@ -211,7 +215,7 @@ public final class TransactionAssembler {
                     if (existing != null) {
                         existing.close(); // restarted from its first segment: drop the partial copy
                     }
-                    existing = new StreamedTransaction(start.xid(), spillDirectory);
+                    existing = new StreamedTransaction(start.xid(), spillDirectory, slot);
                     streams.put(start.xid(), existing);
                 }
                 stream = existing;

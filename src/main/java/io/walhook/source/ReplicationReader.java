@@ -93,11 +93,11 @@ public final class ReplicationReader {
         this.saved = checkpoint;
         this.handedOnEnd = checkpoint;
         this.assembler = new TransactionAssembler(new HandOff(), settings.stateSchema(), settings.spillDirectory(),
-                settings.streamMemoryBytes());
-        int stale = TransactionAssembler.removeStaleSpills(settings.spillDirectory());
+                settings.slot(), settings.streamMemoryBytes());
+        int stale = assembler.removeStaleSpills();
         if (stale > 0) {
-            LOG.infof("removed %d spill file(s) of streamed transactions left in %s by a walhook that stopped mid-stream",
-                    stale, settings.spillDirectory());
+            LOG.infof("removed %d spill file(s) of slot %s left in %s by a reader that stopped mid-stream", stale,
+                    settings.slot(), settings.spillDirectory());
         }
         this.thread = new Thread(this::run, "walhook-replication-" + settings.slot());
         this.thread.setDaemon(true);

@@ -160,7 +160,7 @@ public final class TestEvents {
             public void commit(TxInfo tx, Lsn endLsn, int count) {
             }
         };
-        return new TransactionAssembler(output, "walhook", Path.of(System.getProperty("java.io.tmpdir")),
+        return new TransactionAssembler(output, "walhook", Path.of(System.getProperty("java.io.tmpdir")), "test_events",
                 1L << 20);
     }
 
