@@ -246,14 +246,19 @@ public class ReplicationSource {
                     drain = routing;
                 }
             }
+        }).exceptionally(e -> {
+            routingFailure = "the pipeline did not start: " + e.getMessage();
+            LOG.error(routingFailure, e);
+            return null;
         });
     }
 
     /*
      * Streaming starts once the HTTP server listens, not in the start-up observer: a backlog's
      * catch-up then does not compete with the rest of start-up for the CPU, health and /status
-     * answer from its first event, and a start-up that fails late (the port taken) has delivered
-     * nothing. Quarkus fires these asynchronously when each server listens.
+     * answer from its first event, and a start-up that fails late (the port taken) has read nothing
+     * of the slot (parked events, out of the slot already, are retried from start-up on). Quarkus
+     * fires these asynchronously when each server listens.
      */
     void onListening(@ObservesAsync HttpServerStart event) {
         listening.complete(null);
@@ -406,10 +411,11 @@ public class ReplicationSource {
     /** Why routing stopped, or null while it runs (or has not started). */
     public String routingFailure() {
         Thread routing = drain;
-        if (routing == null || routing.isAlive() || stopping) {
+        if (stopping || routing != null && routing.isAlive()) {
             return null;
         }
-        return routingFailure == null ? "the routing thread ended" : routingFailure;
+        // not started: null, unless starting failed
+        return routing == null || routingFailure != null ? routingFailure : "the routing thread ended";
     }
 
     private static PreventFurtherStepsException stop(String problem) {

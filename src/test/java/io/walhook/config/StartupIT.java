@@ -125,18 +125,14 @@ class StartupIT {
     void aStartUpThatCannotListenDeliversNothingOfTheBacklog() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("listen");
-        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
-            s.execute("CREATE TABLE orders (id int PRIMARY KEY)");
-        }
+        pg.execute(database, "CREATE TABLE orders (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
                     "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"), "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
             try (WalhookProcess first = WalhookProcess.start(env)) { // creates the slot and publication
                 first.awaitReady(EXIT);
             }
-            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
-                s.execute("INSERT INTO orders SELECT g FROM generate_series(1, 200) g");
-            }
+            pg.execute(database, "INSERT INTO orders SELECT g FROM generate_series(1, 200) g");
             String confirmed = confirmedFlush(pg, database);
 
             try (ServerSocket taken = new ServerSocket(0, 50, InetAddress.getByName("0.0.0.0"))) {

@@ -131,10 +131,15 @@ class WebhookDeliveryIT {
                         .contains("walhook_delivery_retries_total{subscription=\"shop\"} 2.0")
                         .contains("walhook_delivery_latency_seconds_count{subscription=\"shop\"}")
                         .contains("walhook_delivery_in_flight 0.0");
+                // a later change: the healthy subscription gets it, the disabled one parks it unsent
+                int hookRequests = receiver.requests("/hook").size();
+                pg.execute(database, "INSERT INTO orders VALUES (3, 'new', 5)");
+                await().atMost(WAIT).until(() -> receiver.requests("/hook").size() > hookRequests);
+                await().atMost(WAIT).until(() -> parked(pg, database, "old") == 5);
                 assertThat(receiver.requests("/gone")).as("disabled: nothing more sent").hasSize(goneRequests);
                 assertThat(oldStatus(walhook).get("disabled").asBoolean()).as("/status says so").isTrue();
 
-                // the endpoint is back and an operator replays: enabled again, every parked event arrives
+                // the endpoint is back and an operator replays: enabled again, all five parked events arrive
                 gone.set(false);
                 java.net.http.HttpResponse<String> replay = java.net.http.HttpClient.newHttpClient().send(
                         java.net.http.HttpRequest.newBuilder(walhook.uri("/subscriptions/config:old/dead-letters/replay"))
@@ -145,7 +150,7 @@ class WebhookDeliveryIT {
                 await().atMost(WAIT).until(() -> parked(pg, database, "old") == 0);
                 List<String> replayed = receiver.requests("/gone").subList(goneRequests, receiver.requests("/gone").size())
                         .stream().map(r -> r.header("webhook-id")).toList();
-                assertThat(replayed).hasSize(4).doesNotHaveDuplicates();
+                assertThat(replayed).hasSize(5).doesNotHaveDuplicates();
                 assertThat(walhook.output()).contains("subscription old enabled again");
                 assertThat(oldStatus(walhook).get("disabled").asBoolean()).isFalse();
             }
