@@ -38,6 +38,8 @@ final class StreamedTransaction implements AutoCloseable {
     private final String slot;
     private final List<Record> memory = new ArrayList<>();
     private final Set<Long> abortedSubXids = new HashSet<>();
+    /** By relation, when its latest Relation message in this transaction arrived (the assembler's count). */
+    private final java.util.Map<Long, Long> relationArrivals = new java.util.HashMap<>();
     private long memoryBytes;
     private Path file;
     private DataOutputStream out;
@@ -144,6 +146,16 @@ final class StreamedTransaction implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot append to " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** A Relation message of this transaction was buffered: the {@code arrival}-th the reader received. */
+    void relationArrived(long relationId, long arrival) {
+        relationArrivals.put(relationId, arrival);
+    }
+
+    /** When the latest Relation message of this transaction for the relation arrived; 0 if none did. */
+    long relationArrival(long relationId) {
+        return relationArrivals.getOrDefault(relationId, 0L);
     }
 
     /** Stream Abort of a subtransaction: its changes are dropped at replay. */

@@ -50,6 +50,15 @@ public final class TransactionAssembler {
     /** Converters share scratch buffers: events must be written to JSON by one thread at a time. */
     private final ValueConverters valueConverters = new ValueConverters();
     private final Map<Long, RelationInfo> relations = new HashMap<>();
+    /** Relation messages received so far, and by relation when its entry in {@link #relations} arrived. */
+    private long relationMessages;
+    private final Map<Long, Long> relationArrivals = new HashMap<>();
+    /**
+     * While a streamed transaction is replayed at its commit: the Relation messages of its own, which
+     * decode its changes; they replace an entry of {@link #relations} afterwards only when they arrived
+     * later than it (a newer Relation may have come in the meantime, on another transaction).
+     */
+    private Map<Long, RelationInfo> replayedRelations;
     /** The relation of the last change, while no Relation message has replaced one since. */
     private RelationInfo lastRelation;
     private final Map<Long, PgOutputMessage.Type> types = new HashMap<>();
@@ -137,6 +146,9 @@ public final class TransactionAssembler {
             byte[] bytes = new byte[message.remaining()];
             message.duplicate().get(bytes);
             stream.append(lsn, streamXid(decoded), bytes);
+            if (decoded instanceof PgOutputMessage.Relation relation) {
+                stream.relationArrived(relation.relationId(), ++relationMessages);
+            }
             if (!stream.spilled() && streamedMemory() > streamMemoryBytes) {
                 stream.spill();
                 spilled++;
@@ -265,22 +277,28 @@ public final class TransactionAssembler {
         startTransaction(new TxInfo(commit.xid(), commit.commitLsn(), commit.commitTime()));
         if (committed != null) {
             try (committed) {
-                if (!skipping) {
-                    PgOutputDecoder replay = new PgOutputDecoder();
-                    replay.decode(ByteBuffer.wrap(streamStart(commit.xid())));
-                    committed.replay(record -> handle(replay.decode(ByteBuffer.wrap(record.bytes())), record.lsn()));
-                } else {
-                    // already handed on; relations still matter for what follows
-                    PgOutputDecoder replay = new PgOutputDecoder();
-                    replay.decode(ByteBuffer.wrap(streamStart(commit.xid())));
-                    committed.replay(record -> {
-                        PgOutputMessage m = replay.decode(ByteBuffer.wrap(record.bytes()));
-                        if (m.messageType() == io.walhook.pgoutput.MessageType.RELATION
-                                || m.messageType() == io.walhook.pgoutput.MessageType.TYPE) {
-                            handle(m, record.lsn());
-                        }
-                    });
-                }
+                replayedRelations = new HashMap<>();
+                lastRelation = null;
+                PgOutputDecoder replay = new PgOutputDecoder();
+                replay.decode(ByteBuffer.wrap(streamStart(commit.xid())));
+                boolean handedOn = skipping; // already handed on: its relations still matter for what follows
+                committed.replay(record -> {
+                    PgOutputMessage m = replay.decode(ByteBuffer.wrap(record.bytes()));
+                    if (!handedOn || m.messageType() == io.walhook.pgoutput.MessageType.RELATION
+                            || m.messageType() == io.walhook.pgoutput.MessageType.TYPE) {
+                        handle(m, record.lsn());
+                    }
+                });
+                replayedRelations.forEach((oid, info) -> {
+                    long arrival = committed.relationArrival(oid);
+                    if (arrival > relationArrivals.getOrDefault(oid, 0L)) {
+                        relations.put(oid, info);
+                        relationArrivals.put(oid, arrival);
+                    }
+                });
+            } finally {
+                replayedRelations = null;
+                lastRelation = null;
             }
         }
         finishTransaction(commit.endLsn());
@@ -297,7 +315,13 @@ public final class TransactionAssembler {
             converters[i] = valueConverters.forColumn(columns.get(i), types::get);
         }
         boolean routed = !relation.effectiveNamespace().equals(stateSchema);
-        relations.put(relation.relationId(), new RelationInfo(relation, converters, routed));
+        RelationInfo info = new RelationInfo(relation, converters, routed);
+        if (replayedRelations != null) {
+            replayedRelations.put(relation.relationId(), info);
+        } else {
+            relations.put(relation.relationId(), info);
+            relationArrivals.put(relation.relationId(), ++relationMessages);
+        }
         lastRelation = null;
     }
 
@@ -306,7 +330,10 @@ public final class TransactionAssembler {
         if (last != null && last.oid() == oid) {
             return last; // runs of changes to one table: no boxed key, no map lookup
         }
-        RelationInfo info = relations.get(oid);
+        RelationInfo info = replayedRelations == null ? null : replayedRelations.get(oid);
+        if (info == null) {
+            info = relations.get(oid);
+        }
         if (info == null) {
             throw protocol(m.messageType() + " for relation " + Long.toUnsignedString(oid) + " before its Relation message");
         }
@@ -380,14 +407,18 @@ public final class TransactionAssembler {
             }
             return;
         }
-        // Non-transactional: delivered on its own, at its own position.
-        if (skipBefore.isValid() && message.lsn().compareTo(skipBefore) < 0) {
+        // Non-transactional: delivered on its own, at its own position. That is the end of its WAL
+        // record (the server gives a message the end position), where the next record starts: often
+        // the commit record of the transaction the message was emitted in, which arrives after it.
+        // Acknowledged there and no further, so that transaction is not skipped after a restart
+        // (the server skips transactions whose commit record starts before the start position).
+        if (skipBefore.isValid() && message.lsn().compareTo(skipBefore) <= 0) {
             return;
         }
         TxInfo own = new TxInfo(0, message.lsn(), null);
         output.begin(own);
         output.event(ChangeEvent.message(message.prefix(), message.contentBytes(), false, message.lsn(), own, 0));
-        output.commit(own, message.lsn().plus(1), 1); // past the message itself
+        output.commit(own, message.lsn(), 1);
     }
 
     private void emit(ChangeEvent event) {

@@ -172,7 +172,7 @@ public final class TestEvents {
     }
 
     /** Big-endian pgoutput fields. */
-    private static final class Bytes {
+    static final class Bytes {
         private final ByteArrayOutputStream out = new ByteArrayOutputStream();
 
         Bytes u8(int v) {

@@ -1,0 +1,85 @@
+package io.walhook.change;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.walhook.pgoutput.Lsn;
+
+/** The assembler fed pgoutput bytes (protocol 2) in orders the server can send them. */
+class TransactionAssemblerTest {
+
+    private static final long TABLE = 16384;
+    private static final long STREAMED_XID = 900;
+
+    private final List<ChangeEvent> events = new ArrayList<>();
+
+    @Test
+    void aStreamedTransactionsOldRelationDoesNotReplaceANewerOneAtItsCommit(@TempDir Path spill) {
+        TransactionAssembler assembler = new TransactionAssembler(output(), "walhook", spill, "slot", 1L << 20);
+        // a streamed transaction meets the table with two columns ...
+        accept(assembler, new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1));
+        accept(assembler, relation(STREAMED_XID, "id", "a"));
+        accept(assembler, new TestEvents.Bytes().u8('I').u32(STREAMED_XID).u32(TABLE).u8('N').tuple("1", "one"));
+        accept(assembler, new TestEvents.Bytes().u8('E'));
+        // ... then, before it commits, the publication's view of the table changes (a column added to its
+        // column list, say): the next transaction on the table brings the newer Relation
+        transaction(assembler, 0x2000, relation(null, "id", "a", "b"),
+                new TestEvents.Bytes().u8('I').u32(TABLE).u8('N').tuple("2", "two", "2"));
+        accept(assembler, new TestEvents.Bytes().u8('c').u32(STREAMED_XID).u8(0).i64(0x3000).i64(0x3030).i64(0));
+        // the server sends no Relation again: it already did, for the newer form
+        transaction(assembler, 0x4000, new TestEvents.Bytes().u8('I').u32(TABLE).u8('N').tuple("3", "three", "3"));
+
+        assertThat(events).extracting(e -> e.tx().commitLsn()).containsExactly(Lsn.of(0x2000), Lsn.of(0x3000),
+                Lsn.of(0x4000));
+        assertThat(events.get(1).newRow().size()).as("the streamed change, decoded with its own Relation").isEqualTo(2);
+        assertThat(events.get(2).newRow().size()).as("a later change, with the newest Relation").isEqualTo(3);
+    }
+
+    private static TestEvents.Bytes relation(Long xid, String... columns) {
+        TestEvents.Bytes r = new TestEvents.Bytes().u8('R');
+        if (xid != null) {
+            r.u32(xid);
+        }
+        r.u32(TABLE).string("public").string("t").u8('d').u16(columns.length);
+        for (int i = 0; i < columns.length; i++) {
+            r.u8(i == 0 ? 1 : 0).string(columns[i]).u32(TestEvents.TEXT).i32(-1);
+        }
+        return r;
+    }
+
+    private static void transaction(TransactionAssembler assembler, long commitLsn, TestEvents.Bytes... messages) {
+        accept(assembler, new TestEvents.Bytes().u8('B').i64(commitLsn).i64(0).u32(commitLsn));
+        for (TestEvents.Bytes m : messages) {
+            accept(assembler, m);
+        }
+        accept(assembler, new TestEvents.Bytes().u8('C').u8(0).i64(commitLsn).i64(commitLsn + 0x30).i64(0));
+    }
+
+    private static void accept(TransactionAssembler assembler, TestEvents.Bytes message) {
+        assembler.accept(ByteBuffer.wrap(message.bytes()), Lsn.of(0x1000));
+    }
+
+    private TransactionAssembler.Output output() {
+        return new TransactionAssembler.Output() {
+            @Override
+            public void begin(TxInfo tx) {
+            }
+
+            @Override
+            public void event(ChangeEvent event) {
+                events.add(event);
+            }
+
+            @Override
+            public void commit(TxInfo tx, Lsn endLsn, int count) {
+            }
+        };
+    }
+}
