@@ -66,6 +66,8 @@ public final class ReplicationReader {
     private volatile boolean draining;
     private volatile long drainDeadline;
     private volatile SourceStatus.State state = SourceStatus.State.CONNECTING;
+    /** Whether the last connection got as far as streaming (the reconnect backoff then starts over). */
+    private boolean streamed;
     private volatile String lastError;
     private volatile Lsn received = Lsn.INVALID;
     private volatile Lsn acknowledged;
@@ -186,8 +188,9 @@ public final class ReplicationReader {
             if (!running || draining) {
                 break;
             }
-            if (state == SourceStatus.State.STREAMING) {
+            if (streamed) {
                 backoffMillis = 1000; // it had worked: start the backoff over
+                streamed = false;
             }
             try {
                 Thread.sleep(ThreadLocalRandom.current().nextLong(backoffMillis / 2, backoffMillis + 1));
@@ -217,6 +220,7 @@ public final class ReplicationReader {
             stream = builder.start();
             try {
                 state = SourceStatus.State.STREAMING;
+                streamed = true;
                 lastError = null;
                 LOG.infof("streaming slot %s from %s (protocol %d, PostgreSQL %d)", settings.slot(),
                         start.isValid() ? start : "its confirmed position", protocolVersion(settings.serverMajor()),
@@ -387,10 +391,11 @@ public final class ReplicationReader {
             if (staged.isEmpty()) {
                 return;
             }
+            // counted first: routing may complete an event as soon as it is queued
             tracker.add(current, staged.size());
-            eventCount.addAndGet(staged.size());
+            int next = 0;
             try {
-                for (int next = 0; next < staged.size(); ) {
+                while (next < staged.size()) {
                     next = events.offerAll(staged, next, 100, TimeUnit.MILLISECONDS);
                     if (next < staged.size()) {
                         if (!running) {
@@ -403,6 +408,12 @@ public final class ReplicationReader {
                 Thread.currentThread().interrupt();
                 throw new StopReading(e);
             } finally {
+                // what was never queued is nobody's to complete: it leaves the count, so the transaction
+                // (abandoned now, sent again whole by the server) does not hold the watermark forever
+                if (next < staged.size()) {
+                    tracker.complete(current, staged.size() - next);
+                }
+                eventCount.addAndGet(next);
                 staged.clear();
             }
         }

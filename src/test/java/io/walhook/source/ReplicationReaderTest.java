@@ -244,6 +244,94 @@ class ReplicationReaderTest {
     }
 
     @Test
+    void aNonTransactionalMessageInsideAnOpenTransactionDoesNotAcknowledgeThatTransaction() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_progress")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            // the message is delivered at once; the transaction around it is not (a slow receiver)
+            source.holdWhen = event -> event.get("op").asText().equals("insert");
+            ReplicationReader first = source.startReader();
+            source.sql("BEGIN", "INSERT INTO t SELECT generate_series(1, 10)",
+                    "SELECT pg_logical_emit_message(false, 'progress', 'x')", "COMMIT");
+            await().atMost(WAIT).until(() -> source.received.size() == 11);
+            JsonNode message = source.received.get(0);
+            assertThat(message.get("op").asText()).isEqualTo("message");
+            Lsn messageAt = Lsn.parse(message.get("lsn").asText());
+            Lsn commit = Lsn.parse(source.received.get(1).at("/tx/commit_lsn").asText());
+            // the message's record ends where the transaction's commit record starts
+            await().atMost(WAIT).until(() -> first.status().acknowledged().compareTo(messageAt) >= 0);
+            assertThat(first.status().acknowledged()).as("acknowledged no further than the undelivered commit")
+                    .isLessThanOrEqualTo(commit);
+            source.stopReader(first); // a crash before the rows were delivered
+
+            source.received.clear();
+            source.holdWhen = event -> false;
+            source.startReader();
+            await().atMost(WAIT).until(() -> source.received.stream().filter(e -> e.get("op").asText().equals("insert"))
+                    .count() == 10);
+            assertThat(source.received).noneMatch(e -> e.get("op").asText().equals("message"));
+        }
+    }
+
+    @Test
+    void aHandOffBrokenWhileDeliveryIsFullStillLetsTheSlotAdvance() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_brokenfull")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.handoffCapacity = 10;
+            source.paused = true;
+            ReplicationReader reader = source.startReader();
+            await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
+            source.sql("INSERT INTO t SELECT generate_series(1, 500)");
+            await().atMost(WAIT).until(() -> reader.events().remainingCapacity() == 0);
+            // the walsender goes away while the reader waits on the full hand-off: its next status fails
+            source.sql("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '"
+                    + source.slot + "'");
+            await().atMost(WAIT).until(() -> reader.status().state() != SourceStatus.State.STREAMING);
+            source.paused = false;
+            await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
+            source.sql("INSERT INTO t VALUES (1000)");
+            await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 1000));
+            Lsn last = Lsn.parse(source.received.stream().filter(e -> e.at("/new/id").asInt() == 1000).findFirst()
+                    .orElseThrow().at("/tx/commit_lsn").asText());
+            await().atMost(WAIT).until(() -> source.confirmedFlush().compareTo(last) > 0);
+            assertThat(reader.status().pendingTransactions()).isZero();
+        }
+    }
+
+    @Test
+    void reconnectsPromptlyAfterEachBlipOnceStreamingHadWorked() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_blips")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.reconnectMaxBackoff = Duration.ofSeconds(30);
+            source.startReader();
+            String walsender = null;
+            for (int blip = 1; blip <= 7; blip++) {
+                String before = walsender;
+                // each connection streams (a change arrives through it) before it is broken; the sixth
+                // reconnect is timed: the backoff started over each time (at most 1 s), where six
+                // doublings would wait 15 to 30 s
+                await().atMost(blip == 7 ? Duration.ofSeconds(5) : WAIT).until(() -> {
+                    String now = activeWalsender(source);
+                    return now != null && !now.equals(before);
+                });
+                walsender = activeWalsender(source);
+                int row = blip;
+                source.sql("INSERT INTO t VALUES (" + row + ")");
+                await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == row));
+                if (blip < 7) {
+                    source.sql("SELECT pg_terminate_backend(" + walsender + ")");
+                }
+            }
+        }
+    }
+
+    private static String activeWalsender(SourceFixture source) throws java.sql.SQLException {
+        return source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'");
+    }
+
+    @Test
     void anUpdateThatChangesTheKeyCarriesTheOldKey() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_rekey")) {
             source.sql("CREATE TABLE t (id int PRIMARY KEY, note text)", "INSERT INTO t VALUES (1, 'n')");

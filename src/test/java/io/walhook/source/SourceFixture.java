@@ -43,11 +43,14 @@ public final class SourceFixture implements AutoCloseable {
     public final List<JsonNode> received = new CopyOnWriteArrayList<>();
     private final List<ReplicationReader> readers = new ArrayList<>();
     private volatile boolean hold;
+    /** Events the consumer records but does not complete, besides everything while {@link #hold} is on. */
+    volatile java.util.function.Predicate<JsonNode> holdWhen = event -> false;
     /** While true the consumer takes nothing: the reader's hand-off fills up. */
     volatile boolean paused;
     int handoffCapacity = 1000;
     private Thread consumer;
     long streamMemoryBytes = 64L << 20;
+    Duration reconnectMaxBackoff = Duration.ofSeconds(2);
     Path spillDirectory = Path.of(System.getProperty("java.io.tmpdir"));
 
     public SourceFixture(PostgresServer server, String prefix) throws SQLException {
@@ -97,7 +100,7 @@ public final class SourceFixture implements AutoCloseable {
     ReplicationReader.Settings settings() throws SQLException {
         return new ReplicationReader.Settings(server.jdbcUrl(database), server.user(), server.password(), slot,
                 "walhook", "walhook", new SourceDatabase(dataSource).serverMajor(), Duration.ofSeconds(10),
-                Duration.ofMillis(100), Duration.ofSeconds(2), handoffCapacity, spillDirectory, streamMemoryBytes);
+                Duration.ofMillis(100), reconnectMaxBackoff, handoffCapacity, spillDirectory, streamMemoryBytes);
     }
 
     /** Starts a reader resuming from the checkpoint, with {@code consumer} taking from its queue. */
@@ -129,8 +132,9 @@ public final class SourceFixture implements AutoCloseable {
                     if (pending == null) {
                         continue;
                     }
-                    received.add(JSON.readTree(new String(writer.toJson(pending.event()), StandardCharsets.UTF_8)));
-                    if (!hold) {
+                    JsonNode event = JSON.readTree(new String(writer.toJson(pending.event()), StandardCharsets.UTF_8));
+                    received.add(event);
+                    if (!hold && !holdWhen.test(event)) {
                         reader.tracker().complete(pending.ticket(), 1);
                     }
                 }
