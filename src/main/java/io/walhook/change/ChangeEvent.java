@@ -115,19 +115,28 @@ public final class ChangeEvent {
      * the row: such a table's changes all hash by the table, and keep their order in one lane.
      */
     public int rowKeyHash() {
+        return keyHash(key != null ? key : oldRow != null ? oldRow : newRow);
+    }
+
+    /**
+     * The row's identity after the change: {@link #rowKeyHash()}'s, except for an update that
+     * changed the key ('K' tuple), whose new key hashes from the new row. Delivery orders such an
+     * update after the old key's earlier changes and before the new key's later ones.
+     */
+    public int newRowKeyHash() {
+        return op == Operation.UPDATE && key != null ? keyHash(newRow) : rowKeyHash();
+    }
+
+    private int keyHash(TupleData source) {
         if (relation == null) {
             return 0;
         }
         int h = Long.hashCode(relation.oid());
-        if (relation.replicaIdentity() == ReplicaIdentity.FULL) {
-            return h;
-        }
-        TupleData source = key != null ? key : oldRow != null ? oldRow : newRow;
-        if (source == null) {
+        if (relation.replicaIdentity() == ReplicaIdentity.FULL || source == null) {
             return h;
         }
         // key columns only, each by its value and its rank among them: adding or dropping another
-        // column (ALTER TABLE) must not move a row to another lane
+        // column (ALTER TABLE) must not change a row's identity
         int rank = 0;
         for (int i = 0; i < source.size(); i++) {
             if (relation.isKey(i)) {
@@ -140,7 +149,6 @@ public final class ChangeEvent {
         return h;
     }
 
-    /** The 'K' tuple of an update or delete, when the server sent one. */
     public TupleData keyTuple() {
         return key;
     }

@@ -1,0 +1,79 @@
+package io.walhook.delivery;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import io.walhook.pgoutput.Lsn;
+
+/**
+ * One event's copy for one subscription, as written for its format: from routing (volatile: its
+ * {@link #done} holds the slot back until it is delivered or durably queued) or loaded from the
+ * durable queue (durable: it has a row there, and no acknowledgement is waiting on it).
+ *
+ * <p>Mutable, and touched only by its lane (one thread at a time); the fields from {@code pending}
+ * on belong to {@link KeyedQueue}.
+ */
+final class Job {
+
+    final String eventId;
+    final Lsn commitLsn;
+    final Instant commitTime;
+    final byte[] body;
+    final String contentType;
+    final Map<String, String> headers;
+    /** The AMQP address it resolved to; null for webhooks. */
+    final String address;
+    final Ordering ordering;
+    /** The table and operation of a job routed here (for its row key); null for one read from the durable queue. */
+    io.walhook.change.RelationInfo relation;
+    /** Its place in its lane's arrivals, and when routing handed it over (System.nanoTime). */
+    long arrival;
+    long handedOverNanos;
+    /** The row's key as JSON ({@code {"id": 42}}), for the durable queue's key filter; null when unknown or none. */
+    String rowKey;
+    /** The acknowledgement of a volatile job, run once: when delivered, or when it is durably queued. */
+    Runnable done;
+    /** Whether it has a row in the durable queue. */
+    boolean durable;
+    /** Attempts already made at it (a durable job's count comes from its row). */
+    int attempts;
+
+    // KeyedQueue's
+    int pending;
+    List<Job> successors;
+    boolean finished;
+    boolean taken;
+    Job previous;
+    Job next;
+
+    Job(String eventId, Lsn commitLsn, Instant commitTime, byte[] body, String contentType, Map<String, String> headers,
+            String address, Ordering ordering) {
+        this.eventId = eventId;
+        this.commitLsn = commitLsn;
+        this.commitTime = commitTime;
+        this.body = body;
+        this.contentType = contentType;
+        this.headers = headers;
+        this.address = address;
+        this.ordering = ordering;
+    }
+
+    void addSuccessor(Job later) {
+        if (successors == null) {
+            successors = new ArrayList<>(2);
+        }
+        successors.add(later);
+    }
+
+    /** Bytes it holds in memory, roughly: its body and a fixed overhead. */
+    long memoryBytes() {
+        return body.length + 256L;
+    }
+
+    @Override
+    public String toString() {
+        return eventId;
+    }
+}

@@ -1,0 +1,64 @@
+package io.walhook.delivery;
+
+import io.walhook.change.ChangeEvent;
+
+/**
+ * What an event must stay in order with, within its subscription: the earlier and later changes of
+ * its row ({@link Scope#ROW}: one key, or two for an update that changed the key), of its whole
+ * table ({@link Scope#TABLE}: a TRUNCATE; logical messages, among themselves), or of everything
+ * ({@link Scope#ALL}: an event parked before walhook recorded orderings). Events that share
+ * nothing are delivered independently: a failure holds back only what it must.
+ *
+ * <p>A row key is its table's oid in the upper 32 bits and the hash of its replica-identity values
+ * in the lower ones: rows of different tables never collide, rows of one table rarely, and a
+ * collision only orders two rows that need not be.
+ */
+record Ordering(Scope scope, long table, long key, long otherKey) {
+
+    enum Scope { ROW, TABLE, ALL }
+
+    /** Logical messages have no table: they keep their order among themselves under this one. */
+    static final long MESSAGES = -1;
+    static final Ordering EVERYTHING = new Ordering(Scope.ALL, 0, 0, 0);
+
+    static Ordering of(ChangeEvent event) {
+        return switch (event.op()) {
+            case MESSAGE -> new Ordering(Scope.TABLE, MESSAGES, 0, 0);
+            case TRUNCATE -> new Ordering(Scope.TABLE, event.relation().oid(), 0, 0);
+            case INSERT, UPDATE, DELETE -> row(event.relation().oid(), event.rowKeyHash(), event.newRowKeyHash());
+        };
+    }
+
+    static Ordering row(long table, int keyHash, int newKeyHash) {
+        long key = table << 32 | keyHash & 0xFFFF_FFFFL;
+        long other = table << 32 | newKeyHash & 0xFFFF_FFFFL;
+        return new Ordering(Scope.ROW, table, key, other);
+    }
+
+    /** Whether a job of this ordering must wait for an earlier unfinished job of {@code earlier}. */
+    boolean follows(Ordering earlier) {
+        if (scope == Scope.ALL || earlier.scope == Scope.ALL) {
+            return true;
+        }
+        if (table != earlier.table) {
+            return false;
+        }
+        if (scope == Scope.TABLE || earlier.scope == Scope.TABLE) {
+            return true;
+        }
+        return key == earlier.key || key == earlier.otherKey || otherKey == earlier.key || otherKey == earlier.otherKey;
+    }
+
+    /** As the durable table keeps it: {@code [scope, table, key, otherKey]}. */
+    long[] encode() {
+        return new long[] {scope.ordinal(), table, key, otherKey};
+    }
+
+    /** The stored form back; null or malformed (a row parked before orderings were kept) orders against everything. */
+    static Ordering decode(long[] stored) {
+        if (stored == null || stored.length != 4 || stored[0] < 0 || stored[0] >= Scope.values().length) {
+            return EVERYTHING;
+        }
+        return new Ordering(Scope.values()[(int) stored[0]], stored[1], stored[2], stored[3]);
+    }
+}

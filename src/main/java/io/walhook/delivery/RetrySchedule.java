@@ -1,0 +1,92 @@
+package io.walhook.delivery;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.random.RandomGenerator;
+
+/**
+ * When a failed request is tried again, for one subscription's destination: exponential backoff
+ * from {@value #FIRST_MILLIS} ms with full jitter, up to the maximum backoff, and never sooner than
+ * a destination's {@code Retry-After} asked (bounded by the longest wait). While every attempt fails (the last
+ * {@value #STREAK} or more failed and nothing succeeded for {@link #SILENCE}) the backoff may grow
+ * to the long interval, so a destination that is down is not hammered; one success resets that,
+ * and a destination that fails only some requests is retried at the short pace.
+ *
+ * <p>Pure: no clock of its own, no threads; the caller says what happened when, and gets a wait back.
+ */
+final class RetrySchedule {
+
+    static final long FIRST_MILLIS = 200;
+    /** The shortest wait: a jittered backoff near zero is no backoff. */
+    static final long SHORTEST_MILLIS = 50;
+    /** Failures in a row, with no success between, after which every attempt counts as failing. */
+    static final int STREAK = 3;
+    /** How long without a success, besides the streak, before every attempt counts as failing. */
+    static final Duration SILENCE = Duration.ofSeconds(2);
+
+    private long maxBackoffMillis;
+    private long longIntervalMillis;
+    private int failuresInARow;
+    private java.time.Instant lastSuccess = java.time.Instant.MIN;
+
+    /**
+     * @param maxBackoff the longest backoff while the destination takes some requests
+     * @param longInterval the longest backoff, and the longest {@code Retry-After} honoured, while it takes none
+     */
+    RetrySchedule(Duration maxBackoff, Duration longInterval) {
+        limits(maxBackoff, longInterval);
+    }
+
+    /** New limits (the subscription's retry settings changed); what happened so far still counts. */
+    void limits(Duration maxBackoff, Duration longInterval) {
+        this.maxBackoffMillis = Math.max(1, saturatedMillis(maxBackoff));
+        this.longIntervalMillis = Math.max(this.maxBackoffMillis, saturatedMillis(longInterval));
+    }
+
+    /** The destination took a request at {@code now}. */
+    void succeeded(java.time.Instant now) {
+        failuresInARow = 0;
+        lastSuccess = now;
+    }
+
+    /** Forget the failures so far (an operator's replay): the next attempts go at once, at the short pace. */
+    void reset() {
+        failuresInARow = 0;
+    }
+
+    /** A request failed. */
+    void failed() {
+        if (failuresInARow < Integer.MAX_VALUE) {
+            failuresInARow++;
+        }
+    }
+
+    /** Whether the last {@value #STREAK} or more attempts failed and nothing succeeded for {@link #SILENCE} until {@code now}. */
+    boolean everyAttemptFailing(java.time.Instant now) {
+        return failuresInARow >= STREAK && !now.isBefore(lastSuccess.plus(SILENCE));
+    }
+
+    /**
+     * How long to wait before attempt {@code failedAttempts + 1} at a request that failed
+     * {@code failedAttempts} times, given what the destination asked for.
+     */
+    Duration delay(int failedAttempts, Optional<Duration> retryAfter, java.time.Instant now, RandomGenerator random) {
+        long cap = everyAttemptFailing(now) ? longIntervalMillis : maxBackoffMillis;
+        int doublings = Math.max(0, Math.min(failedAttempts - 1, 40));
+        long backoff = Math.min(cap, FIRST_MILLIS << doublings);
+        long wait = Math.max(random.nextLong(backoff + 1), Math.min(SHORTEST_MILLIS, backoff));
+        if (retryAfter.isPresent()) {
+            // not before the destination asked, and never longer than the longest wait
+            wait = Math.min(Math.max(wait, saturatedMillis(retryAfter.get())), longIntervalMillis);
+        }
+        return Duration.ofMillis(wait);
+    }
+
+    /** Milliseconds of a duration, Long.MAX_VALUE for one too long to count in them (never an ArithmeticException). */
+    static long saturatedMillis(Duration duration) {
+        if (duration.isNegative()) {
+            return 0;
+        }
+        return duration.getSeconds() >= Long.MAX_VALUE / 1000 - 1 ? Long.MAX_VALUE : duration.toMillis();
+    }
+}

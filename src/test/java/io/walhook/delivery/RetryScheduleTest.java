@@ -1,0 +1,86 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.Random;
+
+import org.junit.jupiter.api.Test;
+
+class RetryScheduleTest {
+
+    private static final Instant NOW = Instant.parse("2026-12-01T12:00:00Z");
+    private final Random random = new Random(7);
+
+    private static long millis(Duration d) {
+        return d.toMillis();
+    }
+
+    @Test
+    void backoffDoublesWithFullJitterUpToTheMaximum() {
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        for (int attempt = 1; attempt <= 12; attempt++) {
+            long bound = Math.min(1000, 200L << (attempt - 1));
+            long max = 0;
+            for (int i = 0; i < 200; i++) {
+                long wait = millis(schedule.delay(attempt, Optional.empty(), NOW, random));
+                assertThat(wait).isBetween(RetrySchedule.SHORTEST_MILLIS, bound);
+                max = Math.max(max, wait);
+            }
+            assertThat(max).as("jitter spreads over the whole range").isGreaterThan(bound / 2);
+        }
+    }
+
+    @Test
+    void theLongIntervalAppliesOnlyWhileEveryAttemptFails() {
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        schedule.succeeded(NOW);
+        schedule.failed();
+        schedule.failed();
+        schedule.failed();
+        assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(1))).as("a success a second ago").isFalse();
+        assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(3))).isTrue();
+        schedule.succeeded(NOW);
+        schedule.failed();
+        schedule.failed();
+        assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).as("two failures are no streak").isFalse();
+        schedule.failed();
+        assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).isTrue();
+        long longest = 0;
+        for (int i = 0; i < 200; i++) {
+            longest = Math.max(longest, millis(schedule.delay(30, Optional.empty(), NOW.plusSeconds(60), random)));
+        }
+        assertThat(longest).isGreaterThan(60_000).isLessThanOrEqualTo(300_000);
+        // one success and the destination is retried at the short pace again
+        schedule.succeeded(NOW.plusSeconds(60));
+        for (int i = 0; i < 200; i++) {
+            assertThat(millis(schedule.delay(30, Optional.empty(), NOW.plusSeconds(60), random))).isLessThanOrEqualTo(1000);
+        }
+    }
+
+    @Test
+    void retryAfterIsHonouredAndBoundedWhateverItsSize() {
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        assertThat(schedule.delay(1, Optional.of(Duration.ofSeconds(3)), NOW, random)).isEqualTo(Duration.ofSeconds(3));
+        // a floor, not a replacement: the backoff of a request failing for long still grows past it
+        assertThat(schedule.delay(1, Optional.of(Duration.ZERO), NOW, random)).isBetween(Duration.ofMillis(50),
+                Duration.ofMillis(200));
+        for (int i = 0; i < 50; i++) {
+            assertThat(schedule.delay(4, Optional.of(Duration.ofMillis(100)), NOW, random))
+                    .isBetween(Duration.ofMillis(100), Duration.ofMillis(1000));
+        }
+        assertThat(schedule.delay(1, Optional.of(Duration.ofDays(3)), NOW, random)).isEqualTo(Duration.ofMinutes(5));
+        // too large to count in milliseconds: bounded, not an ArithmeticException
+        assertThat(schedule.delay(1, Optional.of(Duration.ofSeconds(Long.MAX_VALUE)), NOW, random))
+                .isEqualTo(Duration.ofMinutes(5));
+    }
+
+    @Test
+    void hugeAttemptCountsAndSettingsDoNotOverflow() {
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(Long.MAX_VALUE), Duration.ofSeconds(Long.MAX_VALUE));
+        assertThat(schedule.delay(Integer.MAX_VALUE, Optional.empty(), NOW, random).isNegative()).isFalse();
+        assertThat(RetrySchedule.saturatedMillis(Duration.ofSeconds(Long.MAX_VALUE))).isEqualTo(Long.MAX_VALUE);
+    }
+}
