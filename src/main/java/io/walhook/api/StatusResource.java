@@ -79,18 +79,24 @@ public class StatusResource {
 
     /** Every subscription in force, by name: those no event has reached yet (or standing by) with zeros. */
     private List<StatusView.SubscriptionStatusView> subscriptions() {
-        Map<String, StatusView.SubscriptionStatusView> byName = new TreeMap<>();
+        Map<String, StatusView.SubscriptionStatusView> byId = new java.util.HashMap<>();
         SubscriptionRegistry registry = source.registry();
         if (registry != null) {
             for (Subscription subscription : registry.router().subscriptions()) {
-                byName.put(subscription.name(),
-                        new StatusView.SubscriptionStatusView(subscription.name(), 0, 0, 0, 0, null, false));
+                byId.put(subscription.id(), new StatusView.SubscriptionStatusView(subscription.id(), subscription.name(),
+                        "direct", 0, 0, 0, 0, 0, null, 0, 0, null, false, registry.isPaused(subscription.id())));
             }
         }
-        for (Dispatcher.LaneStatus lanes : source.deliveries()) {
-            byName.put(lanes.subscription(), new StatusView.SubscriptionStatusView(lanes.subscription(), lanes.inFlight(),
-                    lanes.retrying(), lanes.parked(), lanes.delivered(), lanes.lastError(), lanes.disabled()));
+        for (Dispatcher.DeliveryStatus d : source.deliveries()) {
+            if (byId.containsKey(d.id())) {
+                byId.put(d.id(), new StatusView.SubscriptionStatusView(d.id(), byId.get(d.id()).name(), d.mode(),
+                        d.queued(), d.inFlight(), d.retrying(), d.heldBack(), d.durableBacklog(),
+                        d.oldestParkedCommit() == null ? null : d.oldestParkedCommit().toString(),
+                        Math.round(d.drainRate() * 10) / 10.0, d.delivered(), d.lastError(), d.disabled(), d.paused()));
+            }
         }
-        return List.copyOf(byName.values());
+        List<StatusView.SubscriptionStatusView> all = new java.util.ArrayList<>(byId.values());
+        all.sort(java.util.Comparator.comparing(StatusView.SubscriptionStatusView::name));
+        return all;
     }
 }

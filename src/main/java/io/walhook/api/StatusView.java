@@ -30,10 +30,16 @@ public record StatusView(String role, SlotView slot, String serverLsn, Long lagB
             String walStatus) {
     }
 
-    /** Per-subscription delivery counters; {@code disabled}: a 410 Gone stopped its delivery until a replay. */
+    /**
+     * Per-subscription delivery: {@code mode} direct or durable (its events go through its durable
+     * queue), counts of events in memory, under way, held back behind their row's failing change,
+     * and in the durable queue ({@code parked}); {@code disabled}: a 410 Gone stopped its delivery
+     * until a replay.
+     */
     @RegisterForReflection
     @JsonInclude(JsonInclude.Include.ALWAYS)
-    public record SubscriptionStatusView(String name, long inFlight, long retrying, long parked, long delivered,
-            String lastError, boolean disabled) {
+    public record SubscriptionStatusView(String id, String name, String mode, long queued, long inFlight, long retrying,
+            long heldBack, long parked, String oldestParkedCommit, double drainRate, long delivered, String lastError,
+            boolean disabled, boolean paused) {
     }
 }

@@ -180,9 +180,12 @@ public class SubscriptionResource {
         long start = System.nanoTime();
         try {
             // the transport delivery uses, but for the status code: one attempt, nothing retried or recorded
-            int status = source.webhooks().post((Destination.Webhook) subscription.destination(), eventId, body,
-                    "application/json", java.util.Map.of(), java.time.Instant.now().getEpochSecond(),
-                    source.tuning().requestTimeout()).status();
+            // an API-created subscription checks the address it connects to, as its deliveries do
+            boolean publicOnly = !subscription.readOnly() && !source.tuning().allowPrivateDestinations();
+            int status = io.walhook.delivery.WebhookClient.await(source.webhooks().postAsync(
+                    (Destination.Webhook) subscription.destination(), eventId, body, "application/json",
+                    java.util.Map.of(), java.time.Instant.now().getEpochSecond(), source.tuning().requestTimeout(),
+                    publicOnly), source.tuning().requestTimeout()).status();
             outcome.put("delivered", status >= 200 && status < 300);
             outcome.put("status", status);
         } catch (java.io.IOException e) {
@@ -204,8 +207,8 @@ public class SubscriptionResource {
         long start = System.nanoTime();
         try {
             io.walhook.delivery.Transport.Attempt attempt = source.transport(subscription)
-                    .attempt(new io.walhook.delivery.Dispatcher.Request(eventId, body, "application/json", java.util.Map.of(),
-                            address));
+                    .attempt(new io.walhook.delivery.Transport.Request(eventId, body, "application/json", java.util.Map.of(),
+                            address), source.tuning().requestTimeout());
             outcome.put("delivered", attempt.outcome() == io.walhook.delivery.Transport.Outcome.DELIVERED);
             if (attempt.outcome() != io.walhook.delivery.Transport.Outcome.DELIVERED) {
                 outcome.put("error", attempt.problem());
@@ -221,14 +224,29 @@ public class SubscriptionResource {
     @GET
     @Path("{id}/dead-letters")
     public ObjectNode deadLetters(@PathParam("id") String id, @jakarta.ws.rs.QueryParam("after") String after,
-            @jakarta.ws.rs.QueryParam("limit") String limit) throws SQLException {
+            @jakarta.ws.rs.QueryParam("limit") String limit, @jakarta.ws.rs.QueryParam("key") String key)
+            throws SQLException {
         long afterId = after == null ? 0 : queryNumber("after", after);
         long pageSize = limit == null ? 100 : queryNumber("limit", limit);
         if (pageSize < 1 || pageSize > 1000) {
             throw new ApiProblem(400, "Bad Request", "limit must be between 1 and 1000", "limit");
         }
-        String name = existingName(id);
-        List<ParkedEventStore.Parked> page = parked.page(name, afterId, (int) pageSize);
+        Optional<String> rowKey = Optional.empty();
+        if (key != null) {
+            try {
+                JsonNode parsed = JSON.readTree(key);
+                if (parsed == null || !parsed.isObject() || parsed.isEmpty()) {
+                    throw new ApiProblem(400, "Bad Request", "key must be a JSON object of a row's key columns, like"
+                            + " {\"id\":42}", "key");
+                }
+                rowKey = Optional.of(parsed.toString());
+            } catch (JsonProcessingException e) {
+                throw new ApiProblem(400, "Bad Request", "key must be a JSON object of a row's key columns, like"
+                        + " {\"id\":42}: " + e.getOriginalMessage(), "key");
+            }
+        }
+        String subscriptionId = existingId(id);
+        List<ParkedEventStore.Parked> page = parked.page(subscriptionId, afterId, (int) pageSize, rowKey);
         ObjectNode body = JSON.createObjectNode();
         ArrayNode items = body.putArray("items");
         for (ParkedEventStore.Parked p : page) {
@@ -240,6 +258,11 @@ public class SubscriptionResource {
             item.put("last_error", p.lastError());
             item.put("content_type", p.contentType());
             try {
+                item.set("key", p.rowKey() == null ? null : JSON.readTree(p.rowKey()));
+            } catch (java.io.IOException notJson) {
+                item.putNull("key");
+            }
+            try {
                 item.set("event", JSON.readTree(p.body()));
             } catch (java.io.IOException notJson) {
                 item.put("event_base64", java.util.Base64.getEncoder().encodeToString(p.body()));
@@ -247,12 +270,13 @@ public class SubscriptionResource {
         }
         if (page.size() == pageSize) {
             body.put("next", "/subscriptions/" + id + "/dead-letters?after=" + page.get(page.size() - 1).id()
-                    + "&limit=" + pageSize);
+                    + "&limit=" + pageSize + rowKey.map(k -> "&key=" + java.net.URLEncoder.encode(k,
+                            StandardCharsets.UTF_8)).orElse(""));
         }
         return body;
     }
 
-    /** Retries parked events now (they are retried on their own too, with backoff), oldest first. */
+    /** Delivers queued events now (they are delivered on their own too, at the destination's pace), oldest first. */
     @POST
     @Path("{id}/dead-letters/replay")
     public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id,
@@ -260,36 +284,35 @@ public class SubscriptionResource {
         authorize(authorization);
         List<Long> ids = queryNumbers("id", idTexts);
         Subscription subscription = inForce(id);
-        String name = subscription.name();
         long replaying;
         if (ids == null || ids.isEmpty()) {
-            replaying = parked.count(name, 0, 1);
+            replaying = parked.count(subscription.id());
         } else {
             java.util.Set<Long> missing = new java.util.TreeSet<>(ids);
-            missing.removeAll(parked.existing(name, ids));
+            missing.removeAll(parked.existing(subscription.id(), ids));
             if (!missing.isEmpty()) {
-                throw new ApiProblem(404, "Not Found", "no dead letters " + missing + " in subscription " + name
-                        + "; nothing was replayed", null);
+                throw new ApiProblem(404, "Not Found", "no dead letters " + missing + " in subscription "
+                        + subscription.name() + "; nothing was replayed", null);
             }
             replaying = new java.util.HashSet<>(ids).size();
         }
-        // a lane retries oldest first, so the named events go in their rows' order
+        // the queue is delivered oldest first, so the named events go in their rows' order
         source.retryParkedNow(subscription);
         ObjectNode body = JSON.createObjectNode();
         body.put("replaying", replaying);
         return body;
     }
 
-    /** Drops parked events for good: the ids given as {@code ?id=}, or every one of the subscription. */
+    /** Drops queued events for good: the ids given as {@code ?id=}, or every one of the subscription. */
     @DELETE
     @Path("{id}/dead-letters")
     public ObjectNode dropDeadLetters(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
             @PathParam("id") String id, @jakarta.ws.rs.QueryParam("id") List<String> idTexts) throws SQLException {
         authorize(authorization);
         List<Long> ids = queryNumbers("id", idTexts);
-        String name = existingName(id);
+        String subscriptionId = existingId(id);
         ObjectNode body = JSON.createObjectNode();
-        body.put("deleted", parked.delete(name, ids));
+        body.put("deleted", ids.isEmpty() ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
         return body;
     }
 
@@ -331,16 +354,34 @@ public class SubscriptionResource {
         return store.find(uuid(id)).orElseThrow(() -> notFound(id)).subscription().name();
     }
 
+    /** The subscription's id, as its delivery state is kept under. */
+    private String existingId(String id) throws SQLException {
+        Optional<Subscription> configured = configured(id);
+        if (configured.isPresent()) {
+            return configured.get().id();
+        }
+        return store.find(uuid(id)).orElseThrow(() -> notFound(id)).subscription().id();
+    }
+
+    /**
+     * Deletes the subscription: its delivery stops (at once on this instance, within a second on
+     * the active one), and its durable queue is discarded; the response says how many events were.
+     */
     @DELETE
     @Path("{id}")
-    public Response delete(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+    public ObjectNode delete(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
             throws SQLException {
         authorize(authorization);
         readOnly(id);
-        if (!store.delete(uuid(id))) {
+        UUID uuid = uuid(id);
+        if (!store.delete(uuid)) {
             throw notFound(id);
         }
-        return Response.noContent().build();
+        source.deleted(uuid.toString());
+        ObjectNode body = JSON.createObjectNode();
+        body.put("id", uuid.toString());
+        body.put("discarded_events", parked.deleteAll(uuid.toString()));
+        return body;
     }
 
     private List<Subscription> configured() {

@@ -51,7 +51,7 @@ import io.walhook.routing.Destination;
  * <p>Built on vertx-proton, the layer under SmallRye's AMQP connector and the Vert.x AMQP client:
  * their channels are bound to fixed addresses and report only accepted-or-not, while walhook
  * resolves an address per event and names the broker's outcome in its logs and dead letters.
- * Every proton call runs on one Vert.x event-loop context; lanes wait for their outcome.
+ * Every proton call runs on one Vert.x event-loop context; a send completes a future with its outcome.
  */
 public final class AmqpBroker implements AutoCloseable {
 
@@ -88,13 +88,8 @@ public final class AmqpBroker implements AutoCloseable {
     public Transport transport(Destination.Amqp destination) {
         return new Transport() {
             @Override
-            public Attempt attempt(Dispatcher.Request request) throws InterruptedException {
-                return send(List.of(request));
-            }
-
-            @Override
-            public Attempt attemptAll(List<Dispatcher.Request> requests) throws InterruptedException {
-                return send(requests);
+            public CompletableFuture<Attempt> send(Request request) {
+                return AmqpBroker.this.send(request);
             }
 
             @Override
@@ -105,40 +100,23 @@ public final class AmqpBroker implements AutoCloseable {
     }
 
     /**
-     * Sends the messages back to back (credit permitting) and waits for every settlement:
-     * delivered when the broker accepted them all, else the first other outcome.
+     * Sends the message (credit permitting); the future completes with its settlement: delivered
+     * when the broker accepted it, else the outcome, or a retry after the timeout.
      */
-    Transport.Attempt send(List<Dispatcher.Request> requests) throws InterruptedException {
-        List<CompletableFuture<Transport.Attempt>> outcomes = new ArrayList<>(requests.size());
-        for (int i = 0; i < requests.size(); i++) {
-            outcomes.add(new CompletableFuture<>());
-        }
-        context.runOnContext(v -> whenConnected(new Waiting(() -> {
-            for (int i = 0; i < requests.size(); i++) {
-                sendNow(requests.get(i), outcomes.get(i));
-            }
-        }, outcomes)));
-        try {
-            CompletableFuture.allOf(outcomes.toArray(CompletableFuture[]::new)).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            // a broker that neither settles nor refuses: start afresh rather than wait on this connection
-            context.runOnContext(v -> {
-                if (connection != null) {
+    CompletableFuture<Transport.Attempt> send(Transport.Request request) {
+        CompletableFuture<Transport.Attempt> outcome = new CompletableFuture<>();
+        context.runOnContext(v -> {
+            long timer = vertx.setTimer(timeout.toMillis(), late -> {
+                if (outcome.complete(Transport.Attempt.retry("the broker gave no outcome within " + timeout))
+                        && connection != null) {
+                    // a broker that neither settles nor refuses: start afresh rather than wait on this connection
                     lost(connection, "no outcome within " + timeout + "; reconnecting");
                 }
             });
-            return Transport.Attempt.retry("the broker gave no outcome within " + timeout);
-        } catch (ExecutionException e) {
-            return Transport.Attempt.retry(String.valueOf(e.getCause()));
-        }
-        Transport.Attempt result = null;
-        for (CompletableFuture<Transport.Attempt> outcome : outcomes) {
-            result = outcome.join();
-            if (result.outcome() != Transport.Outcome.DELIVERED) {
-                return result;
-            }
-        }
-        return result;
+            outcome.whenComplete((a, e) -> vertx.cancelTimer(timer));
+            whenConnected(new Waiting(() -> sendNow(request, outcome), List.of(outcome)));
+        });
+        return outcome;
     }
 
     private void whenConnected(Waiting send) {
@@ -226,7 +204,7 @@ public final class AmqpBroker implements AutoCloseable {
         pending.forEach(f -> f.complete(Transport.Attempt.retry(problem)));
     }
 
-    private void sendNow(Dispatcher.Request request, CompletableFuture<Transport.Attempt> outcome) {
+    private void sendNow(Transport.Request request, CompletableFuture<Transport.Attempt> outcome) {
         ProtonSender sender = sender(request.address());
         Message message = Message.Factory.create();
         message.setMessageId(request.id());

@@ -1,13 +1,17 @@
 package io.walhook.delivery;
 
+import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -20,21 +24,33 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.walhook.pgoutput.Lsn;
 
 /**
- * Durable parking ({@code <state schema>.parked_event}): a request a destination did not take in
- * its retry window is written here before its delivery counts as done, so the slot can advance.
- * Rows are retried oldest first, per subscription.
+ * Each subscription's durable queue ({@code <state schema>.parked_event}): events its destination
+ * did not take in time, or that arrived while it had such a backlog, written here in order before
+ * their delivery counts as done, so the slot can advance. A subscription's lane delivers from it
+ * continuously, oldest first; the API lists, replays and drops its rows ("dead letters"). Rows
+ * belong to the subscription's id.
  */
 public final class ParkedEventStore {
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final TypeReference<LinkedHashMap<String, String>> HEADERS = new TypeReference<>() { };
 
-    /** One parked request. */
-    public record Parked(long id, String subscription, int lane, String eventId, Lsn commitLsn, String contentType,
-            Map<String, String> headers, String address, byte[] body, int attempts, String lastError) {
+    /** One queued request. */
+    public record Parked(long id, String subscriptionId, String eventId, Lsn commitLsn, Instant commitTime,
+            String contentType, Map<String, String> headers, String address, byte[] body, int attempts,
+            String lastError, long[] ordering, String rowKey) {
     }
 
-    private static final String COLUMNS = "id, subscription, lane, event_id, commit_lsn::text, content_type, headers::text,"
-            + " address, body, attempts, last_error";
+    /**
+     * A request to queue: {@code address} is the AMQP address it resolved to (null for webhooks),
+     * {@code ordering} what it must stay in order with, {@code rowKey} its row's key as JSON (or null).
+     */
+    public record Entry(String eventId, Lsn commitLsn, Instant commitTime, String contentType,
+            Map<String, String> headers, String address, byte[] body, long[] ordering, String rowKey) {
+    }
+
+    private static final String COLUMNS = "id, subscription_id, event_id, commit_lsn::text, commit_time, content_type,"
+            + " headers::text, address, body, attempts, last_error, ordering, row_key::text";
 
     private final DataSource dataSource;
     private final String table;
@@ -45,38 +61,42 @@ public final class ParkedEventStore {
         this.table = stateSchema + ".parked_event";
     }
 
-    /** A request to park: {@code address} is the AMQP address it resolved to, null for webhooks. */
-    public record Entry(String eventId, Lsn commitLsn, String contentType, Map<String, String> headers, String address,
-            byte[] body) {
-    }
-
     /**
-     * Parks requests of one lane, in this order, in one transaction, with the attempts already made
-     * at them; parking an event twice (a redelivery after a restart) keeps the first.
+     * Appends requests to a subscription's queue, in this order, in one transaction, with the
+     * attempts already made at them; queueing an event twice (read again after a restart) keeps the
+     * first. Returns how many rows were added.
      */
-    public void park(String subscription, int lane, List<Entry> entries, int attempts, String lastError)
+    public int append(String subscriptionId, String name, List<Entry> entries, int attempts, String lastError)
             throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
-            try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription, event_id, commit_lsn,"
-                    + " content_type, headers, body, attempts, last_error, lane, address)"
-                    + " VALUES (?, ?, ?::pg_lsn, ?, ?::jsonb, ?, ?, ?, ?, ?) ON CONFLICT (subscription, event_id) DO NOTHING")) {
+            try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription_id, subscription,"
+                    + " event_id, commit_lsn, commit_time, content_type, headers, body, attempts, last_error, address,"
+                    + " ordering, row_key) VALUES (?, ?, ?, ?::pg_lsn, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?::jsonb)"
+                    + " ON CONFLICT (subscription_id, event_id) DO NOTHING")) {
                 for (Entry entry : entries) {
-                    s.setString(1, subscription);
-                    s.setString(2, entry.eventId());
-                    s.setString(3, entry.commitLsn().toString());
-                    s.setString(4, entry.contentType());
-                    s.setString(5, JSON.writeValueAsString(entry.headers()));
-                    s.setBytes(6, entry.body());
-                    s.setInt(7, attempts);
-                    s.setString(8, lastError);
-                    s.setInt(9, lane);
-                    s.setString(10, entry.address());
+                    s.setString(1, subscriptionId);
+                    s.setString(2, name);
+                    s.setString(3, entry.eventId());
+                    s.setString(4, entry.commitLsn().toString());
+                    s.setTimestamp(5, entry.commitTime() == null ? null : Timestamp.from(entry.commitTime()));
+                    s.setString(6, entry.contentType());
+                    s.setString(7, JSON.writeValueAsString(entry.headers()));
+                    s.setBytes(8, entry.body());
+                    s.setInt(9, attempts);
+                    s.setString(10, lastError);
+                    s.setString(11, entry.address());
+                    s.setArray(12, entry.ordering() == null ? null : c.createArrayOf("bigint", boxed(entry.ordering())));
+                    s.setString(13, entry.rowKey());
                     s.addBatch();
                 }
-                s.executeBatch();
+                int added = 0;
+                for (int count : s.executeBatch()) {
+                    added += Math.max(count, 0);
+                }
                 c.commit();
+                return added;
             } catch (SQLException | JsonProcessingException | RuntimeException e) {
                 c.rollback();
                 throw e;
@@ -88,30 +108,30 @@ public final class ParkedEventStore {
         }
     }
 
-    /**
-     * The oldest parked requests of one lane of a subscription ({@code lane} of {@code lanes}: a row
-     * parked by a lane that no longer exists belongs to lane {@code its lane % lanes}).
-     */
-    public List<Parked> oldest(String subscription, int lane, int lanes, int limit) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
-                     + " WHERE subscription = ? AND lane % ? = ? ORDER BY id LIMIT ?")) {
-            s.setString(1, subscription);
-            s.setInt(2, lanes);
-            s.setInt(3, lane);
-            s.setInt(4, limit);
-            return rows(s);
+    private static Long[] boxed(long[] values) {
+        Long[] boxed = new Long[values.length];
+        for (int i = 0; i < values.length; i++) {
+            boxed[i] = values[i];
         }
+        return boxed;
     }
 
-    /** A page of a subscription's parked requests, oldest first, after the given id (0 for the first page). */
-    public List<Parked> page(String subscription, long afterId, int limit) throws SQLException {
+    /**
+     * A page of a subscription's queue, oldest first, after the given row id (0 for the first page);
+     * with {@code rowKey}, only the rows of that key.
+     */
+    public List<Parked> page(String subscriptionId, long afterId, int limit, Optional<String> rowKey) throws SQLException {
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
-                     + " WHERE subscription = ? AND id > ? ORDER BY id LIMIT ?")) {
-            s.setString(1, subscription);
+                     + " WHERE subscription_id = ? AND id > ?" + (rowKey.isPresent() ? " AND row_key = ?::jsonb" : "")
+                     + " ORDER BY id LIMIT ?")) {
+            s.setString(1, subscriptionId);
             s.setLong(2, afterId);
-            s.setInt(3, limit);
+            int next = 3;
+            if (rowKey.isPresent()) {
+                s.setString(next++, rowKey.get());
+            }
+            s.setInt(next, limit);
             return rows(s);
         }
     }
@@ -120,10 +140,11 @@ public final class ParkedEventStore {
         List<Parked> parked = new ArrayList<>();
         try (ResultSet rs = query.executeQuery()) {
             while (rs.next()) {
-                parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getInt(3), rs.getString(4),
-                        Lsn.parse(rs.getString(5)), rs.getString(6),
-                        JSON.readValue(rs.getString(7), new TypeReference<LinkedHashMap<String, String>>() { }),
-                        rs.getString(8), rs.getBytes(9), rs.getInt(10), rs.getString(11)));
+                Timestamp commitTime = rs.getTimestamp(5);
+                parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getString(3), Lsn.parse(rs.getString(4)),
+                        commitTime == null ? null : commitTime.toInstant(), rs.getString(6),
+                        JSON.readValue(rs.getString(7), HEADERS), rs.getString(8), rs.getBytes(9), rs.getInt(10),
+                        rs.getString(11), longs(rs.getArray(12)), rs.getString(13)));
             }
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("a parked event's headers are not JSON", e);
@@ -131,11 +152,27 @@ public final class ParkedEventStore {
         return parked;
     }
 
-    /** Which of these ids are parked requests of the subscription. */
-    public Set<Long> existing(String subscription, List<Long> ids) throws SQLException {
+    private static long[] longs(Array array) throws SQLException {
+        if (array == null) {
+            return null;
+        }
+        Object[] values = (Object[]) array.getArray();
+        long[] longs = new long[values.length];
+        for (int i = 0; i < values.length; i++) {
+            if (values[i] == null) {
+                return null;
+            }
+            longs[i] = ((Number) values[i]).longValue();
+        }
+        return longs;
+    }
+
+    /** Which of these row ids are in the subscription's queue. */
+    public Set<Long> existing(String subscriptionId, List<Long> ids) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT id FROM " + table + " WHERE subscription = ? AND id = ANY (?)")) {
-            s.setString(1, subscription);
+             PreparedStatement s = c.prepareStatement("SELECT id FROM " + table
+                     + " WHERE subscription_id = ? AND id = ANY (?)")) {
+            s.setString(1, subscriptionId);
             s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
             Set<Long> found = new TreeSet<>();
             try (ResultSet rs = s.executeQuery()) {
@@ -147,48 +184,53 @@ public final class ParkedEventStore {
         }
     }
 
-    /** Forgets parked requests (all of the subscription's when {@code ids} is empty); returns how many. */
-    public int delete(String subscription, List<Long> ids) throws SQLException {
+    /** Drops rows by id (the API); returns how many. */
+    public int deleteIds(String subscriptionId, List<Long> ids) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription = ?"
-                     + (ids.isEmpty() ? "" : " AND id = ANY (?)"))) {
-            s.setString(1, subscription);
-            if (!ids.isEmpty()) {
-                s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
-            }
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ? AND id = ANY (?)")) {
+            s.setString(1, subscriptionId);
+            s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
             return s.executeUpdate();
         }
     }
 
-    /** These parked requests went through: they leave the table. */
-    public void delivered(List<Long> ids) throws SQLException {
+    /** Drops the subscription's whole queue (the API's drop of every dead letter, or the subscription deleted); returns how many. */
+    public int deleteAll(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ANY (?)")) {
-            s.setArray(1, c.createArrayOf("bigint", ids.toArray()));
-            s.executeUpdate();
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ?")) {
+            s.setString(1, subscriptionId);
+            return s.executeUpdate();
         }
     }
 
-    /** Another failed attempt at these parked requests. */
-    public void failed(List<Long> ids, String error) throws SQLException {
+    /** These events went through: they leave the queue. Returns how many rows did. */
+    public int delivered(String subscriptionId, List<String> eventIds) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table
+                     + " WHERE subscription_id = ? AND event_id = ANY (?)")) {
+            s.setString(1, subscriptionId);
+            s.setArray(2, c.createArrayOf("text", eventIds.toArray()));
+            return s.executeUpdate();
+        }
+    }
+
+    /** Another failed attempt at these events. */
+    public void failed(String subscriptionId, List<String> eventIds, String error) throws SQLException {
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("UPDATE " + table
-                     + " SET attempts = attempts + 1, last_error = ? WHERE id = ANY (?)")) {
+                     + " SET attempts = attempts + 1, last_error = ? WHERE subscription_id = ? AND event_id = ANY (?)")) {
             s.setString(1, error);
-            s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
+            s.setString(2, subscriptionId);
+            s.setArray(3, c.createArrayOf("text", eventIds.toArray()));
             s.executeUpdate();
         }
     }
 
-
-    /** Parked requests of one lane ({@code lane} of {@code lanes}, as in {@link #oldest}). */
-    public long count(String subscription, int lane, int lanes) throws SQLException {
+    /** Rows in the subscription's queue. */
+    public long count(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT count(*) FROM " + table
-                     + " WHERE subscription = ? AND lane % ? = ?")) {
-            s.setString(1, subscription);
-            s.setInt(2, lanes);
-            s.setInt(3, lane);
+             PreparedStatement s = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE subscription_id = ?")) {
+            s.setString(1, subscriptionId);
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 return rs.getLong(1);
@@ -196,16 +238,16 @@ public final class ParkedEventStore {
         }
     }
 
-    /** Subscriptions with parked requests: their lanes start in parking mode. */
+    /** Subscriptions (by id) with rows in their queue: their lanes start at once, to deliver them. */
     public Set<String> subscriptionsWithParkedEvents() throws SQLException {
-        Set<String> names = new TreeSet<>();
+        Set<String> ids = new TreeSet<>();
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT DISTINCT subscription FROM " + table);
+             PreparedStatement s = c.prepareStatement("SELECT DISTINCT subscription_id FROM " + table);
              ResultSet rs = s.executeQuery()) {
             while (rs.next()) {
-                names.add(rs.getString(1));
+                ids.add(rs.getString(1));
             }
         }
-        return names;
+        return ids;
     }
 }

@@ -31,10 +31,17 @@ public final class RoutingLoop implements Runnable {
     /** Events taken from the reader at once. */
     private static final int CHUNK = 256;
 
-    /** Delivers one copy of an event; calls {@code done} once it is delivered (or durably parked). */
+    /**
+     * Delivers copies of events: {@code done} runs once each is delivered (or durably queued). A
+     * chunk's copies are handed on at its end, in {@link #flush}, which may wait while a subscription
+     * holds its whole memory budget.
+     */
     public interface Sender {
         void send(Subscription subscription, ChangeEvent event, EventEncoder.Encoded body, Runnable done)
                 throws InterruptedException;
+
+        default void flush() throws InterruptedException {
+        }
     }
 
     private record Shape(EventFormat format, Projection projection) {
@@ -69,7 +76,7 @@ public final class RoutingLoop implements Runnable {
     private Lsn transaction;
     private final Map<Shape, EventEncoder.Encoded> written = new HashMap<>();
     /** Copies handed to each subscription's sender in the current chunk: reported once per chunk, not per copy. */
-    private final Map<String, int[]> routedInChunk = new HashMap<>();
+    private final Map<Subscription, int[]> routedInChunk = new java.util.IdentityHashMap<>();
 
     public RoutingLoop(HandOffQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender) {
@@ -103,6 +110,7 @@ public final class RoutingLoop implements Runnable {
                 } finally {
                     reportRouted();
                 }
+                sender.flush();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -136,7 +144,7 @@ public final class RoutingLoop implements Runnable {
                     : written.computeIfAbsent(new Shape(subscription.format(), subscription.projection()),
                             shape -> encoder.encode(event, shape.format(), shape.projection(), json));
             sender.send(subscription, event, body, new AckTracker.Completion(tracker, ticket));
-            routedInChunk.computeIfAbsent(subscription.name(), name -> new int[1])[0]++;
+            routedInChunk.computeIfAbsent(subscription, s -> new int[1])[0]++;
         }
     }
 

@@ -1,11 +1,17 @@
 package io.walhook.delivery;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
- * Carries one request to one subscription's destination and says how it ended. The dispatcher
- * owns ordering, batching, retries and parking; a transport only makes the attempt.
+ * Carries one request to one subscription's destination and says how it ended. The lane owns
+ * ordering, batching, retries and the durable queue; a transport only makes the attempt, without
+ * holding a thread while it is under way.
  */
 public interface Transport {
 
@@ -18,24 +24,29 @@ public interface Transport {
         public static Attempt retry(String problem) {
             return new Attempt(Outcome.RETRY, Optional.empty(), problem);
         }
+
+        public static final Attempt DELIVERED = new Attempt(Outcome.DELIVERED, Optional.empty(), null);
     }
 
-    /** Sends the request once and waits for its outcome. */
-    Attempt attempt(Dispatcher.Request request) throws InterruptedException;
-
     /**
-     * Sends these requests of one lane, in order, and waits for them all: delivered when every one
-     * is, else the first failure (the dispatcher then sends them all again, ids unchanged). One
-     * after the other unless the transport can have several in flight.
+     * What goes over the wire: one event, or a batch's JSON array of events; {@code address} is the
+     * AMQP address the event resolved to (null for webhooks).
      */
-    default Attempt attemptAll(java.util.List<Dispatcher.Request> requests) throws InterruptedException {
-        Attempt last = null;
-        for (Dispatcher.Request request : requests) {
-            last = attempt(request);
-            if (last.outcome() != Outcome.DELIVERED) {
-                return last;
-            }
+    record Request(String id, byte[] body, String contentType, Map<String, String> headers, String address) {
+    }
+
+    /** Sends the request once; the future completes with its outcome, never exceptionally. */
+    CompletableFuture<Attempt> send(Request request);
+
+    /** {@link #send}, waiting at most {@code timeout} for the outcome (the API's test-fire). */
+    default Attempt attempt(Request request, Duration timeout) throws InterruptedException {
+        CompletableFuture<Attempt> outcome = send(request);
+        try {
+            return outcome.get(timeout.toMillis() + 5_000, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            return Attempt.retry(String.valueOf(e.getCause()));
+        } catch (TimeoutException e) {
+            return Attempt.retry("no outcome within " + timeout);
         }
-        return last;
     }
 }

@@ -15,12 +15,12 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientOptions;
-import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
 import io.vertx.core.impl.VertxInternal;
+import io.vertx.core.net.SocketAddress;
 import io.vertx.core.net.TrustOptions;
 import io.walhook.routing.Destination;
 
@@ -49,6 +49,7 @@ public final class WebhookClient implements AutoCloseable {
     private record Channel(Context context, HttpClient plain, HttpClient tls) {
     }
 
+    private final Vertx vertx;
     private final Channel[] channels;
     /** Each destination's URL parsed once (Vert.x would parse the text on every request); a few hundred at most. */
     private final Map<URI, java.net.URL> urls = new java.util.concurrent.ConcurrentHashMap<>();
@@ -60,6 +61,7 @@ public final class WebhookClient implements AutoCloseable {
 
     /** Trusts {@code trust} instead of the JVM's certificates (tests: a self-signed receiver); null: the JVM's. */
     WebhookClient(Vertx vertx, TrustOptions trust) {
+        this.vertx = vertx;
         PoolOptions pool = new PoolOptions().setHttp1MaxSize(POOL_SIZE).setHttp2MaxSize(POOL_SIZE / 8);
         HttpClientOptions tlsOptions = options().setSsl(true).setUseAlpn(true).setVerifyHost(true)
                 .setProtocolVersion(HttpVersion.HTTP_2);
@@ -92,52 +94,110 @@ public final class WebhookClient implements AutoCloseable {
      */
     public Response post(Destination.Webhook destination, String id, byte[] body, String contentType,
             Map<String, String> formatHeaders, long timestamp, Duration timeout) throws IOException, InterruptedException {
+        return await(postAsync(destination, id, body, contentType, formatHeaders, timestamp, timeout, false), timeout);
+    }
+
+    /** Waits for a request started by {@link #postAsync}; its failure as an IOException. */
+    public static Response await(CompletableFuture<Response> response, Duration timeout)
+            throws IOException, InterruptedException {
+        try {
+            // the request times itself out; this bound only guards against a lost completion
+            return response.get(timeout.toMillis() + 5_000, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof IOException io ? io : new IOException(describe(cause), cause);
+        } catch (TimeoutException e) {
+            response.cancel(false);
+            throw new IOException("no response within " + timeout.toMillis() + " ms");
+        }
+    }
+
+    /**
+     * {@link #post} without waiting: the future completes on the channel's event loop with the
+     * response, or exceptionally with an IOException naming what failed. With {@code publicOnly},
+     * the destination's name is resolved first and the request goes to the address it resolved to,
+     * once {@link DestinationPolicy} allows that address: what is checked is what is connected to.
+     */
+    public CompletableFuture<Response> postAsync(Destination.Webhook destination, String id, byte[] body,
+            String contentType, Map<String, String> formatHeaders, long timestamp, Duration timeout, boolean publicOnly) {
         URI url = destination.url();
-        RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(parsed(url)).setFollowRedirects(false)
-                .setIdleTimeout(timeout.toMillis())
-                .putHeader("content-type", contentType)
-                .putHeader("user-agent", "walhook")
-                .putHeader("webhook-id", id)
-                .putHeader("webhook-timestamp", Long.toString(timestamp));
+        CompletableFuture<Response> result = new CompletableFuture<>();
+        RequestOptions options;
+        try {
+            options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(parsed(url))
+                    .setFollowRedirects(false).setIdleTimeout(timeout.toMillis())
+                    .putHeader("content-type", contentType)
+                    .putHeader("user-agent", "walhook")
+                    .putHeader("webhook-id", id)
+                    .putHeader("webhook-timestamp", Long.toString(timestamp));
+        } catch (IOException | RuntimeException e) {
+            result.completeExceptionally(new IOException("not a URL walhook can post to: " + describe(e), e));
+            return result;
+        }
         if (!destination.secrets().isEmpty()) {
             options.putHeader("webhook-signature", WebhookSigner.sign(destination.secrets(), id, timestamp, body));
         }
         formatHeaders.forEach(options::putHeader);
         destination.headers().forEach(options::putHeader);
-        // a calling thread (a lane) always uses the same channel
+        // a calling thread always uses the same channel
         Channel channel = channels[(int) Math.floorMod(Thread.currentThread().getId(), (long) channels.length)];
         HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? channel.tls() : channel.plain();
-        CompletableFuture<HttpClientRequest> sent = new CompletableFuture<>();
-        CompletableFuture<Response> result = new CompletableFuture<>();
         channel.context().runOnContext(start -> {
             try {
-                client.request(options).compose(request -> {
-                    sent.complete(request);
-                    return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
-                }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after")))).onComplete(done -> {
-                    if (done.succeeded()) {
-                        result.complete(done.result());
-                    } else {
-                        result.completeExceptionally(done.cause());
-                    }
-                });
+                long timer = vertx.setTimer(timeout.toMillis(), late -> result.completeExceptionally(
+                        new IOException("no response within " + timeout.toMillis() + " ms")));
+                result.whenComplete((r, e) -> vertx.cancelTimer(timer));
+                if (publicOnly) {
+                    String host = url.getHost().startsWith("[") ? url.getHost().substring(1, url.getHost().length() - 1)
+                            : url.getHost();
+                    ((VertxInternal) vertx).resolveAddress(host, resolved -> {
+                        if (resolved.failed()) {
+                            result.completeExceptionally(new IOException(host + " does not resolve: "
+                                    + describe(resolved.cause())));
+                            return;
+                        }
+                        java.net.InetAddress address = resolved.result();
+                        java.util.Optional<String> refusal = DestinationPolicy.refusal(address);
+                        if (refusal.isPresent()) {
+                            result.completeExceptionally(new IOException(host + " resolves to " + refusal.get()
+                                    + "; not connecting (WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true allows it)"));
+                            return;
+                        }
+                        int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
+                        options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
+                        send(client, options, body, result);
+                    });
+                } else {
+                    send(client, options, body, result);
+                }
             } catch (RuntimeException e) {
-                result.completeExceptionally(e); // at once, not as a timeout
+                result.completeExceptionally(new IOException(describe(e), e)); // at once, not as a timeout
             }
         });
-        try {
-            return result.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            throw new IOException(cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": "
-                    + cause.getMessage()), cause);
-        } catch (TimeoutException e) {
-            sent.thenAccept(HttpClientRequest::reset); // frees the connection (HTTP/1.1: closes it)
-            throw new IOException("no response within " + timeout.toMillis() + " ms");
-        } catch (InterruptedException e) {
-            sent.thenAccept(HttpClientRequest::reset);
-            throw e;
-        }
+        return result;
+    }
+
+    private static void send(HttpClient client, RequestOptions options, byte[] body, CompletableFuture<Response> result) {
+        client.request(options).compose(request -> {
+            // a request given up on (timed out, cancelled) frees its connection (HTTP/1.1: closes it)
+            result.whenComplete((r, e) -> {
+                if (e != null) {
+                    request.reset();
+                }
+            });
+            return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
+        }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after")))).onComplete(done -> {
+            if (done.succeeded()) {
+                result.complete(done.result());
+            } else {
+                result.completeExceptionally(new IOException(describe(done.cause()), done.cause()));
+            }
+        });
+    }
+
+    /** An exception as a log line: its class and message, never a URL's query or credentials. */
+    static String describe(Throwable e) {
+        return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
     }
 
     private java.net.URL parsed(URI url) throws IOException {

@@ -8,40 +8,53 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 import io.walhook.routing.Destination;
 
 /**
  * HTTP POSTs with the Standard Webhooks headers to one webhook destination: a 2xx is delivered,
  * 410 Gone is gone, anything else, a timeout or a connection error is retried, honouring
- * {@code Retry-After}. One {@link WebhookClient} is shared by every destination.
+ * {@code Retry-After}. One {@link WebhookClient} is shared by every destination. With
+ * {@code publicOnly} (subscriptions created through the API, unless private destinations are
+ * allowed) every request checks the address it connects to ({@link DestinationPolicy}).
  */
 public final class WebhookTransport implements Transport {
+
+    /** The longest {@code Retry-After} taken as given; anything longer counts as this. */
+    static final Duration LONGEST_RETRY_AFTER = Duration.ofDays(1);
 
     private final WebhookClient http;
     private final Destination.Webhook destination;
     private final Clock clock;
     private final Duration timeout;
+    private final boolean publicOnly;
 
-    public WebhookTransport(WebhookClient http, Destination.Webhook destination, Clock clock, Duration timeout) {
+    public WebhookTransport(WebhookClient http, Destination.Webhook destination, Clock clock, Duration timeout,
+            boolean publicOnly) {
         this.http = http;
         this.destination = destination;
         this.clock = clock;
         this.timeout = timeout;
+        this.publicOnly = publicOnly;
     }
 
     @Override
-    public Attempt attempt(Dispatcher.Request request) throws InterruptedException {
-        try {
-            WebhookClient.Response response = http.post(destination, request.id(), request.body(), request.contentType(),
-                    request.headers(), clock.instant().getEpochSecond(), timeout);
-            Outcome outcome = classify(response.status());
-            String problem = response.status() == 410 ? "410 Gone" : "HTTP " + response.status();
-            return new Attempt(outcome, outcome == Outcome.RETRY && response.retryAfter() != null
-                    ? retryAfter(response.retryAfter(), clock.instant()) : Optional.empty(), problem);
-        } catch (IOException e) {
-            return Attempt.retry(e.getMessage());
-        }
+    public CompletableFuture<Attempt> send(Request request) {
+        return http.postAsync(destination, request.id(), request.body(), request.contentType(), request.headers(),
+                clock.instant().getEpochSecond(), timeout, publicOnly).handle((response, failure) -> {
+                    if (failure != null) {
+                        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                                ? failure.getCause() : failure;
+                        return Attempt.retry(cause instanceof IOException ? cause.getMessage()
+                                : WebhookClient.describe(cause));
+                    }
+                    Outcome outcome = classify(response.status());
+                    String problem = response.status() == 410 ? "410 Gone" : "HTTP " + response.status();
+                    return new Attempt(outcome, outcome == Outcome.RETRY && response.retryAfter() != null
+                            ? retryAfter(response.retryAfter(), clock.instant()) : Optional.empty(), problem);
+                });
     }
 
     static Outcome classify(int status) {
@@ -51,25 +64,29 @@ public final class WebhookTransport implements Transport {
         return status == 410 ? Outcome.GONE : Outcome.RETRY;
     }
 
-    /** {@code Retry-After}: seconds or an HTTP date; nonsense is ignored. */
+    /** {@code Retry-After}: seconds or an HTTP date; nonsense is ignored, and a huge value is {@link #LONGEST_RETRY_AFTER}. */
     static Optional<Duration> retryAfter(String value, Instant now) {
         String v = value.strip();
-        try {
-            long seconds = Long.parseLong(v);
-            return seconds < 0 ? Optional.empty() : Optional.of(Duration.ofSeconds(seconds));
-        } catch (NumberFormatException notSeconds) {
-            try {
-                Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-                Duration wait = Duration.between(now, at);
-                return Optional.of(wait.isNegative() ? Duration.ZERO : wait);
-            } catch (DateTimeParseException notDate) {
-                return Optional.empty();
+        if (!v.isEmpty() && v.chars().allMatch(Character::isDigit)) {
+            // digits only: seconds, however many of them
+            if (v.length() > 9) {
+                return Optional.of(LONGEST_RETRY_AFTER);
             }
+            Duration seconds = Duration.ofSeconds(Long.parseLong(v));
+            return Optional.of(seconds.compareTo(LONGEST_RETRY_AFTER) > 0 ? LONGEST_RETRY_AFTER : seconds);
+        }
+        try {
+            Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
+            Duration wait = Duration.between(now, at);
+            return Optional.of(wait.isNegative() ? Duration.ZERO
+                    : wait.compareTo(LONGEST_RETRY_AFTER) > 0 ? LONGEST_RETRY_AFTER : wait);
+        } catch (DateTimeParseException | ArithmeticException notDate) {
+            return Optional.empty();
         }
     }
 
     @Override
     public String toString() {
-        return destination.url().toString();
+        return destination.toString();
     }
 }

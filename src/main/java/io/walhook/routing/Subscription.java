@@ -10,26 +10,46 @@ import io.walhook.change.Operation;
  * Which changes a subscription wants and how they reach it. Env-defined subscriptions are
  * read-only; API-defined ones live in walhook's own tables.
  *
+ * @param id what its delivery state (lanes, durable queue, counters) belongs to: the stored
+ *     subscription's UUID, or {@code config:<name>} for a configured one; a rename keeps it
  * @param filter the compiled CEL filter, absent when every matching change is wanted
  * @param batchMaxEvents 1 sends one event per request; more sends JSON arrays of up to that many
  * @param retry its own retry settings; what it leaves unset comes from WALHOOK_DELIVERY_*
  */
-public record Subscription(String name, List<TablePattern> tables, Set<Operation> operations,
+public record Subscription(String id, String name, List<TablePattern> tables, Set<Operation> operations,
         Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
         long batchMaxWaitMs, Projection projection, boolean readOnly, RetryPolicy retry) {
+
+    /** The id prefix of configured subscriptions. */
+    public static final String CONFIGURED = "config:";
 
     public Subscription {
         tables = List.copyOf(tables);
         operations = Set.copyOf(operations);
         retry = retry == null ? RetryPolicy.DEFAULTS : retry;
+        id = id == null ? CONFIGURED + name : id;
+    }
+
+    /** A subscription whose id is {@code config:<name>} (configured ones; the store gives stored ones theirs). */
+    public Subscription(String name, List<TablePattern> tables, Set<Operation> operations,
+            Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
+            long batchMaxWaitMs, Projection projection, boolean readOnly, RetryPolicy retry) {
+        this(null, name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs, projection,
+                readOnly, retry);
     }
 
     /** A subscription with the global retry settings. */
     public Subscription(String name, List<TablePattern> tables, Set<Operation> operations,
             Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
             long batchMaxWaitMs, Projection projection, boolean readOnly) {
-        this(name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs, projection, readOnly,
-                RetryPolicy.DEFAULTS);
+        this(null, name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs, projection,
+                readOnly, RetryPolicy.DEFAULTS);
+    }
+
+    /** The same subscription under this id. */
+    public Subscription withId(String newId) {
+        return new Subscription(newId, name, tables, operations, filter, destination, format, batchMaxEvents,
+                batchMaxWaitMs, projection, readOnly, retry);
     }
 
     /** Table and operation only (the filter comes after): what is cached per relation. */

@@ -35,9 +35,9 @@ public final class SubscriptionRegistry {
         return router;
     }
 
-    /** Whether delivery to this subscription is paused: its events are parked and wait. */
-    public boolean isPaused(String subscription) {
-        return paused.contains(subscription);
+    /** Whether delivery to this subscription (by id) is paused: its events wait in its durable queue. */
+    public boolean isPaused(String id) {
+        return paused.contains(id);
     }
 
     /** Reloads the stored subscriptions if they changed; returns whether the router was replaced. */
@@ -56,7 +56,7 @@ public final class SubscriptionRegistry {
         for (SubscriptionStore.Stored row : store.list()) {
             Subscription stored = row.subscription();
             if (row.paused()) {
-                nowPaused.add(stored.name());
+                nowPaused.add(stored.id());
             }
             if (names.add(stored.name())) {
                 all.add(stored);

@@ -59,8 +59,9 @@ public final class SubscriptionStore {
              ResultSet rs = s.executeQuery("SELECT id, name, body::text, paused FROM " + table + " ORDER BY created_at, id")) {
             while (rs.next()) {
                 try {
-                    subscriptions.add(new Stored(rs.getObject(1, UUID.class),
-                            SubscriptionJson.parse(JSON.readTree(rs.getString(3))), rs.getBoolean(4)));
+                    UUID id = rs.getObject(1, UUID.class);
+                    subscriptions.add(new Stored(id, SubscriptionJson.parse(JSON.readTree(rs.getString(3)))
+                            .withId(id.toString()), rs.getBoolean(4)));
                 } catch (SubscriptionProblem | com.fasterxml.jackson.core.JsonProcessingException e) {
                     LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());
                 }

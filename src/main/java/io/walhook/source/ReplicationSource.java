@@ -95,11 +95,11 @@ public class ReplicationSource {
         Gauge.builder("walhook.replication.pending.transactions", this, s -> s.value(SourceStatus::pendingTransactions))
                 .description("transactions read but not yet fully delivered").register(metrics);
         Gauge.builder("walhook.delivery.in.flight", this,
-                s -> s.deliveries().stream().mapToLong(Dispatcher.LaneStatus::inFlight).sum())
-                .description("events queued for delivery, all subscriptions").register(metrics);
+                s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::queued).sum())
+                .description("events in memory for delivery, all subscriptions").register(metrics);
         Gauge.builder("walhook.delivery.parked.current", this,
-                s -> s.deliveries().stream().mapToLong(Dispatcher.LaneStatus::parked).sum())
-                .description("events parked now, all subscriptions").register(metrics);
+                s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::durableBacklog).sum())
+                .description("events in the durable queues now, all subscriptions").register(metrics);
         FunctionCounter.builder("walhook.replication.events", this, s -> s.value(SourceStatus::events))
                 .description("events handed to delivery").register(metrics);
         FunctionCounter.builder("walhook.replication.spilled.transactions", this,
@@ -229,7 +229,7 @@ public class ReplicationSource {
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(tuned.requestTimeout(), tuned.maxBackoff(),
                 tuned.retryWindow(), tuned.parkedRetryInterval(), tuned.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
-                deliveryMetrics, name -> registry.isPaused(name), this::transport);
+                deliveryMetrics, id -> registry.isPaused(id), this::transport);
         sender.resumeParked(registry.router().subscriptions());
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader = resumed;
@@ -272,14 +272,20 @@ public class ReplicationSource {
         listening.complete(null);
     }
 
-    /** The subscription's transport, as delivery uses it (also the API's test-fire). */
+    /**
+     * The subscription's transport, as delivery uses it (also the API's test-fire). A webhook
+     * created through the API checks every address it connects to, unless private destinations
+     * are allowed; configured ones are the operator's own.
+     */
     public Transport transport(Subscription subscription) {
         if (subscription.destination() instanceof Destination.Webhook webhook) {
-            return new WebhookTransport(webhooks(), webhook, Clock.systemUTC(), tuning().requestTimeout());
+            return new WebhookTransport(webhooks(), webhook, Clock.systemUTC(), tuning().requestTimeout(),
+                    !subscription.readOnly() && !tuning().allowPrivateDestinations());
         }
         Destination.Amqp amqp = (Destination.Amqp) subscription.destination();
         if (broker == null) {
-            return request -> Transport.Attempt.retry(AmqpUrl.VARIABLE + " is not set: no broker for " + amqp);
+            return request -> java.util.concurrent.CompletableFuture.completedFuture(
+                    Transport.Attempt.retry(AmqpUrl.VARIABLE + " is not set: no broker for " + amqp));
         }
         return broker.transport(amqp);
     }
@@ -298,7 +304,9 @@ public class ReplicationSource {
                 return;
             }
             try {
-                registry.refresh();
+                if (registry.refresh() && sender != null) {
+                    sender.sync(registry.router().subscriptions());
+                }
                 lastProblem = null;
             } catch (SQLException e) {
                 if (!e.getMessage().equals(lastProblem)) {
@@ -336,55 +344,81 @@ public class ReplicationSource {
         return true;
     }
 
-    /** Delivery metrics per subscription: walhook_delivery_routed_total, _events_total, _retries_total, _parked_total, _latency. */
+    /**
+     * Delivery metrics per subscription, tagged with its id and name: walhook_delivery_routed_total,
+     * _events_total, _retries_total, _parked_total, _latency.
+     */
     private static final class MicrometerDeliveryMetrics implements io.walhook.delivery.DeliveryMetrics {
         private final MeterRegistry registry;
-        /** Meters by subscription, looked up once: routing counts every event. */
-        private final Map<String, io.micrometer.core.instrument.Counter> routed = new java.util.concurrent.ConcurrentHashMap<>();
-        private final Map<String, io.micrometer.core.instrument.Counter> delivered = new java.util.concurrent.ConcurrentHashMap<>();
-        private final Map<String, io.micrometer.core.instrument.Timer> latency = new java.util.concurrent.ConcurrentHashMap<>();
+        /** Meters by subscription id, looked up once (routing counts every event); made again after a rename. */
+        private final Map<String, Meters> meters = new java.util.concurrent.ConcurrentHashMap<>();
+
+        private record Meters(String name, io.micrometer.core.instrument.Counter routed,
+                io.micrometer.core.instrument.Counter delivered, io.micrometer.core.instrument.Counter retried,
+                io.micrometer.core.instrument.Counter parked, io.micrometer.core.instrument.Timer latency) {
+        }
 
         MicrometerDeliveryMetrics(MeterRegistry registry) {
             this.registry = registry;
         }
 
+        private Meters of(Subscription subscription) {
+            Meters m = meters.get(subscription.id());
+            if (m == null || !m.name().equals(subscription.name())) {
+                io.micrometer.core.instrument.Tags tags = io.micrometer.core.instrument.Tags.of("subscription",
+                        subscription.name(), "subscription_id", subscription.id());
+                m = new Meters(subscription.name(), registry.counter("walhook.delivery.routed", tags),
+                        registry.counter("walhook.delivery.events", tags), registry.counter("walhook.delivery.retries", tags),
+                        registry.counter("walhook.delivery.parked", tags),
+                        io.micrometer.core.instrument.Timer.builder("walhook.delivery.latency")
+                                .description("from commit to the destination's 2xx").tags(tags)
+                                .publishPercentileHistogram().register(registry));
+                meters.put(subscription.id(), m);
+            }
+            return m;
+        }
+
         @Override
-        public void delivered(String subscription, int events, Duration sinceCommit) {
-            delivered.computeIfAbsent(subscription, s -> registry.counter("walhook.delivery.events", "subscription", s))
-                    .increment(events);
+        public void delivered(Subscription subscription, int events, Duration sinceCommit) {
+            Meters m = of(subscription);
+            m.delivered().increment(events);
             if (!sinceCommit.isZero()) {
-                latency.computeIfAbsent(subscription, s -> io.micrometer.core.instrument.Timer.builder("walhook.delivery.latency")
-                        .description("from commit to the destination's 2xx").tag("subscription", s)
-                        .publishPercentileHistogram().register(registry)).record(sinceCommit);
+                m.latency().record(sinceCommit);
             }
         }
 
         @Override
-        public void routed(String subscription, int events) {
-            routed.computeIfAbsent(subscription, s -> registry.counter("walhook.delivery.routed", "subscription", s))
-                    .increment(events);
+        public void routed(Subscription subscription, int events) {
+            of(subscription).routed().increment(events);
         }
 
         @Override
-        public void retried(String subscription) {
-            registry.counter("walhook.delivery.retries", "subscription", subscription).increment();
+        public void retried(Subscription subscription) {
+            of(subscription).retried().increment();
         }
 
         @Override
-        public void parked(String subscription, int events) {
-            registry.counter("walhook.delivery.parked", "subscription", subscription).increment(events);
+        public void parked(Subscription subscription, int events) {
+            of(subscription).parked().increment(events);
         }
     }
 
-    /** Retries the subscription's parked events now (the API's replay). */
+    /** Retries the subscription's queued events now (the API's replay). */
     public void retryParkedNow(Subscription subscription) {
         if (sender != null) {
-            sender.retryParkedNow(subscription);
+            sender.retryNow(subscription);
+        }
+    }
+
+    /** A subscription was deleted through this instance's API: if this one delivers, it stops at once. */
+    public void deleted(String id) {
+        if (sender != null) {
+            sender.deleted(id);
         }
     }
 
     /** Per-subscription delivery state; empty before start. */
-    public List<Dispatcher.LaneStatus> deliveries() {
+    public List<Dispatcher.DeliveryStatus> deliveries() {
         Dispatcher s = sender;
         return s == null ? List.of() : s.status();
     }

@@ -69,7 +69,7 @@ class SubscriptionApiTest {
         given().get("/subscriptions/" + id).then().statusCode(200).body("tables[0]", equalTo("public.orders"));
         authorized().body(BODY.replace("public.orders", "public.*")).put("/subscriptions/" + id).then().statusCode(200)
                 .body("tables[0]", equalTo("public.*"));
-        authorized().delete("/subscriptions/" + id).then().statusCode(204);
+        authorized().delete("/subscriptions/" + id).then().statusCode(200).body("discarded_events", equalTo(0));
         given().get("/subscriptions/" + id).then().statusCode(404).contentType(ApiProblem.MEDIA_TYPE)
                 .body("status", equalTo(404));
     }
@@ -134,7 +134,7 @@ class SubscriptionApiTest {
         authorized().filter(OpenApiContract.responsesOnly())
                 .body(withRetry.replace("\"max_attempts\"", "\"attempts\"")).put("/subscriptions/" + id)
                 .then().statusCode(400).body("field", equalTo("/retry/attempts"));
-        authorized().delete("/subscriptions/" + id).then().statusCode(204);
+        authorized().delete("/subscriptions/" + id).then().statusCode(200).body("discarded_events", equalTo(0));
         given().get("/subscriptions/config:cfg").then().statusCode(200)
                 .body("retry.max_attempts", equalTo(3)).body("retry.window_ms", equalTo(120000));
     }

@@ -90,6 +90,12 @@ public final class TestEvents {
             return single(List.of(relation(), new Bytes().u8('I').u32(RELATION_ID).u8('N').tuple(values).bytes()));
         }
 
+        /** An insert committed at {@code commitLsn}: events of different transactions have different ids. */
+        public ChangeEvent insertAt(long commitLsn, String... values) {
+            return single(List.of(relation(), new Bytes().u8('I').u32(RELATION_ID).u8('N').tuple(values).bytes()),
+                    Lsn.of(commitLsn));
+        }
+
         /** An update without a 'K' or 'O' tuple (the key did not change, identity DEFAULT). */
         public ChangeEvent update(String... newValues) {
             return update(null, newValues);
@@ -126,16 +132,20 @@ public final class TestEvents {
 
     /** Begin, the messages, Commit, through a fresh assembler: the one event they make. */
     private static ChangeEvent single(List<byte[]> messages) {
+        return single(messages, COMMIT_LSN);
+    }
+
+    private static ChangeEvent single(List<byte[]> messages, Lsn commitLsn) {
         List<ChangeEvent> events = new ArrayList<>();
         TransactionAssembler assembler = assembler(events);
         long commitMicros = PgTime.toPgMicros(COMMIT_TIME);
-        assembler.accept(ByteBuffer.wrap(new Bytes().u8('B').i64(COMMIT_LSN.value()).i64(commitMicros).u32(XID)
-                .bytes()), COMMIT_LSN);
+        assembler.accept(ByteBuffer.wrap(new Bytes().u8('B').i64(commitLsn.value()).i64(commitMicros).u32(XID)
+                .bytes()), commitLsn);
         for (byte[] m : messages) {
             assembler.accept(ByteBuffer.wrap(m), CHANGE_LSN);
         }
-        assembler.accept(ByteBuffer.wrap(new Bytes().u8('C').u8(0).i64(COMMIT_LSN.value())
-                .i64(COMMIT_LSN.value() + 48).i64(commitMicros).bytes()), COMMIT_LSN);
+        assembler.accept(ByteBuffer.wrap(new Bytes().u8('C').u8(0).i64(commitLsn.value())
+                .i64(commitLsn.value() + 48).i64(commitMicros).bytes()), commitLsn);
         return only(events);
     }
 

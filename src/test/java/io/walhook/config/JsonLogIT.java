@@ -98,13 +98,13 @@ class JsonLogIT {
             List<JsonNode> records = parseEveryLine(output);
             assertThat(records).as(output)
                     .anySatisfy(r -> assertThat(r.get("message").asText()).startsWith("walhook ready: source "));
-            // a failed attempt's record carries the subscription, lane, event and attempt as fields
+            // a failed attempt's record carries the subscription, its id, the event and the attempt as fields
             assertThat(records).as(output).anySatisfy(r -> {
                 assertThat(r.get("level").asText()).isEqualTo("WARN");
                 assertThat(r.at("/mdc/subscription").asText()).isEqualTo("down");
                 assertThat(r.at("/mdc/attempt").asText()).isEqualTo("2");
                 assertThat(r.at("/mdc/event").asText()).matches("[0-9A-F]{16}-0001");
-                assertThat(r.at("/mdc/lane").asText()).matches("[0-3]");
+                assertThat(r.at("/mdc/subscription_id").asText()).isEqualTo("config:down");
             });
         }
     }

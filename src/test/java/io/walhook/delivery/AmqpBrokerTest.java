@@ -76,8 +76,8 @@ class AmqpBrokerTest {
     private static Transport.Attempt sendOne(int port, Duration timeout) throws InterruptedException {
         AmqpBroker broker = new AmqpBroker(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + port), timeout);
         try {
-            return broker.transport(new Destination.Amqp("orders")).attempt(new Dispatcher.Request("0000000000000001-0001",
-                    "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"));
+            return broker.transport(new Destination.Amqp("orders")).attempt(new Transport.Request("0000000000000001-0001",
+                    "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"), timeout);
         } finally {
             broker.close();
         }

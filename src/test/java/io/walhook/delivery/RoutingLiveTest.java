@@ -73,8 +73,8 @@ class RoutingLiveTest {
                         done.run();
                     }, new DeliveryMetrics() {
                         @Override
-                        public void routed(String subscription, int events) {
-                            routed.merge(subscription, events, Integer::sum);
+                        public void routed(io.walhook.routing.Subscription subscription, int events) {
+                            routed.merge(subscription.name(), events, Integer::sum);
                         }
                     }));
             source.sql("INSERT INTO orders VALUES (1, 'new', 50), (2, 'new', 150)",

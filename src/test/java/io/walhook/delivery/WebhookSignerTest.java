@@ -53,5 +53,11 @@ class WebhookSignerTest {
         assertThat(WebhookTransport.retryAfter("Sun, 29 Nov 2026 15:00:00 GMT", now)).contains(Duration.ZERO);
         assertThat(WebhookTransport.retryAfter("soon", now)).isEqualTo(Optional.empty());
         assertThat(WebhookTransport.retryAfter("-3", now)).isEqualTo(Optional.empty());
+        // more seconds than any wait walhook makes, up to more than a long holds: the longest, never an overflow
+        assertThat(WebhookTransport.retryAfter("99999999999999999", now)).contains(WebhookTransport.LONGEST_RETRY_AFTER);
+        assertThat(WebhookTransport.retryAfter("999999999999999999999999", now))
+                .contains(WebhookTransport.LONGEST_RETRY_AFTER);
+        assertThat(WebhookTransport.retryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now))
+                .contains(WebhookTransport.LONGEST_RETRY_AFTER);
     }
 }

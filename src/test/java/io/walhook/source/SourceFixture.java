@@ -64,7 +64,7 @@ public final class SourceFixture implements AutoCloseable {
         sql("CREATE SCHEMA walhook");
         // walhook's own migrations, as Flyway applies them
         for (String version : List.of("V1__checkpoint.sql", "V2__subscription.sql", "V3__parked_event.sql",
-                "V4__parked_event_lane.sql")) {
+                "V4__parked_event_lane.sql", "V5__parked_event_address.sql", "V6__durable_queue.sql")) {
             try (java.io.InputStream in = SourceFixture.class.getResourceAsStream("/db/migration/" + version)) {
                 sql(new String(in.readAllBytes(), StandardCharsets.UTF_8).replace("${flyway:defaultSchema}", "walhook"));
             } catch (java.io.IOException e) {

@@ -175,7 +175,10 @@ public final class WalhookProcess implements AutoCloseable {
         process.destroyForcibly();
         try {
             process.waitFor(30, TimeUnit.SECONDS);
-            Files.deleteIfExists(output);
+            // kept for a look after a failing test: target/walhook-logs, one file per process
+            Path kept = Path.of("target", "walhook-logs");
+            Files.createDirectories(kept);
+            Files.move(output, kept.resolve(output.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (IOException ignored) {

@@ -1,0 +1,895 @@
+package io.walhook.delivery;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.jboss.logging.Logger;
+import org.jboss.logging.MDC;
+
+import io.walhook.delivery.Transport.Attempt;
+import io.walhook.delivery.Transport.Outcome;
+import io.walhook.routing.Destination;
+import io.walhook.routing.EventEncoder;
+import io.walhook.routing.Subscription;
+
+/**
+ * One subscription's delivery: its jobs in per-row order ({@link KeyedQueue}), the requests under
+ * way or waiting to be retried, and its durable queue. It has one state, changed only on its own
+ * turn: routing, transports, timers and the state database post to its inbox, and the lane runs on
+ * a shared pool, one turn at a time. No thread is held while a request is under way.
+ *
+ * <p>Two modes. <b>Direct</b>: events go from memory to the destination, their acknowledgement
+ * waiting on the delivery; a failing request is retried with backoff while every other row keeps
+ * flowing. <b>Durable</b>: once a request has failed for its retry window (or attempts), once the
+ * memory budget is full while requests fail, or while the subscription is paused or disabled,
+ * every event in memory is written to the durable queue in order, which acknowledges it, and so is
+ * every later event; the lane delivers from the queue continuously at the destination's pace,
+ * with the same per-row isolation, and goes back to direct once the queue is empty.
+ */
+final class Lane {
+
+    private static final Logger LOG = Logger.getLogger(Lane.class);
+    /** Rows written to the durable queue in one transaction. */
+    static final int WRITE_CHUNK = 500;
+    /** Rows read from the durable queue at once. */
+    static final int PAGE = 500;
+    /** Durable jobs kept in memory at most: the next page is read once fewer are. */
+    static final int RESIDENT_LIMIT = 2 * PAGE;
+    /** AMQP messages under way at once. */
+    static final int AMQP_WINDOW = 100;
+
+    /** What a lane is doing, for /status and metrics. */
+    record Status(String id, String name, String mode, long queued, long inFlight, long retrying, long heldBack,
+            long durableBacklog, Instant oldestParkedCommit, double drainRate, long delivered, String lastError,
+            boolean disabled, boolean paused) {
+    }
+
+    enum Mode { DIRECT, DURABLE }
+
+    /** A request under way, or failed and waiting for its next attempt: the same jobs, the same id. */
+    private static final class Outgoing {
+        final List<Job> jobs;
+        final String id;
+        int attempts;
+        Instant firstFailure;
+        Instant due;
+        boolean underWay;
+
+        Outgoing(List<Job> jobs, int batchSize) {
+            this.jobs = jobs;
+            // a batch's id names its first event and its count: the same run has the same id on every attempt
+            this.id = batchSize > 1 ? jobs.get(0).eventId + "+" + jobs.size() : jobs.get(0).eventId;
+            for (Job job : jobs) {
+                attempts = Math.max(attempts, job.attempts);
+            }
+        }
+
+        boolean hasVolatile() {
+            for (Job job : jobs) {
+                if (job.done != null) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    final String id;
+    private final Dispatcher.Context context;
+    private volatile Subscription subscription;
+    private Transport transport;
+    /** The subscription {@link #transport} was made for: it is made again when the destination changes. */
+    private Subscription transportFor;
+
+    // posted to from any thread
+    private final ConcurrentLinkedQueue<Runnable> inbox = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean scheduled = new AtomicBoolean();
+    /** Volatile jobs handed over and not yet delivered or durably queued: what routing waits on. */
+    private final AtomicLong volatileJobs = new AtomicLong();
+    private final AtomicLong volatileBytes = new AtomicLong();
+    private final Object room = new Object();
+    /** Routing's own: jobs routed in the current chunk, handed over at its end. */
+    final List<Job> routed = new ArrayList<>();
+
+    // the lane's own
+    private Mode mode = Mode.DURABLE;
+    private final KeyedQueue queue = new KeyedQueue();
+    /** Every request not delivered yet, under way or waiting. */
+    private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
+    /** Failed requests waiting for their next attempt, soonest first. */
+    private final java.util.PriorityQueue<Outgoing> retrying = new java.util.PriorityQueue<>(
+            Comparator.comparing((Outgoing o) -> o.due));
+    /** Failed requests, in the order they first failed (their retry windows end in this order). */
+    private final Set<Outgoing> failing = new java.util.LinkedHashSet<>();
+    private String outOfAttempts;
+    private int underWay;
+    private long underWayJobs;
+    private int workTurn;
+    /** Jobs at the head of {@link #toWrite} that must be written before anything else: what a switch to durable moved there. */
+    private int mustWrite;
+    /** Since when events go through the durable queue, when something sent them there (not at start-up). */
+    private Instant queuedSince;
+    private final ArrayDeque<Job> toWrite = new ArrayDeque<>();
+    private final List<Job> toDelete = new ArrayList<>();
+    private final Map<String, List<String>> toFail = new LinkedHashMap<>();
+    /** Durable jobs in memory whose rows the cursor has not passed: a read of the queue skips them. */
+    private final Set<String> resident = new HashSet<>();
+    private int durableInMemory;
+    private boolean busy;
+    private long cursor;
+    private boolean exhausted;
+    private boolean writtenSinceRead = true;
+    private final RetrySchedule schedule;
+    private boolean disabled;
+    private volatile boolean deleted;
+    private long arrivals;
+    private ScheduledFuture<?> wake;
+    private Instant wakeAt;
+
+    // read by /status from other threads
+    private volatile long delivered;
+    private volatile long backlog;
+    private volatile String lastError;
+    private volatile long deliveredFromQueue;
+    private volatile Status last;
+    private long rateMark;
+    private long rateMarkNanos = System.nanoTime();
+    private volatile double drainRate;
+
+    Lane(Subscription subscription, Dispatcher.Context context) {
+        this.id = subscription.id();
+        this.subscription = subscription;
+        this.context = context;
+        this.schedule = new RetrySchedule(subscription.retry().maxBackoff().orElse(context.settings().maxBackoff()),
+                context.settings().parkedRetryInterval());
+        // the queue may hold rows from before a restart: read it first (direct at once if it is empty)
+        post(() -> { });
+    }
+
+    Subscription subscription() {
+        return subscription;
+    }
+
+    // --- from routing ---------------------------------------------------------------------------
+
+    /** Routing's chunk ends: the jobs routed to this lane go to it; waits while its budget is full. */
+    void handOver() throws InterruptedException {
+        if (routed.isEmpty()) {
+            return;
+        }
+        List<Job> jobs = new ArrayList<>(routed);
+        routed.clear();
+        long bytes = 0;
+        long now = System.nanoTime();
+        for (Job job : jobs) {
+            bytes += job.memoryBytes();
+            job.handedOverNanos = now;
+        }
+        volatileJobs.addAndGet(jobs.size());
+        volatileBytes.addAndGet(bytes);
+        post(() -> accept(jobs));
+        awaitRoom();
+    }
+
+    private boolean full() {
+        return volatileJobs.get() >= context.settings().bufferEvents() || volatileBytes.get() >= context.settings().bufferBytes();
+    }
+
+    /**
+     * Back-pressure: while this subscription holds its whole memory budget of undelivered events,
+     * routing waits. That happens while its destination is slower than the stream but takes
+     * events; a failing one has them written to the durable queue instead, and routing goes on.
+     */
+    private void awaitRoom() throws InterruptedException {
+        if (!full()) {
+            return;
+        }
+        post(() -> { }); // a turn that sees the budget full and decides
+        synchronized (room) {
+            while (full() && !deleted) {
+                room.wait(100);
+            }
+        }
+    }
+
+    private void settled(Job job) {
+        if (job.done != null) {
+            settleAll(List.of(job));
+        }
+    }
+
+    /**
+     * Acknowledges the volatile ones of these jobs (runs of one transaction are counted down at
+     * once) and frees their share of the memory budget.
+     */
+    private void settleAll(List<Job> jobs) {
+        List<Runnable> acknowledgements = new ArrayList<>(jobs.size());
+        long bytes = 0;
+        for (Job job : jobs) {
+            if (job.done != null) {
+                acknowledgements.add(job.done);
+                job.done = null;
+                bytes += job.memoryBytes();
+            }
+        }
+        if (acknowledgements.isEmpty()) {
+            return;
+        }
+        io.walhook.checkpoint.AckTracker.completeAll(acknowledgements);
+        boolean wasFull = full();
+        volatileJobs.addAndGet(-acknowledgements.size());
+        volatileBytes.addAndGet(-bytes);
+        if (wasFull && !full()) {
+            synchronized (room) {
+                room.notifyAll();
+            }
+        }
+    }
+
+    // --- the turn -------------------------------------------------------------------------------
+
+    /** Runs {@code message} on the lane's next turn. */
+    void post(Runnable message) {
+        inbox.add(message);
+        if (scheduled.compareAndSet(false, true)) {
+            execute();
+        }
+    }
+
+    private void execute() {
+        try {
+            context.lanes().execute(this::turn);
+        } catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
+            scheduled.set(false); // walhook stops: what is undelivered is read again on restart
+        }
+    }
+
+    private void turn() {
+        // every log line of a turn names its subscription (JSON logs: the "mdc" object)
+        MDC.put("subscription", subscription.name());
+        MDC.put("subscription_id", id);
+        try {
+            Runnable message;
+            while ((message = inbox.poll()) != null) {
+                try {
+                    message.run();
+                } catch (RuntimeException e) {
+                    contained(e);
+                }
+            }
+            try {
+                pump();
+            } catch (RuntimeException e) {
+                contained(e);
+            }
+            last = snapshot();
+        } finally {
+            MDC.remove("subscription");
+            MDC.remove("subscription_id");
+            scheduled.set(false);
+            if (!inbox.isEmpty() && scheduled.compareAndSet(false, true)) {
+                execute();
+            }
+        }
+    }
+
+    /** A lane's own failure stays in the lane: logged, shown in /status, and retried on the next tick. */
+    private void contained(RuntimeException e) {
+        String problem = "internal error: " + e;
+        if (!problem.equals(lastError)) {
+            LOG.errorf(e, "subscription %s: %s; delivery goes on", subscription.name(), problem);
+        }
+        lastError = problem;
+        wakeIn(Duration.ofSeconds(1));
+    }
+
+    private void accept(List<Job> jobs) {
+        for (Job job : jobs) {
+            job.arrival = ++arrivals;
+            if (deleted) {
+                settled(job); // deleted: discarded, as the API said
+            } else if (mode == Mode.DIRECT) {
+                queue.add(job);
+            } else {
+                toWrite.addLast(job);
+            }
+        }
+    }
+
+    private boolean held() {
+        return disabled || context.paused().test(id);
+    }
+
+    private void pump() {
+        if (deleted) {
+            return;
+        }
+        Instant now = context.clock().instant();
+        if (mode == Mode.DIRECT) {
+            String why = reasonToQueue(now);
+            if (why != null) {
+                queueDurably(why);
+            }
+        }
+        if (mode == Mode.DURABLE && !busy) {
+            durableWork();
+        }
+        if (!held()) {
+            sendDue(now);
+            sendNew(now);
+        }
+        scheduleWake(now);
+    }
+
+    /** Why the events in memory should go to the durable queue now, or null. */
+    private String reasonToQueue(Instant now) {
+        if (held()) {
+            return disabled ? "a 410 Gone disabled it" : "it is paused";
+        }
+        if (outOfAttempts != null) {
+            return outOfAttempts;
+        }
+        if (failing.isEmpty()) {
+            return null;
+        }
+        Outgoing first = failing.iterator().next();
+        Duration window = subscription.retry().window().orElse(context.settings().retryWindow());
+        if (!now.isBefore(first.firstFailure.plus(window))) {
+            return first.id + " still failing after its retry window of " + window + " (" + lastError + ")";
+        }
+        if (full()) {
+            // full while the destination takes some events is back-pressure; full of what cannot move is not
+            if (schedule.everyAttemptFailing(now)) {
+                return "its memory budget (" + context.settings().bufferEvents() + " events) is full and its destination"
+                        + " takes nothing (" + lastError + ")";
+            }
+            long stuck = queue.heldBack() + retryingJobs();
+            if (stuck * 2 >= volatileJobs.get()) {
+                return "most of its memory budget (" + context.settings().bufferEvents() + " events) waits behind failing"
+                        + " requests (" + lastError + ")";
+            }
+        }
+        return null;
+    }
+
+    private long retryingJobs() {
+        long jobs = 0;
+        for (Outgoing o : retrying) {
+            jobs += o.jobs.size();
+        }
+        return jobs;
+    }
+
+    /**
+     * Direct to durable: every volatile job in memory, under way or not, is written to the durable
+     * queue in arrival order, which acknowledges them; those under way stay under way, the others
+     * are read back from the queue.
+     */
+    private void queueDurably(String why) {
+        mode = Mode.DURABLE;
+        queuedSince = context.clock().instant();
+        outOfAttempts = null;
+        failing.clear(); // windows and attempts count in direct mode only: queued, a request is retried as long as it fails
+        LOG.warnf("subscription %s: %s; its events go to the durable queue and are delivered from there", subscription.name(),
+                why);
+        List<Job> writing = new ArrayList<>(queue.removeUntaken());
+        for (Outgoing o : outgoing) {
+            for (Job job : o.jobs) {
+                if (job.done != null) {
+                    writing.add(job);
+                }
+            }
+        }
+        writing.sort(Comparator.comparingLong(job -> job.arrival));
+        writing.addAll(toWrite);
+        toWrite.clear();
+        toWrite.addAll(writing);
+        mustWrite = toWrite.size();
+        exhausted = false;
+        context.metrics().parked(subscription, writing.size());
+    }
+
+    /**
+     * The durable queue's work, one statement at a time, taking turns: writing what arrived,
+     * deleting what was delivered, counting failed attempts, reading the next page. New arrivals
+     * are written only behind rows not yet read; once every row was read they wait in memory while
+     * the last ones are delivered, and the lane then goes direct with them.
+     */
+    private void durableWork() {
+        if (mustWrite > 0) {
+            writeNext();
+            return;
+        }
+        boolean allRead = exhausted && !writtenSinceRead;
+        if (allRead && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held()) {
+            mode = Mode.DIRECT;
+            backlog = 0;
+            if (queuedSince != null) {
+                LOG.infof("subscription %s: its durable queue is empty after %s; delivering directly again",
+                        subscription.name(), Duration.between(queuedSince, context.clock().instant()));
+                queuedSince = null;
+            }
+            while (!toWrite.isEmpty()) {
+                queue.add(toWrite.pollFirst());
+            }
+            return;
+        }
+        for (int i = 0; i < 4; i++) {
+            int kind = (workTurn + i) % 4;
+            boolean started = switch (kind) {
+                case 0 -> !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect()) && writeNext();
+                case 1 -> !toDelete.isEmpty() && deleteDelivered();
+                case 2 -> !toFail.isEmpty() && countFailures();
+                default -> !held() && durableInMemory < RESIDENT_LIMIT && !allRead && read();
+            };
+            if (started) {
+                workTurn = kind + 1;
+                return;
+            }
+        }
+    }
+
+    /**
+     * Whether new arrivals may stay in memory, unacknowledged, while the last rows read from the
+     * queue are delivered, to go direct after them: only briefly, and only while nothing fails.
+     */
+    private boolean mayWaitToGoDirect() {
+        Job oldest = toWrite.peekFirst();
+        return !full() && !held() && retrying.isEmpty()
+                && System.nanoTime() - oldest.handedOverNanos < TimeUnit.SECONDS.toNanos(1);
+    }
+
+    private boolean writeNext() {
+        List<Job> chunk = new ArrayList<>(Math.min(WRITE_CHUNK, toWrite.size()));
+        while (chunk.size() < WRITE_CHUNK && !toWrite.isEmpty()) {
+            chunk.add(toWrite.pollFirst());
+        }
+        mustWrite = Math.max(0, mustWrite - chunk.size());
+        write(chunk);
+        return true;
+    }
+
+    private boolean deleteDelivered() {
+        List<Job> gone = new ArrayList<>(toDelete);
+        toDelete.clear();
+        List<String> ids = gone.stream().map(job -> job.eventId).toList();
+        database(() -> context.store().delivered(id, ids), removed -> {
+            backlog = Math.max(0, backlog - removed);
+            gone.forEach(job -> resident.remove(job.eventId));
+        });
+        return true;
+    }
+
+    private boolean countFailures() {
+        Map.Entry<String, List<String>> failed = toFail.entrySet().iterator().next();
+        toFail.remove(failed.getKey());
+        database(() -> {
+            context.store().failed(id, failed.getValue(), failed.getKey());
+            return 0;
+        }, nothing -> { });
+        return true;
+    }
+
+    private void write(List<Job> chunk) {
+        List<ParkedEventStore.Entry> entries = new ArrayList<>(chunk.size());
+        for (Job job : chunk) {
+            entries.add(new ParkedEventStore.Entry(job.eventId, job.commitLsn, job.commitTime, job.contentType,
+                    job.headers, job.address, job.body, job.ordering.encode(), RowKeys.of(job)));
+        }
+        String error = lastError;
+        int attempts = chunk.stream().mapToInt(job -> job.attempts).max().orElse(0);
+        database(() -> context.store().append(id, subscription.name(), entries, attempts, error), added -> {
+            backlog += added;
+            writtenSinceRead = true;
+            settleAll(chunk);
+            for (Job job : chunk) {
+                boolean underWayOrDone = job.taken;
+                job.durable = true;
+                if (underWayOrDone) {
+                    // written while under way: kept in memory, skipped when the queue is read
+                    resident.add(job.eventId);
+                    if (job.finished) {
+                        toDelete.add(job); // delivered while it was being written
+                    } else {
+                        durableInMemory++;
+                    }
+                }
+            }
+        });
+    }
+
+    private boolean read() {
+        long after = cursor;
+        writtenSinceRead = false;
+        database(() -> {
+            List<ParkedEventStore.Parked> page = context.store().page(id, after, PAGE, Optional.empty());
+            return page;
+        }, page -> {
+            for (ParkedEventStore.Parked row : page) {
+                cursor = Math.max(cursor, row.id());
+                if (resident.contains(row.eventId())) {
+                    continue; // in memory already
+                }
+                Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
+                        row.headers(), row.address(), Ordering.decode(row.ordering()));
+                job.durable = true;
+                job.attempts = row.attempts();
+                job.rowKey = row.rowKey();
+                job.arrival = ++arrivals;
+                resident.add(job.eventId);
+                durableInMemory++;
+                queue.add(job);
+            }
+            exhausted = page.size() < PAGE;
+            if (!page.isEmpty() && queuedSince == null) {
+                queuedSince = context.clock().instant(); // rows from before a restart
+            }
+        });
+        return true;
+    }
+
+    /** Runs a state-database call off the lane, until it succeeds; its result comes back on a turn. */
+    private <T> void database(Dispatcher.SqlCall<T> call, java.util.function.Consumer<T> then) {
+        busy = true;
+        context.database().submit(() -> {
+            T result = context.untilDone(call, () -> deleted, problem -> lastError = "state database: " + problem);
+            post(() -> {
+                busy = false;
+                if (result != null && !deleted) {
+                    then.accept(result);
+                }
+                if (deleted) {
+                    dropQueue(); // written meanwhile: goes too
+                }
+            });
+        });
+    }
+
+    // --- sending --------------------------------------------------------------------------------
+
+    private int batchSize() {
+        return subscription.destination() instanceof Destination.Webhook ? subscription.batchMaxEvents() : 1;
+    }
+
+    private int window() {
+        return subscription.destination() instanceof Destination.Amqp ? AMQP_WINDOW : context.settings().concurrency();
+    }
+
+    private void sendDue(Instant now) {
+        Outgoing o;
+        while ((o = retrying.peek()) != null && !now.isBefore(o.due) && underWay < window()) {
+            // while every attempt fails, one request at a time finds out whether it takes events again
+            if (schedule.everyAttemptFailing(now) && underWay > 0) {
+                return;
+            }
+            retrying.poll();
+            start(o);
+        }
+    }
+
+    private void sendNew(Instant now) {
+        if (schedule.everyAttemptFailing(now)) {
+            return;
+        }
+        int batch = batchSize();
+        while (underWay < window() && queue.hasReady()) {
+            if (batch > 1 && subscription.batchMaxWaitMs() > 0 && queue.ready() < batch && mode == Mode.DIRECT) {
+                long waited = System.nanoTime() - queue.firstReady().handedOverNanos;
+                long wait = TimeUnit.MILLISECONDS.toNanos(subscription.batchMaxWaitMs()) - waited;
+                if (wait > 0) {
+                    wakeIn(Duration.ofNanos(wait));
+                    return;
+                }
+            }
+            List<Job> jobs = queue.take(batch, batch > 1);
+            Outgoing o = new Outgoing(jobs, batch);
+            outgoing.add(o);
+            start(o);
+        }
+    }
+
+    private void start(Outgoing o) {
+        o.underWay = true;
+        underWay++;
+        underWayJobs += o.jobs.size();
+        Subscription current = subscription;
+        send(current, o).whenComplete((attempt, failure) -> post(() -> outcome(o, attempt != null ? attempt
+                : Attempt.retry("internal error: " + failure))));
+    }
+
+    /** The request as the subscription sends it now: a batch is always a JSON array, AMQP a message per job in turn. */
+    private CompletableFuture<Attempt> send(Subscription current, Outgoing o) {
+        if (transportFor != current) {
+            if (transportFor == null || !transportFor.destination().equals(current.destination())) {
+                transport = context.transports().apply(current);
+            }
+            transportFor = current;
+            schedule.limits(current.retry().maxBackoff().orElse(context.settings().maxBackoff()),
+                    context.settings().parkedRetryInterval());
+        }
+        Transport carrier = transport;
+        if (current.destination() instanceof Destination.Amqp) {
+            CompletableFuture<Attempt> chain = CompletableFuture.completedFuture(Attempt.DELIVERED);
+            for (Job job : o.jobs) {
+                Transport.Request request = new Transport.Request(job.eventId, job.body, job.contentType, job.headers,
+                        job.address);
+                chain = chain.thenCompose(previous -> previous.outcome() == Outcome.DELIVERED ? carrier.send(request)
+                        : CompletableFuture.completedFuture(previous));
+            }
+            return chain;
+        }
+        if (current.batchMaxEvents() == 1 && o.jobs.size() == 1) {
+            Job job = o.jobs.get(0);
+            return carrier.send(new Transport.Request(job.eventId, job.body, job.contentType, job.headers, null));
+        }
+        return carrier.send(batch(o.id, o.jobs));
+    }
+
+    /** A JSON array of the jobs' bodies (CloudEvents batched mode for structured CloudEvents). */
+    static Transport.Request batch(String id, List<Job> jobs) {
+        int length = 1 + jobs.size();
+        for (Job job : jobs) {
+            length += job.body.length;
+        }
+        byte[] body = new byte[length];
+        int at = 0;
+        body[at++] = '[';
+        for (int i = 0; i < jobs.size(); i++) {
+            if (i > 0) {
+                body[at++] = ',';
+            }
+            byte[] part = jobs.get(i).body;
+            System.arraycopy(part, 0, body, at, part.length);
+            at += part.length;
+        }
+        body[at] = ']';
+        String type = jobs.get(0).contentType.equals(EventEncoder.CLOUDEVENTS_JSON)
+                ? "application/cloudevents-batch+json" : EventEncoder.JSON;
+        return new Transport.Request(id, body, type, Map.of(), null);
+    }
+
+    private void outcome(Outgoing o, Attempt attempt) {
+        o.underWay = false;
+        underWay--;
+        underWayJobs -= o.jobs.size();
+        if (deleted) {
+            return;
+        }
+        Instant now = context.clock().instant();
+        switch (attempt.outcome()) {
+            case DELIVERED -> delivered(o, now);
+            case RETRY -> failed(o, attempt, now);
+            case GONE -> {
+                if (!disabled) {
+                    LOG.errorf("subscription %s disabled: %s answered %s to %s; its events wait in the durable queue"
+                            + " until a replay", subscription.name(), transport, attempt.problem(), o.id);
+                }
+                disabled = true;
+                failed(o, attempt, now);
+            }
+        }
+    }
+
+    private void delivered(Outgoing o, Instant now) {
+        schedule.succeeded(now);
+        outgoing.remove(o);
+        failing.remove(o);
+        int fromQueue = 0;
+        for (Job job : o.jobs) {
+            queue.finish(job);
+            if (job.durable) {
+                fromQueue++;
+                durableInMemory--;
+                toDelete.add(job);
+            }
+        }
+        settleAll(o.jobs);
+        delivered += o.jobs.size();
+        deliveredFromQueue += fromQueue;
+        Instant committed = o.jobs.get(0).commitTime;
+        context.metrics().delivered(subscription, o.jobs.size(), fromQueue == 0 && committed != null
+                ? Duration.between(committed, now) : Duration.ZERO);
+        if (o.attempts > 0) {
+            LOG.infof("subscription %s: %s delivered after %d failed attempts", subscription.name(), o.id, o.attempts);
+        }
+    }
+
+    private void failed(Outgoing o, Attempt attempt, Instant now) {
+        schedule.failed();
+        o.attempts++;
+        if (o.firstFailure == null) {
+            o.firstFailure = now;
+        }
+        lastError = attempt.problem();
+        context.metrics().retried(subscription);
+        Duration wait = schedule.delay(o.attempts, attempt.retryAfter(), now, context.random());
+        o.due = now.plus(wait);
+        retrying.add(o);
+        if (mode == Mode.DIRECT) {
+            failing.add(o);
+            int maxAttempts = subscription.retry().maxAttempts().orElse(Integer.MAX_VALUE);
+            if (o.attempts >= maxAttempts && outOfAttempts == null) {
+                outOfAttempts = o.id + " still failing after " + o.attempts + " attempts (" + attempt.problem() + ")";
+            }
+        }
+        List<String> durableIds = new ArrayList<>();
+        for (Job job : o.jobs) {
+            job.attempts = o.attempts;
+            if (job.durable) {
+                durableIds.add(job.eventId);
+            }
+        }
+        if (!durableIds.isEmpty()) {
+            toFail.computeIfAbsent(attempt.problem() == null ? "failed" : attempt.problem(), k -> new ArrayList<>())
+                    .addAll(durableIds);
+        }
+        // logged at the first attempts and then at every doubling: a failing destination does not flood the log
+        if (o.attempts <= 3 || Integer.bitCount(o.attempts) == 1) {
+            MDC.put("event", o.id);
+            MDC.put("attempt", Integer.toString(o.attempts));
+            LOG.warnf("subscription %s: %s attempt %d to %s failed (%s); retrying in %d ms", subscription.name(), o.id,
+                    o.attempts, transport, attempt.problem(), wait.toMillis());
+            MDC.remove("event");
+            MDC.remove("attempt");
+        }
+    }
+
+    // --- timers ---------------------------------------------------------------------------------
+
+    private void scheduleWake(Instant now) {
+        Instant next = null;
+        Outgoing soonest = retrying.peek();
+        if (soonest != null) {
+            next = soonest.due;
+        }
+        if (mode == Mode.DIRECT && !failing.isEmpty()) {
+            Duration window = subscription.retry().window().orElse(context.settings().retryWindow());
+            next = earlier(next, failing.iterator().next().firstFailure.plus(window));
+        }
+        if (mode == Mode.DURABLE || held()) {
+            next = earlier(next, now.plusSeconds(1)); // pause, resume and replay take effect within a second
+        }
+        if (next != null) {
+            wakeIn(Duration.between(now, next));
+        }
+    }
+
+    private static Instant earlier(Instant a, Instant b) {
+        return a == null || b.isBefore(a) ? b : a;
+    }
+
+    private void wakeIn(Duration delay) {
+        long nanos = Math.max(0, Math.min(delay.toNanos(), TimeUnit.HOURS.toNanos(1)));
+        Instant now = context.clock().instant();
+        Instant at = now.plusNanos(nanos);
+        // a wake still to come, and no later than this one, does; one whose time has come may be the
+        // timer task running now (not done yet, but past posting its turn): it wakes nobody again
+        if (wake != null && wakeAt != null && wakeAt.isAfter(now) && !at.isBefore(wakeAt)) {
+            return;
+        }
+        if (wake != null) {
+            wake.cancel(false);
+        }
+        wakeAt = at;
+        wake = context.timer().schedule(() -> post(() -> { }), nanos, TimeUnit.NANOSECONDS);
+    }
+
+    // --- control (from the registry and the API) -----------------------------------------------
+
+    /** A subscription replaced through the API (name, destination, batching, retries): from its next request on. */
+    void follow(Subscription latest) {
+        if (latest == subscription) {
+            return;
+        }
+        subscription = latest;
+    }
+
+    /** Wakes the lane: pause or resume changed. */
+    void nudge() {
+        post(() -> { });
+    }
+
+    /** The API's replay: enabled again after a 410, and every waiting request tried now. */
+    void retryNow() {
+        post(() -> {
+            if (disabled) {
+                LOG.infof("subscription %s enabled again: delivering its queued events", subscription.name());
+            }
+            disabled = false;
+            schedule.reset();
+            Instant now = context.clock().instant();
+            List<Outgoing> waiting = new ArrayList<>(retrying);
+            retrying.clear();
+            for (Outgoing o : waiting) {
+                o.due = now;
+                retrying.add(o);
+            }
+            exhausted = false;
+        });
+    }
+
+    /** The subscription is gone: delivery stops at once; what it held is dropped (the API deletes its queue). */
+    void delete() {
+        post(() -> {
+            deleted = true;
+            for (Job job : queue.removeUntaken()) {
+                settled(job);
+            }
+            for (Outgoing o : outgoing) {
+                o.jobs.forEach(this::settled);
+            }
+            outgoing.clear();
+            retrying.clear();
+            failing.clear();
+            toWrite.forEach(this::settled);
+            toWrite.clear();
+            if (wake != null) {
+                wake.cancel(false);
+            }
+            synchronized (room) {
+                room.notifyAll();
+            }
+            if (!busy) {
+                dropQueue();
+            }
+        });
+    }
+
+    private void dropQueue() {
+        context.database().submit(() -> context.untilDone(() -> context.store().deleteAll(id), () -> false, p -> { }));
+    }
+
+    /** Stops timers at shutdown; what is undelivered is read again from the slot or the queue on restart. */
+    void close() {
+        deleted = true;
+        if (wake != null) {
+            wake.cancel(false);
+        }
+        synchronized (room) {
+            room.notifyAll();
+        }
+    }
+
+    // --- status ---------------------------------------------------------------------------------
+
+    Status status() {
+        Status s = last;
+        return s != null ? s : new Status(id, subscription.name(), mode.name().toLowerCase(java.util.Locale.ROOT), 0, 0, 0, 0,
+                backlog, null, 0, delivered, lastError, disabled, context.paused().test(id));
+    }
+
+    private Status snapshot() {
+        long now = System.nanoTime();
+        if (now - rateMarkNanos >= TimeUnit.SECONDS.toNanos(5)) {
+            drainRate = (deliveredFromQueue - rateMark) * 1e9 / (now - rateMarkNanos);
+            rateMark = deliveredFromQueue;
+            rateMarkNanos = now;
+        }
+        Instant oldestParked = null;
+        for (Job job = queue.oldest(); job != null; job = job.next) {
+            if (job.durable && job.commitTime != null) {
+                oldestParked = job.commitTime;
+                break;
+            }
+        }
+        long inMemory = volatileJobs.get();
+        return new Status(id, subscription.name(), mode.name().toLowerCase(java.util.Locale.ROOT), inMemory, underWayJobs,
+                retrying.size(), queue.heldBack(), Math.max(backlog, durableInMemory), oldestParked, drainRate, delivered, lastError,
+                disabled, context.paused().test(id));
+    }
+}

@@ -1,0 +1,274 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.net.URI;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.ToIntFunction;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.vertx.core.Vertx;
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.Operation;
+import io.walhook.change.TestEvents;
+import io.walhook.routing.Destination;
+import io.walhook.routing.EventEncoder;
+import io.walhook.routing.EventFormat;
+import io.walhook.routing.Projection;
+import io.walhook.routing.RetryPolicy;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.TablePattern;
+import io.walhook.source.SourceFixture;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WebhookReceiver;
+
+/**
+ * The dispatcher on its own, between a real PostgreSQL (its durable queue) and a real HTTP
+ * receiver that fails as each test says: per-row isolation of failures, the durable queue and
+ * its drain, identity, and order under random failures.
+ */
+class DispatcherTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final TestEvents.Table ITEMS = TestEvents.table("public", "items").key("id", TestEvents.INT4)
+            .column("n", TestEvents.INT4);
+    private static Vertx vertx;
+    private static WebhookClient client;
+
+    private final List<Dispatcher> dispatchers = new ArrayList<>();
+    private final List<WebhookReceiver> receivers = new ArrayList<>();
+    private final EventEncoder encoder = new EventEncoder("/walhook/test", Map.of());
+    private final AtomicInteger acknowledged = new AtomicInteger();
+    private final Set<String> paused = ConcurrentHashMap.newKeySet();
+    private long nextLsn = 0x1000_0000L;
+    /** The next version of each row: every change of a row carries one more. */
+    private final Map<Integer, Integer> versions = new java.util.HashMap<>();
+    private SourceFixture database;
+    private ParkedEventStore store;
+
+    @BeforeAll
+    static void startClient() {
+        vertx = Vertx.vertx();
+        client = new WebhookClient(vertx);
+    }
+
+    @AfterAll
+    static void stopClient() {
+        client.close();
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        dispatchers.forEach(Dispatcher::close);
+        receivers.forEach(WebhookReceiver::close);
+        if (database != null) {
+            database.close();
+        }
+    }
+
+    private Dispatcher dispatcher(Duration retryWindow) throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "dispatch");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4, 4000, 64L << 20), store,
+                DeliveryMetrics.NONE, paused::contains,
+                s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(dispatcher);
+        return dispatcher;
+    }
+
+    private WebhookReceiver receiver(ToIntFunction<WebhookReceiver.Request> respond) {
+        WebhookReceiver receiver = WebhookReceiver.start();
+        receiver.respond(respond);
+        receivers.add(receiver);
+        return receiver;
+    }
+
+    private static Subscription webhook(String id, String name, WebhookReceiver receiver, int batch) {
+        return new Subscription(id, name, List.of(TablePattern.ALL), Set.of(Operation.values()), java.util.Optional.empty(),
+                new Destination.Webhook(URI.create(receiver.url("/" + name)), List.of(), Map.of()), EventFormat.JSON, batch,
+                0, Projection.ALL, false, RetryPolicy.DEFAULTS);
+    }
+
+    /** Routes one change per row version: {@code rows} rows, each updated {@code versions} times, interleaved. */
+    private List<ChangeEvent> send(Dispatcher dispatcher, Subscription subscription, int rows, int versions) throws Exception {
+        List<ChangeEvent> sent = new ArrayList<>();
+        for (int v = 0; v < versions; v++) {
+            for (int row = 1; row <= rows; row++) {
+                int version = this.versions.merge(row, 1, Integer::sum) - 1;
+                ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(row), Integer.toString(version));
+                dispatcher.send(subscription, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                        acknowledged::incrementAndGet);
+                sent.add(event);
+                if (sent.size() % 100 == 0) {
+                    dispatcher.flush();
+                }
+            }
+        }
+        dispatcher.flush();
+        return sent;
+    }
+
+    /** Each row's versions in the order the receiver first accepted them (2xx), from its requests. */
+    private static Map<Integer, List<Integer>> acceptedByRow(List<WebhookReceiver.Request> accepted) throws Exception {
+        Map<Integer, List<Integer>> byRow = new LinkedHashMap<>();
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        for (WebhookReceiver.Request request : accepted) {
+            JsonNode body = JSON.readTree(request.body());
+            for (JsonNode event : body.isArray() ? body : List.of(body)) {
+                if (seen.add(event.get("id").asText())) {
+                    byRow.computeIfAbsent(event.at("/new/id").asInt(), k -> new ArrayList<>()).add(event.at("/new/n").asInt());
+                }
+            }
+        }
+        return byRow;
+    }
+
+    private static boolean mentionsRow(WebhookReceiver.Request request, int row) {
+        return request.body().contains("\"new\":{\"id\":" + row + ",");
+    }
+
+    @Test
+    void aFailingRowHoldsBackOnlyItsOwnLaterChanges() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        java.util.concurrent.atomic.AtomicBoolean poisoned = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (poisoned.get() && mentionsRow(request, 1)) {
+                return 500;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription subscription = webhook("config:rows", "rows", receiver, 1);
+        send(dispatcher, subscription, 20, 10);
+
+        // every other row gets all of its ten changes while row 1 fails
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).entrySet().stream().filter(e -> e.getKey() != 1)
+                .mapToInt(e -> e.getValue().size()).sum() == 190);
+        assertThat(acceptedByRow(accepted)).doesNotContainKey(1);
+        Dispatcher.DeliveryStatus status = dispatcher.status().get(0);
+        assertThat(status.heldBack()).as("row 1's later changes wait behind it").isEqualTo(9);
+        assertThat(status.mode()).isEqualTo("direct");
+
+        poisoned.set(false);
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).getOrDefault(1, List.of()).size() == 10);
+        assertThat(acceptedByRow(accepted)).allSatisfy((row, versions) -> assertThat(versions)
+                .as("row %d in commit order", row).containsExactly(0, 1, 2, 3, 4, 5, 6, 7, 8, 9));
+        await().atMost(WAIT).until(() -> acknowledged.get() == 200);
+    }
+
+    @Test
+    void pastItsWindowEverythingGoesToTheDurableQueueAndDrainsInOrderWhenTheDestinationRecovers() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(500));
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (down.get()) {
+                return 503;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription subscription = webhook("config:down", "down", receiver, 10);
+        send(dispatcher, subscription, 10, 30);
+        // acknowledged once durably queued, though nothing was delivered
+        await().atMost(WAIT).until(() -> acknowledged.get() == 300);
+        assertThat(store.count("config:down")).isEqualTo(300);
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).mode().equals("durable"));
+
+        // later events go behind them, through the queue
+        send(dispatcher, subscription, 10, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 310);
+        down.set(false);
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).values().stream().mapToInt(List::size).sum() == 310);
+        assertThat(acceptedByRow(accepted)).allSatisfy((row, versions) -> assertThat(versions).as("row %d", row)
+                .isSorted().hasSize(31));
+        await().atMost(WAIT).until(() -> store.count("config:down") == 0 && dispatcher.status().get(0).mode().equals("direct"));
+        // straight through again
+        send(dispatcher, subscription, 1, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 311);
+    }
+
+    @Test
+    void aDestinationFailingAThirdOfRequestsGetsEveryChangeInPerRowOrder() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofSeconds(5));
+        Random random = new Random(42);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            synchronized (random) {
+                if (random.nextInt(10) < 3) {
+                    return 500;
+                }
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription subscription = webhook("config:flaky", "flaky", receiver, 20);
+        send(dispatcher, subscription, 50, 40);
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).values().stream().mapToInt(List::size).sum() == 2000);
+        assertThat(acceptedByRow(accepted)).hasSize(50).allSatisfy((row, versions) -> assertThat(versions)
+                .as("row %d", row).isSorted().hasSize(40));
+        await().atMost(WAIT).until(() -> acknowledged.get() == 2000);
+    }
+
+    @Test
+    void aRenameKeepsTheQueueAndADeleteDiscardsIt() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (down.get()) {
+                return 500;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        String id = "6f1c2b6e-0000-4000-8000-000000000001";
+        Subscription before = webhook(id, "before", receiver, 1);
+        send(dispatcher, before, 5, 4);
+        await().atMost(WAIT).until(() -> store.count(id) == 20);
+        // renamed: the same lane, its queue and its counters; it delivers to the new name's URL
+        Subscription after = webhook(id, "after", receiver, 1);
+        dispatcher.sync(List.of(after));
+        down.set(false);
+        await().atMost(WAIT).until(() -> accepted.size() == 20);
+        assertThat(accepted).allSatisfy(r -> assertThat(r.path()).isEqualTo("/after"));
+        assertThat(dispatcher.status()).singleElement().satisfies(s -> {
+            assertThat(s.name()).isEqualTo("after");
+            assertThat(s.delivered()).isEqualTo(20);
+        });
+
+        // deleted while failing: delivery stops, and what it held is dropped
+        down.set(true);
+        send(dispatcher, after, 5, 2);
+        await().atMost(WAIT).until(() -> store.count(id) == 10);
+        dispatcher.deleted(id);
+        await().atMost(WAIT).until(() -> store.count(id) == 0);
+        down.set(false);
+        send(dispatcher, after, 1, 1);
+        await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> accepted.size() == 20);
+        assertThat(dispatcher.status()).isEmpty();
+    }
+}
