@@ -8,6 +8,7 @@ import java.security.MessageDigest;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 
 import jakarta.inject.Inject;
@@ -20,6 +21,7 @@ import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
@@ -35,6 +37,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.agroal.api.AgroalDataSource;
 import io.smallrye.common.annotation.Blocking;
+import io.vertx.core.http.HttpServerRequest;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.Destination;
@@ -220,13 +223,10 @@ public class SubscriptionResource {
 
     @GET
     @Path("{id}/dead-letters")
-    public ObjectNode deadLetters(@PathParam("id") String id, @jakarta.ws.rs.QueryParam("after") String after,
-            @jakarta.ws.rs.QueryParam("limit") String limit) throws SQLException {
-        long afterId = after == null ? 0 : queryNumber("after", after);
-        long pageSize = limit == null ? 100 : queryNumber("limit", limit);
-        if (pageSize < 1 || pageSize > 1000) {
-            throw new ApiProblem(400, "Bad Request", "limit must be between 1 and 1000", "limit");
-        }
+    public ObjectNode deadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+        QueryParameters query = QueryParameters.parse(request.query(), Set.of("after", "limit"));
+        long afterId = query.number("after", 0, Long.MAX_VALUE).orElse(0L);
+        long pageSize = query.number("limit", 1, 1000).orElse(100L);
         String name = existingName(id);
         List<ParkedEventStore.Parked> page = parked.page(name, afterId, (int) pageSize);
         ObjectNode body = JSON.createObjectNode();
@@ -256,13 +256,13 @@ public class SubscriptionResource {
     @POST
     @Path("{id}/dead-letters/replay")
     public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id,
-            @jakarta.ws.rs.QueryParam("id") List<String> idTexts) throws SQLException {
+            @Context HttpServerRequest request) throws SQLException {
         authorize(authorization);
-        List<Long> ids = queryNumbers("id", idTexts);
+        List<Long> ids = deadLetterIds(request);
         Subscription subscription = inForce(id);
         String name = subscription.name();
         long replaying;
-        if (ids == null || ids.isEmpty()) {
+        if (ids == null) {
             replaying = parked.count(name, 0, 1);
         } else {
             java.util.Set<Long> missing = new java.util.TreeSet<>(ids);
@@ -284,32 +284,18 @@ public class SubscriptionResource {
     @DELETE
     @Path("{id}/dead-letters")
     public ObjectNode dropDeadLetters(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @PathParam("id") String id, @jakarta.ws.rs.QueryParam("id") List<String> idTexts) throws SQLException {
+            @PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         authorize(authorization);
-        List<Long> ids = queryNumbers("id", idTexts);
+        List<Long> ids = deadLetterIds(request);
         String name = existingName(id);
         ObjectNode body = JSON.createObjectNode();
-        body.put("deleted", parked.delete(name, ids));
+        body.put("deleted", ids == null ? parked.deleteAll(name) : parked.delete(name, ids));
         return body;
     }
 
-    /** A query parameter that must be a whole number: a 400 naming it otherwise (not JAX-RS's 404). */
-    private static long queryNumber(String parameter, String text) {
-        try {
-            return Long.parseLong(text.strip());
-        } catch (NumberFormatException e) {
-            throw new ApiProblem(400, "Bad Request", parameter + " must be a whole number, not '" + text + "'", parameter);
-        }
-    }
-
-    private static List<Long> queryNumbers(String parameter, List<String> texts) {
-        List<Long> numbers = new java.util.ArrayList<>();
-        if (texts != null) {
-            for (String text : texts) {
-                numbers.add(queryNumber(parameter, text));
-            }
-        }
-        return numbers;
+    /** The dead letters {@code ?id=} names (ids start at 1); null when the parameter is absent, which means all. */
+    private static List<Long> deadLetterIds(HttpServerRequest request) {
+        return QueryParameters.parse(request.query(), Set.of("id")).numbers("id", 1, Long.MAX_VALUE).orElse(null);
     }
 
     /**

@@ -147,15 +147,24 @@ public final class ParkedEventStore {
         }
     }
 
-    /** Forgets parked requests (all of the subscription's when {@code ids} is empty); returns how many. */
+    /** Forgets these parked requests of the subscription (none when {@code ids} is empty); returns how many. */
     public int delete(String subscription, List<Long> ids) throws SQLException {
+        if (ids.isEmpty()) {
+            return 0;
+        }
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription = ?"
-                     + (ids.isEmpty() ? "" : " AND id = ANY (?)"))) {
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription = ? AND id = ANY (?)")) {
             s.setString(1, subscription);
-            if (!ids.isEmpty()) {
-                s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
-            }
+            s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
+            return s.executeUpdate();
+        }
+    }
+
+    /** Forgets every parked request of the subscription; returns how many. */
+    public int deleteAll(String subscription) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription = ?")) {
+            s.setString(1, subscription);
             return s.executeUpdate();
         }
     }

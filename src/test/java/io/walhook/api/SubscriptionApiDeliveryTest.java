@@ -152,6 +152,59 @@ class SubscriptionApiDeliveryTest {
         }
     }
 
+    /**
+     * An empty or malformed query value is the client's mistake, a 400 naming the parameter: never
+     * read as "no filter", which for a delete or a replay means every dead letter.
+     */
+    @Test
+    void emptyOrMalformedQueryValuesAreBadRequestsNotAll() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS pallets (id int PRIMARY KEY)");
+        String id = create("{\"name\": \"pallets\", \"tables\": [\"public.pallets\"], \"destination\": {\"type\": \"webhook\","
+                + " \"url\": \"http://127.0.0.1:9/p\"}}");
+        given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
+        Thread.sleep(1000);
+        sql("INSERT INTO pallets VALUES (1), (2), (3)");
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                .get("/subscriptions/" + id + "/dead-letters").then().statusCode(200)
+                .body("items.size()", org.hamcrest.Matchers.equalTo(3)));
+        String deadLetters = "/subscriptions/" + id + "/dead-letters";
+        org.assertj.core.api.SoftAssertions softly = new org.assertj.core.api.SoftAssertions();
+        for (String[] c : new String[][] {
+            {"DELETE", deadLetters + "?id=", "id"},
+            {"DELETE", deadLetters + "?id=&id=", "id"},
+            {"DELETE", deadLetters + "?id", "id"},
+            {"DELETE", deadLetters + "?id=abc", "id"},
+            {"DELETE", deadLetters + "?id=%20", "id"},
+            {"DELETE", deadLetters + "?id=1&id=", "id"},
+            {"DELETE", deadLetters + "?ids=1", "ids"},
+            {"POST", deadLetters + "/replay?id=", "id"},
+            {"POST", deadLetters + "/replay?id=abc", "id"},
+            {"GET", deadLetters + "?limit=", "limit"},
+            {"GET", deadLetters + "?limit=0", "limit"},
+            {"GET", deadLetters + "?limit=1001", "limit"},
+            {"GET", deadLetters + "?limit=-1", "limit"},
+            {"GET", deadLetters + "?limit=1&limit=2", "limit"},
+            {"GET", deadLetters + "?after=", "after"},
+            {"GET", deadLetters + "?after=-1", "after"},
+            {"GET", deadLetters + "?after=x", "after"},
+        }) {
+            io.restassured.response.Response response = given().filter(OpenApiContract.responsesOnly())
+                    .urlEncodingEnabled(false).header("Authorization", "Bearer t").request(c[0], c[1]);
+            softly.assertThat(response.statusCode()).as(c[0] + " " + c[1] + ": " + response.asString()).isEqualTo(400);
+            softly.assertThat(response.contentType()).as(c[0] + " " + c[1]).startsWith(ApiProblem.MEDIA_TYPE);
+            if (response.statusCode() == 400) {
+                softly.assertThat(response.jsonPath().getString("field")).as(c[0] + " " + c[1]).isEqualTo(c[2]);
+                softly.assertThat(response.jsonPath().getString("detail")).as(c[0] + " " + c[1]).contains(c[2]);
+            }
+        }
+        softly.assertAll();
+        given().header("Authorization", "Bearer t").get(deadLetters).then().statusCode(200)
+                .body("items.size()", org.hamcrest.Matchers.equalTo(3));
+        // no parameter at all is every one
+        given().header("Authorization", "Bearer t").delete(deadLetters).then().statusCode(200)
+                .body("deleted", org.hamcrest.Matchers.equalTo(3));
+    }
+
     @Test
     void heldEventsOfABatchingSubscriptionAreReplayedAsArraysInOrder() throws Exception {
         sql("CREATE TABLE IF NOT EXISTS gauges (id int PRIMARY KEY, n int)");
