@@ -4,7 +4,6 @@ import java.net.InetAddress;
 import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Optional;
@@ -49,8 +48,8 @@ import io.walhook.source.ReplicationSource;
 
 /**
  * {@code /subscriptions}: list, read, create, replace and delete subscriptions (openapi.yaml).
- * Configured subscriptions are listed read-only; writes need {@code Authorization: Bearer
- * <WALHOOK_API_TOKEN>}; secrets are never returned.
+ * Configured subscriptions are listed read-only; {@link BearerTokenFilter} checks every call's
+ * token; secrets and header values are never returned.
  */
 @Path("/subscriptions")
 @Produces(MediaType.APPLICATION_JSON)
@@ -103,9 +102,8 @@ public class SubscriptionResource {
 
     @POST
     @Consumes(MediaType.WILDCARD)
-    public RestResponse<ObjectNode> create(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, byte[] body) throws SQLException {
-        authorize(authorization);
+    public RestResponse<ObjectNode> create(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, byte[] body)
+            throws SQLException {
         JsonNode json = parse(contentType, body);
         Subscription subscription = validate(json, null);
         UUID id = store.insert(json);
@@ -116,10 +114,8 @@ public class SubscriptionResource {
     @PUT
     @Path("{id}")
     @Consumes(MediaType.WILDCARD)
-    public ObjectNode replace(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String id, byte[] body)
+    public ObjectNode replace(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String id, byte[] body)
             throws SQLException {
-        authorize(authorization);
         readOnly(id);
         UUID uuid = uuid(id);
         store.find(uuid).orElseThrow(() -> notFound(id));
@@ -133,21 +129,20 @@ public class SubscriptionResource {
 
     @POST
     @Path("{id}/pause")
-    public ObjectNode pause(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+    public ObjectNode pause(@PathParam("id") String id)
             throws SQLException {
-        return setPaused(authorization, id, true);
+        return setPaused(id, true);
     }
 
     @POST
     @Path("{id}/resume")
-    public ObjectNode resume(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+    public ObjectNode resume(@PathParam("id") String id)
             throws SQLException {
-        return setPaused(authorization, id, false);
+        return setPaused(id, false);
     }
 
     /** Paused, a subscription's events are parked in order and acknowledged; resumed, they are delivered. */
-    private ObjectNode setPaused(String authorization, String id, boolean paused) throws SQLException {
-        authorize(authorization);
+    private ObjectNode setPaused(String id, boolean paused) throws SQLException {
         readOnly(id);
         UUID uuid = uuid(id);
         if (!store.setPaused(uuid, paused)) {
@@ -163,9 +158,8 @@ public class SubscriptionResource {
      */
     @POST
     @Path("{id}/test")
-    public ObjectNode testFire(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+    public ObjectNode testFire(@PathParam("id") String id)
             throws SQLException {
-        authorize(authorization);
         Subscription subscription = inForce(id);
         String name = subscription.name();
         String eventId = "test_" + UUID.randomUUID();
@@ -255,9 +249,8 @@ public class SubscriptionResource {
     /** Retries parked events now (they are retried on their own too, with backoff), oldest first. */
     @POST
     @Path("{id}/dead-letters/replay")
-    public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id,
+    public ObjectNode replay(@PathParam("id") String id,
             @Context HttpServerRequest request) throws SQLException {
-        authorize(authorization);
         List<Long> ids = deadLetterIds(request);
         Subscription subscription = inForce(id);
         String name = subscription.name();
@@ -283,9 +276,7 @@ public class SubscriptionResource {
     /** Drops parked events for good: the ids given as {@code ?id=}, or every one of the subscription. */
     @DELETE
     @Path("{id}/dead-letters")
-    public ObjectNode dropDeadLetters(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
-        authorize(authorization);
+    public ObjectNode dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         List<Long> ids = deadLetterIds(request);
         String name = existingName(id);
         ObjectNode body = JSON.createObjectNode();
@@ -319,9 +310,8 @@ public class SubscriptionResource {
 
     @DELETE
     @Path("{id}")
-    public Response delete(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
+    public Response delete(@PathParam("id") String id)
             throws SQLException {
-        authorize(authorization);
         readOnly(id);
         if (!store.delete(uuid(id))) {
             throw notFound(id);
@@ -347,20 +337,6 @@ public class SubscriptionResource {
             throw new ApiProblem(409, "Conflict", "subscription " + id.substring(CONFIGURED.length())
                     + " is defined by configuration (WALHOOK_SUBSCRIPTIONS_*) and is read-only here; change its"
                     + " environment variables instead", null);
-        }
-    }
-
-    private void authorize(String authorization) {
-        Optional<String> token = config.apiToken().filter(t -> !t.isBlank());
-        if (token.isEmpty()) {
-            throw ApiProblem.unauthorized("writes are disabled: no API token is configured. Set WALHOOK_API_TOKEN"
-                    + " and send it as 'Authorization: Bearer <token>'");
-        }
-        String given = authorization != null && authorization.regionMatches(true, 0, "Bearer ", 0, 7)
-                ? authorization.substring(7).strip() : "";
-        if (!MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), token.get().getBytes(StandardCharsets.UTF_8))) {
-            throw ApiProblem.unauthorized(given.isEmpty() ? "send 'Authorization: Bearer <WALHOOK_API_TOKEN>'"
-                    : "the bearer token is not WALHOOK_API_TOKEN");
         }
     }
 

@@ -70,7 +70,7 @@ class OpenApiContractTest {
         status = code;
         contentType = type;
         body = json;
-        return given().baseUri("http://127.0.0.1").port(server.getAddress().getPort());
+        return given().baseUri("http://127.0.0.1").port(server.getAddress().getPort()).header("Authorization", "Bearer t");
     }
 
     @Test
@@ -78,10 +78,10 @@ class OpenApiContractTest {
         int before = OpenApiContract.CHECKED.get();
         answering(200, "application/json", STATUS_OK).get("/status").then().statusCode(200);
         answering(404, "application/problem+json", PROBLEM).get("/subscriptions/x").then().statusCode(404);
-        answering(201, "application/json", VIEW).header("Authorization", "Bearer t").contentType("application/json")
+        answering(201, "application/json", VIEW).contentType("application/json")
                 .body("{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"https://example.com/\"}}")
                 .post("/subscriptions").then().statusCode(201);
-        answering(204, null, null).header("Authorization", "Bearer t").delete("/subscriptions/x").then().statusCode(204);
+        answering(204, null, null).delete("/subscriptions/x").then().statusCode(204);
         assertThat(OpenApiContract.CHECKED.get()).isEqualTo(before + 4);
     }
 
@@ -127,17 +127,24 @@ class OpenApiContractTest {
     void aPathOrMethodTheContractDoesNotHaveFails() {
         assertThatThrownBy(() -> answering(200, "application/json", "{}").get("/subscription"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.request.path.missing");
-        assertThatThrownBy(() -> answering(200, "application/json", "{}").header("Authorization", "Bearer t").patch("/status"))
+        assertThatThrownBy(() -> answering(200, "application/json", "{}").patch("/status"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.request.operation.notAllowed");
     }
 
     @Test
+    void aRequestWithoutTheBearerTokenFails() {
+        answering(200, "application/json", STATUS_OK);
+        assertThatThrownBy(() -> given().baseUri("http://127.0.0.1").port(server.getAddress().getPort()).get("/status"))
+                .isInstanceOf(AssertionError.class).hasMessageContaining("validation.request.security.missing");
+    }
+
+    @Test
     void aRequestTheContractDoesNotAllowFailsUnlessSentAsDeliberatelyMalformed() {
-        assertThatThrownBy(() -> answering(201, "application/json", VIEW).header("Authorization", "Bearer t")
+        assertThatThrownBy(() -> answering(201, "application/json", VIEW)
                 .contentType("application/json").body("{\"name\": \"x\"}").post("/subscriptions"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("destination");
         answering(400, "application/problem+json", PROBLEM.replace("404", "400")).filter(OpenApiContract.responsesOnly())
-                .header("Authorization", "Bearer t").contentType("application/json").body("{\"name\": \"x\"}")
+                .contentType("application/json").body("{\"name\": \"x\"}")
                 .post("/subscriptions").then().statusCode(400);
         // a deliberately malformed request still gets its response checked
         assertThatThrownBy(() -> answering(400, "text/html", "<h1>Bad</h1>").filter(OpenApiContract.responsesOnly())

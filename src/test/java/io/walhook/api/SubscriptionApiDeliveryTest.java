@@ -109,14 +109,14 @@ class SubscriptionApiDeliveryTest {
                 sql("UPDATE counters SET n = " + i + " WHERE id = 1");
             }
             await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10)).until(() -> receiver.requests("/c").isEmpty());
-            given().get("/status").then().statusCode(200)
+            given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
                     .body("subscriptions.find { it.name == 'counters' }.parked", org.hamcrest.Matchers.equalTo(6));
 
             // the held events are dead letters meanwhile: listed with their event, pageable, deletable
             // query values that are not numbers are the client's mistake, named (not a 404)
-            given().filter(OpenApiContract.responsesOnly()).get("/subscriptions/" + id + "/dead-letters?limit=four").then().statusCode(400)
+            given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters?limit=four").then().statusCode(400)
                     .contentType("application/problem+json").body("field", org.hamcrest.Matchers.equalTo("limit"));
-            given().filter(OpenApiContract.responsesOnly()).get("/subscriptions/" + id + "/dead-letters?after=x1").then().statusCode(400)
+            given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters?after=x1").then().statusCode(400)
                     .body("field", org.hamcrest.Matchers.equalTo("after"));
             given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t")
                     .delete("/subscriptions/" + id + "/dead-letters?id=first")
@@ -124,12 +124,12 @@ class SubscriptionApiDeliveryTest {
             given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t")
                     .post("/subscriptions/" + id + "/dead-letters/replay?id=1&id=two")
                     .then().statusCode(400).body("detail", org.hamcrest.Matchers.containsString("'two'"));
-            io.restassured.path.json.JsonPath page = given().get("/subscriptions/" + id + "/dead-letters?limit=4")
+            io.restassured.path.json.JsonPath page = given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters?limit=4")
                     .then().statusCode(200).extract().jsonPath();
             assertThat(page.getList("items")).hasSize(4);
             assertThat(page.getInt("items[0].event.new.n")).isZero();
             assertThat(page.getString("next")).contains("after=");
-            given().get(page.getString("next")).then().statusCode(200).body("items.size()", org.hamcrest.Matchers.equalTo(2));
+            given().header("Authorization", "Bearer t").get(page.getString("next")).then().statusCode(200).body("items.size()", org.hamcrest.Matchers.equalTo(2));
             long first = page.getLong("items[0].id");
             given().header("Authorization", "Bearer t").delete("/subscriptions/" + id + "/dead-letters?id=" + first)
                     .then().statusCode(200).body("deleted", org.hamcrest.Matchers.equalTo(1));
@@ -147,7 +147,7 @@ class SubscriptionApiDeliveryTest {
             await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/c").size() == 5);
             assertThat(receiver.requests("/c").stream().map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":1,\"n\":(\\d+)}.*", "$1")))
                     .as("the deleted dead letter is gone, the rest arrive in order").containsExactly("1", "2", "3", "4", "5");
-            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/subscriptions/" + id + "/dead-letters")
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters")
                     .then().body("items.size()", org.hamcrest.Matchers.equalTo(0)));
         }
     }
@@ -217,7 +217,7 @@ class SubscriptionApiDeliveryTest {
             for (int i = 1; i <= 4; i++) {
                 sql("UPDATE gauges SET n = " + i + " WHERE id = 1");
             }
-            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/status").then()
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t").get("/status").then()
                     .body("subscriptions.find { it.name == 'gauges' }.parked", org.hamcrest.Matchers.equalTo(5)));
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/resume").then().statusCode(200);
 
@@ -248,7 +248,7 @@ class SubscriptionApiDeliveryTest {
                     .body("delivered", org.hamcrest.Matchers.equalTo(true))
                     .body("status", org.hamcrest.Matchers.equalTo(202));
             // listed in /status once in force (within a second), with zeros, though no event has reached it
-            await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> given().get("/status").then().statusCode(200)
+            await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
                     .body("subscriptions.find { it.name == 'fire' }.delivered", org.hamcrest.Matchers.equalTo(0))
                     .body("subscriptions.find { it.name == 'fire' }.retrying", org.hamcrest.Matchers.equalTo(0))
                     // an unknown value is a null, not a missing field

@@ -110,7 +110,16 @@ class StartupIT {
         try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
                 "WALHOOK_SLOT", database))) {
             walhook.awaitReady(Duration.ofSeconds(60));
-            assertThat(walhook.status("/status")).isEqualTo(200);
+            // no WALHOOK_API_TOKEN: the API, reads included, answers 401 saying how to set one
+            for (String path : List.of("/status", "/subscriptions")) {
+                java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
+                        java.net.http.HttpRequest.newBuilder(walhook.uri(path)).header("Authorization", "Bearer guess").build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString());
+                assertThat(response.statusCode()).as(path + ": " + response.body()).isEqualTo(401);
+                assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
+                        type -> assertThat(type).startsWith("application/problem+json"));
+                assertThat(response.body()).contains("Set WALHOOK_API_TOKEN");
+            }
             assertThat(walhook.output()).contains("walhook ready: source postgresql://postgres@127.0.0.1:" + pg.port()
                     + "/" + database).doesNotContain(":" + pg.password() + "@");
         }
