@@ -413,7 +413,10 @@ public class SubscriptionResource {
         return new ApiProblem(404, "Not Found", "no subscription " + id, null);
     }
 
-    /** The subscription as the API shows it: secrets replaced by whether one is set. */
+    /**
+     * The subscription as the API shows it: the secret replaced by whether one is set, the headers
+     * by their names, the URL without its query string.
+     */
     private static ObjectNode view(String id, Subscription s, boolean paused) {
         ObjectNode view = JSON.createObjectNode();
         view.put("id", id);
@@ -428,10 +431,11 @@ public class SubscriptionResource {
         ObjectNode destination = view.putObject("destination");
         if (s.destination() instanceof Destination.Webhook webhook) {
             destination.put("type", "webhook");
-            destination.put("url", webhook.url().toString());
+            // the query string and header values are credentials as often as the secret is: written, never shown
+            destination.put("url", webhook.redactedUrl());
             destination.put("secret_set", !webhook.secrets().isEmpty());
-            ObjectNode headers = destination.putObject("headers");
-            webhook.headers().forEach(headers::put);
+            ArrayNode headers = destination.putArray("headers_set");
+            webhook.headers().keySet().stream().sorted().forEach(headers::add);
         } else if (s.destination() instanceof Destination.Amqp amqp) {
             destination.put("type", "amqp");
             destination.put("address", amqp.address());

@@ -1,6 +1,7 @@
 package io.walhook.api;
 
 import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.contains;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.hasItem;
@@ -134,6 +135,28 @@ class SubscriptionApiTest {
         given().get("/q/health/ready").then().statusCode(org.hamcrest.Matchers.anyOf(equalTo(200), equalTo(503)));
         given().get("/q/metrics").then().statusCode(200);
         given().get("/q/openapi").then().statusCode(200);
+    }
+
+    /** Header values and a URL's query string are the destination's credentials: written, never shown. */
+    @Test
+    void headerValuesAndTheUrlQueryAreWriteOnly() {
+        String body = BODY.replace("\"orders\"", "\"headed\"").replace("/hook\"", "/hook?token=qu3ry-s3cret\","
+                + " \"headers\": {\"X-Api-Key\": \"h3ader-s3cret\", \"Accept-Language\": \"la-ng-value\"}");
+        String id = authorized().body(body).post("/subscriptions").then().statusCode(201)
+                .body("destination.headers_set", contains("Accept-Language", "X-Api-Key"))
+                .body("destination.url", equalTo("https://93.184.216.34/hook"))
+                .body(not(containsString("s3cret"))).body(not(containsString("la-ng-value")))
+                .extract().path("id");
+        authorized().get("/subscriptions/" + id).then().statusCode(200)
+                .body("destination.headers_set", contains("Accept-Language", "X-Api-Key"))
+                .body("destination", not(org.hamcrest.Matchers.hasKey("headers")))
+                .body(not(containsString("s3cret"))).body(not(containsString("la-ng-value")));
+        authorized().get("/subscriptions").then().statusCode(200).body(not(containsString("s3cret")));
+        authorized().body(body.replace(", \"Accept-Language\": \"la-ng-value\"", "")).put("/subscriptions/" + id).then()
+                .statusCode(200).body("destination.headers_set", contains("X-Api-Key"));
+        authorized().body(BODY.replace("\"orders\"", "\"headed\"")).put("/subscriptions/" + id).then()
+                .statusCode(200).body("destination.headers_set", org.hamcrest.Matchers.empty());
+        authorized().delete("/subscriptions/" + id).then().statusCode(204);
     }
 
     @Test
