@@ -88,7 +88,7 @@ public final class WebhookClient implements AutoCloseable {
      * format's headers and the destination's own; waits at most {@code timeout} for the whole
      * response.
      *
-     * @throws IOException naming what failed: connection, TLS, timeout
+     * @throws IOException naming what failed (connection, TLS, timeout), without the destination's credentials
      */
     public Response post(Destination.Webhook destination, String id, byte[] body, String contentType,
             Map<String, String> formatHeaders, long timestamp, Duration timeout) throws IOException, InterruptedException {
@@ -128,9 +128,12 @@ public final class WebhookClient implements AutoCloseable {
         try {
             return result.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
+            // the client's messages may quote the request (a timeout names its method and path with the
+            // query string): what the log, /status and dead letters show is redacted, and the cause,
+            // which would show it whole in a stack trace, is not kept
             Throwable cause = e.getCause();
             throw new IOException(cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": "
-                    + cause.getMessage()), cause);
+                    + destination.redact(cause.getMessage())));
         } catch (TimeoutException e) {
             sent.thenAccept(HttpClientRequest::reset); // frees the connection (HTTP/1.1: closes it)
             throw new IOException("no response within " + timeout.toMillis() + " ms");
