@@ -110,7 +110,7 @@ class OpenApiContractTest {
 
     @Test
     void anUndocumentedStatusFails() {
-        assertThatThrownBy(() -> answering(500, "application/problem+json", PROBLEM.replace("404", "500"))
+        assertThatThrownBy(() -> answering(502, "application/problem+json", PROBLEM.replace("404", "502"))
                 .get("/subscriptions/x"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.response.status.unknown");
     }
@@ -150,6 +150,39 @@ class OpenApiContractTest {
         assertThatThrownBy(() -> answering(400, "text/html", "<h1>Bad</h1>").filter(OpenApiContract.responsesOnly())
                 .contentType("application/json").body("{nope").post("/subscriptions"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.response.contentType.notAllowed");
+    }
+
+    /**
+     * Every operation documents each status it can answer, as a problem: 400 (any request's path or
+     * query can be badly percent-encoded), 401 (no or wrong token), 403 for a write (the read
+     * token), 404 for one subscription, 415 for a body, 503 (the state tables are in the source
+     * database) and 500.
+     */
+    @Test
+    void everyOperationDocumentsTheProblemsItCanAnswer() {
+        io.swagger.v3.oas.models.OpenAPI api = OpenApiContract.parse(OpenApiContract.SPEC);
+        java.util.List<String> missing = new java.util.ArrayList<>();
+        api.getPaths().forEach((path, item) -> item.readOperationsMap().forEach((method, operation) -> {
+            java.util.Set<String> expected = new java.util.TreeSet<>(java.util.List.of("400", "401", "500", "503"));
+            if (method != io.swagger.v3.oas.models.PathItem.HttpMethod.GET) {
+                expected.add("403");
+            }
+            if (path.contains("{")) {
+                expected.add("404");
+            }
+            if (operation.getRequestBody() != null) {
+                expected.add("415");
+            }
+            for (String status : expected) {
+                io.swagger.v3.oas.models.responses.ApiResponse response = operation.getResponses().get(status);
+                if (response == null || response.getContent() == null
+                        || !response.getContent().containsKey(ApiProblem.MEDIA_TYPE)) {
+                    missing.add(method + " " + path + " " + status);
+                }
+            }
+        }));
+        assertThat(missing).as("statuses an operation can answer that openapi.yaml does not document as a problem")
+                .isEmpty();
     }
 
     @Test
