@@ -100,11 +100,25 @@ final class QueryParameters {
 
     /**
      * {@code application/x-www-form-urlencoded} decoding ({@code +} is a space) of one name or
-     * value as UTF-8; a {@code %} not followed by two hex digits, or bytes that are not UTF-8, are
-     * a 400 naming {@code parameter}.
+     * value; one that does not decode (see {@link #percentDecode}) is a 400 naming {@code parameter}.
      */
     static String decode(String parameter, String raw) {
-        if (raw.indexOf('%') < 0 && raw.indexOf('+') < 0) {
+        String decoded = percentDecode(raw, true);
+        if (decoded == null) {
+            throw new ApiProblem(400, "Bad Request", "query parameter " + abbreviate(parameter) + " is not"
+                    + " percent-encoded correctly ('%' must be followed by two hex digits, encoding UTF-8): '"
+                    + abbreviate(raw) + "'", parameter);
+        }
+        return decoded;
+    }
+
+    /**
+     * {@code raw} percent-decoded ({@code +} a space when {@code plusIsSpace}: a query's form
+     * encoding), or null when a {@code %} is not followed by two hex digits or the bytes they
+     * encode are not UTF-8.
+     */
+    static String percentDecode(String raw, boolean plusIsSpace) {
+        if (raw.indexOf('%') < 0 && (!plusIsSpace || raw.indexOf('+') < 0)) {
             return raw;
         }
         StringBuilder decoded = new StringBuilder(raw.length());
@@ -112,7 +126,7 @@ final class QueryParameters {
         while (i < raw.length()) {
             char c = raw.charAt(i);
             if (c != '%') {
-                decoded.append(c == '+' ? ' ' : c);
+                decoded.append(c == '+' && plusIsSpace ? ' ' : c);
                 i++;
                 continue;
             }
@@ -122,9 +136,7 @@ final class QueryParameters {
                 int high = i + 1 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
                 int low = i + 2 < raw.length() ? Character.digit(raw.charAt(i + 2), 16) : -1;
                 if (high < 0 || low < 0) {
-                    throw new ApiProblem(400, "Bad Request", "query parameter " + abbreviate(parameter)
-                            + " is not percent-encoded correctly ('%' must be followed by two hex digits): '"
-                            + abbreviate(raw) + "'", parameter);
+                    return null;
                 }
                 bytes.write(high << 4 | low);
                 i += 3;
@@ -133,8 +145,7 @@ final class QueryParameters {
                 decoded.append(StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                         .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes.toByteArray())));
             } catch (CharacterCodingException e) {
-                throw new ApiProblem(400, "Bad Request", "query parameter " + abbreviate(parameter)
-                        + " is not UTF-8 once percent-decoded: '" + abbreviate(raw) + "'", parameter);
+                return null;
             }
         }
         return decoded.toString();

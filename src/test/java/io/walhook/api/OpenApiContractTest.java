@@ -196,7 +196,8 @@ class OpenApiContractTest {
                 .importPackages("io.walhook.api").stream()
                 .filter(c -> c.isAnnotatedWith(QuarkusTest.class)).toArray(JavaClass[]::new);
         assertThat(quarkusTests).extracting(JavaClass::getSimpleName)
-                .contains("ApplicationTest", "SubscriptionApiTest", "SubscriptionApiDeliveryTest", "HostileBodiesTest");
+                .contains("ApplicationTest", "SubscriptionApiTest", "SubscriptionApiDeliveryTest", "HostileBodiesTest",
+                        "MalformedRequestsTest");
         assertThat(quarkusTests).allSatisfy(c -> assertThat(c.tryGetAnnotationOfType(ExtendWith.class))
                 .as(c.getSimpleName() + " has @ExtendWith(OpenApiContract.class)")
                 .hasValueSatisfying(e -> assertThat(Arrays.asList(e.value())).contains(OpenApiContract.class)));

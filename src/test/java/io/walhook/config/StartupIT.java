@@ -120,6 +120,14 @@ class StartupIT {
                         type -> assertThat(type).startsWith("application/problem+json"));
                 assertThat(response.body()).contains("Set WALHOOK_API_TOKEN");
             }
+            // a request target the JDK cannot even send gets a problem naming it, not Quarkus's bare 400
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", walhook.httpPort())) {
+                socket.getOutputStream().write(("GET /subscriptions/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        + "Connection: close\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+                String response = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                assertThat(response).startsWith("HTTP/1.1 400").containsIgnoringCase("content-type: application/problem+json")
+                        .contains("/subscriptions/%zz is not percent-encoded correctly");
+            }
             assertThat(walhook.output()).contains("walhook ready: source postgresql://postgres@127.0.0.1:" + pg.port()
                     + "/" + database).doesNotContain(":" + pg.password() + "@");
         }
