@@ -27,6 +27,7 @@ import jakarta.ws.rs.core.Response;
 
 import org.jboss.resteasy.reactive.RestResponse;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -63,6 +64,8 @@ public class SubscriptionResource {
                 .maxStringLength(20_000).maxNumberLength(30).build());
     }
     private static final String CONFIGURED = "config:";
+    private static final java.util.regex.Pattern UUID_TEXT = java.util.regex.Pattern.compile(
+            "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
 
     private final WalhookConfig config;
     private final SubscriptionStore store;
@@ -91,7 +94,8 @@ public class SubscriptionResource {
 
     @GET
     @Path("{id}")
-    public ObjectNode read(@PathParam("id") String id) throws SQLException {
+    public ObjectNode read(@PathParam("id") String given) throws SQLException {
+        String id = canonical(given);
         Optional<Subscription> configured = configured(id);
         if (configured.isPresent()) {
             return view(id, configured.get(), false);
@@ -114,8 +118,9 @@ public class SubscriptionResource {
     @PUT
     @Path("{id}")
     @Consumes(MediaType.WILDCARD)
-    public ObjectNode replace(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String id, byte[] body)
-            throws SQLException {
+    public ObjectNode replace(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String given,
+            byte[] body) throws SQLException {
+        String id = canonical(given);
         readOnly(id);
         UUID uuid = uuid(id);
         store.find(uuid).orElseThrow(() -> notFound(id));
@@ -129,16 +134,14 @@ public class SubscriptionResource {
 
     @POST
     @Path("{id}/pause")
-    public ObjectNode pause(@PathParam("id") String id)
-            throws SQLException {
-        return setPaused(id, true);
+    public ObjectNode pause(@PathParam("id") String id) throws SQLException {
+        return setPaused(canonical(id), true);
     }
 
     @POST
     @Path("{id}/resume")
-    public ObjectNode resume(@PathParam("id") String id)
-            throws SQLException {
-        return setPaused(id, false);
+    public ObjectNode resume(@PathParam("id") String id) throws SQLException {
+        return setPaused(canonical(id), false);
     }
 
     /** Paused, a subscription's events are parked in order and acknowledged; resumed, they are delivered. */
@@ -158,8 +161,7 @@ public class SubscriptionResource {
      */
     @POST
     @Path("{id}/test")
-    public ObjectNode testFire(@PathParam("id") String id)
-            throws SQLException {
+    public ObjectNode testFire(@PathParam("id") String id) throws SQLException {
         Subscription subscription = inForce(id);
         String name = subscription.name();
         String eventId = "test_" + UUID.randomUUID();
@@ -240,7 +242,7 @@ public class SubscriptionResource {
             }
         }
         if (page.size() == pageSize) {
-            body.put("next", "/subscriptions/" + id + "/dead-letters?after=" + page.get(page.size() - 1).id()
+            body.put("next", "/subscriptions/" + canonical(id) + "/dead-letters?after=" + page.get(page.size() - 1).id()
                     + "&limit=" + pageSize);
         }
         return body;
@@ -249,8 +251,7 @@ public class SubscriptionResource {
     /** Retries parked events now (they are retried on their own too, with backoff), oldest first. */
     @POST
     @Path("{id}/dead-letters/replay")
-    public ObjectNode replay(@PathParam("id") String id,
-            @Context HttpServerRequest request) throws SQLException {
+    public ObjectNode replay(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         List<Long> ids = deadLetterIds(request);
         Subscription subscription = inForce(id);
         String name = subscription.name();
@@ -310,8 +311,7 @@ public class SubscriptionResource {
 
     @DELETE
     @Path("{id}")
-    public Response delete(@PathParam("id") String id)
-            throws SQLException {
+    public Response delete(@PathParam("id") String id) throws SQLException {
         readOnly(id);
         if (!store.delete(uuid(id))) {
             throw notFound(id);
@@ -340,21 +340,73 @@ public class SubscriptionResource {
         }
     }
 
+    /**
+     * The body as one JSON value: sent as application/json, with nothing after the value (a second
+     * document or trailing garbage is not ignored), and no null anywhere, since no field of a
+     * subscription takes one (leaving a field out is how to not set it).
+     */
     private static JsonNode parse(String contentType, byte[] body) {
-        if (contentType == null || !MediaType.valueOf(contentType.split(";")[0].strip()).isCompatible(
-                MediaType.APPLICATION_JSON_TYPE)) {
-            throw new ApiProblem(415, "Unsupported Media Type", "send the subscription as application/json", null);
+        if (!isJson(contentType)) {
+            throw new ApiProblem(415, "Unsupported Media Type", "send the subscription as application/json"
+                    + " (Content-Type: application/json), not " + (contentType == null ? "without a Content-Type"
+                    : "as " + contentType), null);
         }
-        try {
-            JsonNode json = JSON.readTree(body);
-            if (json == null) {
+        JsonNode json;
+        try (JsonParser parser = JSON.createParser(body)) {
+            json = JSON.readTree(parser);
+            if (json == null || json.isMissingNode()) {
                 throw new ApiProblem(400, "Bad Request", "the body is empty; send a subscription object", "");
             }
-            return json;
+            long end = parser.currentLocation().getByteOffset();
+            if (goesOn(parser)) {
+                throw new ApiProblem(400, "Bad Request", "the body goes on after its JSON value, from byte " + end
+                        + ": send one subscription object and nothing after it", "");
+            }
         } catch (JsonProcessingException e) {
             throw new ApiProblem(400, "Bad Request", "the body is not valid JSON: " + e.getOriginalMessage(), "");
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
+        }
+        refuseNulls(json, "");
+        return json;
+    }
+
+    /** application/json, parameters (a charset) allowed; not a wildcard, another JSON type, or none. */
+    private static boolean isJson(String contentType) {
+        if (contentType == null) {
+            return false;
+        }
+        try {
+            MediaType type = MediaType.valueOf(contentType.strip());
+            return "application".equalsIgnoreCase(type.getType()) && "json".equalsIgnoreCase(type.getSubtype());
+        } catch (IllegalArgumentException notAMediaType) {
+            return false;
+        }
+    }
+
+    /** Whether anything but white space follows the value the parser read. */
+    private static boolean goesOn(JsonParser parser) throws java.io.IOException {
+        try {
+            return parser.nextToken() != null;
+        } catch (JsonProcessingException garbage) {
+            return true;
+        }
+    }
+
+    private static void refuseNulls(JsonNode node, String pointer) {
+        if (node.isNull()) {
+            throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " is null; no field"
+                    + " of a subscription takes null: leave the field out instead", pointer);
+        }
+        if (node.isObject()) {
+            for (var fields = node.fields(); fields.hasNext(); ) {
+                var field = fields.next();
+                refuseNulls(field.getValue(), pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1"));
+            }
+        } else if (node.isArray()) {
+            for (int i = 0; i < node.size(); i++) {
+                refuseNulls(node.get(i), pointer + "/" + i);
+            }
         }
     }
 
@@ -401,16 +453,28 @@ public class SubscriptionResource {
         }
     }
 
+    /**
+     * A created subscription's id: a UUID in its canonical form, 8-4-4-4-12 hex digits, in either
+     * case (RFC 9562 reads them case-insensitively); anything else names no subscription (404).
+     * {@link UUID#fromString} alone would also take {@code 1-1-1-1-1} for another id.
+     */
     private static UUID uuid(String id) {
-        try {
-            return UUID.fromString(id);
-        } catch (IllegalArgumentException e) {
+        if (!UUID_TEXT.matcher(id).matches()) {
             throw notFound(id);
         }
+        return UUID.fromString(id);
+    }
+
+    /**
+     * The id as walhook answers with it: a UUID in lower case, whatever case it was given in;
+     * a configured subscription's {@code config:<name>} and anything else as given.
+     */
+    private static String canonical(String id) {
+        return UUID_TEXT.matcher(id).matches() ? id.toLowerCase(java.util.Locale.ROOT) : id;
     }
 
     private static ApiProblem notFound(String id) {
-        return new ApiProblem(404, "Not Found", "no subscription " + id, null);
+        return new ApiProblem(404, "Not Found", "no subscription " + canonical(id), null);
     }
 
     /**

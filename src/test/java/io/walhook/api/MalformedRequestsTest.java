@@ -2,13 +2,17 @@ package io.walhook.api;
 
 import static io.restassured.RestAssured.given;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
 
+import java.util.Locale;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -69,5 +73,99 @@ class MalformedRequestsTest {
         assertThat(response.status()).as(response.toString()).isEqualTo(400);
         assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
         assertThat(response.body()).contains("\"field\":\"since\"");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {" xyz", " {}", "{}", " []", "]", " \"x\"", " 1", "\u0000"})
+    void anythingAfterTheJsonBodyIsABadRequest(String after) {
+        String body = BODY.formatted("trailing") + after;
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("")).body("detail", containsString("after"));
+        String id = create("trailing-put");
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).put("/subscriptions/" + id).then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(""));
+        authorized().delete("/subscriptions/" + id).then().statusCode(204);
+    }
+
+    @Test
+    void twoJsonDocumentsInOneBodyAreABadRequest() {
+        authorized().filter(OpenApiContract.responsesOnly()).body("{} {}").post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("")).body("detail", containsString("after"));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"*/*", "application/*", "*/json", "application/json-patch+json", "text/json"})
+    void aWriteWhoseContentTypeIsNotJsonIsUnsupported(String contentType) {
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .contentType(contentType).body(BODY.formatted("wildcard").getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .post("/subscriptions").then().statusCode(415).contentType(ApiProblem.MEDIA_TYPE)
+                .body("detail", containsString("application/json"));
+    }
+
+    @Test
+    void aWriteWithoutAContentTypeIsUnsupported() throws Exception {
+        RawHttp.Response response = RawHttp.exchange("POST", "/subscriptions", "/subscriptions", TOKEN,
+                BODY.formatted("untyped"));
+        assertThat(response.status()).as(response.toString()).isEqualTo(415);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("application/json");
+    }
+
+    @Test
+    void jsonWithACharsetOrInUpperCaseIsJson() {
+        String id = given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .contentType("Application/JSON; charset=utf-8").body(BODY.formatted("charset"))
+                .post("/subscriptions").then().statusCode(201).extract().path("id");
+        authorized().delete("/subscriptions/" + id).then().statusCode(204);
+    }
+
+    /** A UUID is the same id in either case; walhook answers with its canonical, lower-case form. */
+    @Test
+    void anIdInUpperCaseIsAnsweredWithItsCanonicalForm() {
+        String id = create("shouting");
+        String upper = id.toUpperCase(Locale.ROOT);
+        assertThat(upper).isNotEqualTo(id);
+        authorized().get("/subscriptions/" + upper).then().statusCode(200).body("id", equalTo(id));
+        authorized().body(BODY.formatted("shouting")).put("/subscriptions/" + upper).then().statusCode(200)
+                .body("id", equalTo(id));
+        authorized().post("/subscriptions/" + upper + "/pause").then().statusCode(200).body("id", equalTo(id));
+        authorized().post("/subscriptions/" + upper + "/resume").then().statusCode(200).body("id", equalTo(id));
+        authorized().get("/subscriptions/" + upper + "/dead-letters?limit=1").then().statusCode(200);
+        authorized().delete("/subscriptions/" + upper).then().statusCode(204);
+        authorized().get("/subscriptions/" + id).then().statusCode(404).body("detail", containsString(id));
+    }
+
+    @Test
+    void anIdThatIsNotACanonicalUuidIsNoSubscription() {
+        // java.util.UUID reads 1-1-1-1-1 as 00000001-0001-0001-0001-000000000001; walhook does not
+        authorized().get("/subscriptions/1-1-1-1-1").then().statusCode(404).contentType(ApiProblem.MEDIA_TYPE)
+                .body("detail", containsString("1-1-1-1-1"));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "\"filter\": null,                                   | /filter",
+        "\"format\": null,                                   | /format",
+        "\"operations\": null,                               | /operations",
+        "\"tables\": null,                                   | /tables",
+        "\"batch\": null,                                    | /batch",
+        "\"batch\": {\"max_events\": null},                  | /batch/max_events",
+        "\"columns\": {\"include\": null},                   | /columns/include",
+        "\"retry\": {\"window_ms\": null},                   | /retry/window_ms",
+        "\"retry\": null,                                    | /retry",
+    })
+    void jsonNullForAFieldThatIsNotNullableIsABadRequestNamingIt(String field, String pointer) {
+        String body = BODY.formatted("nulls").replace("\"tables\": [\"public.orders\"], ", field + " ");
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(pointer)).body("detail", containsString("null"));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"\"secret\": null", "\"headers\": null", "\"headers\": {\"X-Key\": null}"})
+    void jsonNullInTheDestinationIsABadRequestNamingIt(String field) {
+        String body = BODY.formatted("nulls").replace("\"type\": \"webhook\",", "\"type\": \"webhook\", " + field + ",");
+        String pointer = "/destination/" + (field.contains("X-Key") ? "headers/X-Key" : field.replaceAll("\"(\\w+)\".*", "$1"));
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(pointer));
     }
 }
