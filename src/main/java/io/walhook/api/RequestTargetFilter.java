@@ -6,6 +6,8 @@ import java.net.URISyntaxException;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Singleton;
 
+import org.jboss.logging.Logger;
+
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -17,14 +19,42 @@ import io.vertx.ext.web.RoutingContext;
  * ({@link URI} refuses it: a {@code "}, {@code <} or {@code [} in the path). Quarkus makes that
  * last check itself, before any route, and answers a bare 400 with no body; {@code WalhookMain}
  * turns it off so that this handler, the first route of every request, makes it instead. It reads
- * the undecoded path and query, so no route matching decodes them first.
+ * the undecoded path and query, so no route matching decodes them first. A request Vert.x itself
+ * fails before the REST layer is answered as a problem as well.
  */
 @Singleton
 public class RequestTargetFilter {
 
+    private static final Logger LOG = Logger.getLogger(RequestTargetFilter.class);
+
     void install(@Observes Router router) {
         // no path of its own: matching it decodes nothing
-        router.route().order(Integer.MIN_VALUE).handler(this::check);
+        router.route().order(Integer.MIN_VALUE).handler(this::check).failureHandler(this::failed);
+    }
+
+    /**
+     * A request Vert.x failed before any resource saw it (an HTTP/1.1 request without a Host
+     * header, say) is answered as a problem too, not with Quarkus's own JSON error page.
+     */
+    private void failed(RoutingContext context) {
+        if (context.response().headWritten()) {
+            context.next();
+            return;
+        }
+        int status = context.statusCode() >= 400 && context.statusCode() <= 599 ? context.statusCode() : 500;
+        Throwable failure = context.failure();
+        String detail;
+        if (status >= 500) {
+            LOG.errorf(failure, "unexpected error handling %s %s: %s", context.request().method(),
+                    abbreviate(context.request().path()), failure == null ? "status " + status : failure.getMessage());
+            detail = "walhook could not handle this request; see its log";
+        } else {
+            detail = failure != null && failure.getMessage() != null ? failure.getMessage()
+                    : io.netty.handler.codec.http.HttpResponseStatus.valueOf(status).reasonPhrase();
+        }
+        ApiProblem problem = new ApiProblem(status, io.netty.handler.codec.http.HttpResponseStatus.valueOf(status)
+                .reasonPhrase(), detail, null);
+        context.response().setStatusCode(status).putHeader("Content-Type", ApiProblem.MEDIA_TYPE).end(problem.toJson());
     }
 
     private void check(RoutingContext context) {

@@ -75,6 +75,23 @@ class MalformedRequestsTest {
         assertThat(response.body()).contains("\"field\":\"since\"");
     }
 
+    @Test
+    void anAcceptHeaderThatAllowsNoJsonIsAProblem() {
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .accept("text/html").get("/status").then().statusCode(406).contentType(ApiProblem.MEDIA_TYPE);
+        given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).accept("text/html, */*;q=0.1")
+                .get("/status").then().statusCode(200).contentType("application/json");
+    }
+
+    @Test
+    void aRequestWithoutAHostHeaderIsAProblem() throws Exception {
+        RawHttp.Response response = RawHttp.exchangeHead("GET /status HTTP/1.1\r\nAuthorization: Bearer "
+                + SubscriptionApiTest.TOKEN + "\r\nConnection: close\r\n\r\n", "GET", "/status");
+        assertThat(response.status()).as(response.toString()).isEqualTo(400);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("Host");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {" xyz", " {}", "{}", " []", "]", " \"x\"", " 1", "\u0000"})
     void anythingAfterTheJsonBodyIsABadRequest(String after) {

@@ -155,15 +155,15 @@ class OpenApiContractTest {
     /**
      * Every operation documents each status it can answer, as a problem: 400 (any request's path or
      * query can be badly percent-encoded), 401 (no or wrong token), 403 for a write (the read
-     * token), 404 for one subscription, 415 for a body, 503 (the state tables are in the source
-     * database) and 500.
+     * token), 404 for one subscription, 406 (an Accept header that allows no JSON), 415 for a body,
+     * 503 (the state tables are in the source database) and 500.
      */
     @Test
     void everyOperationDocumentsTheProblemsItCanAnswer() {
         io.swagger.v3.oas.models.OpenAPI api = OpenApiContract.parse(OpenApiContract.SPEC);
         java.util.List<String> missing = new java.util.ArrayList<>();
         api.getPaths().forEach((path, item) -> item.readOperationsMap().forEach((method, operation) -> {
-            java.util.Set<String> expected = new java.util.TreeSet<>(java.util.List.of("400", "401", "500", "503"));
+            java.util.Set<String> expected = new java.util.TreeSet<>(java.util.List.of("400", "401", "406", "500", "503"));
             if (method != io.swagger.v3.oas.models.PathItem.HttpMethod.GET) {
                 expected.add("403");
             }

@@ -40,6 +40,11 @@ final class RawHttp {
     static Response exchange(String method, String target, String documentedPath, Map<String, String> headers,
             String body) throws IOException {
         Response response = send(method, target, headers, body);
+        check(response, method, documentedPath);
+        return response;
+    }
+
+    private static void check(Response response, String method, String documentedPath) {
         SimpleResponse.Builder checked = SimpleResponse.Builder.status(response.status());
         response.headers().forEach(checked::withHeader);
         if (!response.body().isEmpty()) {
@@ -48,6 +53,12 @@ final class RawHttp {
         OpenApiContract.check(new SimpleRequest.Builder(Request.Method.valueOf(method), documentedPath).build(),
                 checked.build(), true, response::body);
         OpenApiContract.CHECKED.incrementAndGet();
+    }
+
+    /** Sends exactly this request head (no Host header is added) and checks the response as {@link #exchange} does. */
+    static Response exchangeHead(String head, String method, String documentedPath) throws IOException {
+        Response response = send(head.getBytes(StandardCharsets.ISO_8859_1), null);
+        check(response, method, documentedPath);
         return response;
     }
 
@@ -61,10 +72,14 @@ final class RawHttp {
             head.append("Content-Length: ").append(content.length).append("\r\n");
         }
         head.append("\r\n");
+        return send(head.toString().getBytes(StandardCharsets.ISO_8859_1), content);
+    }
+
+    private static Response send(byte[] head, byte[] content) throws IOException {
         try (Socket socket = new Socket("127.0.0.1", RestAssured.port)) {
             socket.setSoTimeout(30_000);
             OutputStream out = socket.getOutputStream();
-            out.write(head.toString().getBytes(StandardCharsets.ISO_8859_1));
+            out.write(head);
             if (content != null) {
                 out.write(content);
             }
