@@ -40,9 +40,9 @@ final class QueryParameters {
                 String rawName = equals < 0 ? pair : pair.substring(0, equals);
                 String name = decode(rawName, rawName);
                 if (!known.contains(name)) {
-                    throw new ApiProblem(400, "Bad Request", "'" + name + "' is not a query parameter of this operation"
-                            + (known.isEmpty() ? ", which takes none" : "; it takes " + String.join(", ", new TreeSet<>(known))),
-                            name);
+                    throw new ApiProblem(400, "Bad Request", "'" + name + "' is not a query parameter of this"
+                            + " operation" + (known.isEmpty() ? ", which takes none"
+                            : "; it takes " + String.join(", ", new TreeSet<>(known))), name);
                 }
                 String value = equals < 0 ? "" : decode(name, pair.substring(equals + 1));
                 values.computeIfAbsent(name, n -> new ArrayList<>()).add(value);

@@ -8,6 +8,7 @@ import jakarta.inject.Singleton;
 
 import org.jboss.logging.Logger;
 
+import io.netty.handler.codec.http.HttpResponseStatus;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -46,14 +47,14 @@ public class RequestTargetFilter {
         String detail;
         if (status >= 500) {
             LOG.errorf(failure, "unexpected error handling %s %s: %s", context.request().method(),
-                    abbreviate(context.request().path()), failure == null ? "status " + status : failure.getMessage());
+                    abbreviate(String.valueOf(context.request().path())),
+                    failure == null ? "status " + status : failure.getMessage());
             detail = "walhook could not handle this request; see its log";
         } else {
             detail = failure != null && failure.getMessage() != null ? failure.getMessage()
-                    : io.netty.handler.codec.http.HttpResponseStatus.valueOf(status).reasonPhrase();
+                    : HttpResponseStatus.valueOf(status).reasonPhrase();
         }
-        ApiProblem problem = new ApiProblem(status, io.netty.handler.codec.http.HttpResponseStatus.valueOf(status)
-                .reasonPhrase(), detail, null);
+        ApiProblem problem = new ApiProblem(status, HttpResponseStatus.valueOf(status).reasonPhrase(), detail, null);
         context.response().setStatusCode(status).putHeader("Content-Type", ApiProblem.MEDIA_TYPE).end(problem.toJson());
     }
 
