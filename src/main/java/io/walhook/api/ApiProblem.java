@@ -11,6 +11,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
 public final class ApiProblem extends RuntimeException {
 
     public static final String MEDIA_TYPE = "application/problem+json";
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 
     /** The body. */
     @RegisterForReflection
@@ -36,6 +37,23 @@ public final class ApiProblem extends RuntimeException {
 
     public static ApiProblem unauthorized(String detail) {
         return new ApiProblem(401, "Unauthorized", detail, null, "Bearer realm=\"walhook\"");
+    }
+
+    public int status() {
+        return status;
+    }
+
+    /** The body as JSON, for a response written below the REST layer (no field when there is none). */
+    public String toJson() {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
+        body.put("type", "about:blank");
+        body.put("title", title);
+        body.put("status", status);
+        body.put("detail", getMessage());
+        if (field != null) {
+            body.put("field", field);
+        }
+        return body.toString();
     }
 
     public Response toResponse() {

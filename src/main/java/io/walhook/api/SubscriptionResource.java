@@ -4,10 +4,10 @@ import java.net.InetAddress;
 import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 
 import jakarta.inject.Inject;
@@ -20,12 +20,14 @@ import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 
 import org.jboss.resteasy.reactive.RestResponse;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -35,6 +37,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.agroal.api.AgroalDataSource;
 import io.smallrye.common.annotation.Blocking;
+import io.vertx.core.http.HttpServerRequest;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.Destination;
@@ -46,8 +49,8 @@ import io.walhook.source.ReplicationSource;
 
 /**
  * {@code /subscriptions}: list, read, create, replace and delete subscriptions (openapi.yaml).
- * Configured subscriptions are listed read-only; writes need {@code Authorization: Bearer
- * <WALHOOK_API_TOKEN>}; secrets are never returned.
+ * Configured subscriptions are listed read-only; {@link BearerTokenFilter} checks every call's
+ * token; secrets and header values are never returned.
  */
 @Path("/subscriptions")
 @Produces(MediaType.APPLICATION_JSON)
@@ -61,6 +64,8 @@ public class SubscriptionResource {
                 .maxStringLength(20_000).maxNumberLength(30).build());
     }
     private static final String CONFIGURED = "config:";
+    private static final java.util.regex.Pattern UUID_TEXT = java.util.regex.Pattern.compile(
+            "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
 
     private final WalhookConfig config;
     private final SubscriptionStore store;
@@ -89,7 +94,8 @@ public class SubscriptionResource {
 
     @GET
     @Path("{id}")
-    public ObjectNode read(@PathParam("id") String id) throws SQLException {
+    public ObjectNode read(@PathParam("id") String given) throws SQLException {
+        String id = canonical(given);
         Optional<Subscription> configured = configured(id);
         if (configured.isPresent()) {
             return view(id, configured.get(), false);
@@ -100,9 +106,8 @@ public class SubscriptionResource {
 
     @POST
     @Consumes(MediaType.WILDCARD)
-    public RestResponse<ObjectNode> create(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, byte[] body) throws SQLException {
-        authorize(authorization);
+    public RestResponse<ObjectNode> create(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, byte[] body)
+            throws SQLException {
         JsonNode json = parse(contentType, body);
         Subscription subscription = validate(json, null);
         UUID id = store.insert(json);
@@ -113,10 +118,9 @@ public class SubscriptionResource {
     @PUT
     @Path("{id}")
     @Consumes(MediaType.WILDCARD)
-    public ObjectNode replace(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String id, byte[] body)
-            throws SQLException {
-        authorize(authorization);
+    public ObjectNode replace(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String given,
+            byte[] body) throws SQLException {
+        String id = canonical(given);
         readOnly(id);
         UUID uuid = uuid(id);
         store.find(uuid).orElseThrow(() -> notFound(id));
@@ -130,21 +134,18 @@ public class SubscriptionResource {
 
     @POST
     @Path("{id}/pause")
-    public ObjectNode pause(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
-            throws SQLException {
-        return setPaused(authorization, id, true);
+    public ObjectNode pause(@PathParam("id") String id) throws SQLException {
+        return setPaused(canonical(id), true);
     }
 
     @POST
     @Path("{id}/resume")
-    public ObjectNode resume(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
-            throws SQLException {
-        return setPaused(authorization, id, false);
+    public ObjectNode resume(@PathParam("id") String id) throws SQLException {
+        return setPaused(canonical(id), false);
     }
 
     /** Paused, a subscription's events are parked in order and acknowledged; resumed, they are delivered. */
-    private ObjectNode setPaused(String authorization, String id, boolean paused) throws SQLException {
-        authorize(authorization);
+    private ObjectNode setPaused(String id, boolean paused) throws SQLException {
         readOnly(id);
         UUID uuid = uuid(id);
         if (!store.setPaused(uuid, paused)) {
@@ -160,9 +161,7 @@ public class SubscriptionResource {
      */
     @POST
     @Path("{id}/test")
-    public ObjectNode testFire(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
-            throws SQLException {
-        authorize(authorization);
+    public ObjectNode testFire(@PathParam("id") String id) throws SQLException {
         Subscription subscription = inForce(id);
         String name = subscription.name();
         String eventId = "test_" + UUID.randomUUID();
@@ -223,28 +222,11 @@ public class SubscriptionResource {
 
     @GET
     @Path("{id}/dead-letters")
-    public ObjectNode deadLetters(@PathParam("id") String id, @jakarta.ws.rs.QueryParam("after") String after,
-            @jakarta.ws.rs.QueryParam("limit") String limit, @jakarta.ws.rs.QueryParam("key") String key)
-            throws SQLException {
-        long afterId = after == null ? 0 : queryNumber("after", after);
-        long pageSize = limit == null ? 100 : queryNumber("limit", limit);
-        if (pageSize < 1 || pageSize > 1000) {
-            throw new ApiProblem(400, "Bad Request", "limit must be between 1 and 1000", "limit");
-        }
-        Optional<String> rowKey = Optional.empty();
-        if (key != null) {
-            try {
-                JsonNode parsed = JSON.readTree(key);
-                if (parsed == null || !parsed.isObject() || parsed.isEmpty()) {
-                    throw new ApiProblem(400, "Bad Request", "key must be a JSON object of a row's key columns, like"
-                            + " {\"id\":42}", "key");
-                }
-                rowKey = Optional.of(parsed.toString());
-            } catch (JsonProcessingException e) {
-                throw new ApiProblem(400, "Bad Request", "key must be a JSON object of a row's key columns, like"
-                        + " {\"id\":42}: " + e.getOriginalMessage(), "key");
-            }
-        }
+    public ObjectNode deadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+        QueryParameters query = QueryParameters.parse(request.query(), Set.of("after", "limit", "key"));
+        long afterId = query.number("after", 0, Long.MAX_VALUE).orElse(0L);
+        long pageSize = query.number("limit", 1, 1000).orElse(100L);
+        Optional<String> rowKey = query.text("key").map(SubscriptionResource::rowKey);
         String subscriptionId = existingId(id);
         List<ParkedEventStore.Parked> page = parked.page(subscriptionId, afterId, (int) pageSize, rowKey);
         ObjectNode body = JSON.createObjectNode();
@@ -269,7 +251,7 @@ public class SubscriptionResource {
             }
         }
         if (page.size() == pageSize) {
-            body.put("next", "/subscriptions/" + id + "/dead-letters?after=" + page.get(page.size() - 1).id()
+            body.put("next", "/subscriptions/" + canonical(id) + "/dead-letters?after=" + page.get(page.size() - 1).id()
                     + "&limit=" + pageSize + rowKey.map(k -> "&key=" + java.net.URLEncoder.encode(k,
                             StandardCharsets.UTF_8)).orElse(""));
         }
@@ -279,13 +261,11 @@ public class SubscriptionResource {
     /** Delivers queued events now (they are delivered on their own too, at the destination's pace), oldest first. */
     @POST
     @Path("{id}/dead-letters/replay")
-    public ObjectNode replay(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id,
-            @jakarta.ws.rs.QueryParam("id") List<String> idTexts) throws SQLException {
-        authorize(authorization);
-        List<Long> ids = queryNumbers("id", idTexts);
+    public ObjectNode replay(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+        List<Long> ids = deadLetterIds(request);
         Subscription subscription = inForce(id);
         long replaying;
-        if (ids == null || ids.isEmpty()) {
+        if (ids == null) {
             replaying = parked.count(subscription.id());
         } else {
             java.util.Set<Long> missing = new java.util.TreeSet<>(ids);
@@ -306,33 +286,31 @@ public class SubscriptionResource {
     /** Drops queued events for good: the ids given as {@code ?id=}, or every one of the subscription. */
     @DELETE
     @Path("{id}/dead-letters")
-    public ObjectNode dropDeadLetters(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization,
-            @PathParam("id") String id, @jakarta.ws.rs.QueryParam("id") List<String> idTexts) throws SQLException {
-        authorize(authorization);
-        List<Long> ids = queryNumbers("id", idTexts);
+    public ObjectNode dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+        List<Long> ids = deadLetterIds(request);
         String subscriptionId = existingId(id);
         ObjectNode body = JSON.createObjectNode();
-        body.put("deleted", ids.isEmpty() ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
+        body.put("deleted", ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
         return body;
     }
 
-    /** A query parameter that must be a whole number: a 400 naming it otherwise (not JAX-RS's 404). */
-    private static long queryNumber(String parameter, String text) {
+    /** A row key filter: a JSON object of the row's key columns, in the form the queue keeps it. */
+    private static String rowKey(String text) {
         try {
-            return Long.parseLong(text.strip());
-        } catch (NumberFormatException e) {
-            throw new ApiProblem(400, "Bad Request", parameter + " must be a whole number, not '" + text + "'", parameter);
+            JsonNode parsed = JSON.readTree(text);
+            if (parsed != null && parsed.isObject() && !parsed.isEmpty()) {
+                return parsed.toString();
+            }
+        } catch (JsonProcessingException notJson) {
+            // the same answer as for JSON that is no object
         }
+        throw new ApiProblem(400, "Bad Request", "key must be a JSON object of a row's key columns, like {\"id\":42}",
+                "key");
     }
 
-    private static List<Long> queryNumbers(String parameter, List<String> texts) {
-        List<Long> numbers = new java.util.ArrayList<>();
-        if (texts != null) {
-            for (String text : texts) {
-                numbers.add(queryNumber(parameter, text));
-            }
-        }
-        return numbers;
+    /** The dead letters {@code ?id=} names (ids start at 1); null when the parameter is absent, which means all. */
+    private static List<Long> deadLetterIds(HttpServerRequest request) {
+        return QueryParameters.parse(request.query(), Set.of("id")).numbers("id", 1, Long.MAX_VALUE).orElse(null);
     }
 
     /**
@@ -340,18 +318,10 @@ public class SubscriptionResource {
      * second, but a test-fire or replay right after a PUT must already use the new destination.
      */
     private Subscription inForce(String id) throws SQLException {
-        String name = existingName(id);
+        String subscriptionId = existingId(id);
         source.registry().refresh();
         return source.registry().router().subscriptions().stream()
-                .filter(s -> s.name().equals(name)).findFirst().orElseThrow(() -> notFound(id));
-    }
-
-    private String existingName(String id) throws SQLException {
-        Optional<Subscription> configured = configured(id);
-        if (configured.isPresent()) {
-            return configured.get().name();
-        }
-        return store.find(uuid(id)).orElseThrow(() -> notFound(id)).subscription().name();
+                .filter(s -> s.id().equals(subscriptionId)).findFirst().orElseThrow(() -> notFound(id));
     }
 
     /** The subscription's id, as its delivery state is kept under. */
@@ -369,9 +339,7 @@ public class SubscriptionResource {
      */
     @DELETE
     @Path("{id}")
-    public ObjectNode delete(@HeaderParam(HttpHeaders.AUTHORIZATION) String authorization, @PathParam("id") String id)
-            throws SQLException {
-        authorize(authorization);
+    public ObjectNode delete(@PathParam("id") String id) throws SQLException {
         readOnly(id);
         UUID uuid = uuid(id);
         if (!store.delete(uuid)) {
@@ -405,35 +373,73 @@ public class SubscriptionResource {
         }
     }
 
-    private void authorize(String authorization) {
-        Optional<String> token = config.apiToken().filter(t -> !t.isBlank());
-        if (token.isEmpty()) {
-            throw ApiProblem.unauthorized("writes are disabled: no API token is configured. Set WALHOOK_API_TOKEN"
-                    + " and send it as 'Authorization: Bearer <token>'");
-        }
-        String given = authorization != null && authorization.regionMatches(true, 0, "Bearer ", 0, 7)
-                ? authorization.substring(7).strip() : "";
-        if (!MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), token.get().getBytes(StandardCharsets.UTF_8))) {
-            throw ApiProblem.unauthorized(given.isEmpty() ? "send 'Authorization: Bearer <WALHOOK_API_TOKEN>'"
-                    : "the bearer token is not WALHOOK_API_TOKEN");
-        }
-    }
-
+    /**
+     * The body as one JSON value: sent as application/json, with nothing after the value (a second
+     * document or trailing garbage is not ignored), and no null anywhere, since no field of a
+     * subscription takes one (leaving a field out is how to not set it).
+     */
     private static JsonNode parse(String contentType, byte[] body) {
-        if (contentType == null || !MediaType.valueOf(contentType.split(";")[0].strip()).isCompatible(
-                MediaType.APPLICATION_JSON_TYPE)) {
-            throw new ApiProblem(415, "Unsupported Media Type", "send the subscription as application/json", null);
+        if (!isJson(contentType)) {
+            throw new ApiProblem(415, "Unsupported Media Type", "send the subscription as application/json"
+                    + " (Content-Type: application/json), not " + (contentType == null ? "without a Content-Type"
+                    : "as " + contentType), null);
         }
-        try {
-            JsonNode json = JSON.readTree(body);
-            if (json == null) {
+        JsonNode json;
+        try (JsonParser parser = JSON.createParser(body)) {
+            json = JSON.readTree(parser);
+            if (json == null || json.isMissingNode()) {
                 throw new ApiProblem(400, "Bad Request", "the body is empty; send a subscription object", "");
             }
-            return json;
+            long end = parser.currentLocation().getByteOffset();
+            if (goesOn(parser)) {
+                throw new ApiProblem(400, "Bad Request", "the body goes on after its JSON value, from byte " + end
+                        + ": send one subscription object and nothing after it", "");
+            }
         } catch (JsonProcessingException e) {
             throw new ApiProblem(400, "Bad Request", "the body is not valid JSON: " + e.getOriginalMessage(), "");
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
+        }
+        refuseNulls(json, "");
+        return json;
+    }
+
+    /** application/json, parameters (a charset) allowed; not a wildcard, another JSON type, or none. */
+    private static boolean isJson(String contentType) {
+        if (contentType == null) {
+            return false;
+        }
+        try {
+            MediaType type = MediaType.valueOf(contentType.strip());
+            return "application".equalsIgnoreCase(type.getType()) && "json".equalsIgnoreCase(type.getSubtype());
+        } catch (IllegalArgumentException notAMediaType) {
+            return false;
+        }
+    }
+
+    /** Whether anything but white space follows the value the parser read. */
+    private static boolean goesOn(JsonParser parser) throws java.io.IOException {
+        try {
+            return parser.nextToken() != null;
+        } catch (JsonProcessingException garbage) {
+            return true;
+        }
+    }
+
+    private static void refuseNulls(JsonNode node, String pointer) {
+        if (node.isNull()) {
+            throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " is null; no field"
+                    + " of a subscription takes null: leave the field out instead", pointer);
+        }
+        if (node.isObject()) {
+            for (var fields = node.fields(); fields.hasNext(); ) {
+                var field = fields.next();
+                refuseNulls(field.getValue(), pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1"));
+            }
+        } else if (node.isArray()) {
+            for (int i = 0; i < node.size(); i++) {
+                refuseNulls(node.get(i), pointer + "/" + i);
+            }
         }
     }
 
@@ -480,19 +486,34 @@ public class SubscriptionResource {
         }
     }
 
+    /**
+     * A created subscription's id: a UUID in its canonical form, 8-4-4-4-12 hex digits, in either
+     * case (RFC 9562 reads them case-insensitively); anything else names no subscription (404).
+     * {@link UUID#fromString} alone would also take {@code 1-1-1-1-1} for another id.
+     */
     private static UUID uuid(String id) {
-        try {
-            return UUID.fromString(id);
-        } catch (IllegalArgumentException e) {
+        if (!UUID_TEXT.matcher(id).matches()) {
             throw notFound(id);
         }
+        return UUID.fromString(id);
+    }
+
+    /**
+     * The id as walhook answers with it: a UUID in lower case, whatever case it was given in;
+     * a configured subscription's {@code config:<name>} and anything else as given.
+     */
+    private static String canonical(String id) {
+        return UUID_TEXT.matcher(id).matches() ? id.toLowerCase(java.util.Locale.ROOT) : id;
     }
 
     private static ApiProblem notFound(String id) {
-        return new ApiProblem(404, "Not Found", "no subscription " + id, null);
+        return new ApiProblem(404, "Not Found", "no subscription " + canonical(id), null);
     }
 
-    /** The subscription as the API shows it: secrets replaced by whether one is set. */
+    /**
+     * The subscription as the API shows it: the secret replaced by whether one is set, the headers
+     * by their names, the URL without its query string.
+     */
     private static ObjectNode view(String id, Subscription s, boolean paused) {
         ObjectNode view = JSON.createObjectNode();
         view.put("id", id);
@@ -507,10 +528,11 @@ public class SubscriptionResource {
         ObjectNode destination = view.putObject("destination");
         if (s.destination() instanceof Destination.Webhook webhook) {
             destination.put("type", "webhook");
-            destination.put("url", webhook.url().toString());
+            // the query string and header values are credentials as often as the secret is: written, never shown
+            destination.put("url", webhook.redactedUrl());
             destination.put("secret_set", !webhook.secrets().isEmpty());
-            ObjectNode headers = destination.putObject("headers");
-            webhook.headers().forEach(headers::put);
+            ArrayNode headers = destination.putArray("headers_set");
+            webhook.headers().keySet().stream().sorted().forEach(headers::add);
         } else if (s.destination() instanceof Destination.Amqp amqp) {
             destination.put("type", "amqp");
             destination.put("address", amqp.address());

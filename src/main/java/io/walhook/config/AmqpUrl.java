@@ -23,8 +23,9 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
                     + "); expected amqp://user:password@host:port");
         }
         if (!"amqp".equals(uri.getScheme()) && !"amqps".equals(uri.getScheme())) {
+            // the scheme only: the rest may hold the password
             throw new ConfigProblem(VARIABLE, "must start with amqp:// or amqps://, not "
-                    + (uri.getScheme() == null ? "'" + text.strip() + "'" : uri.getScheme() + ":"));
+                    + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
             throw new ConfigProblem(VARIABLE, "names no host; expected amqp://user:password@host:port");
@@ -34,7 +35,7 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
                     + " WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS");
         }
         if (uri.getRawQuery() != null) {
-            throw new ConfigProblem(VARIABLE, "has parameters (?" + uri.getRawQuery() + "), which walhook does not read");
+            throw new ConfigProblem(VARIABLE, "has parameters (after '?'), which walhook does not read");
         }
         boolean tls = "amqps".equals(uri.getScheme());
         String user = null;
@@ -51,9 +52,26 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
         return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
     }
 
-    /** Never shows the password. */
+    /** {@code scheme://host:port}: never the user or the password, as in every log line and error. */
     @Override
     public String toString() {
-        return (tls ? "amqps://" : "amqp://") + (user == null ? "" : user + "@") + host + ":" + port;
+        return (tls ? "amqps://" : "amqp://") + host + ":" + port;
+    }
+
+    /**
+     * This text (a broker's or the AMQP client's error message) with the user and the password
+     * taken out; shorter ones than four characters cannot be told from the text's own words.
+     */
+    public String redact(String text) {
+        if (text == null) {
+            return null;
+        }
+        String redacted = text;
+        for (String credential : new String[] {password, user}) {
+            if (credential != null && credential.length() >= 4) {
+                redacted = redacted.replace(credential, "[redacted]");
+            }
+        }
+        return redacted;
     }
 }

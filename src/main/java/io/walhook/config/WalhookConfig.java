@@ -29,8 +29,17 @@ public interface WalhookConfig {
     @WithDefault("walhook")
     String stateSchema();
 
-    /** Bearer token required by the management API; with none set, write endpoints answer 401. */
+    /**
+     * Bearer token of the management API ({@code /subscriptions}, {@code /status}), reads and
+     * writes; with no token set the API answers 401 saying how to set one.
+     */
     Optional<String> apiToken();
+
+    /**
+     * A second bearer token that allows the management API's GET requests only (a write with it
+     * answers 403): for dashboards and monitors that must not change subscriptions.
+     */
+    Optional<String> apiReadToken();
 
     /** Allow webhook URLs that resolve to loopback or private addresses. */
     @WithDefault("false")

@@ -175,7 +175,13 @@ public final class AmqpBroker implements AutoCloseable {
         ready.forEach(w -> w.send().run());
     }
 
-    private void failWaiting(String problem) {
+    /**
+     * Every problem text below, the broker's own words and the AMQP client's included (a broker may
+     * name the user it refused), goes through {@link AmqpUrl#redact} before it is logged or
+     * becomes an attempt's problem (/status, dead letters).
+     */
+    private void failWaiting(String text) {
+        String problem = url.redact(text);
         connecting = false;
         if (!problem.equals(lastProblem)) {
             LOG.warn(problem);
@@ -187,7 +193,8 @@ public final class AmqpBroker implements AutoCloseable {
     }
 
     /** The connection is gone: every message not yet settled on it is retried. */
-    private void lost(ProtonConnection which, String problem) {
+    private void lost(ProtonConnection which, String text) {
+        String problem = url.redact(text);
         if (connection != which) {
             if (connecting && connection == null) {
                 failWaiting(problem);
@@ -222,7 +229,8 @@ public final class AmqpBroker implements AutoCloseable {
         pending.add(outcome);
         sender.send(message, delivery -> {
             pending.remove(outcome);
-            outcome.complete(outcome(delivery.getRemoteState()));
+            Transport.Attempt attempt = outcome(delivery.getRemoteState());
+            outcome.complete(new Transport.Attempt(attempt.outcome(), attempt.retryAfter(), url.redact(attempt.problem())));
         });
     }
 
@@ -244,8 +252,8 @@ public final class AmqpBroker implements AutoCloseable {
 
     private void detached(String key, ProtonSender sender) {
         senders.remove(key, sender);
-        String problem = "the broker detached the link to " + (key.isEmpty() ? "its anonymous relay" : key)
-                + condition(sender.getRemoteCondition());
+        String problem = url.redact("the broker detached the link to " + (key.isEmpty() ? "its anonymous relay" : key)
+                + condition(sender.getRemoteCondition()));
         Set<CompletableFuture<Transport.Attempt>> pending = unsettled.remove(sender);
         if (pending != null) {
             List.copyOf(pending).forEach(f -> f.complete(Transport.Attempt.retry(problem)));

@@ -184,8 +184,11 @@ public final class ParkedEventStore {
         }
     }
 
-    /** Drops rows by id (the API); returns how many. */
+    /** Drops these rows (the API; none when {@code ids} is empty: {@link #deleteAll} drops every one); returns how many. */
     public int deleteIds(String subscriptionId, List<Long> ids) throws SQLException {
+        if (ids.isEmpty()) {
+            return 0;
+        }
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ? AND id = ANY (?)")) {
             s.setString(1, subscriptionId);

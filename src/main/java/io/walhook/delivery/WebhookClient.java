@@ -90,7 +90,7 @@ public final class WebhookClient implements AutoCloseable {
      * format's headers and the destination's own; waits at most {@code timeout} for the whole
      * response.
      *
-     * @throws IOException naming what failed: connection, TLS, timeout
+     * @throws IOException naming what failed (connection, TLS, timeout), without the destination's credentials
      */
     public Response post(Destination.Webhook destination, String id, byte[] body, String contentType,
             Map<String, String> formatHeaders, long timestamp, Duration timeout) throws IOException, InterruptedException {
@@ -131,7 +131,7 @@ public final class WebhookClient implements AutoCloseable {
                     .putHeader("webhook-id", id)
                     .putHeader("webhook-timestamp", Long.toString(timestamp));
         } catch (IOException | RuntimeException e) {
-            result.completeExceptionally(new IOException("not a URL walhook can post to: " + describe(e), e));
+            result.completeExceptionally(new IOException("not a URL walhook can post to: " + destination.redact(describe(e))));
             return result;
         }
         if (!destination.secrets().isEmpty()) {
@@ -153,7 +153,7 @@ public final class WebhookClient implements AutoCloseable {
                     ((VertxInternal) vertx).resolveAddress(host, resolved -> {
                         if (resolved.failed()) {
                             result.completeExceptionally(new IOException(host + " does not resolve: "
-                                    + describe(resolved.cause())));
+                                    + destination.redact(describe(resolved.cause()))));
                             return;
                         }
                         java.net.InetAddress address = resolved.result();
@@ -165,19 +165,20 @@ public final class WebhookClient implements AutoCloseable {
                         }
                         int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
                         options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
-                        send(client, options, body, result);
+                        send(destination, client, options, body, result);
                     });
                 } else {
-                    send(client, options, body, result);
+                    send(destination, client, options, body, result);
                 }
             } catch (RuntimeException e) {
-                result.completeExceptionally(new IOException(describe(e), e)); // at once, not as a timeout
+                result.completeExceptionally(new IOException(destination.redact(describe(e)))); // at once, not as a timeout
             }
         });
         return result;
     }
 
-    private static void send(HttpClient client, RequestOptions options, byte[] body, CompletableFuture<Response> result) {
+    private static void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
+            CompletableFuture<Response> result) {
         client.request(options).compose(request -> {
             // a request given up on (timed out, cancelled) frees its connection (HTTP/1.1: closes it)
             result.whenComplete((r, e) -> {
@@ -190,7 +191,12 @@ public final class WebhookClient implements AutoCloseable {
             if (done.succeeded()) {
                 result.complete(done.result());
             } else {
-                result.completeExceptionally(new IOException(describe(done.cause()), done.cause()));
+                // the client's messages may quote the request (a timeout names its method and path with
+                // the query string): what the log, /status and dead letters show is redacted, and the
+                // cause, which would show it whole in a stack trace, is not kept
+                Throwable cause = done.cause();
+                result.completeExceptionally(new IOException(cause.getClass().getSimpleName()
+                        + (cause.getMessage() == null ? "" : ": " + destination.redact(cause.getMessage()))));
             }
         });
     }

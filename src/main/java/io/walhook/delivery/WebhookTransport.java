@@ -85,8 +85,9 @@ public final class WebhookTransport implements Transport {
         }
     }
 
+    /** Log lines name the destination by this: never its query string or header values. */
     @Override
     public String toString() {
-        return destination.toString();
+        return destination.redactedUrl();
     }
 }

@@ -9,17 +9,70 @@ public sealed interface Destination {
 
     /**
      * An HTTP endpoint. {@code secrets} are Standard Webhooks signing keys (the decoded part of
-     * {@code whsec_...}); several at once sign with each, for rotation. Never logged or returned.
+     * {@code whsec_...}); several at once sign with each, for rotation. Never logged or returned;
+     * nor are the header values or the URL's query string (and user info), which often carry
+     * credentials too: logs, errors and views show {@link #redactedUrl()}.
      */
     record Webhook(URI url, List<byte[]> secrets, Map<String, String> headers) implements Destination {
+
+        /**
+         * Credentials shorter than this are not taken out of error texts: they cannot be told
+         * from the digits and words of the text itself (a header value {@code 1}).
+         */
+        private static final int SHORTEST_REDACTED = 4;
+
         public Webhook {
             secrets = List.copyOf(secrets);
             headers = Map.copyOf(headers);
         }
 
+        /** {@code scheme://host:port/path}: the URL without its query string, user info and fragment. */
+        public String redactedUrl() {
+            return url.getScheme() + "://" + url.getHost() + (url.getPort() < 0 ? "" : ":" + url.getPort())
+                    + (url.getRawPath() == null ? "" : url.getRawPath());
+        }
+
+        /**
+         * This text (an HTTP client's error message, which may quote the request) with the URL
+         * shown as {@link #redactedUrl()} and every credential of the destination taken out: the
+         * query string and its values, the user info and the header values.
+         */
+        public String redact(String text) {
+            if (text == null) {
+                return null;
+            }
+            String redacted = text.replace(url.toString(), redactedUrl());
+            if (url.getRawQuery() != null) {
+                redacted = redacted.replace("?" + url.getRawQuery(), "");
+            }
+            if (url.getRawUserInfo() != null) {
+                redacted = redacted.replace(url.getRawUserInfo() + "@", "");
+            }
+            if (url.getRawFragment() != null) {
+                redacted = redacted.replace("#" + url.getRawFragment(), "");
+            }
+            List<String> credentials = new java.util.ArrayList<>();
+            java.util.stream.Stream.of(url.getRawQuery(), url.getQuery(), url.getRawUserInfo(), url.getUserInfo())
+                    .filter(java.util.Objects::nonNull).forEach(credentials::add);
+            if (url.getRawQuery() != null) {
+                for (String pair : url.getRawQuery().split("&")) {
+                    String value = pair.substring(pair.indexOf('=') + 1);
+                    credentials.add(value);
+                    credentials.add(java.net.URLDecoder.decode(value, java.nio.charset.StandardCharsets.UTF_8));
+                }
+            }
+            credentials.addAll(headers.values());
+            for (String credential : credentials) {
+                if (credential.length() >= SHORTEST_REDACTED) {
+                    redacted = redacted.replace(credential, "[redacted]");
+                }
+            }
+            return redacted;
+        }
+
         @Override
         public String toString() {
-            return "webhook " + url + (secrets.isEmpty() ? "" : " (signed)");
+            return "webhook " + redactedUrl() + (secrets.isEmpty() ? "" : " (signed)");
         }
     }
 

@@ -70,7 +70,7 @@ class OpenApiContractTest {
         status = code;
         contentType = type;
         body = json;
-        return given().baseUri("http://127.0.0.1").port(server.getAddress().getPort());
+        return given().baseUri("http://127.0.0.1").port(server.getAddress().getPort()).header("Authorization", "Bearer t");
     }
 
     @Test
@@ -78,11 +78,11 @@ class OpenApiContractTest {
         int before = OpenApiContract.CHECKED.get();
         answering(200, "application/json", STATUS_OK).get("/status").then().statusCode(200);
         answering(404, "application/problem+json", PROBLEM).get("/subscriptions/x").then().statusCode(404);
-        answering(201, "application/json", VIEW).header("Authorization", "Bearer t").contentType("application/json")
+        answering(201, "application/json", VIEW).contentType("application/json")
                 .body("{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"https://example.com/\"}}")
                 .post("/subscriptions").then().statusCode(201);
-        answering(200, "application/json", "{\"id\": \"x\", \"discarded_events\": 0}").header("Authorization", "Bearer t")
-                .delete("/subscriptions/x").then().statusCode(200);
+        answering(200, "application/json", "{\"id\": \"x\", \"discarded_events\": 0}").delete("/subscriptions/x")
+                .then().statusCode(200);
         assertThat(OpenApiContract.CHECKED.get()).isEqualTo(before + 4);
     }
 
@@ -111,7 +111,7 @@ class OpenApiContractTest {
 
     @Test
     void anUndocumentedStatusFails() {
-        assertThatThrownBy(() -> answering(500, "application/problem+json", PROBLEM.replace("404", "500"))
+        assertThatThrownBy(() -> answering(502, "application/problem+json", PROBLEM.replace("404", "502"))
                 .get("/subscriptions/x"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.response.status.unknown");
     }
@@ -128,22 +128,62 @@ class OpenApiContractTest {
     void aPathOrMethodTheContractDoesNotHaveFails() {
         assertThatThrownBy(() -> answering(200, "application/json", "{}").get("/subscription"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.request.path.missing");
-        assertThatThrownBy(() -> answering(200, "application/json", "{}").header("Authorization", "Bearer t").patch("/status"))
+        assertThatThrownBy(() -> answering(200, "application/json", "{}").patch("/status"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.request.operation.notAllowed");
     }
 
     @Test
+    void aRequestWithoutTheBearerTokenFails() {
+        answering(200, "application/json", STATUS_OK);
+        assertThatThrownBy(() -> given().baseUri("http://127.0.0.1").port(server.getAddress().getPort()).get("/status"))
+                .isInstanceOf(AssertionError.class).hasMessageContaining("validation.request.security.missing");
+    }
+
+    @Test
     void aRequestTheContractDoesNotAllowFailsUnlessSentAsDeliberatelyMalformed() {
-        assertThatThrownBy(() -> answering(201, "application/json", VIEW).header("Authorization", "Bearer t")
+        assertThatThrownBy(() -> answering(201, "application/json", VIEW)
                 .contentType("application/json").body("{\"name\": \"x\"}").post("/subscriptions"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("destination");
         answering(400, "application/problem+json", PROBLEM.replace("404", "400")).filter(OpenApiContract.responsesOnly())
-                .header("Authorization", "Bearer t").contentType("application/json").body("{\"name\": \"x\"}")
+                .contentType("application/json").body("{\"name\": \"x\"}")
                 .post("/subscriptions").then().statusCode(400);
         // a deliberately malformed request still gets its response checked
         assertThatThrownBy(() -> answering(400, "text/html", "<h1>Bad</h1>").filter(OpenApiContract.responsesOnly())
                 .contentType("application/json").body("{nope").post("/subscriptions"))
                 .isInstanceOf(AssertionError.class).hasMessageContaining("validation.response.contentType.notAllowed");
+    }
+
+    /**
+     * Every operation documents each status it can answer, as a problem: 400 (any request's path or
+     * query can be badly percent-encoded), 401 (no or wrong token), 403 for a write (the read
+     * token), 404 for one subscription, 406 (an Accept header that allows no JSON), 415 for a body,
+     * 503 (the state tables are in the source database) and 500.
+     */
+    @Test
+    void everyOperationDocumentsTheProblemsItCanAnswer() {
+        io.swagger.v3.oas.models.OpenAPI api = OpenApiContract.parse(OpenApiContract.SPEC);
+        java.util.List<String> missing = new java.util.ArrayList<>();
+        api.getPaths().forEach((path, item) -> item.readOperationsMap().forEach((method, operation) -> {
+            java.util.Set<String> expected = new java.util.TreeSet<>(java.util.List.of("400", "401", "406", "500", "503"));
+            if (method != io.swagger.v3.oas.models.PathItem.HttpMethod.GET) {
+                expected.add("403");
+            }
+            if (path.contains("{")) {
+                expected.add("404");
+            }
+            if (operation.getRequestBody() != null) {
+                expected.add("415");
+            }
+            for (String status : expected) {
+                io.swagger.v3.oas.models.responses.ApiResponse response = operation.getResponses().get(status);
+                if (response == null || response.getContent() == null
+                        || !response.getContent().containsKey(ApiProblem.MEDIA_TYPE)) {
+                    missing.add(method + " " + path + " " + status);
+                }
+            }
+        }));
+        assertThat(missing).as("statuses an operation can answer that openapi.yaml does not document as a problem")
+                .isEmpty();
     }
 
     @Test
@@ -157,7 +197,8 @@ class OpenApiContractTest {
                 .importPackages("io.walhook.api").stream()
                 .filter(c -> c.isAnnotatedWith(QuarkusTest.class)).toArray(JavaClass[]::new);
         assertThat(quarkusTests).extracting(JavaClass::getSimpleName)
-                .contains("ApplicationTest", "SubscriptionApiTest", "SubscriptionApiDeliveryTest", "HostileBodiesTest");
+                .contains("ApplicationTest", "SubscriptionApiTest", "SubscriptionApiDeliveryTest", "HostileBodiesTest",
+                        "MalformedRequestsTest");
         assertThat(quarkusTests).allSatisfy(c -> assertThat(c.tryGetAnnotationOfType(ExtendWith.class))
                 .as(c.getSimpleName() + " has @ExtendWith(OpenApiContract.class)")
                 .hasValueSatisfying(e -> assertThat(Arrays.asList(e.value())).contains(OpenApiContract.class)));

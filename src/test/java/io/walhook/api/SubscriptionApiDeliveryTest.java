@@ -110,14 +110,14 @@ class SubscriptionApiDeliveryTest {
                 sql("UPDATE counters SET n = " + i + " WHERE id = 1");
             }
             await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10)).until(() -> receiver.requests("/c").isEmpty());
-            given().get("/status").then().statusCode(200)
+            given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
                     .body("subscriptions.find { it.name == 'counters' }.parked", org.hamcrest.Matchers.equalTo(6));
 
             // the held events are dead letters meanwhile: listed with their event, pageable, deletable
             // query values that are not numbers are the client's mistake, named (not a 404)
-            given().filter(OpenApiContract.responsesOnly()).get("/subscriptions/" + id + "/dead-letters?limit=four").then().statusCode(400)
+            given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters?limit=four").then().statusCode(400)
                     .contentType("application/problem+json").body("field", org.hamcrest.Matchers.equalTo("limit"));
-            given().filter(OpenApiContract.responsesOnly()).get("/subscriptions/" + id + "/dead-letters?after=x1").then().statusCode(400)
+            given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters?after=x1").then().statusCode(400)
                     .body("field", org.hamcrest.Matchers.equalTo("after"));
             given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t")
                     .delete("/subscriptions/" + id + "/dead-letters?id=first")
@@ -125,12 +125,12 @@ class SubscriptionApiDeliveryTest {
             given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer t")
                     .post("/subscriptions/" + id + "/dead-letters/replay?id=1&id=two")
                     .then().statusCode(400).body("detail", org.hamcrest.Matchers.containsString("'two'"));
-            io.restassured.path.json.JsonPath page = given().get("/subscriptions/" + id + "/dead-letters?limit=4")
+            io.restassured.path.json.JsonPath page = given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters?limit=4")
                     .then().statusCode(200).extract().jsonPath();
             assertThat(page.getList("items")).hasSize(4);
             assertThat(page.getInt("items[0].event.new.n")).isZero();
             assertThat(page.getString("next")).contains("after=");
-            given().get(page.getString("next")).then().statusCode(200).body("items.size()", org.hamcrest.Matchers.equalTo(2));
+            given().header("Authorization", "Bearer t").get(page.getString("next")).then().statusCode(200).body("items.size()", org.hamcrest.Matchers.equalTo(2));
             long first = page.getLong("items[0].id");
             given().header("Authorization", "Bearer t").delete("/subscriptions/" + id + "/dead-letters?id=" + first)
                     .then().statusCode(200).body("deleted", org.hamcrest.Matchers.equalTo(1));
@@ -148,9 +148,62 @@ class SubscriptionApiDeliveryTest {
             await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/c").size() == 5);
             assertThat(receiver.requests("/c").stream().map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":1,\"n\":(\\d+)}.*", "$1")))
                     .as("the deleted dead letter is gone, the rest arrive in order").containsExactly("1", "2", "3", "4", "5");
-            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/subscriptions/" + id + "/dead-letters")
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters")
                     .then().body("items.size()", org.hamcrest.Matchers.equalTo(0)));
         }
+    }
+
+    /**
+     * An empty or malformed query value is the client's mistake, a 400 naming the parameter: never
+     * read as "no filter", which for a delete or a replay means every dead letter.
+     */
+    @Test
+    void emptyOrMalformedQueryValuesAreBadRequestsNotAll() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS pallets (id int PRIMARY KEY)");
+        String id = create("{\"name\": \"pallets\", \"tables\": [\"public.pallets\"], \"destination\": {\"type\": \"webhook\","
+                + " \"url\": \"http://127.0.0.1:9/p\"}}");
+        given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
+        Thread.sleep(1000);
+        sql("INSERT INTO pallets VALUES (1), (2), (3)");
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                .get("/subscriptions/" + id + "/dead-letters").then().statusCode(200)
+                .body("items.size()", org.hamcrest.Matchers.equalTo(3)));
+        String deadLetters = "/subscriptions/" + id + "/dead-letters";
+        org.assertj.core.api.SoftAssertions softly = new org.assertj.core.api.SoftAssertions();
+        for (String[] c : new String[][] {
+            {"DELETE", deadLetters + "?id=", "id"},
+            {"DELETE", deadLetters + "?id=&id=", "id"},
+            {"DELETE", deadLetters + "?id", "id"},
+            {"DELETE", deadLetters + "?id=abc", "id"},
+            {"DELETE", deadLetters + "?id=%20", "id"},
+            {"DELETE", deadLetters + "?id=1&id=", "id"},
+            {"DELETE", deadLetters + "?ids=1", "ids"},
+            {"POST", deadLetters + "/replay?id=", "id"},
+            {"POST", deadLetters + "/replay?id=abc", "id"},
+            {"GET", deadLetters + "?limit=", "limit"},
+            {"GET", deadLetters + "?limit=0", "limit"},
+            {"GET", deadLetters + "?limit=1001", "limit"},
+            {"GET", deadLetters + "?limit=-1", "limit"},
+            {"GET", deadLetters + "?limit=1&limit=2", "limit"},
+            {"GET", deadLetters + "?after=", "after"},
+            {"GET", deadLetters + "?after=-1", "after"},
+            {"GET", deadLetters + "?after=x", "after"},
+        }) {
+            io.restassured.response.Response response = given().filter(OpenApiContract.responsesOnly())
+                    .urlEncodingEnabled(false).header("Authorization", "Bearer t").request(c[0], c[1]);
+            softly.assertThat(response.statusCode()).as(c[0] + " " + c[1] + ": " + response.asString()).isEqualTo(400);
+            softly.assertThat(response.contentType()).as(c[0] + " " + c[1]).startsWith(ApiProblem.MEDIA_TYPE);
+            if (response.statusCode() == 400) {
+                softly.assertThat(response.jsonPath().getString("field")).as(c[0] + " " + c[1]).isEqualTo(c[2]);
+                softly.assertThat(response.jsonPath().getString("detail")).as(c[0] + " " + c[1]).contains(c[2]);
+            }
+        }
+        softly.assertAll();
+        given().header("Authorization", "Bearer t").get(deadLetters).then().statusCode(200)
+                .body("items.size()", org.hamcrest.Matchers.equalTo(3));
+        // no parameter at all is every one
+        given().header("Authorization", "Bearer t").delete(deadLetters).then().statusCode(200)
+                .body("deleted", org.hamcrest.Matchers.equalTo(3));
     }
 
     @Test
@@ -165,7 +218,7 @@ class SubscriptionApiDeliveryTest {
             for (int i = 1; i <= 4; i++) {
                 sql("UPDATE gauges SET n = " + i + " WHERE id = 1");
             }
-            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/status").then()
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t").get("/status").then()
                     .body("subscriptions.find { it.name == 'gauges' }.parked", org.hamcrest.Matchers.equalTo(5)));
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/resume").then().statusCode(200);
 
@@ -196,7 +249,7 @@ class SubscriptionApiDeliveryTest {
                     .body("delivered", org.hamcrest.Matchers.equalTo(true))
                     .body("status", org.hamcrest.Matchers.equalTo(202));
             // listed in /status once in force (within a second), with zeros, though no event has reached it
-            await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> given().get("/status").then().statusCode(200)
+            await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
                     .body("subscriptions.find { it.name == 'fire' }.delivered", org.hamcrest.Matchers.equalTo(0))
                     .body("subscriptions.find { it.name == 'fire' }.retrying", org.hamcrest.Matchers.equalTo(0))
                     // an unknown value is a null, not a missing field

@@ -1,12 +1,14 @@
 package io.walhook.api;
 
 import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.contains;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.hasItem;
 import static org.hamcrest.Matchers.not;
 import static org.hamcrest.Matchers.startsWith;
 
+import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
@@ -17,20 +19,22 @@ import org.junit.jupiter.params.provider.CsvSource;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
 import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.specification.RequestSpecification;
 import io.walhook.testing.PostgresTestResource;
 
-/** The subscription API with a token configured and private destinations refused (the default). */
+/** The subscription API with a token and a read token configured and private destinations refused (the default). */
 @QuarkusTest
 @QuarkusTestResource(value = SubscriptionApiTest.Resource.class, restrictToAnnotatedClass = true)
 @ExtendWith(OpenApiContract.class)
 class SubscriptionApiTest {
 
-    private static final String TOKEN = "s3cret-token";
+    static final String TOKEN = "s3cret-token";
+    static final String READ_TOKEN = "re4d-only-token";
     private static final String BODY = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"operations\": [\"insert\"],"
             + " \"destination\": {\"type\": \"webhook\", \"url\": \"https://93.184.216.34/hook\","
             + " \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}";
 
-    /** A database, the token, and one configured subscription that matches nothing. */
+    /** A database, the tokens, and one configured subscription that matches nothing. */
     public static class Resource implements QuarkusTestResourceLifecycleManager {
         private final PostgresTestResource postgres = new PostgresTestResource();
 
@@ -38,6 +42,7 @@ class SubscriptionApiTest {
         public Map<String, String> start() {
             Map<String, String> config = new java.util.HashMap<>(postgres.start());
             config.put("walhook.api-token", TOKEN);
+            config.put("walhook.api-read-token", READ_TOKEN);
             config.put("walhook.subscriptions.cfg.url", "https://93.184.216.34/cfg");
             config.put("walhook.subscriptions.cfg.tables", "nomatch.nomatch");
             config.put("walhook.subscriptions.cfg.retry-max-attempts", "3");
@@ -51,8 +56,12 @@ class SubscriptionApiTest {
         }
     }
 
-    private static io.restassured.specification.RequestSpecification authorized() {
+    private static RequestSpecification authorized() {
         return given().header("Authorization", "Bearer " + TOKEN).contentType("application/json");
+    }
+
+    private static RequestSpecification reader() {
+        return given().header("Authorization", "Bearer " + READ_TOKEN);
     }
 
     @Test
@@ -64,13 +73,13 @@ class SubscriptionApiTest {
                 .body("destination.secret_set", equalTo(true))
                 .body(not(containsString("whsec_")))
                 .extract().path("id");
-        given().get("/subscriptions").then().statusCode(200)
+        authorized().get("/subscriptions").then().statusCode(200)
                 .body("id", hasItem(id)).body("id", hasItem("config:cfg")).body(not(containsString("whsec_")));
-        given().get("/subscriptions/" + id).then().statusCode(200).body("tables[0]", equalTo("public.orders"));
+        authorized().get("/subscriptions/" + id).then().statusCode(200).body("tables[0]", equalTo("public.orders"));
         authorized().body(BODY.replace("public.orders", "public.*")).put("/subscriptions/" + id).then().statusCode(200)
                 .body("tables[0]", equalTo("public.*"));
         authorized().delete("/subscriptions/" + id).then().statusCode(200).body("discarded_events", equalTo(0));
-        given().get("/subscriptions/" + id).then().statusCode(404).contentType(ApiProblem.MEDIA_TYPE)
+        authorized().get("/subscriptions/" + id).then().statusCode(404).contentType(ApiProblem.MEDIA_TYPE)
                 .body("status", equalTo(404));
     }
 
@@ -85,8 +94,74 @@ class SubscriptionApiTest {
     }
 
     @Test
+    void readsNeedTheBearerTokenToo() {
+        for (String path : List.of("/subscriptions", "/subscriptions/config:cfg", "/subscriptions/config:cfg/dead-letters",
+                "/status", "/subscriptions/no-such-one")) {
+            given().filter(OpenApiContract.responsesOnly()).get(path).then().statusCode(401)
+                    .header("WWW-Authenticate", startsWith("Bearer"))
+                    .contentType(ApiProblem.MEDIA_TYPE).body("detail", containsString("Authorization: Bearer"));
+            given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + TOKEN + "x").get(path)
+                    .then().statusCode(401).contentType(ApiProblem.MEDIA_TYPE);
+            given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Basic " + TOKEN).get(path)
+                    .then().statusCode(401).contentType(ApiProblem.MEDIA_TYPE);
+        }
+        authorized().get("/status").then().statusCode(200);
+    }
+
+    @Test
+    void theReadTokenGrantsReadsOnly() {
+        String id = authorized().body(BODY.replace("\"orders\"", "\"readable\"")).post("/subscriptions").then()
+                .statusCode(201).extract().path("id");
+        reader().get("/subscriptions").then().statusCode(200).body("id", hasItem(id));
+        reader().get("/subscriptions/" + id).then().statusCode(200);
+        reader().get("/subscriptions/" + id + "/dead-letters").then().statusCode(200);
+        reader().get("/status").then().statusCode(200);
+        reader().contentType("application/json").body(BODY.replace("\"orders\"", "\"unwritten\"")).post("/subscriptions")
+                .then().statusCode(403).contentType(ApiProblem.MEDIA_TYPE).body("detail", containsString("WALHOOK_API_READ_TOKEN"));
+        reader().contentType("application/json").body(BODY).put("/subscriptions/" + id).then().statusCode(403);
+        for (String[] write : new String[][] {{"DELETE", ""}, {"POST", "/pause"}, {"POST", "/resume"}, {"POST", "/test"},
+                {"POST", "/dead-letters/replay"}, {"DELETE", "/dead-letters"}}) {
+            reader().request(write[0], "/subscriptions/" + id + write[1]).then().statusCode(403)
+                    .contentType(ApiProblem.MEDIA_TYPE);
+        }
+        reader().get("/subscriptions/" + id).then().statusCode(200).body("paused", equalTo(false))
+                .body("name", equalTo("readable"));
+        authorized().delete("/subscriptions/" + id).then().statusCode(200);
+    }
+
+    @Test
+    void healthMetricsAndTheContractStayOpen() {
+        given().get("/q/health/live").then().statusCode(200);
+        given().get("/q/health/ready").then().statusCode(org.hamcrest.Matchers.anyOf(equalTo(200), equalTo(503)));
+        given().get("/q/metrics").then().statusCode(200);
+        given().get("/q/openapi").then().statusCode(200);
+    }
+
+    /** Header values and a URL's query string are the destination's credentials: written, never shown. */
+    @Test
+    void headerValuesAndTheUrlQueryAreWriteOnly() {
+        String body = BODY.replace("\"orders\"", "\"headed\"").replace("/hook\"", "/hook?token=qu3ry-s3cret\","
+                + " \"headers\": {\"X-Api-Key\": \"h3ader-s3cret\", \"Accept-Language\": \"la-ng-value\"}");
+        String id = authorized().body(body).post("/subscriptions").then().statusCode(201)
+                .body("destination.headers_set", contains("Accept-Language", "X-Api-Key"))
+                .body("destination.url", equalTo("https://93.184.216.34/hook"))
+                .body(not(containsString("s3cret"))).body(not(containsString("la-ng-value")))
+                .extract().path("id");
+        authorized().get("/subscriptions/" + id).then().statusCode(200)
+                .body("destination.headers_set", contains("Accept-Language", "X-Api-Key"))
+                .body("destination", not(org.hamcrest.Matchers.hasKey("headers")))
+                .body(not(containsString("s3cret"))).body(not(containsString("la-ng-value")));
+        authorized().get("/subscriptions").then().statusCode(200).body(not(containsString("s3cret")));
+        authorized().body(body.replace(", \"Accept-Language\": \"la-ng-value\"", "")).put("/subscriptions/" + id).then()
+                .statusCode(200).body("destination.headers_set", contains("X-Api-Key"));
+        authorized().body(BODY.replace("\"orders\"", "\"headed\"")).put("/subscriptions/" + id).then()
+                .statusCode(200).body("destination.headers_set", org.hamcrest.Matchers.empty());
+        authorized().delete("/subscriptions/" + id).then().statusCode(200);
+    }
+
+    @Test
     void configuredSubscriptionsAreReadOnly() {
-        given().get("/subscriptions/config:cfg").then().statusCode(200).body("read_only", equalTo(true));
+        authorized().get("/subscriptions/config:cfg").then().statusCode(200).body("read_only", equalTo(true));
         authorized().body(BODY).put("/subscriptions/config:cfg").then().statusCode(409)
                 .body("detail", containsString("WALHOOK_SUBSCRIPTIONS_"));
         authorized().delete("/subscriptions/config:cfg").then().statusCode(409);
@@ -119,7 +194,7 @@ class SubscriptionApiTest {
                 .body("retry", not(org.hamcrest.Matchers.hasKey("max_backoff_ms")))
                 .extract().path("id");
         // read back from walhook.subscription
-        given().get("/subscriptions/" + id).then().statusCode(200)
+        authorized().get("/subscriptions/" + id).then().statusCode(200)
                 .body("retry.max_attempts", equalTo(4)).body("retry.window_ms", equalTo(90000));
         authorized().body(withRetry.replace("\"max_attempts\": 4, ", "").replace("90000", "60000, \"max_backoff_ms\": 500"))
                 .put("/subscriptions/" + id).then().statusCode(200)
@@ -135,7 +210,7 @@ class SubscriptionApiTest {
                 .body(withRetry.replace("\"max_attempts\"", "\"attempts\"")).put("/subscriptions/" + id)
                 .then().statusCode(400).body("field", equalTo("/retry/attempts"));
         authorized().delete("/subscriptions/" + id).then().statusCode(200).body("discarded_events", equalTo(0));
-        given().get("/subscriptions/config:cfg").then().statusCode(200)
+        authorized().get("/subscriptions/config:cfg").then().statusCode(200)
                 .body("retry.max_attempts", equalTo(3)).body("retry.window_ms", equalTo(120000));
     }
 

@@ -13,7 +13,8 @@ class AmqpUrlTest {
     void readsCredentialsPortAndTls() {
         AmqpUrl url = AmqpUrl.parse("amqps://walhook:p%40ss%2Bword@broker.example:5999");
         assertThat(url).isEqualTo(new AmqpUrl(true, "broker.example", 5999, "walhook", "p@ss+word"));
-        assertThat(url.toString()).isEqualTo("amqps://walhook@broker.example:5999").doesNotContain("p@ss");
+        assertThat(url.toString()).isEqualTo("amqps://broker.example:5999");
+        assertThat(url.redact("SASL PLAIN as walhook with p@ss+word failed")).isEqualTo("SASL PLAIN as [redacted] with [redacted] failed");
     }
 
     @Test
@@ -28,10 +29,12 @@ class AmqpUrlTest {
         "broker:5672             | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not broker:",
         "amqp://                 | WALHOOK_AMQP_URL is not a URL",
         "amqp://broker/orders    | WALHOOK_AMQP_URL has a path (/orders); addresses belong in WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS",
-        "amqp://broker?x=1       | WALHOOK_AMQP_URL has parameters (?x=1), which walhook does not read",
+        "amqp://broker?x=1       | WALHOOK_AMQP_URL has parameters (after '?'), which walhook does not read",
+        "//u:pa55@broker         | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not a URL without a scheme",
         "amqp://bro ker          | WALHOOK_AMQP_URL is not a URL",
     })
     void namesTheVariableAndTheProblem(String text, String message) {
-        assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigProblem.class).hasMessageStartingWith(message);
+        assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigProblem.class).hasMessageStartingWith(message)
+                .hasMessageNotContaining("pa55");
     }
 }

@@ -110,7 +110,24 @@ class StartupIT {
         try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
                 "WALHOOK_SLOT", database))) {
             walhook.awaitReady(Duration.ofSeconds(60));
-            assertThat(walhook.status("/status")).isEqualTo(200);
+            // no WALHOOK_API_TOKEN: the API, reads included, answers 401 saying how to set one
+            for (String path : List.of("/status", "/subscriptions")) {
+                java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
+                        java.net.http.HttpRequest.newBuilder(walhook.uri(path)).header("Authorization", "Bearer guess").build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString());
+                assertThat(response.statusCode()).as(path + ": " + response.body()).isEqualTo(401);
+                assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
+                        type -> assertThat(type).startsWith("application/problem+json"));
+                assertThat(response.body()).contains("Set WALHOOK_API_TOKEN");
+            }
+            // a request target the JDK cannot even send gets a problem naming it, not Quarkus's bare 400
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", walhook.httpPort())) {
+                socket.getOutputStream().write(("GET /subscriptions/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        + "Connection: close\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+                String response = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                assertThat(response).startsWith("HTTP/1.1 400").containsIgnoringCase("content-type: application/problem+json")
+                        .contains("/subscriptions/%zz is not percent-encoded correctly");
+            }
             assertThat(walhook.output()).contains("walhook ready: source postgresql://postgres@127.0.0.1:" + pg.port()
                     + "/" + database).doesNotContain(":" + pg.password() + "@");
         }

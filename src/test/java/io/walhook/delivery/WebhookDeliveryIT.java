@@ -354,7 +354,8 @@ class WebhookDeliveryIT {
     /** The "old" subscription's entry in /status. */
     private static JsonNode oldStatus(WalhookProcess walhook) throws Exception {
         String body = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-                walhook.uri("/status")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+                walhook.uri("/status")).header("Authorization", "Bearer t0ken").build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString()).body();
         for (JsonNode subscription : JSON.readTree(body).get("subscriptions")) {
             if (subscription.get("name").asText().equals("old")) {
                 return subscription;

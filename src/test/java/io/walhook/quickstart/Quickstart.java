@@ -34,6 +34,9 @@ public final class Quickstart {
             "SELECT pg_logical_emit_message(true, 'quickstart', 'hello from walhook''s quick start')",
             "UPDATE orders SET amount = amount * 2, status = 'paid' WHERE customer = 'grace'");
 
+    /** The quick start's management API token: a demo value, printed with the rest of its configuration. */
+    private static final String API_TOKEN = "quickstart-token";
+
     private Quickstart() {
     }
 
@@ -88,12 +91,14 @@ public final class Quickstart {
                     "WALHOOK_SOURCE_URL", postgres.sourceUrl(database),
                     "WALHOOK_SUBSCRIPTIONS_DEMO_URL", sink.url("/events"),
                     "WALHOOK_SUBSCRIPTIONS_DEMO_TABLES", "public.orders",
-                    "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
+                    "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true",
+                    "WALHOOK_API_TOKEN", API_TOKEN);
             say("starting walhook (target/quarkus-app/quarkus-run.jar) with:");
             env.forEach((k, v) -> System.out.println("    " + k + "=" + v));
             walhook = WalhookProcess.start(env);
             walhook.awaitReady(Duration.ofSeconds(90));
-            say("walhook is ready: http://127.0.0.1:" + walhook.httpPort() + "/q/health/ready, /status, /q/openapi");
+            say("walhook is ready: http://127.0.0.1:" + walhook.httpPort() + "/q/health/ready, /q/openapi, and /status"
+                    + " with 'Authorization: Bearer " + API_TOKEN + "' (the API needs WALHOOK_API_TOKEN, reads included)");
             status(walhook);
 
             final WalhookProcess running = walhook;
@@ -173,7 +178,8 @@ public final class Quickstart {
         try {
             HttpResponse<String> response = HttpClient.newHttpClient().send(
                     HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + walhook.httpPort() + "/status"))
-                            .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+                            .header("Authorization", "Bearer " + API_TOKEN).timeout(Duration.ofSeconds(5)).build(),
+                    HttpResponse.BodyHandlers.ofString());
             say("GET /status -> " + response.statusCode() + " " + response.body());
         } catch (Exception e) {
             say("GET /status failed: " + e);

@@ -31,6 +31,7 @@ class HighAvailabilityIT {
     private static final Duration WAIT = Duration.ofSeconds(90);
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private static final String TOKEN = "standby-token";
 
     @Test
     void exactlyOneInstanceStreamsAndTheStandbyTakesOverAfterKillMinusNineLosingNothing() throws Exception {
@@ -39,7 +40,8 @@ class HighAvailabilityIT {
         pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
-                    "WALHOOK_STANDBY_POLL_INTERVAL", "1s", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
+                    "WALHOOK_API_TOKEN", TOKEN, "WALHOOK_STANDBY_POLL_INTERVAL", "1s",
+                    "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
             try (WalhookProcess active = WalhookProcess.start(env)) {
                 active.awaitReady(WAIT);
                 try (WalhookProcess standby = WalhookProcess.start(env)) {
@@ -87,7 +89,8 @@ class HighAvailabilityIT {
         pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
-                    "WALHOOK_STANDBY_POLL_INTERVAL", "1s", "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
+                    "WALHOOK_API_TOKEN", TOKEN, "WALHOOK_STANDBY_POLL_INTERVAL", "1s",
+                    "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
             try (WalhookProcess active = WalhookProcess.start(env);
                     Connection other = pg.connect(database); Statement s = other.createStatement()) {
                 active.awaitReady(WAIT);
@@ -121,7 +124,7 @@ class HighAvailabilityIT {
         pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
-                    "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
+                    "WALHOOK_API_TOKEN", TOKEN, "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"));
             try (WalhookProcess active = WalhookProcess.start(env)) {
                 active.awaitReady(WAIT);
                 // the lock session ends and, for a while, no new session can be had (the replication
@@ -176,7 +179,7 @@ class HighAvailabilityIT {
             }
         })) {
             Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
-                    "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"),
+                    "WALHOOK_API_TOKEN", TOKEN, "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"),
                     "WALHOOK_SUBSCRIPTIONS_JOBS_BATCH_MAX_EVENTS", "100");
             try (WalhookProcess walhook = WalhookProcess.start(env)) {
                 walhook.awaitReady(WAIT);
@@ -215,7 +218,8 @@ class HighAvailabilityIT {
     }
 
     private static JsonNode status(WalhookProcess walhook) throws Exception {
-        HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(walhook.uri("/status")).build(),
+        HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(walhook.uri("/status"))
+                .header("Authorization", "Bearer " + TOKEN).build(),
                 HttpResponse.BodyHandlers.ofString());
         return JSON.readTree(response.body());
     }

@@ -1,0 +1,98 @@
+package io.walhook.api;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Singleton;
+
+import org.jboss.logging.Logger;
+
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+
+/**
+ * Refuses a request whose target cannot be read with a 400 problem naming what is wrong: a path or
+ * query that is not percent-encoded correctly (a {@code %} not followed by two hex digits, or bytes
+ * that are not UTF-8; a query's problem names its parameter), or a target that is no URI at all
+ * ({@link URI} refuses it: a {@code "}, {@code <} or {@code [} in the path). Quarkus makes that
+ * last check itself, before any route, and answers a bare 400 with no body; {@code WalhookMain}
+ * turns it off so that this handler, the first route of every request, makes it instead. It reads
+ * the undecoded path and query, so no route matching decodes them first. A request Vert.x itself
+ * fails before the REST layer is answered as a problem as well.
+ */
+@Singleton
+public class RequestTargetFilter {
+
+    private static final Logger LOG = Logger.getLogger(RequestTargetFilter.class);
+
+    void install(@Observes Router router) {
+        // no path of its own: matching it decodes nothing
+        router.route().order(Integer.MIN_VALUE).handler(this::check).failureHandler(this::failed);
+    }
+
+    /**
+     * A request Vert.x failed before any resource saw it (an HTTP/1.1 request without a Host
+     * header, say) is answered as a problem too, not with Quarkus's own JSON error page.
+     */
+    private void failed(RoutingContext context) {
+        if (context.response().headWritten()) {
+            context.next();
+            return;
+        }
+        int status = context.statusCode() >= 400 && context.statusCode() <= 599 ? context.statusCode() : 500;
+        Throwable failure = context.failure();
+        String detail;
+        if (status >= 500) {
+            LOG.errorf(failure, "unexpected error handling %s %s: %s", context.request().method(),
+                    abbreviate(String.valueOf(context.request().path())),
+                    failure == null ? "status " + status : failure.getMessage());
+            detail = "walhook could not handle this request; see its log";
+        } else {
+            detail = failure != null && failure.getMessage() != null ? failure.getMessage()
+                    : HttpResponseStatus.valueOf(status).reasonPhrase();
+        }
+        ApiProblem problem = new ApiProblem(status, HttpResponseStatus.valueOf(status).reasonPhrase(), detail, null);
+        context.response().setStatusCode(status).putHeader("Content-Type", ApiProblem.MEDIA_TYPE).end(problem.toJson());
+    }
+
+    private void check(RoutingContext context) {
+        HttpServerRequest request = context.request();
+        ApiProblem problem = problem(request.uri(), request.path(), request.query());
+        if (problem == null) {
+            context.next();
+            return;
+        }
+        context.response().setStatusCode(problem.status()).putHeader("Content-Type", ApiProblem.MEDIA_TYPE)
+                .end(problem.toJson());
+    }
+
+    /** Why this request target (and its raw path and query) cannot be read; null when it can. */
+    static ApiProblem problem(String target, String path, String query) {
+        if (target == null || path == null) {
+            return new ApiProblem(400, "Bad Request", "the request has no target", null);
+        }
+        if (QueryParameters.percentDecode(path, false) == null) {
+            return new ApiProblem(400, "Bad Request", "the request path " + abbreviate(path) + " is not"
+                    + " percent-encoded correctly ('%' must be followed by two hex digits, encoding UTF-8)", null);
+        }
+        try {
+            QueryParameters.checkEncoding(query);
+        } catch (ApiProblem badQuery) {
+            return badQuery;
+        }
+        try {
+            new URI(target);
+            return null;
+        } catch (URISyntaxException e) {
+            return new ApiProblem(400, "Bad Request", "the request target " + abbreviate(target) + " is not a URI: "
+                    + e.getReason() + " at index " + e.getIndex(), null);
+        }
+    }
+
+    private static String abbreviate(String text) {
+        return text.length() > 200 ? text.substring(0, 200) + "..." : text;
+    }
+}

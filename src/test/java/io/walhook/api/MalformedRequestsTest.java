@@ -1,0 +1,188 @@
+package io.walhook.api;
+
+import static io.restassured.RestAssured.given;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+
+import java.util.Locale;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.specification.RequestSpecification;
+
+/**
+ * Requests malformed in their path, query, body or headers each get a documented
+ * {@code application/problem+json} answer naming what is wrong, never a bare status and never a
+ * guess at what was meant.
+ */
+@QuarkusTest
+@QuarkusTestResource(value = SubscriptionApiTest.Resource.class, restrictToAnnotatedClass = true)
+@ExtendWith(OpenApiContract.class)
+class MalformedRequestsTest {
+
+    private static final String BODY = "{\"name\": \"%s\", \"tables\": [\"public.orders\"], \"destination\":"
+            + " {\"type\": \"webhook\", \"url\": \"https://93.184.216.34/hook\"}}";
+    private static final Map<String, String> TOKEN = Map.of("Authorization", "Bearer " + SubscriptionApiTest.TOKEN);
+
+    private static RequestSpecification authorized() {
+        return given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).contentType("application/json");
+    }
+
+    private static String create(String name) {
+        return authorized().body(BODY.formatted(name)).post("/subscriptions").then().statusCode(201).extract().path("id");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "GET    | /subscriptions/%zz                    | /subscriptions/x",
+        "GET    | /subscriptions/%                      | /subscriptions/x",
+        "GET    | /subscriptions/%4                     | /subscriptions/x",
+        "DELETE | /subscriptions/%zz                    | /subscriptions/x",
+        "POST   | /subscriptions/%zz/pause              | /subscriptions/x/pause",
+        "GET    | /subscriptions/%zz/dead-letters       | /subscriptions/x/dead-letters",
+        "GET    | /subscriptions/%C3%28                 | /subscriptions/x",
+        "GET    | /subscriptions/a<b                    | /subscriptions/x",
+        "PUT    | /subscriptions/[x]                    | /subscriptions/x",
+    })
+    void badPercentEncodingInThePathIsAProblemNamingThePath(String method, String target, String documented)
+            throws Exception {
+        RawHttp.Response response = RawHttp.exchange(method, target, documented, TOKEN, null);
+        assertThat(response.status()).as(response.toString()).isEqualTo(400);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("\"status\":400").contains(target);
+    }
+
+    @Test
+    void badPercentEncodingInAQueryValueIsAProblemNamingTheParameter() throws Exception {
+        String id = create("percent");
+        RawHttp.Response response = RawHttp.exchange("GET", "/subscriptions/" + id + "/dead-letters?limit=%zz",
+                "/subscriptions/x/dead-letters", TOKEN, null);
+        assertThat(response.status()).as(response.toString()).isEqualTo(400);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("\"field\":\"limit\"");
+        // whatever the operation, and whether it reads the parameter or not
+        response = RawHttp.exchange("GET", "/status?since=%e2%28", "/status", TOKEN, null);
+        assertThat(response.status()).as(response.toString()).isEqualTo(400);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("\"field\":\"since\"");
+    }
+
+    @Test
+    void anAcceptHeaderThatAllowsNoJsonIsAProblem() {
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .accept("text/html").get("/status").then().statusCode(406).contentType(ApiProblem.MEDIA_TYPE);
+        given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).accept("text/html, */*;q=0.1")
+                .get("/status").then().statusCode(200).contentType("application/json");
+    }
+
+    @Test
+    void aRequestWithoutAHostHeaderIsAProblem() throws Exception {
+        RawHttp.Response response = RawHttp.exchangeHead("GET /status HTTP/1.1\r\nAuthorization: Bearer "
+                + SubscriptionApiTest.TOKEN + "\r\nConnection: close\r\n\r\n", "GET", "/status");
+        assertThat(response.status()).as(response.toString()).isEqualTo(400);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("Host");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {" xyz", " {}", "{}", " []", "]", " \"x\"", " 1", "\u0000"})
+    void anythingAfterTheJsonBodyIsABadRequest(String after) {
+        String body = BODY.formatted("trailing") + after;
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("")).body("detail", containsString("after"));
+        String id = create("trailing-put");
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).put("/subscriptions/" + id).then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(""));
+        authorized().delete("/subscriptions/" + id).then().statusCode(200);
+    }
+
+    @Test
+    void twoJsonDocumentsInOneBodyAreABadRequest() {
+        authorized().filter(OpenApiContract.responsesOnly()).body("{} {}").post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("")).body("detail", containsString("after"));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"*/*", "application/*", "*/json", "application/json-patch+json", "text/json"})
+    void aWriteWhoseContentTypeIsNotJsonIsUnsupported(String contentType) {
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .contentType(contentType).body(BODY.formatted("wildcard").getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .post("/subscriptions").then().statusCode(415).contentType(ApiProblem.MEDIA_TYPE)
+                .body("detail", containsString("application/json"));
+    }
+
+    @Test
+    void aWriteWithoutAContentTypeIsUnsupported() throws Exception {
+        RawHttp.Response response = RawHttp.exchange("POST", "/subscriptions", "/subscriptions", TOKEN,
+                BODY.formatted("untyped"));
+        assertThat(response.status()).as(response.toString()).isEqualTo(415);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("application/json");
+    }
+
+    @Test
+    void jsonWithACharsetOrInUpperCaseIsJson() {
+        String id = given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .contentType("Application/JSON; charset=utf-8").body(BODY.formatted("charset"))
+                .post("/subscriptions").then().statusCode(201).extract().path("id");
+        authorized().delete("/subscriptions/" + id).then().statusCode(200);
+    }
+
+    /** A UUID is the same id in either case; walhook answers with its canonical, lower-case form. */
+    @Test
+    void anIdInUpperCaseIsAnsweredWithItsCanonicalForm() {
+        String id = create("shouting");
+        String upper = id.toUpperCase(Locale.ROOT);
+        assertThat(upper).isNotEqualTo(id);
+        authorized().get("/subscriptions/" + upper).then().statusCode(200).body("id", equalTo(id));
+        authorized().body(BODY.formatted("shouting")).put("/subscriptions/" + upper).then().statusCode(200)
+                .body("id", equalTo(id));
+        authorized().post("/subscriptions/" + upper + "/pause").then().statusCode(200).body("id", equalTo(id));
+        authorized().post("/subscriptions/" + upper + "/resume").then().statusCode(200).body("id", equalTo(id));
+        authorized().get("/subscriptions/" + upper + "/dead-letters?limit=1").then().statusCode(200);
+        authorized().delete("/subscriptions/" + upper).then().statusCode(200);
+        authorized().get("/subscriptions/" + id).then().statusCode(404).body("detail", containsString(id));
+    }
+
+    @Test
+    void anIdThatIsNotACanonicalUuidIsNoSubscription() {
+        // java.util.UUID reads 1-1-1-1-1 as 00000001-0001-0001-0001-000000000001; walhook does not
+        authorized().get("/subscriptions/1-1-1-1-1").then().statusCode(404).contentType(ApiProblem.MEDIA_TYPE)
+                .body("detail", containsString("1-1-1-1-1"));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "\"filter\": null,                                   | /filter",
+        "\"format\": null,                                   | /format",
+        "\"operations\": null,                               | /operations",
+        "\"tables\": null,                                   | /tables",
+        "\"batch\": null,                                    | /batch",
+        "\"batch\": {\"max_events\": null},                  | /batch/max_events",
+        "\"columns\": {\"include\": null},                   | /columns/include",
+        "\"retry\": {\"window_ms\": null},                   | /retry/window_ms",
+        "\"retry\": null,                                    | /retry",
+    })
+    void jsonNullForAFieldThatIsNotNullableIsABadRequestNamingIt(String field, String pointer) {
+        String body = BODY.formatted("nulls").replace("\"tables\": [\"public.orders\"], ", field + " ");
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(pointer)).body("detail", containsString("null"));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"\"secret\": null", "\"headers\": null", "\"headers\": {\"X-Key\": null}"})
+    void jsonNullInTheDestinationIsABadRequestNamingIt(String field) {
+        String body = BODY.formatted("nulls").replace("\"type\": \"webhook\",", "\"type\": \"webhook\", " + field + ",");
+        String pointer = "/destination/" + (field.contains("X-Key") ? "headers/X-Key" : field.replaceAll("\"(\\w+)\".*", "$1"));
+        authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(pointer));
+    }
+}
