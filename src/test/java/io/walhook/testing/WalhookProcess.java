@@ -41,8 +41,12 @@ public final class WalhookProcess implements AutoCloseable {
         this.httpPort = httpPort;
     }
 
+    /**
+     * The jar the ITs start: target/quarkus-app's, or another build's with
+     * {@code -Dwalhook.it.jar=/path/to/quarkus-run.jar} (a test that must fail on an older build runs against it).
+     */
     public static Path jar() {
-        Path jar = Path.of("target", "quarkus-app", "quarkus-run.jar").toAbsolutePath();
+        Path jar = Path.of(System.getProperty("walhook.it.jar", "target/quarkus-app/quarkus-run.jar")).toAbsolutePath();
         if (!Files.isRegularFile(jar)) {
             throw new HarnessException(jar + " does not exist: run './mvnw package' first");
         }

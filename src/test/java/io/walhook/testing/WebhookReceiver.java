@@ -35,11 +35,12 @@ public final class WebhookReceiver implements AutoCloseable {
     private final List<Request> requests = new CopyOnWriteArrayList<>();
     private final Consumer<Request> listener;
     private volatile java.util.function.ToIntFunction<Request> responder = request -> 204;
+    private volatile java.util.function.Function<Request, Map<String, String>> responseHeaders = request -> Map.of();
 
     private WebhookReceiver(Consumer<Request> listener) throws IOException {
         this.listener = listener;
         this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 64);
-        this.executor = Executors.newFixedThreadPool(4, r -> {
+        this.executor = Executors.newFixedThreadPool(16, r -> {
             Thread t = new Thread(r, "webhook-receiver");
             t.setDaemon(true);
             return t;
@@ -71,9 +72,11 @@ public final class WebhookReceiver implements AutoCloseable {
             requests.add(request);
             listener.accept(request);
             int status = responder.applyAsInt(request);
-            if (status == 429 || status == 503) {
+            Map<String, String> answerHeaders = responseHeaders.apply(request);
+            if ((status == 429 || status == 503) && !answerHeaders.containsKey("Retry-After")) {
                 exchange.getResponseHeaders().add("Retry-After", "1");
             }
+            answerHeaders.forEach((name, value) -> exchange.getResponseHeaders().add(name, value));
             exchange.sendResponseHeaders(status, -1);
         }
     }
@@ -84,6 +87,11 @@ public final class WebhookReceiver implements AutoCloseable {
      */
     public void respond(java.util.function.ToIntFunction<Request> responder) {
         this.responder = responder;
+    }
+
+    /** Headers to answer each request with (a 429 or 503 without a Retry-After of its own gets {@code Retry-After: 1}). */
+    public void respondHeaders(java.util.function.Function<Request, Map<String, String>> headers) {
+        this.responseHeaders = headers;
     }
 
     /** The requests received on one path, in arrival order. */

@@ -1,0 +1,219 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.testing.AmqpPeer;
+import io.walhook.testing.AmqpReceiver;
+import io.walhook.testing.ApiClient;
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WalhookProcess;
+import io.walhook.testing.WebhookReceiver;
+
+/**
+ * Guarantees that broke under a second fault, each provoked from outside against the packaged
+ * jar: a PUT while a batch fills, a Retry-After too large to count, a name that resolves to the
+ * local network at delivery time, an AMQP reject in the middle of a row's changes, and a crash
+ * while batches are cut.
+ */
+class GuaranteesIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(90);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String TOKEN = "t0ken";
+
+    private static String itemsDatabase(PostgresServer pg, String prefix) throws Exception {
+        String database = pg.createDatabase(prefix);
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)");
+        return database;
+    }
+
+    private static Map<String, String> env(PostgresServer pg, String database, String... more) {
+        Map<String, String> env = new java.util.HashMap<>(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN));
+        for (int i = 0; i < more.length; i += 2) {
+            env.put(more[i], more[i + 1]);
+        }
+        return env;
+    }
+
+    /** Every event a request carried (one, or a batch's array). */
+    private static List<JsonNode> events(WebhookReceiver.Request request) {
+        try {
+            JsonNode body = JSON.readTree(request.body());
+            List<JsonNode> events = new ArrayList<>();
+            (body.isArray() ? body : List.of(body)).forEach(events::add);
+            return events;
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Set<String> ids(List<WebhookReceiver.Request> requests) {
+        Set<String> ids = new java.util.HashSet<>();
+        requests.forEach(r -> events(r).forEach(e -> ids.add(e.get("id").asText())));
+        return ids;
+    }
+
+    @Test
+    void loweringTheBatchSizeWhileABatchFillsDeliversEveryEvent() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "shrink");
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"))) {
+            walhook.awaitReady(WAIT);
+            ApiClient api = new ApiClient(walhook, TOKEN);
+            String subscription = "{\"name\": \"batched\", \"tables\": [\"public.items\"], \"batch\": {\"max_events\": %d,"
+                    + " \"max_wait_ms\": 10000}, \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/b")
+                    + "\"}}";
+            String id = api.create(subscription.formatted(50));
+            await().atMost(WAIT).until(() -> api.status("batched") != null);
+            // 30 events wait for a batch of 50 to fill (for up to 10 s) ...
+            pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(1, 30) g");
+            Thread.sleep(1000); // pacing: the 30 are routed and wait for their batch to fill
+            // ... when the batch size drops to 1, and one more event comes under the new size
+            assertThat(api.put("/subscriptions/" + id, subscription.formatted(1)).status()).isEqualTo(200);
+            await().atMost(WAIT).until(() -> walhook.output().contains("subscriptions: [batched]")
+                    && walhook.output().split("subscriptions: \\[batched]", -1).length > 2);
+            pg.execute(database, "INSERT INTO items VALUES (31, 0)");
+            await().atMost(WAIT).until(() -> ids(receiver.requests("/b")).size() == 31);
+        }
+    }
+
+    @Test
+    void aRetryAfterTooLargeToCountHoldsBackNeitherItsRowsNorOtherSubscriptions() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "retryafter");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> request.path().equals("/stuck") ? 503 : 204);
+            receiver.respondHeaders(request -> request.path().equals("/stuck")
+                    ? Map.of("Retry-After", "99999999999999999") : Map.of());
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database,
+                    "WALHOOK_DELIVERY_RETRY_WINDOW", "30m",
+                    "WALHOOK_SUBSCRIPTIONS_STUCK_URL", receiver.url("/stuck"),
+                    "WALHOOK_SUBSCRIPTIONS_FINE_URL", receiver.url("/fine"),
+                    "WALHOOK_SUBSCRIPTIONS_FINE_BATCH_MAX_EVENTS", "200"))) {
+                walhook.awaitReady(WAIT);
+                pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(1, 12000) g");
+                // more than the failing subscription's lanes and budget could ever hold: it must not stop the other
+                await().atMost(WAIT).until(() -> ids(receiver.requests("/fine")).size() == 12000);
+                assertThat(walhook.output()).doesNotContain("ArithmeticException").doesNotContain("internal error");
+            }
+        }
+    }
+
+    @Test
+    void aDestinationThatResolvesToTheLocalNetworkAtDeliveryIsNotCalledNorTestFired() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "rebind");
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             WalhookProcess walhook = WalhookProcess.start(env(pg, database))) {
+            walhook.awaitReady(WAIT);
+            ApiClient api = new ApiClient(walhook, TOKEN);
+            // written when its name resolved to a public address; now it resolves to loopback (DNS rebinding)
+            String id = java.util.UUID.randomUUID().toString();
+            pg.execute(database, "INSERT INTO walhook.subscription (id, name, body) VALUES ('" + id + "', 'rebound',"
+                    + " '{\"name\": \"rebound\", \"tables\": [\"public.items\"], \"destination\": {\"type\": \"webhook\","
+                    + " \"url\": \"" + receiver.url("/rebound") + "\"}}')");
+            await().atMost(WAIT).until(() -> api.status("rebound") != null);
+            pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+            await().atMost(WAIT).until(() -> {
+                JsonNode status = api.status("rebound");
+                return status.get("last_error").asText("").contains("loopback");
+            });
+            ApiClient.Answer fired = api.post("/subscriptions/" + id + "/test", null);
+            assertThat(fired.status()).isEqualTo(200);
+            assertThat(fired.body().get("delivered").asBoolean()).isFalse();
+            assertThat(fired.body().get("error").asText()).contains("loopback");
+            assertThat(receiver.requests()).as("nothing reached the local address").isEmpty();
+        }
+    }
+
+    @Test
+    void anAmqpRejectInTheMiddleOfARowsChangesKeepsThemInOrder() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "amqpreject");
+        try (AmqpPeer peer = AmqpPeer.start();
+             WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_AMQP_URL", peer.url(),
+                     "WALHOOK_SUBSCRIPTIONS_Q_AMQP_ADDRESS", "items", "WALHOOK_SUBSCRIPTIONS_Q_TABLES", "public.items"))) {
+            walhook.awaitReady(WAIT);
+            // the first delivery of the row's second version is rejected, once
+            AtomicBoolean rejected = new AtomicBoolean();
+            peer.reject(message -> AmqpReceiver.body(message).contains("\"new\":{\"id\":1,\"n\":1}")
+                    && rejected.compareAndSet(false, true));
+            List<String> statements = new ArrayList<>(List.of("BEGIN", "INSERT INTO items VALUES (1, 0)"));
+            for (int n = 1; n <= 20; n++) {
+                statements.add("UPDATE items SET n = " + n + " WHERE id = 1");
+            }
+            statements.add("COMMIT");
+            pg.execute(database, statements.toArray(String[]::new));
+            await().atMost(WAIT).until(() -> peer.accepted().stream().map(m -> m.getMessageId()).distinct().count() == 21);
+            assertThat(rejected).isTrue();
+            List<Integer> firstAccepted = new ArrayList<>();
+            Set<Object> seen = new java.util.HashSet<>();
+            for (var message : peer.accepted()) {
+                if (seen.add(message.getMessageId())) {
+                    firstAccepted.add(JSON.readTree(AmqpReceiver.body(message)).at("/new/n").asInt());
+                }
+            }
+            assertThat(firstAccepted).as("the row's changes, each first accepted in commit order").isSorted().hasSize(21);
+        }
+    }
+
+    @Test
+    void aRedeliveredEventKeepsItsIdWhateverBatchCarriesIt() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "rebatch");
+        Map<String, Set<String>> changeOfId = new ConcurrentHashMap<>();
+        Map<String, Set<String>> idsOfChange = new ConcurrentHashMap<>();
+        Set<String> batchIds = ConcurrentHashMap.newKeySet();
+        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
+            batchIds.add(request.header("webhook-id"));
+            for (JsonNode event : events(request)) {
+                String change = event.at("/new/id").asInt() + "@" + event.at("/new/n").asInt();
+                changeOfId.computeIfAbsent(event.get("id").asText(), k -> ConcurrentHashMap.newKeySet()).add(change);
+                idsOfChange.computeIfAbsent(change, k -> ConcurrentHashMap.newKeySet()).add(event.get("id").asText());
+            }
+        })) {
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"),
+                    "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "25");
+            Thread writer = new Thread(() -> {
+                try {
+                    for (int tx = 0; tx < 300; tx++) {
+                        pg.execute(database, "INSERT INTO items SELECT g, " + tx + " FROM generate_series(" + (tx * 10 + 1)
+                                + ", " + (tx * 10 + 10) + ") g");
+                    }
+                } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            }, "writer");
+            WalhookProcess first = WalhookProcess.start(env);
+            first.awaitReady(WAIT);
+            writer.start();
+            await().atMost(WAIT).until(() -> idsOfChange.size() >= 800);
+            first.close(); // kill -9 while batches are under way
+            try (WalhookProcess second = WalhookProcess.start(env)) {
+                second.awaitReady(WAIT);
+                writer.join(WAIT.toMillis());
+                await().atMost(WAIT).until(() -> idsOfChange.size() == 3000);
+            }
+        }
+        // a receiver deduplicating by each event's id applies every change once
+        assertThat(changeOfId.values()).allSatisfy(changes -> assertThat(changes).hasSize(1));
+        assertThat(idsOfChange.values()).allSatisfy(ids -> assertThat(ids).hasSize(1));
+    }
+}

@@ -1,0 +1,90 @@
+package io.walhook.testing;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+import org.apache.qpid.proton.amqp.messaging.Accepted;
+import org.apache.qpid.proton.amqp.messaging.Rejected;
+import org.apache.qpid.proton.message.Message;
+
+import io.vertx.core.Vertx;
+import io.vertx.proton.ProtonServer;
+import io.vertx.proton.ProtonSession;
+
+/**
+ * A real AMQP 1.0 peer that walhook sends to as it would to a broker: it accepts every message and
+ * keeps it, in settlement order, except those {@code reject} picks, which it rejects (and does not
+ * keep). Anonymous relay is not offered, so walhook opens a link per address.
+ */
+public final class AmqpPeer implements AutoCloseable {
+
+    private final Vertx vertx = Vertx.vertx();
+    private final ProtonServer server;
+    private final List<Message> accepted = new ArrayList<>();
+    private volatile Predicate<Message> reject = message -> false;
+
+    private AmqpPeer() throws Exception {
+        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
+        ProtonServer created = ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(open -> connection.open());
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(link -> {
+                link.setTarget(link.getRemoteTarget());
+                link.setAutoAccept(false);
+                link.handler((delivery, message) -> {
+                    if (reject.test(message)) {
+                        delivery.disposition(new Rejected(), true);
+                        return;
+                    }
+                    synchronized (accepted) {
+                        accepted.add(message);
+                    }
+                    delivery.disposition(Accepted.getInstance(), true);
+                });
+                link.open();
+            });
+        });
+        created.listen(0, "127.0.0.1", result -> {
+            if (result.succeeded()) {
+                listening.complete(result.result());
+            } else {
+                listening.completeExceptionally(result.cause());
+            }
+        });
+        this.server = listening.get(10, TimeUnit.SECONDS);
+    }
+
+    public static AmqpPeer start() {
+        try {
+            return new AmqpPeer();
+        } catch (Exception e) {
+            throw new HarnessException("cannot start the AMQP peer: " + e.getMessage(), e);
+        }
+    }
+
+    /** Messages for which this is true are rejected from now on. */
+    public void reject(Predicate<Message> reject) {
+        this.reject = reject;
+    }
+
+    /** {@code amqp://127.0.0.1:<port>}, for WALHOOK_AMQP_URL. */
+    public String url() {
+        return "amqp://127.0.0.1:" + server.actualPort();
+    }
+
+    /** Every message accepted so far, in the order it was settled. */
+    public List<Message> accepted() {
+        synchronized (accepted) {
+            return List.copyOf(accepted);
+        }
+    }
+
+    @Override
+    public void close() {
+        server.close();
+        vertx.close().toCompletionStage().toCompletableFuture().orTimeout(5, TimeUnit.SECONDS).exceptionally(e -> null).join();
+    }
+}
