@@ -345,10 +345,12 @@ public class SubscriptionResource {
         if (!store.delete(uuid)) {
             throw notFound(id);
         }
+        // counted before the lane is told: it drops what it writes after this itself
+        int discarded = parked.deleteAll(uuid.toString());
         source.deleted(uuid.toString());
         ObjectNode body = JSON.createObjectNode();
         body.put("id", uuid.toString());
-        body.put("discarded_events", parked.deleteAll(uuid.toString()));
+        body.put("discarded_events", discarded);
         return body;
     }
 

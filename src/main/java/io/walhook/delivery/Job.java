@@ -45,6 +45,8 @@ final class Job {
     List<Job> successors;
     boolean finished;
     boolean taken;
+    /** Taken into a batch after the earlier job of its row there, not on its own: it starts no group. */
+    boolean chained;
     Job previous;
     Job next;
 

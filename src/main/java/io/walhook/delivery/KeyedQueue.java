@@ -101,13 +101,17 @@ final class KeyedQueue {
      * retried whole); without, a batch holds no two jobs of one row.
      */
     List<Job> take(int max, boolean chain) {
+        // a batch is a run of groups: a ready job and the jobs of its row that follow it there ({@link Job#chained});
+        // groups share no row, so a batch can be split between them
         List<Job> batch = new ArrayList<>(Math.min(max, Math.max(ready.size(), 1)));
         ArrayDeque<Job> chained = chain ? new ArrayDeque<>() : null;
         while (batch.size() < max) {
-            Job job = chained != null && !chained.isEmpty() ? chained.pollFirst() : ready.pollFirst();
+            boolean follows = chained != null && !chained.isEmpty();
+            Job job = follows ? chained.pollFirst() : ready.pollFirst();
             if (job == null) {
                 break;
             }
+            job.chained = follows;
             job.taken = true;
             taken++;
             batch.add(job);

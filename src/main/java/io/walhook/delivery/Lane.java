@@ -50,6 +50,8 @@ final class Lane {
     static final int PAGE = 500;
     /** Durable jobs kept in memory at most: the next page is read once fewer are. */
     static final int RESIDENT_LIMIT = 2 * PAGE;
+    /** A batch that failed this many attempts is split, so that one bad event does not hold back the others. */
+    static final int SPLIT_AFTER = 2;
     /** AMQP messages under way at once. */
     static final int AMQP_WINDOW = 100;
 
@@ -347,7 +349,7 @@ final class Lane {
         if (failing.isEmpty()) {
             return null;
         }
-        Outgoing first = failing.iterator().next();
+        Outgoing first = firstFailing();
         Duration window = subscription.retry().window().orElse(context.settings().retryWindow());
         if (!now.isBefore(first.firstFailure.plus(window))) {
             return first.id + " still failing after its retry window of " + window + " (" + lastError + ")";
@@ -365,6 +367,17 @@ final class Lane {
             }
         }
         return null;
+    }
+
+    /** The failing request that first failed (split batches keep their first failure, so the set is nearly in order). */
+    private Outgoing firstFailing() {
+        Outgoing first = null;
+        for (Outgoing o : failing) {
+            if (first == null || o.firstFailure.isBefore(first.firstFailure)) {
+                first = o;
+            }
+        }
+        return first;
     }
 
     private long retryingJobs() {
@@ -603,6 +616,17 @@ final class Lane {
         }
     }
 
+    /** Where a batch splits into two halves of whole groups (no row on both sides), near its middle; 0 if it cannot. */
+    private static int splitPoint(List<Job> jobs) {
+        int best = 0;
+        for (int i = 1; i < jobs.size(); i++) {
+            if (!jobs.get(i).chained && Math.abs(jobs.size() - 2 * i) < Math.abs(jobs.size() - 2 * best)) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
     private void start(Outgoing o) {
         o.underWay = true;
         underWay++;
@@ -719,13 +743,32 @@ final class Lane {
         context.metrics().retried(subscription);
         Duration wait = schedule.delay(o.attempts, attempt.retryAfter(), now, context.random());
         o.due = now.plus(wait);
-        retrying.add(o);
         if (mode == Mode.DIRECT) {
             failing.add(o);
             int maxAttempts = subscription.retry().maxAttempts().orElse(Integer.MAX_VALUE);
             if (o.attempts >= maxAttempts && outOfAttempts == null) {
                 outOfAttempts = o.id + " still failing after " + o.attempts + " attempts (" + attempt.problem() + ")";
             }
+        }
+        int at = o.attempts >= SPLIT_AFTER ? splitPoint(o.jobs) : 0;
+        if (at > 0) {
+            // a batch failing again may hold one bad event among good ones: its halves go on their own
+            outgoing.remove(o);
+            boolean wasFailing = failing.remove(o);
+            for (List<Job> half : List.of(new ArrayList<>(o.jobs.subList(0, at)),
+                    new ArrayList<>(o.jobs.subList(at, o.jobs.size())))) {
+                Outgoing part = new Outgoing(half, batchSize());
+                part.attempts = o.attempts;
+                part.firstFailure = o.firstFailure;
+                part.due = o.due;
+                outgoing.add(part);
+                retrying.add(part);
+                if (wasFailing) {
+                    failing.add(part);
+                }
+            }
+        } else {
+            retrying.add(o);
         }
         List<String> durableIds = new ArrayList<>();
         for (Job job : o.jobs) {
@@ -759,7 +802,7 @@ final class Lane {
         }
         if (mode == Mode.DIRECT && !failing.isEmpty()) {
             Duration window = subscription.retry().window().orElse(context.settings().retryWindow());
-            next = earlier(next, failing.iterator().next().firstFailure.plus(window));
+            next = earlier(next, firstFailing().firstFailure.plus(window));
         }
         if (mode == Mode.DURABLE || held()) {
             next = earlier(next, now.plusSeconds(1)); // pause, resume and replay take effect within a second

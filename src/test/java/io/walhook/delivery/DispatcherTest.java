@@ -180,6 +180,24 @@ class DispatcherTest {
     }
 
     @Test
+    void aBatchThatKeepsFailingIsSplitSoOneBadEventDoesNotHoldBackTheOthers() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (mentionsRow(request, 1)) {
+                return 422; // the receiver refuses any request that carries row 1
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription subscription = webhook("config:split", "split", receiver, 50);
+        send(dispatcher, subscription, 40, 1);
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).size() == 39);
+        assertThat(acceptedByRow(accepted)).doesNotContainKey(1);
+        assertThat(dispatcher.status().get(0).retrying()).isEqualTo(1);
+    }
+
+    @Test
     void pastItsWindowEverythingGoesToTheDurableQueueAndDrainsInOrderWhenTheDestinationRecovers() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(500));
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);

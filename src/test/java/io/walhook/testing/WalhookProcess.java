@@ -165,6 +165,22 @@ public final class WalhookProcess implements AutoCloseable {
         }
     }
 
+    /** Its threads as {@code jcmd Thread.print} shows them (for a test that gives up waiting), or why not. */
+    public String threadDump() {
+        try {
+            Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                    Long.toString(process.pid()), "Thread.print").redirectErrorStream(true).start();
+            String dump = new String(jcmd.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            jcmd.waitFor(30, TimeUnit.SECONDS);
+            return dump;
+        } catch (IOException e) {
+            return "(no thread dump: " + e.getMessage() + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "(no thread dump: interrupted)";
+        }
+    }
+
     public boolean isAlive() {
         return process.isAlive();
     }

@@ -1,0 +1,319 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.testing.ApiClient;
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WalhookProcess;
+import io.walhook.testing.WebhookReceiver;
+
+/**
+ * Delivery under partial failure, from outside against the packaged jar: a row whose destination
+ * rejects it, a request that hangs, a destination failing a third of requests under a backlog, and
+ * what a subscription's identity keeps (rename, delete, recreate, another lane count).
+ */
+class PartialFailureIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(120);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String TOKEN = "t0ken";
+
+    private static String itemsDatabase(PostgresServer pg, String prefix) throws Exception {
+        String database = pg.createDatabase(prefix);
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)");
+        return database;
+    }
+
+    private static Map<String, String> env(PostgresServer pg, String database, String... more) {
+        Map<String, String> env = new java.util.HashMap<>(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN));
+        for (int i = 0; i < more.length; i += 2) {
+            env.put(more[i], more[i + 1]);
+        }
+        return env;
+    }
+
+    private static List<JsonNode> events(WebhookReceiver.Request request) {
+        try {
+            JsonNode body = JSON.readTree(request.body());
+            List<JsonNode> events = new ArrayList<>();
+            (body.isArray() ? body : List.of(body)).forEach(events::add);
+            return events;
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Records the events of accepted requests: each event's first acceptance, by row, in arrival order. */
+    private static final class Accepted {
+        final Set<String> ids = ConcurrentHashMap.newKeySet();
+        final Map<Integer, List<Integer>> versions = new LinkedHashMap<>();
+
+        synchronized void add(WebhookReceiver.Request request) {
+            for (JsonNode event : events(request)) {
+                if (ids.add(event.get("id").asText())) {
+                    versions.computeIfAbsent(event.at("/new/id").asInt(), k -> new ArrayList<>()).add(event.at("/new/n").asInt());
+                }
+            }
+        }
+
+        synchronized int count(java.util.function.IntPredicate row) {
+            return versions.entrySet().stream().filter(e -> row.test(e.getKey())).mapToInt(e -> e.getValue().size()).sum();
+        }
+
+        synchronized Map<Integer, List<Integer>> snapshot() {
+            Map<Integer, List<Integer>> copy = new LinkedHashMap<>();
+            versions.forEach((k, v) -> copy.put(k, List.copyOf(v)));
+            return copy;
+        }
+    }
+
+    private static boolean mentionsRow(WebhookReceiver.Request request, int row) {
+        return request.body().contains("\"new\":{\"id\":" + row + ",");
+    }
+
+    @Test
+    void aRowItsDestinationRejectsHoldsBackOnlyThatRow() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "poison");
+        AtomicBoolean poisoned = new AtomicBoolean(true);
+        Accepted accepted = new Accepted();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (poisoned.get() && mentionsRow(request, 1)) {
+                    return 422;
+                }
+                accepted.add(request);
+                return 204;
+            });
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_DELIVERY_MAX_BACKOFF", "1s",
+                    "WALHOOK_SUBSCRIPTIONS_ROWS_URL", receiver.url("/rows"),
+                    "WALHOOK_SUBSCRIPTIONS_ROWS_BATCH_MAX_EVENTS", "20"))) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+                for (int n = 1; n <= 10; n++) {
+                    pg.execute(database, "UPDATE items SET n = " + n + " WHERE id = 1");
+                }
+                pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(2, 4000) g");
+                // every other row arrives while row 1 is rejected, in whatever batches they travel
+                await().atMost(WAIT).until(() -> accepted.count(row -> row != 1) == 3999);
+                assertThat(accepted.snapshot()).doesNotContainKey(1);
+                JsonNode status = api.status("rows");
+                assertThat(status.get("retrying").asInt()).as("row 1's request waits for its next attempt").isPositive();
+                assertThat(status.get("mode").asText()).isEqualTo("direct");
+
+                poisoned.set(false);
+                await().atMost(WAIT).until(() -> accepted.count(row -> row == 1) == 11);
+                assertThat(accepted.snapshot().get(1)).containsExactly(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+            }
+        }
+    }
+
+    @Test
+    void aRequestThatHangsHoldsBackOnlyItsRow() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "hang");
+        CountDownLatch release = new CountDownLatch(1);
+        Accepted accepted = new Accepted();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (mentionsRow(request, 1) && release.getCount() > 0) {
+                    try {
+                        release.await(20, TimeUnit.SECONDS); // no answer meanwhile: walhook's timeout gives up first
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    accepted.add(request); // answered at last: walhook counts it if it was still waiting
+                    return 204;
+                }
+                accepted.add(request);
+                return 204;
+            });
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database,
+                    "WALHOOK_DELIVERY_REQUEST_TIMEOUT", "1s", "WALHOOK_DELIVERY_MAX_BACKOFF", "1s",
+                    "WALHOOK_SUBSCRIPTIONS_ROWS_URL", receiver.url("/rows")))) {
+                walhook.awaitReady(WAIT);
+                pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+                pg.execute(database, "UPDATE items SET n = 1 WHERE id = 1");
+                pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(2, 500) g");
+                await().atMost(WAIT).until(() -> accepted.count(row -> row != 1) == 499);
+                await().atMost(WAIT).until(() -> walhook.output().contains("failed (no response within 1000 ms)"));
+                assertThat(accepted.snapshot()).doesNotContainKey(1);
+                release.countDown();
+                try {
+                    await().atMost(Duration.ofSeconds(30)).until(() -> accepted.count(row -> row == 1) == 2);
+                } catch (org.awaitility.core.ConditionTimeoutException e) {
+                    throw new AssertionError("row 1: " + receiver.requests().stream().filter(r -> mentionsRow(r, 1))
+                            .map(r -> r.receivedAt() + " " + r.body()).toList() + "\nstatus: "
+                            + new ApiClient(walhook, TOKEN).get("/status").text() + "\n" + walhook.output(), e);
+                }
+                assertThat(accepted.snapshot().get(1)).containsExactly(0, 1);
+            }
+        }
+    }
+
+    @Test
+    void aDestinationFailingAThirdOfRequestsGetsA100000RowBacklog() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "flaky");
+        Random random = new Random(30);
+        Accepted accepted = new Accepted();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                synchronized (random) {
+                    if (random.nextInt(10) < 3) {
+                        return 500;
+                    }
+                }
+                accepted.add(request);
+                return 204;
+            });
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_FLAKY_URL", receiver.url("/flaky"),
+                    "WALHOOK_SUBSCRIPTIONS_FLAKY_BATCH_MAX_EVENTS", "200");
+            // the backlog is in the slot before walhook reads it
+            try (WalhookProcess first = WalhookProcess.start(env)) {
+                first.awaitReady(WAIT);
+                first.terminate();
+                first.awaitExit(WAIT);
+            }
+            pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(1, 100000) g");
+            for (int n = 1; n <= 20; n++) {
+                pg.execute(database, "UPDATE items SET n = " + n + " WHERE id <= 100");
+            }
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                await().atMost(WAIT).until(() -> accepted.ids.size() == 102000);
+                assertThat(accepted.snapshot()).hasSize(100000).allSatisfy((row, versions) -> assertThat(versions)
+                        .as("row %d", row).isSorted().hasSize(row <= 100 ? 21 : 1));
+                await().atMost(WAIT).until(() -> api.status("flaky").get("parked").asInt() == 0);
+            }
+        }
+    }
+
+    @Test
+    void aSubscriptionsQueueBelongsToItsIdThroughARenameAndDiesWithIt() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "identity");
+        AtomicBoolean down = new AtomicBoolean(true);
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> request.path().equals("/old") || down.get() ? 500 : 204);
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true",
+                    "WALHOOK_DELIVERY_MAX_BACKOFF", "500ms"))) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                String body = "{\"name\": \"%s\", \"tables\": [\"public.items\"], \"retry\": {\"window_ms\": 500},"
+                        + " \"destination\": {\"type\": \"webhook\", \"url\": \"%s\"}}";
+                String id = api.create(body.formatted("tenant", receiver.url("/old")));
+                await().atMost(WAIT).until(() -> api.status("tenant") != null);
+                pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(1, 20) g");
+                await().atMost(WAIT).until(() -> api.status("tenant").get("parked").asInt() == 20);
+                // one row's dead letters, by its key
+                JsonNode row7 = api.get("/subscriptions/" + id + "/dead-letters?key=" + java.net.URLEncoder.encode(
+                        "{\"id\": 7}", java.nio.charset.StandardCharsets.UTF_8)).body();
+                assertThat(row7.get("items")).singleElement().satisfies(item -> {
+                    assertThat(item.at("/key/id").asInt()).isEqualTo(7);
+                    assertThat(item.at("/event/new/id").asInt()).isEqualTo(7);
+                });
+
+                // renamed, with a new URL: the same queue is delivered there, and nothing more to the old URL
+                down.set(false);
+                assertThat(api.put("/subscriptions/" + id, body.formatted("renamed", receiver.url("/new"))).status())
+                        .isEqualTo(200);
+                await().atMost(WAIT).until(() -> receiver.requests("/new").stream().map(r -> r.header("webhook-id"))
+                        .distinct().count() == 20);
+                await().atMost(WAIT).until(() -> api.status("renamed").get("parked").asInt() == 0);
+                assertThat(api.status("renamed").get("delivered").asInt()).isEqualTo(20);
+                assertThat(api.status("renamed").get("id").asText()).isEqualTo(id);
+
+                // deleted while its destination fails: the response says how many queued events went with it
+                down.set(true);
+                pg.execute(database, "UPDATE items SET n = 1 WHERE id <= 5");
+                await().atMost(WAIT).until(() -> api.status("renamed").get("parked").asInt() == 5);
+                ApiClient.Answer deleted = api.delete("/subscriptions/" + id);
+                assertThat(deleted.status()).isEqualTo(200);
+                assertThat(deleted.body().get("discarded_events").asInt()).isEqualTo(5);
+
+                // a new subscription under the old name starts empty
+                down.set(false);
+                String again = api.create(body.formatted("renamed", receiver.url("/again")));
+                await().atMost(WAIT).until(() -> api.status("renamed") != null
+                        && api.status("renamed").get("id").asText().equals(again));
+                assertThat(api.get("/subscriptions/" + again + "/dead-letters").body().get("items")).isEmpty();
+                pg.execute(database, "INSERT INTO items VALUES (100, 0)");
+                try {
+                    await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/again").size() == 1);
+                } catch (org.awaitility.core.ConditionTimeoutException e) {
+                    throw new AssertionError("status: " + api.get("/status").text() + "\n" + walhook.threadDump(), e);
+                }
+                assertThat(receiver.requests("/again").get(0).body()).contains("\"new\":{\"id\":100,");
+                assertThat(api.status("renamed").get("delivered").asInt()).isEqualTo(1);
+            }
+        }
+    }
+
+    @Test
+    void anotherLaneCountKeepsEachRowsQueuedAndLiveChangesInOrder() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "lanes");
+        AtomicBoolean down = new AtomicBoolean(true);
+        Accepted accepted = new Accepted();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (down.get()) {
+                    return 500;
+                }
+                accepted.add(request);
+                return 204;
+            });
+            Map<String, String> env = env(pg, database, "WALHOOK_DELIVERY_RETRY_WINDOW", "500ms",
+                    "WALHOOK_DELIVERY_MAX_BACKOFF", "500ms", "WALHOOK_SUBSCRIPTIONS_MIRROR_URL", receiver.url("/m"));
+            Map<String, String> four = new java.util.HashMap<>(env);
+            four.put("WALHOOK_DELIVERY_CONCURRENCY", "4");
+            try (WalhookProcess walhook = WalhookProcess.start(four)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(1, 8) g");
+                for (int n = 1; n <= 5; n++) {
+                    pg.execute(database, "UPDATE items SET n = " + n);
+                }
+                await().atMost(WAIT).until(() -> api.status("mirror").get("parked").asInt() == 48);
+                walhook.terminate();
+                walhook.awaitExit(WAIT);
+            }
+            // three lanes now, the destination back, and the rows change again at once
+            down.set(false);
+            Map<String, String> three = new java.util.HashMap<>(env);
+            three.put("WALHOOK_DELIVERY_CONCURRENCY", "3");
+            try (WalhookProcess walhook = WalhookProcess.start(three)) {
+                walhook.awaitReady(WAIT);
+                for (int n = 6; n <= 10; n++) {
+                    pg.execute(database, "UPDATE items SET n = " + n);
+                }
+                await().atMost(WAIT).until(() -> accepted.ids.size() == 88);
+                assertThat(accepted.snapshot()).hasSize(8).allSatisfy((row, versions) -> assertThat(versions)
+                        .as("row %d", row).containsExactly(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10));
+            }
+        }
+    }
+}
