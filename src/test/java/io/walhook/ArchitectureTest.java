@@ -7,7 +7,7 @@ import com.tngtech.archunit.junit.AnalyzeClasses;
 import com.tngtech.archunit.junit.ArchTest;
 import com.tngtech.archunit.lang.ArchRule;
 
-/** The pure parts of the pipeline (DESIGN.md) stay free of frameworks. */
+/** The pure parts of the pipeline (the README's picture, docs/protocol.md section 6) stay free of frameworks. */
 @AnalyzeClasses(packages = "io.walhook", importOptions = ImportOption.DoNotIncludeTests.class)
 class ArchitectureTest {
 
@@ -22,5 +22,5 @@ class ArchitectureTest {
             .or().haveFullyQualifiedName("io.walhook.checkpoint.AckTracker")
             .should().dependOnClassesThat().resideInAnyPackage("io.quarkus..", "io.vertx..", "jakarta..", "io.smallrye..")
             .because("decoding, transaction assembly, values and the acknowledgement watermark are unit tested"
-                    + " with bytes and values alone (DESIGN.md)");
+                    + " with bytes and values alone (docs/testing.md)");
 }

@@ -7,7 +7,7 @@ import io.walhook.pgoutput.ReplicaIdentity;
 import io.walhook.pgoutput.TupleData;
 
 /**
- * One change as walhook delivers it (CONTRACT.md section 3), still in pgoutput's form: the
+ * One change as walhook delivers it (docs/events.md), still in pgoutput's form: the
  * tuples are the decoded (detached) bytes and become JSON only in {@link EventJsonWriter}.
  *
  * <p>{@link #id()} is stable: the commit LSN of its transaction and its position in it, so the

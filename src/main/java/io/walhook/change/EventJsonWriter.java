@@ -13,7 +13,7 @@ import io.walhook.pgoutput.ReplicaIdentity;
 import io.walhook.pgoutput.TupleData;
 
 /**
- * Writes an event as the JSON object of CONTRACT.md section 3, straight from the tuples' bytes
+ * Writes an event as the JSON object of docs/events.md, straight from the tuples' bytes
  * through each column's converter. One instance per thread (converters may keep scratch buffers).
  */
 public final class EventJsonWriter {

@@ -1,6 +1,6 @@
 package io.walhook.change;
 
-/** The {@code op} of an event (CONTRACT.md section 3). */
+/** The {@code op} of an event (docs/events.md). */
 public enum Operation {
     INSERT("insert"),
     UPDATE("update"),

@@ -4,7 +4,7 @@ import io.walhook.pgoutput.TupleData;
 
 /**
  * Writes the JSON value of one column of a row image, chosen once per Relation column by
- * {@link ValueConverters} and applied to every value of that column (CONTRACT.md section 3,
+ * {@link ValueConverters} and applied to every value of that column (docs/events.md,
  * "Values").
  *
  * <p>The value is read from the tuple's bytes and written straight to the JSON buffer; the text is

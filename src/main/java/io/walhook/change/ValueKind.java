@@ -1,7 +1,7 @@
 package io.walhook.change;
 
 /**
- * How the text of one PostgreSQL value becomes JSON (CONTRACT.md section 3, "Values"). Each kind
+ * How the text of one PostgreSQL value becomes JSON (docs/events.md, "Values"). Each kind
  * writes from chars so that the same rule serves a whole column and an element of an array; the
  * column converters in {@link ValueConverters} add byte-level shortcuts in front where they pay.
  *

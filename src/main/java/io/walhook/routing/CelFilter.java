@@ -25,7 +25,7 @@ import dev.cel.runtime.CelRuntimeFactory;
 import io.walhook.change.ChangeEvent;
 
 /**
- * A subscription's row filter: a CEL expression (CONTRACT.md section 4) compiled once, then
+ * A subscription's row filter: a CEL expression (docs/events.md, "Row filters") compiled once, then
  * evaluated against events. Google's CEL-Java ({@code dev.cel:cel}) parses, type-checks and runs it.
  *
  * <h2>The environment</h2>

@@ -27,9 +27,9 @@ import io.walhook.pgoutput.ReplicaIdentity;
 import io.walhook.pgoutput.TupleData;
 
 /**
- * The variables a {@link CelFilter} sees for one event (CONTRACT.md section 4): {@code op},
+ * The variables a {@link CelFilter} sees for one event (docs/events.md, "Row filters"): {@code op},
  * {@code schema}, {@code table} and the maps {@code key}, {@code new}, {@code old}, typed as in the
- * event's JSON (CONTRACT.md section 3):
+ * event's JSON (docs/events.md):
  *
  * <ul>
  *   <li>JSON integers are CEL {@code int} (Java {@code Long}); an integer beyond 64 bits (a big
@@ -106,7 +106,7 @@ public final class CelVariables {
         return new CelVariables(event, event.op().wireName(), event.schema(), event.table(), eventJson, false);
     }
 
-    /** Every variable from an event's JSON (CONTRACT.md section 3), e.g. a sample event posted to the API. */
+    /** Every variable from an event's JSON (docs/events.md), e.g. a sample event posted to the API. */
     public static CelVariables fromJson(byte[] eventJson) {
         Objects.requireNonNull(eventJson, "eventJson");
         return new CelVariables(null, null, null, null, () -> eventJson, true);
@@ -226,7 +226,7 @@ public final class CelVariables {
     }
 
     /**
-     * The rows as {@link io.walhook.change.EventJsonWriter} writes them (CONTRACT.md section 3), all three at once as
+     * The rows as {@link io.walhook.change.EventJsonWriter} writes them (docs/events.md), all three at once as
      * the JSON gives them: {@code key} from the 'K' tuple, else the old row, else the new one, key
      * columns only; {@code new} with unchanged TOASTed values filled from the old row when it has
      * them, else absent; {@code old} only under REPLICA IDENTITY FULL.

@@ -10,7 +10,7 @@ import io.walhook.change.JsonBuffer;
 import io.walhook.change.TxInfo;
 
 /**
- * Writes an event in a subscription's format: the event JSON (CONTRACT.md section 3), a
+ * Writes an event in a subscription's format: the event JSON (docs/events.md), a
  * structured CloudEvent, or the binary CloudEvents mode's headers and body (CloudEvents 1.0 and
  * its HTTP protocol binding). One instance per thread: it shares the value converters' buffers.
  */

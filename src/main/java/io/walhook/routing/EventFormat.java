@@ -3,7 +3,7 @@ package io.walhook.routing;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 
-/** How a subscription wants its events written (CONTRACT.md sections 3 and 5). */
+/** How a subscription wants its events written (docs/events.md, "CloudEvents"). */
 public enum EventFormat {
     /** The event object itself, {@code application/json}. */
     JSON("json"),

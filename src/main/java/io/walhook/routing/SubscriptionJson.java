@@ -17,7 +17,7 @@ import io.walhook.change.Operation;
 import io.walhook.config.ConfigProblem;
 
 /**
- * Reads the API's subscription object (CONTRACT.md section 8, {@code SubscriptionRequest} in
+ * Reads the API's subscription object (docs/api.md, {@code SubscriptionRequest} in
  * openapi.yaml) into a {@link Subscription}. Every problem is a {@link SubscriptionProblem} naming
  * the field as a JSON pointer.
  */

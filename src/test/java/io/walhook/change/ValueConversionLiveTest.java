@@ -32,7 +32,7 @@ import io.walhook.testing.PostgresServer;
 import io.walhook.testing.TestPostgres;
 
 /**
- * Every value rule of CONTRACT.md section 3 against a live server: one row holding every type is
+ * Every value rule of docs/events.md ("Values") against a live server: one row holding every type is
  * inserted from a session in Asia/Kolkata, its pgoutput messages are decoded, converters are chosen
  * from the Relation and Type messages, and the JSON they write is compared value by value.
  *

@@ -19,7 +19,7 @@ import io.walhook.pgoutput.ReplicaIdentity;
 import io.walhook.pgoutput.TupleData;
 
 /**
- * Each value rule of CONTRACT.md section 3 on PostgreSQL's own text output (captured from a server
+ * Each value rule of docs/events.md ("Values") on PostgreSQL's own text output (captured from a server
  * with walhook's session settings), written into a {@link JsonBuffer} and read back by Jackson's
  * parser, which must accept it.
  */

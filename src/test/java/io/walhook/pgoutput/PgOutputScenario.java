@@ -6,7 +6,7 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
 /**
- * The SQL of the conformance scenarios (PGOUTPUT.md section 4, as far as the SQL interface reaches):
+ * The SQL of the conformance scenarios (docs/protocol.md section 7, as far as the SQL interface reaches):
  * what each does on a live server, the tables and publication it needs, and the options it peeks
  * with. What the bytes must then say is in {@link PgOutputScenarioChecks}.
  *

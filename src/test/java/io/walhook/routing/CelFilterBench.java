@@ -16,7 +16,8 @@ import io.walhook.change.EventJsonWriter;
 import io.walhook.change.TestEvents;
 
 /**
- * Cost of the CONTRACT.md example filter per event, variables included (not a test, no assertion):
+ * Cost of the example filter of docs/events.md ("Row filters") per event, variables included (not a
+ * test, no assertion):
  * <pre>
  * mvn -o -q test-compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt -Dmdep.includeScope=test
  * java -Xmx512m -cp target/classes:target/test-classes:$(cat target/cp.txt) io.walhook.routing.CelFilterBench

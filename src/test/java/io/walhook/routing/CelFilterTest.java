@@ -31,7 +31,7 @@ import io.walhook.change.ChangeEvent;
 import io.walhook.change.EventJsonWriter;
 import io.walhook.change.TestEvents;
 
-/** CONTRACT.md section 4 on real events (built through the assembler) and on given variables. */
+/** The row filters of docs/events.md on real events (built through the assembler) and on given variables. */
 class CelFilterTest {
 
     static final String CONTRACT_EXAMPLE = "op == \"update\" && new.status != old.status && new.amount > 100";
