@@ -476,13 +476,11 @@ public class SubscriptionResource {
                     "/destination/url");
         }
         for (InetAddress address : addresses) {
-            byte[] a = address.getAddress();
-            boolean uniqueLocal = a.length == 16 && (a[0] & 0xFE) == 0xFC;
-            boolean carrierNat = a.length == 4 && (a[0] & 0xFF) == 100 && (a[1] & 0xC0) == 64;
-            if (address.isLoopbackAddress() || address.isSiteLocalAddress() || address.isLinkLocalAddress()
-                    || address.isAnyLocalAddress() || address.isMulticastAddress() || uniqueLocal || carrierNat) {
+            // the same policy every request of the subscription applies to the address it connects to
+            java.util.Optional<String> refusal = io.walhook.delivery.DestinationPolicy.refusal(address);
+            if (refusal.isPresent()) {
                 throw new ApiProblem(400, "Bad Request", "/destination/url resolves to " + address.getHostAddress()
-                        + ", a loopback or private address; set WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true to allow it",
+                        + ", " + refusal.get() + "; set WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true to allow it",
                         "/destination/url");
             }
         }

@@ -120,15 +120,18 @@ public interface WalhookConfig {
         @WithDefault("60s")
         String maxBackoff();
 
-        /** How long a request is retried in memory before it, and what follows it, is parked. */
+        /**
+         * How long a failing request is retried from memory before the subscription's events go to
+         * its durable queue (in order, acknowledged) and are delivered from there.
+         */
         @WithDefault("5m")
         String retryWindow();
 
-        /** Concurrent lanes per subscription; a row's changes always take the same lane (per-row order). */
+        /** Requests under way at once per subscription (AMQP: up to 100 messages); a row's changes are never under way together. */
         @WithDefault("4")
         String concurrency();
 
-        /** The longest wait between attempts at parked requests. */
+        /** The longest wait between attempts while every attempt at a destination fails. */
         @WithDefault("5m")
         String parkedRetryInterval();
     }

@@ -96,7 +96,7 @@ public class ReplicationSource {
                 .description("transactions read but not yet fully delivered").register(metrics);
         Gauge.builder("walhook.delivery.in.flight", this,
                 s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::queued).sum())
-                .description("events in memory for delivery, all subscriptions").register(metrics);
+                .description("events in memory not yet delivered or durably queued, all subscriptions").register(metrics);
         Gauge.builder("walhook.delivery.parked.current", this,
                 s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::durableBacklog).sum())
                 .description("events in the durable queues now, all subscriptions").register(metrics);
@@ -371,7 +371,7 @@ public class ReplicationSource {
                         registry.counter("walhook.delivery.events", tags), registry.counter("walhook.delivery.retries", tags),
                         registry.counter("walhook.delivery.parked", tags),
                         io.micrometer.core.instrument.Timer.builder("walhook.delivery.latency")
-                                .description("from commit to the destination's 2xx").tags(tags)
+                                .description("from commit to the destination's 2xx, for events delivered straight from memory").tags(tags)
                                 .publishPercentileHistogram().register(registry));
                 meters.put(subscription.id(), m);
             }

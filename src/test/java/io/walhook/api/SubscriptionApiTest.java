@@ -176,6 +176,10 @@ class SubscriptionApiTest {
         "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"ftp://h/\"}}    | /destination/url",
         "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/\"}} | /destination/url",
         "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://10.1.2.3/\"}}   | /destination/url",
+        // IPv4 inside IPv6 (NAT64, 6to4) and other reserved ranges: refused when written, as when connected to
+        "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://[64:ff9b::a9fe:a9fe]/\"}} | /destination/url",
+        "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://[2002:7f00:1::1]/\"}} | /destination/url",
+        "{\"name\": \"x\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://198.18.0.1/\"}} | /destination/url",
         "{\"name\": \"x\", \"filter\": \"op ==\", \"destination\": {\"type\": \"webhook\", \"url\": \"https://93.184.216.34/\"}} | /filter",
         "{\"name\": \"x\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}}          | /destination/type",
         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]                         | ''",

@@ -140,9 +140,8 @@ public final class Quickstart {
             }
             status(walhook);
             int received = sink.requests().size();
-            say("sink received " + received + " request(s) in all" + (received > 0 ? "" : ": walhook reads and"
-                    + " acknowledges the changes (see replication.events and the acknowledged LSN in /status above),"
-                    + " but routing and webhook delivery are the next issues, so nothing is sent to the sink yet"));
+            say("sink received " + received + " request(s) in all" + (received > 0 ? "" : ": none arrived; see"
+                    + " replication and the subscription's last_error in /status above, and walhook's log"));
         } finally {
             if (hook != null) {
                 try {
