@@ -124,7 +124,12 @@ public final class ChangeEvent {
      * update after the old key's earlier changes and before the new key's later ones.
      */
     public int newRowKeyHash() {
-        return op == Operation.UPDATE && key != null ? keyHash(newRow) : rowKeyHash();
+        return changesKey() ? keyHash(newRow) : rowKeyHash();
+    }
+
+    /** Whether this is an update that changed the row's key (its 'K' tuple is the old key). */
+    public boolean changesKey() {
+        return op == Operation.UPDATE && key != null;
     }
 
     private int keyHash(TupleData source) {

@@ -2,9 +2,7 @@ package io.walhook.delivery;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * A subscription's unfinished jobs in arrival (commit) order, each released for sending once every
@@ -22,9 +20,9 @@ import java.util.Map;
 final class KeyedQueue {
 
     /** The latest job of each row key. */
-    private final Map<Long, Job> lastOfKey = new HashMap<>();
+    private final LongMap<Job> lastOfKey = new LongMap<>();
     /** The latest table-wide job of each table. */
-    private final Map<Long, Job> lastOfTable = new HashMap<>();
+    private final LongMap<Job> lastOfTable = new LongMap<>();
     /** The latest job ordered against everything. */
     private Job lastBarrier;
     /** Jobs nothing earlier holds back, not yet taken, in the order they became free. */

@@ -924,8 +924,9 @@ final class Lane {
             rateMarkNanos = now;
         }
         Instant oldestParked = null;
-        for (Job job = queue.oldest(); job != null; job = job.next) {
-            if (job.durable && job.commitTime != null) {
+        // durable jobs are read oldest first: the first one in memory is the queue's oldest, near the head
+        for (Job job = durableInMemory > 0 ? queue.oldest() : null; job != null; job = job.next) {
+            if (job.durable) {
                 oldestParked = job.commitTime;
                 break;
             }
