@@ -104,8 +104,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
     /** Ids of subscriptions deleted while this instance ran: events routed to them are dropped. */
     private final Set<String> deleted = ConcurrentHashMap.newKeySet();
-    /** Routing's own: the lanes given jobs in the current chunk. */
+    /** Routing's own: the lanes given jobs in the current chunk, and the last lane it looked up. */
     private final List<Lane> routedTo = new ArrayList<>();
+    private Lane lastLane;
 
     /**
      * @param paused whether a subscription (by id) is paused: its events wait in the durable queue until it resumes
@@ -172,6 +173,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     }
 
     private Lane lane(Subscription subscription) {
+        Lane last = lastLane;
+        if (last != null && last.subscription() == subscription && !last.isDeleted()) {
+            return last; // runs of events to one subscription: no lookup
+        }
         Lane lane = lanes.get(subscription.id());
         if (lane == null) {
             if (deleted.contains(subscription.id())) {
@@ -180,6 +185,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             lane = lanes.computeIfAbsent(subscription.id(), id -> new Lane(subscription, context));
         }
         lane.follow(subscription);
+        lastLane = lane;
         return lane;
     }
 

@@ -47,7 +47,9 @@ final class KeyedQueue {
                 if (ordering.otherKey() != ordering.key()) {
                     waitFor(lastOfKey.put(ordering.otherKey(), job), job);
                 }
-                waitFor(lastOfTable.get(ordering.table()), job);
+                if (lastOfTable.size() > 0) {
+                    waitFor(lastOfTable.get(ordering.table()), job);
+                }
             }
             case TABLE -> {
                 for (Job earlier = first; earlier != null; earlier = earlier.next) {
@@ -211,7 +213,9 @@ final class KeyedQueue {
         switch (ordering.scope()) {
             case ROW -> {
                 lastOfKey.remove(ordering.key(), job);
-                lastOfKey.remove(ordering.otherKey(), job);
+                if (ordering.otherKey() != ordering.key()) {
+                    lastOfKey.remove(ordering.otherKey(), job);
+                }
             }
             case TABLE -> lastOfTable.remove(ordering.table(), job);
             case ALL -> {

@@ -139,6 +139,8 @@ final class Lane {
     private final RetrySchedule schedule;
     private boolean disabled;
     private volatile boolean deleted;
+    /** Set at once by {@link #delete}, before its turn sets {@link #deleted}: routing stops using the lane. */
+    private volatile boolean doomed;
     private long arrivals;
     private ScheduledFuture<?> wake;
     private Instant wakeAt;
@@ -165,6 +167,11 @@ final class Lane {
 
     Subscription subscription() {
         return subscription;
+    }
+
+    /** Whether the subscription was deleted (the lane delivers nothing more). */
+    boolean isDeleted() {
+        return deleted || doomed;
     }
 
     // --- from routing ---------------------------------------------------------------------------
@@ -868,6 +875,7 @@ final class Lane {
 
     /** The subscription is gone: delivery stops at once; what it held is dropped (the API deletes its queue). */
     void delete() {
+        doomed = true;
         post(() -> {
             deleted = true;
             for (Job job : queue.removeUntaken()) {
