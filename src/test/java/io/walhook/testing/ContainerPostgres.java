@@ -24,7 +24,7 @@ final class ContainerPostgres implements PostgresServer {
         }
         PostgreSQLContainer<?> container = new PostgreSQLContainer<>("postgres:" + major)
                 .withCommand("postgres", "-c", "wal_level=logical", "-c", "max_prepared_transactions=20",
-                        "-c", "max_replication_slots=20", "-c", "max_wal_senders=20", "-c", "fsync=off");
+                        "-c", "max_replication_slots=100", "-c", "max_wal_senders=100", "-c", "fsync=off");
         container.start();
         return new ContainerPostgres(major, container);
     }

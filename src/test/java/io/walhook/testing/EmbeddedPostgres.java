@@ -63,8 +63,8 @@ public final class EmbeddedPostgres implements PostgresServer {
 
         private Builder() {
             settings.put("wal_level", "logical");
-            settings.put("max_wal_senders", "20");
-            settings.put("max_replication_slots", "20");
+            settings.put("max_wal_senders", "100");
+            settings.put("max_replication_slots", "100");
             settings.put("max_prepared_transactions", "20");
             settings.put("max_connections", "100");
             settings.put("fsync", "off");
