@@ -45,11 +45,17 @@ final class Lane {
 
     private static final Logger LOG = Logger.getLogger(Lane.class);
     /** Rows written to the durable queue in one transaction. */
-    static final int WRITE_CHUNK = 500;
+    static final int WRITE_CHUNK = 1000;
     /** Rows read from the durable queue at once. */
-    static final int PAGE = 500;
+    static final int PAGE = 1000;
     /** Durable jobs kept in memory at most: the next page is read once fewer are. */
-    static final int RESIDENT_LIMIT = 2 * PAGE;
+    static final int RESIDENT_LIMIT = 4 * PAGE;
+    /**
+     * How long the oldest failing request must have failed before a full memory budget, most of it
+     * behind failing requests, sends the events to the durable queue: a destination failing only
+     * some requests keeps them in memory (and routing waits); one row failing for good does not.
+     */
+    static final Duration STUCK_AFTER = Duration.ofSeconds(5);
     /** A batch that failed this many attempts is split, so that one bad event does not hold back the others. */
     static final int SPLIT_AFTER = 2;
     /** AMQP messages under way at once. */
@@ -121,7 +127,7 @@ final class Lane {
     private String outOfAttempts;
     private int underWay;
     private long underWayJobs;
-    private int workTurn;
+    private boolean writeTurn;
     /** Jobs at the head of {@link #toWrite} that must be written before anything else: what a switch to durable moved there. */
     private int mustWrite;
     /** Since when events go through the durable queue, when something sent them there (not at start-up). */
@@ -368,7 +374,7 @@ final class Lane {
                         + " takes nothing (" + lastError + ")";
             }
             long stuck = queue.heldBack() + retryingJobs();
-            if (stuck * 2 >= volatileJobs.get()) {
+            if (stuck * 2 >= volatileJobs.get() && !now.isBefore(first.firstFailure.plus(STUCK_AFTER))) {
                 return "most of its memory budget (" + context.settings().bufferEvents() + " events) waits behind failing"
                         + " requests (" + lastError + ")";
             }
@@ -449,18 +455,17 @@ final class Lane {
             }
             return;
         }
-        for (int i = 0; i < 4; i++) {
-            int kind = (workTurn + i) % 4;
-            boolean started = switch (kind) {
-                case 0 -> !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect()) && writeNext();
-                case 1 -> !toDelete.isEmpty() && deleteDelivered();
-                case 2 -> !toFail.isEmpty() && countFailures();
-                default -> !held() && durableInMemory < RESIDENT_LIMIT && !allRead && read();
-            };
-            if (started) {
-                workTurn = kind + 1;
-                return;
-            }
+        // two kinds of round trip, taking turns: writing what arrived, and syncing (deleting what was
+        // delivered, counting failed attempts, reading the next page), so neither starves the other
+        boolean wantsWrite = !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect());
+        boolean wantsRead = !held() && durableInMemory < RESIDENT_LIMIT && !allRead;
+        boolean wantsSync = wantsRead || !toDelete.isEmpty() || !toFail.isEmpty();
+        if (wantsWrite && (!wantsSync || writeTurn)) {
+            writeTurn = false;
+            writeNext();
+        } else if (wantsSync) {
+            writeTurn = true;
+            sync(wantsRead);
         }
     }
 
@@ -484,25 +489,25 @@ final class Lane {
         return true;
     }
 
-    private boolean deleteDelivered() {
+    /** One round trip: the delivered rows deleted, failed attempts counted, and (when {@code read}) the next page. */
+    private void sync(boolean read) {
         List<Job> gone = new ArrayList<>(toDelete);
         toDelete.clear();
-        List<String> ids = gone.stream().map(job -> job.eventId).toList();
-        database(() -> context.store().delivered(id, ids), removed -> {
-            backlog = Math.max(0, backlog - removed);
+        List<String> goneIds = new ArrayList<>(gone.size());
+        gone.forEach(job -> goneIds.add(job.eventId));
+        Map<String, List<String>> failures = new LinkedHashMap<>(toFail);
+        toFail.clear();
+        long after = cursor;
+        if (read) {
+            writtenSinceRead = false;
+        }
+        database(() -> context.store().sync(id, goneIds, failures, after, read ? PAGE : 0), synced -> {
+            backlog = Math.max(0, backlog - synced.deleted());
             gone.forEach(job -> resident.remove(job.eventId));
+            if (read) {
+                loaded(synced.page());
+            }
         });
-        return true;
-    }
-
-    private boolean countFailures() {
-        Map.Entry<String, List<String>> failed = toFail.entrySet().iterator().next();
-        toFail.remove(failed.getKey());
-        database(() -> {
-            context.store().failed(id, failed.getValue(), failed.getKey());
-            return 0;
-        }, nothing -> { });
-        return true;
     }
 
     private void write(List<Job> chunk) {
@@ -533,34 +538,27 @@ final class Lane {
         });
     }
 
-    private boolean read() {
-        long after = cursor;
-        writtenSinceRead = false;
-        database(() -> {
-            List<ParkedEventStore.Parked> page = context.store().page(id, after, PAGE, Optional.empty());
-            return page;
-        }, page -> {
-            for (ParkedEventStore.Parked row : page) {
-                cursor = Math.max(cursor, row.id());
-                if (resident.contains(row.eventId())) {
-                    continue; // in memory already
-                }
-                Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
-                        row.headers(), row.address(), Ordering.decode(row.ordering()));
-                job.durable = true;
-                job.attempts = row.attempts();
-                job.rowKey = row.rowKey();
-                job.arrival = ++arrivals;
-                resident.add(job.eventId);
-                durableInMemory++;
-                queue.add(job);
+    /** A page read from the durable queue joins the jobs in memory, behind what is there for its rows. */
+    private void loaded(List<ParkedEventStore.Parked> page) {
+        for (ParkedEventStore.Parked row : page) {
+            cursor = Math.max(cursor, row.id());
+            if (resident.contains(row.eventId())) {
+                continue; // in memory already
             }
-            exhausted = page.size() < PAGE;
-            if (!page.isEmpty() && queuedSince == null) {
-                queuedSince = context.clock().instant(); // rows from before a restart
-            }
-        });
-        return true;
+            Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
+                    row.headers(), row.address(), Ordering.decode(row.ordering()));
+            job.durable = true;
+            job.attempts = row.attempts();
+            job.rowKey = row.rowKey();
+            job.arrival = ++arrivals;
+            resident.add(job.eventId);
+            durableInMemory++;
+            queue.add(job);
+        }
+        exhausted = page.size() < PAGE;
+        if (!page.isEmpty() && queuedSince == null) {
+            queuedSince = context.clock().instant(); // rows from before a restart
+        }
     }
 
     /** Runs a state-database call off the lane, until it succeeds; its result comes back on a turn. */
@@ -717,7 +715,15 @@ final class Lane {
     }
 
     private void delivered(Outgoing o, Instant now) {
-        schedule.succeeded(now);
+        if (schedule.succeeded(now)) {
+            // the destination is back after taking nothing: what waits, on backoffs grown long, goes now
+            List<Outgoing> waiting = new ArrayList<>(retrying);
+            retrying.clear();
+            for (Outgoing w : waiting) {
+                w.due = now.plusMillis(context.random().nextInt((int) RetrySchedule.FIRST_MILLIS));
+                retrying.add(w);
+            }
+        }
         outgoing.remove(o);
         failing.remove(o);
         int fromQueue = 0;

@@ -206,26 +206,60 @@ public final class ParkedEventStore {
         }
     }
 
-    /** These events went through: they leave the queue. Returns how many rows did. */
-    public int delivered(String subscriptionId, List<String> eventIds) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table
-                     + " WHERE subscription_id = ? AND event_id = ANY (?)")) {
-            s.setString(1, subscriptionId);
-            s.setArray(2, c.createArrayOf("text", eventIds.toArray()));
-            return s.executeUpdate();
-        }
+    /** What {@link #sync} did: how many delivered rows it deleted, and the page it read (empty when none was asked). */
+    public record Synced(int deleted, List<Parked> page) {
     }
 
-    /** Another failed attempt at these events. */
-    public void failed(String subscriptionId, List<String> eventIds, String error) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("UPDATE " + table
-                     + " SET attempts = attempts + 1, last_error = ? WHERE subscription_id = ? AND event_id = ANY (?)")) {
-            s.setString(1, error);
-            s.setString(2, subscriptionId);
-            s.setArray(3, c.createArrayOf("text", eventIds.toArray()));
-            s.executeUpdate();
+    /**
+     * A lane's round trip, in one transaction: deletes the rows of these delivered events, counts
+     * another failed attempt at these (by error text), then reads the next page after {@code afterId}
+     * ({@code limit} 0: none).
+     */
+    public Synced sync(String subscriptionId, List<String> delivered, Map<String, List<String>> failed, long afterId,
+            int limit) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                int deleted = 0;
+                if (!delivered.isEmpty()) {
+                    try (PreparedStatement s = c.prepareStatement("DELETE FROM " + table
+                            + " WHERE subscription_id = ? AND event_id = ANY (?)")) {
+                        s.setString(1, subscriptionId);
+                        s.setArray(2, c.createArrayOf("text", delivered.toArray()));
+                        deleted = s.executeUpdate();
+                    }
+                }
+                if (!failed.isEmpty()) {
+                    try (PreparedStatement s = c.prepareStatement("UPDATE " + table + " SET attempts = attempts + 1,"
+                            + " last_error = ? WHERE subscription_id = ? AND event_id = ANY (?)")) {
+                        for (Map.Entry<String, List<String>> failure : failed.entrySet()) {
+                            s.setString(1, failure.getKey());
+                            s.setString(2, subscriptionId);
+                            s.setArray(3, c.createArrayOf("text", failure.getValue().toArray()));
+                            s.addBatch();
+                        }
+                        s.executeBatch();
+                    }
+                }
+                List<Parked> page = List.of();
+                if (limit > 0) {
+                    try (PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
+                            + " WHERE subscription_id = ? AND id > ? ORDER BY id LIMIT ?")) {
+                        s.setString(1, subscriptionId);
+                        s.setLong(2, afterId);
+                        s.setInt(3, limit);
+                        page = rows(s);
+                    }
+                }
+                c.commit();
+                return new Synced(deleted, page);
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
         }
     }
 

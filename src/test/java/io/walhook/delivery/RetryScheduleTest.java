@@ -20,8 +20,13 @@ class RetryScheduleTest {
 
     @Test
     void backoffDoublesWithFullJitterUpToTheMaximum() {
-        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
         for (int attempt = 1; attempt <= 12; attempt++) {
+            // a destination failing every attempt: its failures in a row are this request's
+            RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
+            schedule.succeeded(NOW);
+            for (int f = 0; f < attempt; f++) {
+                schedule.failed();
+            }
             long bound = Math.min(1000, 200L << (attempt - 1));
             long max = 0;
             for (int i = 0; i < 200; i++) {
@@ -37,15 +42,16 @@ class RetryScheduleTest {
     void theLongIntervalAppliesOnlyWhileEveryAttemptFails() {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
-        schedule.failed();
-        schedule.failed();
-        schedule.failed();
+        for (int i = 0; i < RetrySchedule.STREAK; i++) {
+            schedule.failed();
+        }
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(1))).as("a success a second ago").isFalse();
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(3))).isTrue();
         schedule.succeeded(NOW);
-        schedule.failed();
-        schedule.failed();
-        assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).as("two failures are no streak").isFalse();
+        for (int i = 1; i < RetrySchedule.STREAK; i++) {
+            schedule.failed();
+        }
+        assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).as("one failure short of a streak").isFalse();
         schedule.failed();
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).isTrue();
         long longest = 0;
@@ -54,10 +60,43 @@ class RetryScheduleTest {
         }
         assertThat(longest).isGreaterThan(60_000).isLessThanOrEqualTo(300_000);
         // one success and the destination is retried at the short pace again
-        schedule.succeeded(NOW.plusSeconds(60));
+        assertThat(schedule.succeeded(NOW.plusSeconds(60))).as("the destination is back").isTrue();
+        assertThat(schedule.succeeded(NOW.plusSeconds(61))).isFalse();
         for (int i = 0; i < 200; i++) {
             assertThat(millis(schedule.delay(30, Optional.empty(), NOW.plusSeconds(60), random))).isLessThanOrEqualTo(1000);
         }
+    }
+
+    @Test
+    void aSuccessResetsTheBackoffSoARequestFailingBesideSuccessesIsRetriedQuicklyThenOnItsOwnPace() {
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofMinutes(5));
+        schedule.succeeded(NOW);
+        for (int f = 0; f < 5; f++) {
+            schedule.failed();
+        }
+        assertThat(millis(schedule.delay(5, Optional.empty(), NOW, random))).as("five failures in a row").isGreaterThan(0);
+        long longest = 0;
+        for (int i = 0; i < 200; i++) {
+            longest = Math.max(longest, millis(schedule.delay(5, Optional.empty(), NOW, random)));
+        }
+        assertThat(longest).isGreaterThan(1600).isLessThanOrEqualTo(3200);
+        // other requests succeed: the next failure of this one waits at the short pace again
+        schedule.succeeded(NOW);
+        schedule.failed();
+        for (int attempt = 1; attempt <= 1 + RetrySchedule.QUICK_RETRIES; attempt++) {
+            for (int i = 0; i < 200; i++) {
+                assertThat(millis(schedule.delay(attempt, Optional.empty(), NOW, random)))
+                        .as("attempt %d after a success elsewhere", attempt).isLessThanOrEqualTo(200);
+            }
+        }
+        // an event the destination always refuses, while it takes the others: its own backoff grows
+        int attempts = 1 + RetrySchedule.QUICK_RETRIES + 4;
+        longest = 0;
+        for (int i = 0; i < 200; i++) {
+            longest = Math.max(longest, millis(schedule.delay(attempts, Optional.empty(), NOW, random)));
+        }
+        assertThat(longest).isGreaterThan(1600).isLessThanOrEqualTo(3200);
+        assertThat(millis(schedule.delay(1000, Optional.empty(), NOW, random))).isLessThanOrEqualTo(60_000);
     }
 
     @Test
