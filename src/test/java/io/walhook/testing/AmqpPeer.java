@@ -22,11 +22,17 @@ import io.vertx.proton.ProtonSession;
 public final class AmqpPeer implements AutoCloseable {
 
     private final Vertx vertx = Vertx.vertx();
-    private final ProtonServer server;
+    private volatile ProtonServer server;
+    private final int port;
     private final List<Message> accepted = new ArrayList<>();
     private volatile Predicate<Message> reject = message -> false;
 
     private AmqpPeer() throws Exception {
+        this.server = listen(0);
+        this.port = server.actualPort();
+    }
+
+    private ProtonServer listen(int port) throws Exception {
         CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
         ProtonServer created = ProtonServer.create(vertx).connectHandler(connection -> {
             connection.openHandler(open -> connection.open());
@@ -47,14 +53,29 @@ public final class AmqpPeer implements AutoCloseable {
                 link.open();
             });
         });
-        created.listen(0, "127.0.0.1", result -> {
+        created.listen(port, "127.0.0.1", result -> {
             if (result.succeeded()) {
                 listening.complete(result.result());
             } else {
                 listening.completeExceptionally(result.cause());
             }
         });
-        this.server = listening.get(10, TimeUnit.SECONDS);
+        return listening.get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A broker restart: every connection is dropped and the port refuses for a moment, then the
+     * peer listens again on the same port, keeping what it accepted so far.
+     */
+    public void restart() {
+        try {
+            CompletableFuture<Void> closed = new CompletableFuture<>();
+            server.close(result -> closed.complete(null));
+            closed.get(10, TimeUnit.SECONDS);
+            server = listen(port);
+        } catch (Exception e) {
+            throw new HarnessException("cannot restart the AMQP peer on port " + port + ": " + e.getMessage(), e);
+        }
     }
 
     public static AmqpPeer start() {
@@ -72,7 +93,7 @@ public final class AmqpPeer implements AutoCloseable {
 
     /** {@code amqp://127.0.0.1:<port>}, for WALHOOK_AMQP_URL. */
     public String url() {
-        return "amqp://127.0.0.1:" + server.actualPort();
+        return "amqp://127.0.0.1:" + port;
     }
 
     /** Every message accepted so far, in the order it was settled. */

@@ -1,0 +1,220 @@
+package io.walhook.torture;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
+
+import org.apache.qpid.proton.message.Message;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+import io.walhook.testing.AmqpPeer;
+import io.walhook.testing.AmqpReceiver;
+import io.walhook.testing.HarnessException;
+
+/**
+ * The receivers and what reached them: one HTTP receiver for the webhook subscriptions (told apart
+ * by path) that misbehaves as the run tells it, and an AMQP peer. An event counts as delivered
+ * when the receiver answered 2xx for the request carrying it, or the peer accepted its message;
+ * arrivals are kept in that order per subscription.
+ */
+final class Observed implements AutoCloseable {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** How the HTTP receiver answers, for the paths starting with {@link #prefix} (all when null). */
+    record Behaviour(String prefix, int failPercent, int status, String retryAfter, int slowPercent, long slowMillis,
+            boolean goneOnce) {
+        static final Behaviour HEALTHY = new Behaviour(null, 0, 204, null, 0, 0, false);
+
+        boolean applies(String path) {
+            return prefix == null || path.startsWith(prefix);
+        }
+    }
+
+    /** One event as a receiver got it: its id, the token of its change, op, and the TOASTed text when present. */
+    record Arrival(String subscription, String id, String token, String op, String big, boolean bigPresent) {
+    }
+
+    private final HttpServer server;
+    private final ExecutorService executor = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "torture-receiver");
+        t.setDaemon(true);
+        return t;
+    });
+    private final AmqpPeer amqp;
+    private volatile Behaviour behaviour = Behaviour.HEALTHY;
+    private final List<Arrival> arrivals = new ArrayList<>();
+    private final List<String> malformed = new ArrayList<>();
+    private final Map<String, Integer> statuses = new LinkedHashMap<>();
+    private int amqpSeen;
+
+    Observed() {
+        try {
+            server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
+        } catch (IOException e) {
+            throw new HarnessException("cannot start the torture receiver: " + e.getMessage(), e);
+        }
+        server.setExecutor(executor);
+        server.createContext("/", this::handle);
+        server.start();
+        amqp = AmqpPeer.start();
+    }
+
+    String url(String path) {
+        return "http://127.0.0.1:" + server.getAddress().getPort() + path;
+    }
+
+    String amqpUrl() {
+        return amqp.url();
+    }
+
+    void behave(Behaviour behaviour) {
+        this.behaviour = behaviour;
+    }
+
+    /** The AMQP peer rejects this share of messages from now on. */
+    void amqpRejects(int percent) {
+        amqp.reject(message -> percent > 0 && ThreadLocalRandom.current().nextInt(100) < percent);
+    }
+
+    void restartAmqp() {
+        amqp.restart();
+    }
+
+    private void handle(HttpExchange exchange) throws IOException {
+        try (exchange; InputStream in = exchange.getRequestBody()) {
+            String body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            String path = exchange.getRequestURI().getPath();
+            Behaviour b = behaviour;
+            int status = 204;
+            String retryAfter = null;
+            if (b.applies(path)) {
+                ThreadLocalRandom random = ThreadLocalRandom.current();
+                if (b.goneOnce()) {
+                    behaviour = Behaviour.HEALTHY;
+                    status = 410;
+                } else if (random.nextInt(100) < b.slowPercent()) {
+                    try {
+                        Thread.sleep(b.slowMillis()); // a receiver slower than walhook's request timeout
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                } else if (random.nextInt(100) < b.failPercent()) {
+                    status = b.status();
+                    retryAfter = b.retryAfter();
+                }
+            }
+            if (status / 100 == 2) {
+                record(path, body);
+            }
+            synchronized (this) {
+                statuses.merge(path.split("/")[1] + " " + status, 1, Integer::sum);
+            }
+            if (retryAfter != null) {
+                exchange.getResponseHeaders().add("Retry-After", retryAfter);
+            }
+            exchange.sendResponseHeaders(status, -1);
+        }
+    }
+
+    private void record(String path, String body) {
+        String subscription = path.split("/")[1];
+        try {
+            JsonNode root = JSON.readTree(body);
+            List<JsonNode> events = new ArrayList<>();
+            collect(root, events);
+            synchronized (this) {
+                for (JsonNode event : events) {
+                    arrivals.add(arrival(subscription, event));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            synchronized (this) {
+                malformed.add(subscription + ": " + e + " in " + body.substring(0, Math.min(200, body.length())));
+            }
+        }
+    }
+
+    /** The events of a body: one, a JSON array of them, a structured CloudEvent or a batch of those. */
+    static void collect(JsonNode node, List<JsonNode> events) {
+        if (node.isArray()) {
+            node.forEach(n -> collect(n, events));
+        } else if (node.has("specversion")) {
+            collect(node.get("data"), events);
+        } else {
+            events.add(node);
+        }
+    }
+
+    static Arrival arrival(String subscription, JsonNode event) {
+        String op = event.path("op").asText();
+        String id = event.path("id").asText();
+        String token;
+        String big = null;
+        boolean bigPresent = false;
+        switch (op) {
+            case "message" -> token = event.path("message").path("content").asText();
+            case "truncate" -> token = "T:" + event.path("table").asText() + ":" + event.path("tx").path("xid").asLong();
+            case "delete" -> token = "D:" + event.path("table").asText() + ":" + event.path("key").path("id").asText() + ":"
+                    + event.path("tx").path("xid").asLong();
+            default -> {
+                token = "w" + event.path("new").path("w").asLong();
+                JsonNode value = event.path("new").get("big");
+                if (value != null) {
+                    bigPresent = true;
+                    big = value.isNull() ? null : value.asText();
+                }
+            }
+        }
+        return new Arrival(subscription, id, token, op, big, bigPresent);
+    }
+
+    /** Everything delivered so far: webhook arrivals in order, then the AMQP peer's accepted messages in settlement order. */
+    synchronized List<Arrival> arrivals() {
+        List<Message> accepted = amqp.accepted();
+        for (int i = amqpSeen; i < accepted.size(); i++) {
+            Message message = accepted.get(i);
+            try {
+                JsonNode event = JSON.readTree(AmqpReceiver.body(message));
+                Arrival arrival = arrival("queue", event);
+                if (!arrival.id().equals(String.valueOf(message.getMessageId()))) {
+                    malformed.add("queue: message-id " + message.getMessageId() + " is not the event's id " + arrival.id());
+                }
+                arrivals.add(arrival);
+            } catch (IOException | RuntimeException e) {
+                malformed.add("queue: " + e);
+            }
+        }
+        amqpSeen = accepted.size();
+        return List.copyOf(arrivals);
+    }
+
+    synchronized List<String> malformed() {
+        return List.copyOf(malformed);
+    }
+
+    synchronized Map<String, Integer> statuses() {
+        return Map.copyOf(statuses);
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+        amqp.close();
+    }
+}

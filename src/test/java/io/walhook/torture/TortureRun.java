@@ -1,0 +1,686 @@
+package io.walhook.torture;
+
+import java.io.PrintStream;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.walhook.testing.ApiClient;
+import io.walhook.testing.EmbeddedPostgres;
+import io.walhook.testing.WalhookProcess;
+
+/**
+ * One seeded run of the fault-injection tier: the packaged walhook against its own PostgreSQL, an
+ * HTTP receiver and an AMQP peer, while the {@link Workload} writes, faults strike (kill -9,
+ * SIGTERM, PostgreSQL restarts, the walsender terminated, receivers failing, slow, answering 410
+ * or odd {@code Retry-After}s, the broker restarting) and the API changes subscriptions (batching,
+ * destination, name, pause and resume, replay, delete and recreate, dead letters dropped). Then
+ * the faults stop, everything settles, and the invariants are checked.
+ *
+ * <p>Every choice (which transaction, which fault, which mutation, when) comes from the seed, in
+ * order, so a seed replays the same sequence of actions; how they interleave with walhook's own
+ * threads is up to the machine, so a failure found by a seed is reproduced by running it again,
+ * sometimes a few times.
+ */
+public final class TortureRun {
+
+    private static final String TOKEN = "torture-token";
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Duration SETTLE = Duration.ofMinutes(4);
+
+    /** What a run did and found. */
+    public record Report(long seed, Duration took, int transactions, int changes, Map<String, Integer> deliveries,
+            Map<String, Integer> actions, List<String> violations) {
+        public boolean ok() {
+            return violations.isEmpty();
+        }
+
+        public String summary() {
+            return String.format(Locale.ROOT, "seed %d: %s in %ds, %,d transactions, %,d changes, deliveries %s;"
+                    + " actions %s%s", seed, ok() ? "every invariant held" : violations.size() + " invariants broken",
+                    took.toSeconds(), transactions, changes, deliveries, actions,
+                    ok() ? "" : "\n  " + String.join("\n  ", violations));
+        }
+    }
+
+    private final long seed;
+    private final Duration duration;
+    private final PrintStream log;
+    private final SplittableRandom random;
+    private final Ledger ledger = new Ledger();
+    private final List<String> violations = new ArrayList<>();
+    private final Map<String, Integer> actions = new TreeMap<>();
+    /** What could carry a secret: every API answer and every line walhook printed. */
+    private final StringBuilder exposed = new StringBuilder();
+    private final Map<String, String> env = new LinkedHashMap<>();
+    private final String hooksSecret;
+    private final String singleSecret;
+    private final String headerValue;
+    private final String querySecret;
+    private EmbeddedPostgres pg;
+    private String database;
+    private Observed observed;
+    private WalhookProcess walhook;
+    private String hooksId;
+    private String ephId;
+    private int hooksVersion;
+    private boolean hooksPaused;
+
+    private TortureRun(long seed, Duration duration, PrintStream log) {
+        this.seed = seed;
+        this.duration = duration;
+        this.log = log;
+        this.random = new SplittableRandom(seed);
+        byte[] key = new byte[24];
+        for (int i = 0; i < key.length; i++) {
+            key[i] = (byte) random.nextInt(256);
+        }
+        hooksSecret = "whsec_" + Base64.getEncoder().encodeToString(key);
+        key[0] ^= 1;
+        singleSecret = "whsec_" + Base64.getEncoder().encodeToString(key);
+        headerValue = "hdr" + Long.toHexString(random.nextLong());
+        querySecret = "qs" + Long.toHexString(random.nextLong());
+    }
+
+    /** Runs one seed for this long (plus setting up and settling) and reports what it found. */
+    public static Report run(long seed, Duration duration, PrintStream log) throws Exception {
+        return new TortureRun(seed, duration, log).run();
+    }
+
+    private Report run() throws Exception {
+        Instant started = Instant.now();
+        say("seed " + seed + ": " + duration.toSeconds() + " s of faults (replay: ./scripts/torture --seed " + seed
+                + " --seconds " + duration.toSeconds() + ")");
+        pg = EmbeddedPostgres.builder().setting("logical_decoding_work_mem", "64kB").setting("wal_sender_timeout", "20s")
+                .start();
+        Workload workload;
+        try (Observed receivers = new Observed()) {
+            observed = receivers;
+            database = pg.createDatabase("torture");
+            Workload.createSchema(pg, database);
+            pg.execute(database, "CREATE TABLE probe (id int PRIMARY KEY, w bigint)");
+            configure();
+            startWalhook();
+            createSubscriptions();
+            workload = new Workload(pg, database, random, ledger);
+            Instant end = Instant.now().plus(duration);
+            while (Instant.now().isBefore(end)) {
+                watchProcess();
+                workload.step();
+                if (random.nextInt(60) == 0) {
+                    act(workload);
+                }
+                pace(random.nextInt(20));
+            }
+            say("faults stop; settling");
+            settle(workload);
+            check();
+            if (walhook != null) {
+                exposed.append(walhook.output());
+                walhook.close();
+            }
+            checkExposure();
+            int changes = ledger.transactions().stream().mapToInt(tx -> tx.changes.size()).sum();
+            Map<String, Integer> deliveries = new TreeMap<>();
+            observed.arrivals().forEach(a -> deliveries.merge(a.subscription(), 1, Integer::sum));
+            Report report = new Report(seed, Duration.between(started, Instant.now()), workload.transactions, changes,
+                    deliveries, actions, List.copyOf(violations));
+            say(report.summary());
+            return report;
+        } finally {
+            if (walhook != null) {
+                walhook.close();
+            }
+            pg.stop();
+        }
+    }
+
+    private void configure() {
+        env.put("WALHOOK_SOURCE_URL", pg.sourceUrl(database));
+        env.put("WALHOOK_SLOT", "torture");
+        env.put("WALHOOK_API_TOKEN", TOKEN);
+        env.put("WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
+        env.put("WALHOOK_AMQP_URL", observed.amqpUrl());
+        env.put("WALHOOK_DELIVERY_REQUEST_TIMEOUT", "1s");
+        env.put("WALHOOK_DELIVERY_MAX_BACKOFF", "2s");
+        env.put("WALHOOK_DELIVERY_PARKED_RETRY_INTERVAL", "5s");
+        env.put("WALHOOK_DELIVERY_RETRY_WINDOW", random.nextBoolean() ? "3s" : "30s");
+        env.put("WALHOOK_SHUTDOWN_GRACE_PERIOD", "3s");
+        env.put("WALHOOK_SOURCE_STATUS_INTERVAL", "2s");
+        env.put("WALHOOK_SOURCE_RECONNECT_MAX_BACKOFF", "2s");
+        env.put("WALHOOK_SOURCE_HANDOFF_CAPACITY", Integer.toString(200 + random.nextInt(2000)));
+        env.put("WALHOOK_SUBSCRIPTIONS_SINGLE_URL", observed.url("/single"));
+        env.put("WALHOOK_SUBSCRIPTIONS_SINGLE_TABLES", "public.hot,public.toast,public.trunc");
+        env.put("WALHOOK_SUBSCRIPTIONS_SINGLE_FORMAT", "cloudevents");
+        env.put("WALHOOK_SUBSCRIPTIONS_SINGLE_SECRET", singleSecret);
+        env.put("WALHOOK_SUBSCRIPTIONS_QUEUE_AMQP_ADDRESS", "torture.{table}");
+        env.put("WALHOOK_SUBSCRIPTIONS_QUEUE_TABLES", "public.hot,public.bulk");
+        concurrency();
+    }
+
+    private void concurrency() {
+        env.put("WALHOOK_DELIVERY_CONCURRENCY", Integer.toString(List.of(1, 2, 4, 8).get(random.nextInt(4))));
+    }
+
+    private void startWalhook() throws InterruptedException {
+        walhook = WalhookProcess.start(env, "384m");
+        walhook.awaitReady(Duration.ofSeconds(120));
+    }
+
+    private ApiClient api() throws InterruptedException {
+        if (!walhook.isAlive()) {
+            watchProcess();
+        }
+        walhook.awaitReady(Duration.ofSeconds(120));
+        return new ApiClient(walhook, TOKEN);
+    }
+
+    private String hooks(int batch) {
+        return "{\"name\": \"" + (hooksVersion % 2 == 0 ? "hooks" : "hooks-renamed") + "\", \"tables\": [\"*\"],"
+                + " \"batch\": {\"max_events\": " + batch + ", \"max_wait_ms\": 20}, \"destination\": {\"type\": \"webhook\","
+                + " \"url\": \"" + observed.url("/hooks/" + hooksVersion) + "?sig=" + querySecret + "\", \"secret\": \""
+                + hooksSecret + "\", \"headers\": {\"x-api-key\": \"" + headerValue + "\"}}}";
+    }
+
+    private static String eph() {
+        return "{\"name\": \"eph\", \"tables\": [\"public.hot\"], \"destination\": {\"type\": \"webhook\", \"url\": \"%s\"}}";
+    }
+
+    private void createSubscriptions() throws Exception {
+        ApiClient api = api();
+        hooksId = api.create(hooks(10));
+        ephId = api.create(eph().formatted(observed.url("/eph/0")));
+        // from the next transaction walhook reads: wait until one reaches the new subscription
+        Instant deadline = Instant.now().plus(Duration.ofSeconds(60));
+        int probe = 0;
+        while (observed.arrivals().stream().noneMatch(a -> a.subscription().equals("hooks") && a.token().equals("w-1"))) {
+            if (Instant.now().isAfter(deadline)) {
+                throw new IllegalStateException("the new subscription got nothing within 60 s:\n" + walhook.output());
+            }
+            pg.execute(database, "INSERT INTO probe VALUES (" + (++probe) + ", -1)");
+            pace(500);
+        }
+    }
+
+    /** One fault or mutation, chosen from the seed. */
+    private void act(Workload workload) throws Exception {
+        int pick = random.nextInt(100);
+        if (pick < 12) {
+            count("kill -9");
+            walhook.close();
+            exposed.append(walhook.output());
+            checkAcknowledged("after kill -9");
+            walhook = WalhookProcess.start(env, "384m");
+        } else if (pick < 19) {
+            count("SIGTERM");
+            stopGracefully(false);
+        } else if (pick < 24) {
+            count("restart with another lane count");
+            stopGracefully(true);
+        } else if (pick < 31) {
+            count("PostgreSQL restart");
+            pg.restart();
+        } else if (pick < 37) {
+            count("walsender terminated");
+            try {
+                pg.execute(database, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
+                        + " WHERE slot_name = 'torture' AND active_pid IS NOT NULL");
+            } catch (SQLException e) {
+                // the server restarts: nothing to terminate
+            }
+        } else if (pick < 57) {
+            receiverFault();
+        } else if (pick < 64) {
+            if (random.nextBoolean()) {
+                count("AMQP peer restart");
+                observed.restartAmqp();
+            } else {
+                int percent = List.of(0, 0, 20, 50).get(random.nextInt(4));
+                count("AMQP rejects " + percent + "%");
+                observed.amqpRejects(percent);
+            }
+        } else if (pick < 90) {
+            mutateHooks();
+        } else {
+            mutateEph();
+        }
+    }
+
+    private void stopGracefully(boolean newLaneCount) throws InterruptedException, SQLException {
+        // a JVM told to stop before walhook installed its handler exits 143; once ready, walhook exits 0
+        boolean ready = walhook.status("/q/health/ready") == 200;
+        walhook.terminate();
+        int status = walhook.awaitExit(Duration.ofSeconds(60));
+        exposed.append(walhook.output());
+        if (status != 0 && (ready || status != 143)) {
+            violations.add("SIGTERM: walhook exited with " + status + " (not 0)" + (ready ? " although it was ready" : ""));
+        }
+        walhook.close();
+        checkAcknowledged("after SIGTERM");
+        if (newLaneCount) {
+            concurrency();
+        }
+        walhook = WalhookProcess.start(env, "384m");
+    }
+
+    private void receiverFault() {
+        String target = List.of("/hooks", "/single", "/eph", "/").get(random.nextInt(4));
+        String prefix = target.equals("/") ? null : target;
+        Observed.Behaviour behaviour = switch (random.nextInt(7)) {
+            case 0 -> Observed.Behaviour.HEALTHY;
+            case 1 -> new Observed.Behaviour(prefix, 10 + random.nextInt(40), 500, null, 0, 0, false);
+            case 2 -> new Observed.Behaviour(prefix, 100, 503, null, 0, 0, false);
+            case 3 -> new Observed.Behaviour(prefix, 30, random.nextBoolean() ? 429 : 503,
+                    List.of("0", "-1", "soon", "99999999999999999", "1", "Wed, 21 Oct 2015 07:28:00 GMT").get(random.nextInt(6)),
+                    0, 0, false);
+            case 4 -> new Observed.Behaviour(prefix, 0, 204, null, 20 + random.nextInt(30), 1500, false);
+            case 5 -> new Observed.Behaviour(prefix, 0, 204, null, 100, 3000, false);
+            default -> new Observed.Behaviour(prefix == null ? "/hooks" : prefix, 0, 204, null, 0, 0, true);
+        };
+        count("receiver " + describe(behaviour));
+        observed.behave(behaviour);
+    }
+
+    private static String describe(Observed.Behaviour b) {
+        String who = b.prefix() == null ? "all" : b.prefix();
+        if (b.goneOnce()) {
+            return who + " 410 once";
+        }
+        if (b.slowPercent() > 0) {
+            return who + (b.slowPercent() == 100 ? " hangs" : " slow");
+        }
+        if (b.failPercent() == 0) {
+            return "healthy";
+        }
+        return who + " fails " + b.failPercent() + "%" + (b.retryAfter() == null ? "" : " with Retry-After");
+    }
+
+    private void mutateHooks() throws Exception {
+        ApiClient api = api();
+        switch (random.nextInt(6)) {
+            case 0 -> {
+                count("PUT hooks batch size");
+                answer("PUT batch", api.put("/subscriptions/" + hooksId, hooks(List.of(1, 5, 50).get(random.nextInt(3)))));
+            }
+            case 1 -> {
+                count("PUT hooks destination and name");
+                hooksVersion++;
+                answer("PUT destination", api.put("/subscriptions/" + hooksId, hooks(1 + random.nextInt(20))));
+            }
+            case 2 -> {
+                count("pause hooks");
+                if (answer("pause", api.post("/subscriptions/" + hooksId + "/pause", null)) == 200) {
+                    hooksPaused = true;
+                }
+            }
+            case 3 -> {
+                count("resume hooks");
+                if (answer("resume", api.post("/subscriptions/" + hooksId + "/resume", null)) == 200) {
+                    hooksPaused = false;
+                }
+            }
+            case 4 -> {
+                count("replay hooks");
+                answer("replay", api.post("/subscriptions/" + hooksId + "/dead-letters/replay", null));
+            }
+            default -> {
+                count("read hooks views");
+                answer("GET", api.get("/subscriptions/" + hooksId));
+                answer("GET dead letters", api.get("/subscriptions/" + hooksId + "/dead-letters?limit=5"));
+                answer("GET status", api.get("/status"));
+            }
+        }
+    }
+
+    private void mutateEph() throws Exception {
+        ApiClient api = api();
+        if (random.nextBoolean()) {
+            count("delete and recreate eph");
+            answer("DELETE", api.delete("/subscriptions/" + ephId));
+            ephId = api.create(eph().formatted(observed.url("/eph/" + random.nextInt(1000))));
+        } else {
+            count("drop eph dead letters");
+            answer("DELETE dead letters", api.delete("/subscriptions/" + ephId + "/dead-letters"));
+        }
+    }
+
+    /** Keeps an API answer for the exposure check; a 5xx other than 503 (the database restarting) breaks an invariant. */
+    private int answer(String what, ApiClient.Answer answer) {
+        exposed.append(answer.text()).append('\n');
+        if (answer.status() >= 500 && answer.status() != 503) {
+            violations.add("API " + what + " answered " + answer.status() + ": " + answer.text());
+        }
+        return answer.status();
+    }
+
+    /** A walhook that exited without being told to breaks an invariant; it is started again. */
+    private void watchProcess() throws InterruptedException {
+        if (walhook != null && !walhook.isAlive()) {
+            String output = walhook.output();
+            exposed.append(output);
+            String[] lines = output.split("\n");
+            violations.add("walhook exited by itself; its last lines:\n    "
+                    + String.join("\n    ", java.util.Arrays.copyOfRange(lines, Math.max(0, lines.length - 8), lines.length)));
+            walhook.close();
+            walhook = WalhookProcess.start(env, "384m");
+        }
+    }
+
+    /**
+     * With walhook stopped: every committed change at or before the slot's confirmed position was
+     * delivered or is in the durable queue, for every subscription that wants it.
+     */
+    private void checkAcknowledged(String when) throws SQLException {
+        long confirmed;
+        Map<String, Set<String>> queued = new HashMap<>();
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots"
+                    + " WHERE slot_name = 'torture'")) {
+                if (!rs.next()) {
+                    violations.add(when + ": the slot is gone");
+                    return;
+                }
+                confirmed = rs.getLong(1);
+            }
+            try (ResultSet rs = s.executeQuery("SELECT subscription_id, body FROM walhook.parked_event")) {
+                while (rs.next()) {
+                    String subscription = rs.getString(1);
+                    String name = subscription.equals(hooksId) ? "hooks" : subscription.replace("config:", "");
+                    try {
+                        List<JsonNode> events = new ArrayList<>();
+                        Observed.collect(JSON.readTree(rs.getBytes(2)), events);
+                        for (JsonNode event : events) {
+                            queued.computeIfAbsent(name, k -> new HashSet<>()).add(Observed.arrival(name, event).token());
+                        }
+                    } catch (java.io.IOException e) {
+                        violations.add(when + ": a durable queue row of " + name + " is not JSON: " + e.getMessage());
+                    }
+                }
+            }
+        } catch (SQLException e) {
+            return; // the server is restarting: no check this time
+        }
+        Map<String, Set<String>> delivered = delivered();
+        int missing = 0;
+        List<String> examples = new ArrayList<>();
+        for (Ledger.Tx tx : ledger.transactions()) {
+            if (tx.outcome != Ledger.Outcome.COMMITTED || tx.lsnAfter < 0 || tx.lsnAfter > confirmed) {
+                continue;
+            }
+            for (Ledger.Change change : tx.changes) {
+                for (String subscription : wanting(change)) {
+                    if (!delivered.getOrDefault(subscription, Set.of()).contains(change.token())
+                            && !queued.getOrDefault(subscription, Set.of()).contains(change.token())) {
+                        missing++;
+                        if (examples.size() < 5) {
+                            examples.add(subscription + " " + change.token());
+                        }
+                    }
+                }
+            }
+        }
+        if (missing > 0) {
+            violations.add(when + ": the slot confirmed " + lsn(confirmed) + " past " + missing
+                    + " changes neither delivered nor queued, e.g. " + examples);
+        }
+    }
+
+    /** The subscriptions whose every change must arrive: hooks (every table, messages), single and queue. */
+    private static List<String> wanting(Ledger.Change change) {
+        String table = change.table();
+        List<String> wanting = new ArrayList<>(List.of("hooks"));
+        if ("hot".equals(table) || "toast".equals(table) || "trunc".equals(table)) {
+            wanting.add("single");
+        }
+        if ("hot".equals(table) || "bulk".equals(table)) {
+            wanting.add("queue");
+        }
+        return wanting;
+    }
+
+    private Map<String, Set<String>> delivered() {
+        Map<String, Set<String>> delivered = new HashMap<>();
+        for (Observed.Arrival a : observed.arrivals()) {
+            delivered.computeIfAbsent(a.subscription(), k -> new HashSet<>()).add(a.token());
+        }
+        return delivered;
+    }
+
+    /** Faults off, prepared transactions finished, paused and disabled subscriptions resumed, until everything arrived. */
+    private void settle(Workload workload) throws Exception {
+        observed.behave(Observed.Behaviour.HEALTHY);
+        observed.amqpRejects(0);
+        workload.finish();
+        watchProcess();
+        ApiClient api = api();
+        if (hooksPaused) {
+            answer("resume", api.post("/subscriptions/" + hooksId + "/resume", null));
+        }
+        Instant deadline = Instant.now().plus(SETTLE);
+        Instant nextReplay = Instant.now();
+        while (Instant.now().isBefore(deadline) && !missing().isEmpty()) {
+            watchProcess();
+            if (Instant.now().isAfter(nextReplay)) {
+                // a 410 disabled it, or events wait in the durable queue on a long backoff: replay
+                answer("replay", api().post("/subscriptions/" + hooksId + "/dead-letters/replay", null));
+                nextReplay = Instant.now().plusSeconds(10);
+            }
+            pace(250);
+        }
+    }
+
+    /** Required changes not delivered, per subscription. */
+    private Map<String, List<String>> missing() {
+        Map<String, Set<String>> delivered = delivered();
+        Map<String, List<String>> missing = new TreeMap<>();
+        for (Ledger.Tx tx : ledger.transactions()) {
+            if (tx.outcome != Ledger.Outcome.COMMITTED) {
+                continue;
+            }
+            for (Ledger.Change change : tx.changes) {
+                for (String subscription : wanting(change)) {
+                    if (!delivered.getOrDefault(subscription, Set.of()).contains(change.token())) {
+                        missing.computeIfAbsent(subscription, k -> new ArrayList<>()).add(change.token());
+                    }
+                }
+            }
+        }
+        return missing;
+    }
+
+    private void check() {
+        missing().forEach((subscription, tokens) -> violations.add(subscription + ": " + tokens.size()
+                + " committed changes never delivered, e.g. " + tokens.subList(0, Math.min(8, tokens.size()))));
+        List<Observed.Arrival> arrivals = observed.arrivals();
+        observed.malformed().forEach(m -> violations.add("malformed delivery: " + m));
+        Map<String, Set<String>> idsOfToken = new HashMap<>();
+        Map<String, Set<String>> tokensOfId = new HashMap<>();
+        Map<String, List<Observed.Arrival>> firsts = new HashMap<>();
+        Set<String> seen = new HashSet<>();
+        int aborted = 0;
+        List<String> abortedExamples = new ArrayList<>();
+        for (Observed.Arrival a : arrivals) {
+            if (a.token().equals("w-1")) {
+                continue; // the probe
+            }
+            idsOfToken.computeIfAbsent(a.token(), k -> new HashSet<>()).add(a.id());
+            tokensOfId.computeIfAbsent(a.id(), k -> new HashSet<>()).add(a.token());
+            Ledger.Change change = ledger.change(a.token());
+            Ledger.Tx tx = ledger.txOf(a.token());
+            if (change == null || tx.outcome == Ledger.Outcome.ABORTED || tx.outcome == Ledger.Outcome.OPEN
+                    || ledger.undone(a.token())) {
+                aborted++;
+                if (abortedExamples.size() < 5) {
+                    abortedExamples.add(a.subscription() + " " + a.token() + " (" + (change == null ? "never written"
+                            : ledger.undone(a.token()) ? "a rolled-back savepoint" : tx.outcome) + ")");
+                }
+                continue;
+            }
+            if (change.big() != null && (!a.bigPresent() || !change.big().equals(a.big()))) {
+                violations.add(a.subscription() + " " + a.token() + ": the TOASTed value arrived "
+                        + (a.bigPresent() ? "different (" + (a.big() == null ? "null" : a.big().length() + " chars") + ", "
+                        + change.big().length() + " written)" : "missing"));
+            }
+            if (seen.add(a.subscription() + " " + a.token())) {
+                firsts.computeIfAbsent(a.subscription(), k -> new ArrayList<>()).add(a);
+            }
+        }
+        if (aborted > 0) {
+            violations.add(aborted + " deliveries of changes that were never committed, e.g. " + abortedExamples);
+        }
+        idsOfToken.forEach((token, ids) -> {
+            if (ids.size() > 1) {
+                violations.add("change " + token + " arrived under " + ids.size() + " ids: " + ids);
+            }
+        });
+        tokensOfId.forEach((id, tokens) -> {
+            if (tokens.size() > 1) {
+                violations.add("id " + id + " carried " + tokens.size() + " changes: " + tokens);
+            }
+        });
+        for (String subscription : List.of("hooks", "single", "queue")) {
+            checkOrder(subscription, firsts.getOrDefault(subscription, List.of()));
+        }
+    }
+
+    /** Per row, first deliveries in commit order; a truncate after every earlier change of its table and before every later one. */
+    private void checkOrder(String subscription, List<Observed.Arrival> firsts) {
+        Map<String, long[]> lastOfKey = new HashMap<>();
+        int broken = 0;
+        List<String> examples = new ArrayList<>();
+        Map<String, Integer> position = new HashMap<>();
+        for (int i = 0; i < firsts.size(); i++) {
+            Observed.Arrival a = firsts.get(i);
+            position.put(a.token(), i);
+            Ledger.Change change = ledger.change(a.token());
+            Ledger.Tx tx = ledger.txOf(a.token());
+            if (change.key() == null) {
+                continue;
+            }
+            long[] order = {tx.ordinal, change.index()};
+            long[] last = lastOfKey.put(change.key(), order);
+            if (last != null && (last[0] > order[0] || last[0] == order[0] && last[1] > order[1])) {
+                broken++;
+                if (examples.size() < 5) {
+                    examples.add(change.key() + ": " + a.token() + " (commit " + order[0] + ") after commit " + last[0]);
+                }
+            }
+        }
+        for (Ledger.Tx tx : ledger.transactions()) {
+            for (Ledger.Change truncate : tx.changes) {
+                if (!truncate.token().startsWith("T:") || !position.containsKey(truncate.token())) {
+                    continue;
+                }
+                int at = position.get(truncate.token());
+                for (Observed.Arrival a : firsts) {
+                    Ledger.Change other = ledger.change(a.token());
+                    Ledger.Tx otherTx = ledger.txOf(a.token());
+                    if (other == truncate || !truncate.table().equals(other.table())) {
+                        continue;
+                    }
+                    boolean before = otherTx.ordinal < tx.ordinal
+                            || otherTx.ordinal == tx.ordinal && other.index() < truncate.index();
+                    if (before != position.get(a.token()) < at) {
+                        broken++;
+                        if (examples.size() < 5) {
+                            examples.add(a.token() + " arrived " + (before ? "after" : "before") + " the truncate "
+                                    + truncate.token() + " it was committed " + (before ? "before" : "after"));
+                        }
+                    }
+                }
+            }
+        }
+        if (broken > 0) {
+            violations.add(subscription + ": " + broken + " changes out of commit order, e.g. " + examples);
+        }
+    }
+
+    private void checkExposure() {
+        String text = exposed.toString();
+        for (String secret : List.of(hooksSecret, singleSecret, headerValue, querySecret,
+                hooksSecret.substring("whsec_".length()), singleSecret.substring("whsec_".length()))) {
+            int at = text.indexOf(secret);
+            if (at >= 0) {
+                int from = text.lastIndexOf('\n', at) + 1;
+                int to = text.indexOf('\n', at);
+                violations.add("a secret or header value was exposed: "
+                        + text.substring(from, to < 0 ? text.length() : to).replace(secret, "<SECRET>"));
+            }
+        }
+    }
+
+    private void count(String action) {
+        actions.merge(action, 1, Integer::sum);
+    }
+
+    private void say(String line) {
+        log.println("[torture] " + line);
+    }
+
+    private static String lsn(long value) {
+        return Long.toHexString(value >>> 32).toUpperCase(Locale.ROOT) + "/" + Long.toHexString(value & 0xFFFFFFFFL)
+                .toUpperCase(Locale.ROOT);
+    }
+
+    private static void pace(long millis) {
+        if (millis <= 0) {
+            return;
+        }
+        try {
+            TimeUnit.MILLISECONDS.sleep(millis); // pacing of the workload: the seed decides how fast it writes
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * {@code --seed N} (or several: {@code --seeds N}, from {@code --seed} on), {@code --seconds S}
+     * or {@code --minutes M} each; exits 1 when an invariant broke.
+     */
+    public static void main(String[] args) throws Exception {
+        long seed = System.nanoTime() % 1_000_000;
+        int seeds = 1;
+        long seconds = 120;
+        long total = 0;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--seed" -> seed = Long.parseLong(args[++i]);
+                case "--seeds" -> seeds = Integer.parseInt(args[++i]);
+                case "--seconds" -> seconds = Long.parseLong(args[++i]);
+                case "--minutes" -> total = Long.parseLong(args[++i]) * 60;
+                default -> {
+                    System.err.println("usage: scripts/torture [--seed N] [--seeds K | --minutes M] [--seconds S per seed]");
+                    System.exit(2);
+                }
+            }
+        }
+        List<Report> reports = new ArrayList<>();
+        Instant end = Instant.now().plusSeconds(total);
+        for (int i = 0; total > 0 ? Instant.now().isBefore(end) : i < seeds; i++) {
+            reports.add(run(seed + i, Duration.ofSeconds(seconds), System.out));
+        }
+        System.out.println();
+        reports.forEach(r -> System.out.println(r.summary()));
+        long broken = reports.stream().filter(r -> !r.ok()).count();
+        System.out.printf(Locale.ROOT, "%d seeds, %d with broken invariants%n", reports.size(), broken);
+        System.exit(broken == 0 ? 0 : 1);
+    }
+}

@@ -1,0 +1,506 @@
+package io.walhook.torture;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.TreeSet;
+
+import io.walhook.testing.PostgresServer;
+
+/**
+ * The writer: one connection, one transaction at a time, each chosen from the seed: hot-row
+ * inserts, updates and deletes, TOASTed values, rollbacks, rolled-back savepoints, transactions
+ * large enough to be streamed (committed or rolled back), two-phase commits and rollbacks,
+ * truncates, transactional and non-transactional logical messages, and ALTER TABLE between and
+ * inside transactions. It keeps a model of the tables (which rows exist) so every change is valid,
+ * and records every change and outcome in the {@link Ledger}.
+ *
+ * <p>One writer makes commit order exact: it is the order in which this class saw its commits
+ * succeed. When the connection breaks (a PostgreSQL restart), it reconnects and asks the server
+ * what became of the transaction it was committing ({@code txid_status}) before it goes on.
+ */
+final class Workload {
+
+    static final int HOT_ROWS = 40;
+    static final int TOAST_ROWS = 8;
+    static final int MAX_ALTERS = 5;
+
+    private final PostgresServer pg;
+    private final String database;
+    private final SplittableRandom random;
+    private final Ledger ledger;
+    private Connection connection;
+    private long w;
+    private long prepared;
+    private int alters;
+    private long truncId;
+    private long bulkId;
+    /** Rows that exist, as committed. */
+    private final Set<Integer> hot = new TreeSet<>();
+    private final Set<Integer> toast = new TreeSet<>();
+    /** Rows a prepared, not yet finished transaction holds locks on: not touched until it ends. */
+    private final Set<String> locked = new HashSet<>();
+    private final List<Pending> pendingPrepared = new ArrayList<>();
+    int transactions;
+    int failures;
+
+    /** A prepared transaction and what its commit would make true. */
+    private record Pending(Ledger.Tx tx, Set<Integer> hotAfter, Set<String> keys) {
+    }
+
+    Workload(PostgresServer pg, String database, SplittableRandom random, Ledger ledger) {
+        this.pg = pg;
+        this.database = database;
+        this.random = random;
+        this.ledger = ledger;
+    }
+
+    static void createSchema(PostgresServer pg, String database) throws SQLException {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE hot (id int PRIMARY KEY, w bigint NOT NULL, note text)");
+            s.execute("CREATE TABLE toast (id int PRIMARY KEY, w bigint NOT NULL, big text)");
+            s.execute("ALTER TABLE toast ALTER COLUMN big SET STORAGE EXTERNAL");
+            s.execute("CREATE TABLE trunc (id bigint PRIMARY KEY, w bigint NOT NULL)");
+            s.execute("CREATE TABLE bulk (id bigint PRIMARY KEY, w bigint NOT NULL, pad text)");
+        }
+    }
+
+    /** One transaction (or the end of a prepared one), chosen from the seed. */
+    void step() {
+        int pick = random.nextInt(100);
+        try {
+            ensureConnected();
+            if (!pendingPrepared.isEmpty() && random.nextInt(100) < 30) {
+                finishPrepared(pendingPrepared.get(0), random.nextInt(100) < 70);
+            } else if (pick < 45) {
+                rowTransaction(false, false);
+            } else if (pick < 55) {
+                toastTransaction();
+            } else if (pick < 63) {
+                rowTransaction(true, false);
+            } else if (pick < 68) {
+                rowTransaction(false, pendingPrepared.size() < 3);
+            } else if (pick < 71) {
+                bulkTransaction(random.nextInt(100) < 30);
+            } else if (pick < 74) {
+                truncTransaction(true);
+            } else if (pick < 82) {
+                truncTransaction(false);
+            } else if (pick < 83 && alters < MAX_ALTERS && pendingPrepared.isEmpty()) {
+                // (not while a prepared transaction holds a lock on the table: the ALTER would wait for it)
+                alter();
+            } else {
+                singleUpdate();
+            }
+            transactions++;
+        } catch (SQLException e) {
+            failures++;
+            closeQuietly();
+        }
+    }
+
+    /** The end of the run: every prepared transaction finished, committed or rolled back as the seed says. */
+    void finish() {
+        Instant deadline = Instant.now().plus(Duration.ofMinutes(2));
+        while (!pendingPrepared.isEmpty() && Instant.now().isBefore(deadline)) {
+            try {
+                ensureConnected();
+                finishPrepared(pendingPrepared.get(0), random.nextInt(100) < 70);
+            } catch (SQLException e) {
+                closeQuietly();
+            }
+        }
+        closeQuietly();
+    }
+
+    private void rowTransaction(boolean rollBack, boolean twoPhase) throws SQLException {
+        Set<Integer> hotAfter = new TreeSet<>(hot);
+        Set<String> keys = new HashSet<>();
+        Ledger.Tx tx = begin(twoPhase ? "torture_" + (++prepared) : null);
+        int changes = 1 + random.nextInt(4);
+        int index = 0;
+        try {
+            for (int i = 0; i < changes; i++) {
+                index = rowChange(tx, hotAfter, keys, index, false);
+            }
+            if (random.nextInt(100) < 15) {
+                // a savepoint rolled back: what it did is never delivered
+                exec("SAVEPOINT s");
+                Set<Integer> scratch = new TreeSet<>(hotAfter);
+                Set<String> scratchKeys = new HashSet<>(keys);
+                int undone = index;
+                for (int i = 0; i < 1 + random.nextInt(3); i++) {
+                    undone = rowChange(tx, scratch, scratchKeys, undone, true);
+                }
+                exec("ROLLBACK TO SAVEPOINT s");
+            }
+            if (random.nextInt(100) < 12) {
+                String content = "m" + (++w);
+                exec("SELECT pg_logical_emit_message(true, 'torture', '" + content + "')");
+                ledger.add(tx, new Ledger.Change(content, null, null, ++index, null), false);
+            }
+            if (random.nextInt(100) < 6) {
+                nonTransactionalMessage();
+            }
+        } catch (SQLException e) {
+            abort(tx);
+            throw e;
+        }
+        if (rollBack) {
+            connection.rollback();
+            ledger.aborted(tx);
+        } else if (twoPhase) {
+            prepare(tx, hotAfter, keys);
+        } else if (commit(tx)) {
+            hot.clear();
+            hot.addAll(hotAfter);
+        }
+    }
+
+    /** An insert, update or delete of one hot row not yet touched in this transaction; returns the change's index. */
+    private int rowChange(Ledger.Tx tx, Set<Integer> rows, Set<String> keys, int index, boolean undone) throws SQLException {
+        int id = 1 + random.nextInt(HOT_ROWS);
+        String key = "hot:" + id;
+        if (keys.contains(key) || locked.contains(key)) {
+            return index;
+        }
+        keys.add(key);
+        if (!rows.contains(id)) {
+            long value = ++w;
+            update("INSERT INTO hot (id, w, note) VALUES (" + id + ", " + value + ", 'n" + value + "')");
+            rows.add(id);
+            ledger.add(tx, new Ledger.Change("w" + value, "hot", key, ++index, null), undone);
+        } else if (random.nextInt(100) < 15) {
+            update("DELETE FROM hot WHERE id = " + id);
+            rows.remove(id);
+            ledger.add(tx, new Ledger.Change("D:hot:" + id + ":" + (tx.xid % 4294967296L), "hot", key, ++index, null), undone);
+        } else {
+            long value = ++w;
+            update("UPDATE hot SET w = " + value + ", note = 'n" + value + "' WHERE id = " + id);
+            ledger.add(tx, new Ledger.Change("w" + value, "hot", key, ++index, null), undone);
+        }
+        return index;
+    }
+
+    private void singleUpdate() throws SQLException {
+        hotTransaction(false);
+    }
+
+    private void toastTransaction() throws SQLException {
+        int id = 1 + random.nextInt(TOAST_ROWS);
+        String key = "toast:" + id;
+        if (locked.contains(key)) {
+            return;
+        }
+        Ledger.Tx tx = begin(null);
+        boolean exists = toast.contains(id);
+        long value = ++w;
+        try {
+            if (!exists || random.nextBoolean()) {
+                String big = text(3000 + random.nextInt(9000));
+                try (PreparedStatement s = connection.prepareStatement(exists
+                        ? "UPDATE toast SET w = ?, big = ? WHERE id = ?" : "INSERT INTO toast (w, big, id) VALUES (?, ?, ?)")) {
+                    s.setLong(1, value);
+                    s.setString(2, big);
+                    s.setInt(3, id);
+                    s.executeUpdate();
+                }
+                ledger.add(tx, new Ledger.Change("w" + value, "toast", key, 1, big), false);
+            } else {
+                // the TOASTed value is unchanged: the server sends it as "unchanged", never as a stale copy
+                update("UPDATE toast SET w = " + value + " WHERE id = " + id);
+                ledger.add(tx, new Ledger.Change("w" + value, "toast", key, 1, null), false);
+            }
+        } catch (SQLException e) {
+            abort(tx);
+            throw e;
+        }
+        if (commit(tx)) {
+            toast.add(id);
+        }
+    }
+
+    /** More rows than {@code logical_decoding_work_mem} holds, so the server streams the transaction while it runs. */
+    private void bulkTransaction(boolean rollBack) throws SQLException {
+        Ledger.Tx tx = begin(null);
+        int rows = 800 + random.nextInt(900);
+        long first = bulkId + 1;
+        long base = w + 1;
+        try {
+            update("INSERT INTO bulk (id, w, pad) SELECT g, " + (base - first) + " + g, repeat('p', 120)"
+                    + " FROM generate_series(" + first + ", " + (first + rows - 1) + ") g");
+        } catch (SQLException e) {
+            abort(tx);
+            throw e;
+        }
+        for (int i = 0; i < rows; i++) {
+            ledger.add(tx, new Ledger.Change("w" + (base + i), "bulk", "bulk:" + (first + i), i + 1, null), false);
+        }
+        w += rows;
+        bulkId += rows;
+        if (rollBack) {
+            connection.rollback();
+            ledger.aborted(tx);
+        } else {
+            commit(tx);
+        }
+    }
+
+    /** Inserts into {@code trunc}, or a TRUNCATE of it (then maybe inserts in the same transaction). */
+    private void truncTransaction(boolean truncate) throws SQLException {
+        Ledger.Tx tx = begin(null);
+        int index = 0;
+        try {
+            if (truncate) {
+                exec("TRUNCATE trunc");
+                ledger.add(tx, new Ledger.Change("T:trunc:" + (tx.xid % 4294967296L), "trunc", null, ++index, null), false);
+            }
+            int inserts = truncate ? random.nextInt(3) : 1 + random.nextInt(3);
+            for (int i = 0; i < inserts; i++) {
+                long id = ++truncId;
+                long value = ++w;
+                update("INSERT INTO trunc (id, w) VALUES (" + id + ", " + value + ")");
+                ledger.add(tx, new Ledger.Change("w" + value, "trunc", "trunc:" + id, ++index, null), false);
+            }
+        } catch (SQLException e) {
+            abort(tx);
+            throw e;
+        }
+        commit(tx);
+    }
+
+    /** ALTER TABLE mid-stream: alone, or followed by changes in its transaction. */
+    private void alter() throws SQLException {
+        alters++;
+        hotTransaction(true);
+    }
+
+    /** One hot-row change in its own transaction, after an ALTER TABLE when {@code alter}. */
+    private void hotTransaction(boolean alter) throws SQLException {
+        Set<Integer> hotAfter = new TreeSet<>(hot);
+        Ledger.Tx tx = begin(null);
+        try {
+            if (alter) {
+                exec("ALTER TABLE hot ADD COLUMN c" + alters + " int DEFAULT " + alters);
+            }
+            if (!alter || random.nextBoolean()) {
+                rowChange(tx, hotAfter, new HashSet<>(), 0, false);
+            }
+        } catch (SQLException e) {
+            abort(tx);
+            throw e;
+        }
+        if (commit(tx)) {
+            hot.clear();
+            hot.addAll(hotAfter);
+        }
+    }
+
+    private void nonTransactionalMessage() throws SQLException {
+        String content = "n" + (++w);
+        Ledger.Tx message = ledger.begin(0, null, false);
+        ledger.add(message, new Ledger.Change(content, null, null, 0, null), false);
+        long lsn;
+        // its own LSN, from the same statement: reading it apart would end the transaction it is in
+        try (Statement s = connection.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT (pg_logical_emit_message(false, 'torture', '" + content + "') - '0/0')::bigint")) {
+            rs.next();
+            lsn = rs.getLong(1);
+        } catch (SQLException e) {
+            ledger.unknown(message); // written or not: neither required nor forbidden
+            throw e;
+        }
+        ledger.committed(message, lsn);
+    }
+
+    private Ledger.Tx begin(String gid) throws SQLException {
+        connection.setAutoCommit(false);
+        long xid;
+        try (Statement s = connection.createStatement(); ResultSet rs = s.executeQuery("SELECT txid_current()")) {
+            rs.next();
+            xid = rs.getLong(1);
+        }
+        return ledger.begin(xid, gid, true);
+    }
+
+    /** Commits; true when it did. A commit whose answer was lost is resolved from the server before this returns false. */
+    private boolean commit(Ledger.Tx tx) throws SQLException {
+        try {
+            connection.commit();
+        } catch (SQLException e) {
+            ledger.unknown(tx);
+            closeQuietly();
+            resolveUnknown(tx);
+            if (tx.outcome == Ledger.Outcome.COMMITTED) {
+                return true;
+            }
+            throw e;
+        }
+        ledger.committed(tx, insertLsn());
+        return true;
+    }
+
+    private void abort(Ledger.Tx tx) {
+        ledger.aborted(tx); // the statement failed before COMMIT: the server rolls it back
+        closeQuietly();
+    }
+
+    private void prepare(Ledger.Tx tx, Set<Integer> hotAfter, Set<String> keys) throws SQLException {
+        try {
+            exec("PREPARE TRANSACTION '" + tx.gid + "'");
+            connection.setAutoCommit(true);
+        } catch (SQLException e) {
+            closeQuietly();
+            ensureConnected();
+            if (!isPrepared(tx.gid)) {
+                ledger.aborted(tx);
+                throw e;
+            }
+        }
+        pendingPrepared.add(new Pending(tx, hotAfter, keys));
+        locked.addAll(keys);
+    }
+
+    private void finishPrepared(Pending pending, boolean commit) throws SQLException {
+        Ledger.Tx tx = pending.tx();
+        connection.setAutoCommit(true);
+        try {
+            exec((commit ? "COMMIT PREPARED '" : "ROLLBACK PREPARED '") + tx.gid + "'");
+        } catch (SQLException e) {
+            closeQuietly();
+            ensureConnected();
+            if (isPrepared(tx.gid)) {
+                throw e; // still prepared: finished on a later step
+            }
+            long lsn = insertLsn();
+            ledger.resolved(tx, "committed".equals(status(tx.xid)), lsn);
+            done(pending);
+            return;
+        }
+        if (commit) {
+            ledger.committed(tx, insertLsn());
+        } else {
+            ledger.aborted(tx);
+        }
+        done(pending);
+    }
+
+    private void done(Pending pending) {
+        pendingPrepared.remove(pending);
+        locked.removeAll(pending.keys());
+        if (pending.tx().outcome == Ledger.Outcome.COMMITTED) {
+            // the rows this transaction did not touch may have changed since: apply only its own keys
+            for (String key : pending.keys()) {
+                int id = Integer.parseInt(key.substring(key.indexOf(':') + 1));
+                if (pending.hotAfter().contains(id)) {
+                    hot.add(id);
+                } else {
+                    hot.remove(id);
+                }
+            }
+        }
+    }
+
+    private void resolveUnknown(Ledger.Tx tx) throws SQLException {
+        ensureConnected();
+        String status = status(tx.xid);
+        if ("committed".equals(status)) {
+            ledger.resolved(tx, true, insertLsn());
+        } else if ("aborted".equals(status)) {
+            ledger.resolved(tx, false, -1);
+        }
+    }
+
+    private String status(long xid) throws SQLException {
+        try (Statement s = connection.createStatement(); ResultSet rs = s.executeQuery("SELECT txid_status(" + xid + ")")) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    private boolean isPrepared(String gid) throws SQLException {
+        try (Statement s = connection.createStatement();
+             ResultSet rs = s.executeQuery("SELECT 1 FROM pg_prepared_xacts WHERE gid = '" + gid + "'")) {
+            return rs.next();
+        }
+    }
+
+    private long insertLsn() throws SQLException {
+        boolean autoCommit = connection.getAutoCommit();
+        connection.setAutoCommit(true);
+        try (Statement s = connection.createStatement();
+             ResultSet rs = s.executeQuery("SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint")) {
+            rs.next();
+            return rs.getLong(1);
+        } finally {
+            connection.setAutoCommit(autoCommit);
+        }
+    }
+
+    /** Connects, waiting out a restart of the server (up to a minute). */
+    private void ensureConnected() throws SQLException {
+        if (connection != null && !connection.isClosed()) {
+            return;
+        }
+        Instant deadline = Instant.now().plus(Duration.ofMinutes(1));
+        while (true) {
+            try {
+                connection = pg.connect(database);
+                connection.setAutoCommit(true);
+                return;
+            } catch (RuntimeException | SQLException e) {
+                if (Instant.now().isAfter(deadline)) {
+                    throw e instanceof SQLException sql ? sql : new SQLException(e);
+                }
+                try {
+                    Thread.sleep(100); // pacing: the server is restarting
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw new SQLException("interrupted", interrupted);
+                }
+            }
+        }
+    }
+
+    private void exec(String sql) throws SQLException {
+        try (Statement s = connection.createStatement()) {
+            s.execute(sql);
+        }
+    }
+
+    private void update(String sql) throws SQLException {
+        try (Statement s = connection.createStatement()) {
+            s.executeUpdate(sql);
+        }
+    }
+
+    private void closeQuietly() {
+        if (connection != null) {
+            try {
+                connection.close();
+            } catch (SQLException ignored) {
+                // a broken connection: nothing to close
+            }
+            connection = null;
+        }
+    }
+
+    /** Letters and digits from the seed: text the server cannot compress below its TOAST threshold. */
+    private String text(int length) {
+        StringBuilder b = new StringBuilder(length);
+        String alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        for (int i = 0; i < length; i++) {
+            b.append(alphabet.charAt(random.nextInt(alphabet.length())));
+        }
+        return b.toString();
+    }
+}
