@@ -34,6 +34,8 @@ public class StartupCheck {
 
     /** The exit status of a start-up stopped by configuration (sysexits' EX_CONFIG). */
     public static final int EXIT_CONFIG = 78;
+    /** How long a database that went away while the schema was set up is waited for. */
+    static final java.time.Duration RESTART_PATIENCE = java.time.Duration.ofSeconds(60);
 
     private final WalhookConfig config;
     /** An Instance: the datasource (and so Flyway) is inactive until the URL is valid. */
@@ -52,11 +54,27 @@ public class StartupCheck {
         } catch (ConfigProblem problem) {
             throw stop(problem);
         }
-        try {
-            flyway.get().migrate();
-        } catch (RuntimeException e) {
-            throw stop(new ConfigProblem(SourceUrl.VARIABLE, "points at " + source
-                    + " where walhook cannot set up its schema '" + config.stateSchema() + "': " + firstLine(e)));
+        long deadline = System.nanoTime() + RESTART_PATIENCE.toNanos();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                flyway.get().migrate();
+                break;
+            } catch (RuntimeException e) {
+                if (!restarting(e, attempt) || System.nanoTime() - deadline > 0) {
+                    throw stop(new ConfigProblem(SourceUrl.VARIABLE, "points at " + source
+                            + " where walhook cannot set up its schema '" + config.stateSchema() + "': " + firstLine(e)));
+                }
+                if (attempt == 1) {
+                    LOG.warnf("the database at %s went away while walhook set up its schema (%s); trying again for up to %s",
+                            source, firstLine(e), RESTART_PATIENCE);
+                }
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw stop(new ConfigProblem(SourceUrl.VARIABLE, "start-up interrupted"));
+                }
+            }
         }
         LOG.infof("walhook ready: source %s, slot %s, publication %s, state schema %s", source, config.slot(),
                 config.publication().name(), config.stateSchema());
@@ -101,12 +119,32 @@ public class StartupCheck {
         return new PreventFurtherStepsException(problem.getMessage(), EXIT_CONFIG);
     }
 
+    /**
+     * Whether a failed schema set-up is the database restarting rather than a wrong setting: it shut
+     * down, crashed or is starting up (57P01, 57P02, 57P03), or a connection it had made broke
+     * (08003, 08006); after a first failure, a refused connection (08001) is the restart going on.
+     * A connection refused at the first attempt is a wrong URL, reported at once.
+     */
+    static boolean restarting(Throwable e, int attempt) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
+            if (cause instanceof java.sql.SQLException sql && sql.getSQLState() != null) {
+                String state = sql.getSQLState();
+                if (state.startsWith("57P0") || state.equals("08003") || state.equals("08006")
+                        || state.equals("08001") && attempt > 1) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
     private static String firstLine(Throwable e) {
         Throwable root = e;
         while (root.getCause() != null && root.getCause() != root) {
             root = root.getCause();
         }
-        String message = String.valueOf(root.getMessage());
+        // some causes carry no message (an EOFException when the server closed the connection)
+        String message = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
         int newline = message.indexOf('\n');
         return newline < 0 ? message : message.substring(0, newline);
     }

@@ -38,4 +38,25 @@ class StartupCheckTest {
     void plainLowerCaseNamesPass(String property, String value) {
         assertThat(StartupCheck.validate(config(Map.of(property, value))).database()).isEqualTo("app");
     }
+
+    @org.junit.jupiter.api.Test
+    void aDatabaseRestartingWhileTheSchemaIsSetUpIsWaitedForButAWrongUrlIsNot() {
+        // what pgjdbc throws, wrapped as Flyway wraps it
+        java.util.function.Function<String, RuntimeException> failure = state -> new IllegalStateException("migration failed",
+                new org.postgresql.util.PSQLException("server said " + state, org.postgresql.util.PSQLState.UNKNOWN_STATE) {
+                    @Override
+                    public String getSQLState() {
+                        return state;
+                    }
+                });
+        assertThat(StartupCheck.restarting(failure.apply("57P01"), 1)).as("terminating connection due to administrator command").isTrue();
+        assertThat(StartupCheck.restarting(failure.apply("57P03"), 1)).as("the database system is starting up").isTrue();
+        assertThat(StartupCheck.restarting(failure.apply("08006"), 1)).as("the connection broke").isTrue();
+        assertThat(StartupCheck.restarting(failure.apply("08003"), 1)).as("this connection has been closed").isTrue();
+        assertThat(StartupCheck.restarting(failure.apply("08001"), 1)).as("refused at the first attempt: a wrong URL").isFalse();
+        assertThat(StartupCheck.restarting(failure.apply("08001"), 2)).as("refused while it restarts").isTrue();
+        assertThat(StartupCheck.restarting(failure.apply("28P01"), 2)).as("a wrong password").isFalse();
+        assertThat(StartupCheck.restarting(failure.apply("42501"), 2)).as("no permission to create the schema").isFalse();
+        assertThat(StartupCheck.restarting(new IllegalStateException("no SQL state"), 2)).isFalse();
+    }
 }

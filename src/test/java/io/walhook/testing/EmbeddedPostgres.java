@@ -332,6 +332,20 @@ public final class EmbeddedPostgres implements PostgresServer {
         running = false;
     }
 
+    /**
+     * A crash and restart on the same port: {@code pg_ctl stop -m immediate} (every process ends
+     * at once, no checkpoint; the next start replays the WAL). Also what a fast stop that cannot
+     * finish comes to: a logical walsender waits at shutdown until its client confirmed all it sent.
+     */
+    public synchronized void crashAndRestart() {
+        ToolResult stopped = runQuietly(List.of(tool("pg_ctl"), "-D", data.toString(), "-m", "immediate", "-w", "stop"));
+        if (stopped.exitCode != 0) {
+            throw new HarnessException("pg_ctl stop -m immediate failed: " + stopped.output.strip());
+        }
+        running = false;
+        resume();
+    }
+
     /** Starts a paused server again on the same port. */
     public synchronized void resume() {
         startOnPort(port);

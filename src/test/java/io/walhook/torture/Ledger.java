@@ -20,10 +20,14 @@ final class Ledger {
 
     /**
      * One change: its token, table (null for a message), the row's key ({@code table:id}; null for
-     * a truncate or message), its position in the transaction, and for a TOASTed value the text expected.
+     * a truncate or message), its position in the transaction, its operation, and for a TOASTed
+     * value the text expected ({@link #UNCHANGED}: not sent, listed as unchanged).
      */
-    record Change(String token, String table, String key, int index, String big) {
+    record Change(String token, String table, String key, int index, String op, String big) {
     }
+
+    /** The {@code big} of an update that left the TOASTed value as it was. */
+    static final String UNCHANGED = "\u0000unchanged";
 
     static final class Tx {
         final long xid;
@@ -61,9 +65,23 @@ final class Ledger {
         txOf.put(change.token(), tx);
     }
 
-    synchronized void committed(Tx tx, long lsnAfter) {
-        tx.outcome = Outcome.COMMITTED;
+    /**
+     * A commit is about to be attempted: its place in commit order is now, whatever the answer
+     * (one writer: a commit whose answer is lost still committed, if it did, before the next one).
+     */
+    synchronized void committing(Tx tx) {
         tx.ordinal = ++ordinals;
+    }
+
+    synchronized void committed(Tx tx, long lsnAfter) {
+        if (tx.ordinal < 0) {
+            tx.ordinal = ++ordinals;
+        }
+        tx.outcome = Outcome.COMMITTED;
+        tx.lsnAfter = lsnAfter;
+    }
+
+    synchronized void lsnAfter(Tx tx, long lsnAfter) {
         tx.lsnAfter = lsnAfter;
     }
 

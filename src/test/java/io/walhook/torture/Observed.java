@@ -45,7 +45,8 @@ final class Observed implements AutoCloseable {
     }
 
     /** One event as a receiver got it: its id, the token of its change, op, and the TOASTed text when present. */
-    record Arrival(String subscription, String id, String token, String op, String big, boolean bigPresent) {
+    record Arrival(String subscription, String id, String token, String op, String table, String big, boolean bigPresent,
+            boolean bigUnchanged) {
     }
 
     private final HttpServer server;
@@ -55,22 +56,27 @@ final class Observed implements AutoCloseable {
         return t;
     });
     private final AmqpPeer amqp;
-    private volatile Behaviour behaviour = Behaviour.HEALTHY;
+    private final java.util.concurrent.atomic.AtomicReference<Behaviour> behaviourRef =
+            new java.util.concurrent.atomic.AtomicReference<>(Behaviour.HEALTHY);
+    private final long requestTimeoutMillis;
     private final List<Arrival> arrivals = new ArrayList<>();
     private final List<String> malformed = new ArrayList<>();
     private final Map<String, Integer> statuses = new LinkedHashMap<>();
     private int amqpSeen;
 
-    Observed() {
+    /** @param requestTimeoutMillis walhook's request timeout: an answer later than that is no delivery */
+    Observed(long requestTimeoutMillis) {
+        this.requestTimeoutMillis = requestTimeoutMillis;
+        amqp = AmqpPeer.start();
         try {
             server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
         } catch (IOException e) {
+            amqp.close();
             throw new HarnessException("cannot start the torture receiver: " + e.getMessage(), e);
         }
         server.setExecutor(executor);
         server.createContext("/", this::handle);
         server.start();
-        amqp = AmqpPeer.start();
     }
 
     String url(String path) {
@@ -82,7 +88,7 @@ final class Observed implements AutoCloseable {
     }
 
     void behave(Behaviour behaviour) {
-        this.behaviour = behaviour;
+        behaviourRef.set(behaviour);
     }
 
     /** The AMQP peer rejects this share of messages from now on. */
@@ -98,19 +104,25 @@ final class Observed implements AutoCloseable {
         try (exchange; InputStream in = exchange.getRequestBody()) {
             String body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             String path = exchange.getRequestURI().getPath();
-            Behaviour b = behaviour;
+            Behaviour b = behaviourRef.get();
             int status = 204;
             String retryAfter = null;
             if (b.applies(path)) {
                 ThreadLocalRandom random = ThreadLocalRandom.current();
                 if (b.goneOnce()) {
-                    behaviour = Behaviour.HEALTHY;
-                    status = 410;
+                    if (behaviourRef.compareAndSet(b, Behaviour.HEALTHY)) {
+                        status = 410; // once: the requests that raced it are answered as healthy
+                    }
                 } else if (random.nextInt(100) < b.slowPercent()) {
                     try {
-                        Thread.sleep(b.slowMillis()); // a receiver slower than walhook's request timeout
+                        Thread.sleep(b.slowMillis()); // a slow receiver
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
+                        return;
+                    }
+                    if (b.slowMillis() >= requestTimeoutMillis) {
+                        // walhook gave up on it: answered, but not delivered as far as walhook knows
+                        exchange.sendResponseHeaders(204, -1);
                         return;
                     }
                 } else if (random.nextInt(100) < b.failPercent()) {
@@ -166,6 +178,7 @@ final class Observed implements AutoCloseable {
         String token;
         String big = null;
         boolean bigPresent = false;
+        boolean bigUnchanged = false;
         switch (op) {
             case "message" -> token = event.path("message").path("content").asText();
             case "truncate" -> token = "T:" + event.path("table").asText() + ":" + event.path("tx").path("xid").asLong();
@@ -178,9 +191,13 @@ final class Observed implements AutoCloseable {
                     bigPresent = true;
                     big = value.isNull() ? null : value.asText();
                 }
+                for (JsonNode column : event.path("unchanged")) {
+                    bigUnchanged |= column.asText().equals("big");
+                }
             }
         }
-        return new Arrival(subscription, id, token, op, big, bigPresent);
+        String table = event.path("table").isNull() ? null : event.path("table").asText(null);
+        return new Arrival(subscription, id, token, op, table, big, bigPresent, bigUnchanged);
     }
 
     /** Everything delivered so far: webhook arrivals in order, then the AMQP peer's accepted messages in settlement order. */

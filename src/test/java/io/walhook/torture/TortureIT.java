@@ -24,7 +24,10 @@ class TortureIT {
                 .map(seed -> DynamicTest.dynamicTest("seed " + seed, () -> {
                     TortureRun.Report report = TortureRun.run(seed, Duration.ofSeconds(seconds), System.out);
                     assertThat(report.violations()).as(report.summary()).isEmpty();
-                    assertThat(report.changes()).as("the workload wrote").isGreaterThan(100);
+                    assertThat(report.changes()).as("committed changes").isGreaterThan(1000);
+                    for (String subscription : java.util.List.of("hooks", "single", "queue")) {
+                        assertThat(report.deliveries().getOrDefault(subscription, 0)).as(subscription).isGreaterThan(100);
+                    }
                 }));
     }
 }

@@ -50,11 +50,19 @@ final class Workload {
     /** Rows a prepared, not yet finished transaction holds locks on: not touched until it ends. */
     private final Set<String> locked = new HashSet<>();
     private final List<Pending> pendingPrepared = new ArrayList<>();
+    private boolean dirty;
+    private int backendPid;
+    private final java.util.concurrent.ExecutorService killer = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "torture-terminator");
+        t.setDaemon(true);
+        return t;
+    });
     int transactions;
     int failures;
+    int terminations;
 
-    /** A prepared transaction and what its commit would make true. */
-    private record Pending(Ledger.Tx tx, Set<Integer> hotAfter, Set<String> keys) {
+    /** A prepared transaction and the rows it holds locks on. */
+    private record Pending(Ledger.Tx tx, Set<String> keys) {
     }
 
     Workload(PostgresServer pg, String database, SplittableRandom random, Ledger ledger) {
@@ -79,6 +87,9 @@ final class Workload {
         int pick = random.nextInt(100);
         try {
             ensureConnected();
+            if (dirty) {
+                reconcile();
+            }
             if (!pendingPrepared.isEmpty() && random.nextInt(100) < 30) {
                 finishPrepared(pendingPrepared.get(0), random.nextInt(100) < 70);
             } else if (pick < 45) {
@@ -104,6 +115,7 @@ final class Workload {
             transactions++;
         } catch (SQLException e) {
             failures++;
+            dirty = true;
             closeQuietly();
         }
     }
@@ -114,12 +126,20 @@ final class Workload {
         while (!pendingPrepared.isEmpty() && Instant.now().isBefore(deadline)) {
             try {
                 ensureConnected();
-                finishPrepared(pendingPrepared.get(0), random.nextInt(100) < 70);
+                if (dirty) {
+                    reconcile();
+                }
+                if (!pendingPrepared.isEmpty()) {
+                    finishPrepared(pendingPrepared.get(0), random.nextInt(100) < 70);
+                }
             } catch (SQLException e) {
+                dirty = true;
                 closeQuietly();
+                pause(100);
             }
         }
         closeQuietly();
+        killer.shutdownNow();
     }
 
     private void rowTransaction(boolean rollBack, boolean twoPhase) throws SQLException {
@@ -146,7 +166,7 @@ final class Workload {
             if (random.nextInt(100) < 12) {
                 String content = "m" + (++w);
                 exec("SELECT pg_logical_emit_message(true, 'torture', '" + content + "')");
-                ledger.add(tx, new Ledger.Change(content, null, null, ++index, null), false);
+                ledger.add(tx, new Ledger.Change(content, null, "message", ++index, "message", null), false);
             }
             if (random.nextInt(100) < 6) {
                 nonTransactionalMessage();
@@ -159,7 +179,7 @@ final class Workload {
             connection.rollback();
             ledger.aborted(tx);
         } else if (twoPhase) {
-            prepare(tx, hotAfter, keys);
+            prepare(tx, keys);
         } else if (commit(tx)) {
             hot.clear();
             hot.addAll(hotAfter);
@@ -178,15 +198,16 @@ final class Workload {
             long value = ++w;
             update("INSERT INTO hot (id, w, note) VALUES (" + id + ", " + value + ", 'n" + value + "')");
             rows.add(id);
-            ledger.add(tx, new Ledger.Change("w" + value, "hot", key, ++index, null), undone);
+            ledger.add(tx, new Ledger.Change("w" + value, "hot", key, ++index, "insert", null), undone);
         } else if (random.nextInt(100) < 15) {
             update("DELETE FROM hot WHERE id = " + id);
             rows.remove(id);
-            ledger.add(tx, new Ledger.Change("D:hot:" + id + ":" + (tx.xid % 4294967296L), "hot", key, ++index, null), undone);
+            ledger.add(tx, new Ledger.Change("D:hot:" + id + ":" + (tx.xid % 4294967296L), "hot", key, ++index, "delete", null),
+                    undone);
         } else {
             long value = ++w;
             update("UPDATE hot SET w = " + value + ", note = 'n" + value + "' WHERE id = " + id);
-            ledger.add(tx, new Ledger.Change("w" + value, "hot", key, ++index, null), undone);
+            ledger.add(tx, new Ledger.Change("w" + value, "hot", key, ++index, "update", null), undone);
         }
         return index;
     }
@@ -212,13 +233,13 @@ final class Workload {
                     s.setLong(1, value);
                     s.setString(2, big);
                     s.setInt(3, id);
-                    s.executeUpdate();
+                    expectOne(s.executeUpdate());
                 }
-                ledger.add(tx, new Ledger.Change("w" + value, "toast", key, 1, big), false);
+                ledger.add(tx, new Ledger.Change("w" + value, "toast", key, 1, exists ? "update" : "insert", big), false);
             } else {
                 // the TOASTed value is unchanged: the server sends it as "unchanged", never as a stale copy
                 update("UPDATE toast SET w = " + value + " WHERE id = " + id);
-                ledger.add(tx, new Ledger.Change("w" + value, "toast", key, 1, null), false);
+                ledger.add(tx, new Ledger.Change("w" + value, "toast", key, 1, "update", Ledger.UNCHANGED), false);
             }
         } catch (SQLException e) {
             abort(tx);
@@ -236,14 +257,14 @@ final class Workload {
         long first = bulkId + 1;
         long base = w + 1;
         try {
-            update("INSERT INTO bulk (id, w, pad) SELECT g, " + (base - first) + " + g, repeat('p', 120)"
+            exec("INSERT INTO bulk (id, w, pad) SELECT g, " + (base - first) + " + g, repeat('p', 120)"
                     + " FROM generate_series(" + first + ", " + (first + rows - 1) + ") g");
         } catch (SQLException e) {
             abort(tx);
             throw e;
         }
         for (int i = 0; i < rows; i++) {
-            ledger.add(tx, new Ledger.Change("w" + (base + i), "bulk", "bulk:" + (first + i), i + 1, null), false);
+            ledger.add(tx, new Ledger.Change("w" + (base + i), "bulk", "bulk:" + (first + i), i + 1, "insert", null), false);
         }
         w += rows;
         bulkId += rows;
@@ -262,14 +283,15 @@ final class Workload {
         try {
             if (truncate) {
                 exec("TRUNCATE trunc");
-                ledger.add(tx, new Ledger.Change("T:trunc:" + (tx.xid % 4294967296L), "trunc", null, ++index, null), false);
+                ledger.add(tx, new Ledger.Change("T:trunc:" + (tx.xid % 4294967296L), "trunc", null, ++index, "truncate", null),
+                        false);
             }
             int inserts = truncate ? random.nextInt(3) : 1 + random.nextInt(3);
             for (int i = 0; i < inserts; i++) {
                 long id = ++truncId;
                 long value = ++w;
                 update("INSERT INTO trunc (id, w) VALUES (" + id + ", " + value + ")");
-                ledger.add(tx, new Ledger.Change("w" + value, "trunc", "trunc:" + id, ++index, null), false);
+                ledger.add(tx, new Ledger.Change("w" + value, "trunc", "trunc:" + id, ++index, "insert", null), false);
             }
         } catch (SQLException e) {
             abort(tx);
@@ -308,7 +330,7 @@ final class Workload {
     private void nonTransactionalMessage() throws SQLException {
         String content = "n" + (++w);
         Ledger.Tx message = ledger.begin(0, null, false);
-        ledger.add(message, new Ledger.Change(content, null, null, 0, null), false);
+        ledger.add(message, new Ledger.Change(content, null, "message", 0, "message", null), false);
         long lsn;
         // its own LSN, from the same statement: reading it apart would end the transaction it is in
         try (Statement s = connection.createStatement(); ResultSet rs = s.executeQuery(
@@ -334,7 +356,9 @@ final class Workload {
 
     /** Commits; true when it did. A commit whose answer was lost is resolved from the server before this returns false. */
     private boolean commit(Ledger.Tx tx) throws SQLException {
+        ledger.committing(tx);
         try {
+            maybeTerminateAround();
             connection.commit();
         } catch (SQLException e) {
             ledger.unknown(tx);
@@ -345,8 +369,31 @@ final class Workload {
             }
             throw e;
         }
-        ledger.committed(tx, insertLsn());
+        ledger.committed(tx, -1);
+        ledger.lsnAfter(tx, insertLsn());
         return true;
+    }
+
+    /**
+     * Now and then (from the seed) the writer's own session is terminated from another one a moment
+     * before its COMMIT, so the commit's answer is lost, or the commit is, or neither: the ledger
+     * then asks the server what happened. The moment is the machine's.
+     */
+    private void maybeTerminateAround() {
+        if (random.nextInt(100) >= 2 || backendPid == 0) {
+            return;
+        }
+        int pid = backendPid;
+        long delayMicros = random.nextInt(3000);
+        killer.submit(() -> {
+            java.util.concurrent.locks.LockSupport.parkNanos(delayMicros * 1000);
+            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                s.execute("SELECT pg_terminate_backend(" + pid + ")");
+            } catch (SQLException | RuntimeException e) {
+                // the server restarts: nothing to terminate
+            }
+        });
+        terminations++;
     }
 
     private void abort(Ledger.Tx tx) {
@@ -354,7 +401,7 @@ final class Workload {
         closeQuietly();
     }
 
-    private void prepare(Ledger.Tx tx, Set<Integer> hotAfter, Set<String> keys) throws SQLException {
+    private void prepare(Ledger.Tx tx, Set<String> keys) throws SQLException {
         try {
             exec("PREPARE TRANSACTION '" + tx.gid + "'");
             connection.setAutoCommit(true);
@@ -366,13 +413,16 @@ final class Workload {
                 throw e;
             }
         }
-        pendingPrepared.add(new Pending(tx, hotAfter, keys));
+        pendingPrepared.add(new Pending(tx, keys));
         locked.addAll(keys);
     }
 
     private void finishPrepared(Pending pending, boolean commit) throws SQLException {
         Ledger.Tx tx = pending.tx();
         connection.setAutoCommit(true);
+        if (commit) {
+            ledger.committing(tx);
+        }
         try {
             exec((commit ? "COMMIT PREPARED '" : "ROLLBACK PREPARED '") + tx.gid + "'");
         } catch (SQLException e) {
@@ -387,27 +437,62 @@ final class Workload {
             return;
         }
         if (commit) {
-            ledger.committed(tx, insertLsn());
+            ledger.committed(tx, -1);
         } else {
             ledger.aborted(tx);
         }
         done(pending);
+        if (commit) {
+            ledger.lsnAfter(tx, insertLsn());
+        }
     }
 
     private void done(Pending pending) {
         pendingPrepared.remove(pending);
         locked.removeAll(pending.keys());
-        if (pending.tx().outcome == Ledger.Outcome.COMMITTED) {
-            // the rows this transaction did not touch may have changed since: apply only its own keys
-            for (String key : pending.keys()) {
-                int id = Integer.parseInt(key.substring(key.indexOf(':') + 1));
-                if (pending.hotAfter().contains(id)) {
-                    hot.add(id);
-                } else {
-                    hot.remove(id);
+        dirty = true; // what its commit made true is read back from the tables
+    }
+
+    /**
+     * After a failure: the rows that exist are read back from the tables, and prepared
+     * transactions whose PREPARE answer was lost are adopted from {@code pg_prepared_xacts}.
+     */
+    private void reconcile() throws SQLException {
+        hot.clear();
+        toast.clear();
+        try (Statement s = connection.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT id FROM hot")) {
+                while (rs.next()) {
+                    hot.add(rs.getInt(1));
+                }
+            }
+            try (ResultSet rs = s.executeQuery("SELECT id FROM toast")) {
+                while (rs.next()) {
+                    toast.add(rs.getInt(1));
+                }
+            }
+            Set<String> known = new HashSet<>();
+            pendingPrepared.forEach(p -> known.add(p.tx().gid));
+            try (ResultSet rs = s.executeQuery("SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'torture\\_%'")) {
+                while (rs.next()) {
+                    String gid = rs.getString(1);
+                    if (known.contains(gid)) {
+                        continue;
+                    }
+                    for (Ledger.Tx tx : ledger.transactions()) {
+                        if (gid.equals(tx.gid)) {
+                            Set<String> keys = new HashSet<>();
+                            tx.changes.forEach(c -> keys.add(c.key()));
+                            tx.outcome = Ledger.Outcome.OPEN;
+                            pendingPrepared.add(new Pending(tx, keys));
+                            locked.addAll(keys);
+                        }
+                    }
                 }
             }
         }
+        // rows a prepared transaction changed count as they will be if it commits; they are locked meanwhile
+        dirty = false;
     }
 
     private void resolveUnknown(Ledger.Tx tx) throws SQLException {
@@ -456,18 +541,26 @@ final class Workload {
             try {
                 connection = pg.connect(database);
                 connection.setAutoCommit(true);
+                try (Statement s = connection.createStatement();
+                     ResultSet rs = s.executeQuery("SELECT pg_backend_pid(), set_config('lock_timeout', '10s', false)")) {
+                    rs.next();
+                    backendPid = rs.getInt(1);
+                }
                 return;
             } catch (RuntimeException | SQLException e) {
                 if (Instant.now().isAfter(deadline)) {
                     throw e instanceof SQLException sql ? sql : new SQLException(e);
                 }
-                try {
-                    Thread.sleep(100); // pacing: the server is restarting
-                } catch (InterruptedException interrupted) {
-                    Thread.currentThread().interrupt();
-                    throw new SQLException("interrupted", interrupted);
-                }
+                pause(100); // the server is restarting
             }
+        }
+    }
+
+    private static void pause(long millis) {
+        try {
+            Thread.sleep(millis); // pacing: waiting out a restart of the server
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -477,9 +570,17 @@ final class Workload {
         }
     }
 
+    /** A statement that must change exactly one row: any other count means the model is wrong, and the step fails. */
     private void update(String sql) throws SQLException {
         try (Statement s = connection.createStatement()) {
-            s.executeUpdate(sql);
+            expectOne(s.executeUpdate(sql));
+        }
+    }
+
+    private void expectOne(int rows) throws SQLException {
+        if (rows != 1) {
+            dirty = true;
+            throw new SQLException("the workload's model of the tables is wrong: " + rows + " rows changed, not 1");
         }
     }
 
