@@ -145,6 +145,12 @@ final class Lane {
     private final RetrySchedule schedule;
     private boolean disabled;
     private volatile boolean deleted;
+    /**
+     * Set by {@link #close} at shutdown: the lane starts nothing more and acknowledges nothing it did
+     * not deliver or write; unlike {@link #deleted} it never discards anything (what is undelivered
+     * is read again, from the slot or the durable queue, by the next instance).
+     */
+    private volatile boolean closed;
     /** Set at once by {@link #delete}, before its turn sets {@link #deleted}: routing stops using the lane. */
     private volatile boolean doomed;
     private long arrivals;
@@ -216,7 +222,7 @@ final class Lane {
         }
         post(() -> { }); // a turn that sees the budget full and decides
         synchronized (room) {
-            while (full() && !deleted) {
+            while (full() && !deleted && !closed) {
                 room.wait(100);
             }
         }
@@ -314,6 +320,9 @@ final class Lane {
     }
 
     private void accept(List<Job> jobs) {
+        if (closed) {
+            return; // shutting down: unacknowledged, read again from the slot
+        }
         for (Job job : jobs) {
             job.arrival = ++arrivals;
             if (deleted) {
@@ -331,7 +340,7 @@ final class Lane {
     }
 
     private void pump() {
-        if (deleted) {
+        if (deleted || closed) {
             return;
         }
         Instant now = context.clock().instant();
@@ -565,9 +574,12 @@ final class Lane {
     private <T> void database(Dispatcher.SqlCall<T> call, java.util.function.Consumer<T> then) {
         busy = true;
         context.database().submit(() -> {
-            T result = context.untilDone(call, () -> deleted, problem -> lastError = "state database: " + problem);
+            T result = context.untilDone(call, () -> deleted || closed, problem -> lastError = "state database: " + problem);
             post(() -> {
                 busy = false;
+                if (closed && !deleted) {
+                    return; // shutting down: what was written stays written, and its jobs are acknowledged only if it was
+                }
                 if (result != null && !deleted) {
                     then.accept(result);
                 }
@@ -911,9 +923,9 @@ final class Lane {
         context.database().submit(() -> context.untilDone(() -> context.store().deleteAll(id), () -> false, p -> { }));
     }
 
-    /** Stops timers at shutdown; what is undelivered is read again from the slot or the queue on restart. */
+    /** Stops the lane at shutdown; what is undelivered is read again from the slot or the queue on restart. */
     void close() {
-        deleted = true;
+        closed = true;
         if (wake != null) {
             wake.cancel(false);
         }

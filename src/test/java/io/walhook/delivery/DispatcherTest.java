@@ -291,4 +291,131 @@ class DispatcherTest {
         await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> accepted.size() == 20);
         assertThat(dispatcher.status()).isEmpty();
     }
+
+    /** A real database behind a gate: while it is shut, every new connection waits (a state database slow to answer). */
+    private static final class GatedDataSource implements javax.sql.DataSource {
+        private final javax.sql.DataSource real;
+        private volatile java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(0);
+        private final AtomicInteger waiting = new AtomicInteger();
+
+        GatedDataSource(javax.sql.DataSource real) {
+            this.real = real;
+        }
+
+        void shut() {
+            gate = new java.util.concurrent.CountDownLatch(1);
+        }
+
+        void open() {
+            gate.countDown();
+        }
+
+        @Override
+        public java.sql.Connection getConnection() throws java.sql.SQLException {
+            waiting.incrementAndGet();
+            try {
+                gate.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.sql.SQLException("interrupted at the gate", e);
+            } finally {
+                waiting.decrementAndGet();
+            }
+            return real.getConnection();
+        }
+
+        @Override
+        public java.sql.Connection getConnection(String user, String password) throws java.sql.SQLException {
+            return getConnection();
+        }
+
+        @Override
+        public java.io.PrintWriter getLogWriter() throws java.sql.SQLException {
+            return real.getLogWriter();
+        }
+
+        @Override
+        public void setLogWriter(java.io.PrintWriter out) throws java.sql.SQLException {
+            real.setLogWriter(out);
+        }
+
+        @Override
+        public void setLoginTimeout(int seconds) throws java.sql.SQLException {
+            real.setLoginTimeout(seconds);
+        }
+
+        @Override
+        public int getLoginTimeout() throws java.sql.SQLException {
+            return real.getLoginTimeout();
+        }
+
+        @Override
+        public java.util.logging.Logger getParentLogger() {
+            return java.util.logging.Logger.getGlobal();
+        }
+
+        @Override
+        public <T> T unwrap(Class<T> type) throws java.sql.SQLException {
+            return real.unwrap(type);
+        }
+
+        @Override
+        public boolean isWrapperFor(Class<?> type) throws java.sql.SQLException {
+            return real.isWrapperFor(type);
+        }
+    }
+
+    @Test
+    void aLaneClosedAtShutdownWhileItWritesItsDurableQueueDiscardsNothing() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "closing");
+        GatedDataSource gated = new GatedDataSource(database.dataSource);
+        store = new ParkedEventStore(gated, "walhook");
+        java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ExecutorService durable = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        try {
+            WebhookReceiver receiver = receiver(request -> 204);
+            Dispatcher.Context context = new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(
+                    Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
+                    64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
+                    sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
+                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3));
+            String id = "6f1c2b6e-0000-4000-8000-000000000002";
+            Lane lane = new Lane(webhook(id, "held", receiver, 1), context);
+            hand(lane, 100);
+            await().atMost(WAIT).until(() -> store.count(id) == 100 && acknowledged.get() == 100);
+
+            // the next write waits on the state database when shutdown closes the lane
+            gated.shut();
+            hand(lane, 10);
+            await().atMost(WAIT).until(() -> gated.waiting.get() > 0);
+            lane.close();
+            gated.open();
+
+            // what was queued stays queued for the next instance, and nothing more is acknowledged
+            await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(10)).until(() -> store.count(id) >= 100);
+            assertThat(store.count(id)).isBetween(100L, 110L);
+            assertThat(acknowledged.get()).isEqualTo(100);
+            assertThat(receiver.requests()).isEmpty();
+        } finally {
+            gated.open();
+            lanes.shutdownNow();
+            durable.shutdownNow();
+            timer.shutdownNow();
+        }
+    }
+
+    /** Hands {@code count} new row changes to a lane, as routing does. */
+    private void hand(Lane lane, int count) throws InterruptedException {
+        for (int i = 0; i < count; i++) {
+            ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(i + 1), "0");
+            EventEncoder.Encoded body = encoder.encode(event, EventFormat.JSON, Projection.ALL);
+            Job job = new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(), body.contentType(),
+                    body.headers(), null, Ordering.of(event));
+            job.relation = event.relation();
+            job.done = acknowledged::incrementAndGet;
+            lane.routed.add(job);
+        }
+        lane.handOver();
+    }
 }

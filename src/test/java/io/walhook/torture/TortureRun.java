@@ -138,6 +138,15 @@ public final class TortureRun {
             }
             say("faults stop; settling");
             settle(workload);
+            if (!missing().isEmpty()) {
+                // what walhook says of it, for the report
+                try {
+                    violations.add("(not settled; /status: " + api().get("/status").text() + "; subscriptions "
+                            + storedSubscriptions() + ")");
+                } catch (Exception e) {
+                    violations.add("(not settled; no /status: " + e + ")");
+                }
+            }
             check();
             if (walhook != null) {
                 exposed.append(walhook.output());
@@ -465,7 +474,28 @@ public final class TortureRun {
         }
         if (missing > 0) {
             violations.add(when + " walhook pid " + walhook.pid() + " at " + Instant.now() + ": the slot confirmed "
-                    + lsn(confirmed) + " past " + missing + " changes neither delivered nor queued, e.g. " + examples);
+                    + lsn(confirmed) + " past " + missing + " changes neither delivered nor queued, e.g. " + examples
+                    + "; queued per subscription " + queuedCounts(queued) + ", subscriptions " + storedSubscriptions());
+        }
+    }
+
+    private static Map<String, Integer> queuedCounts(Map<String, Set<String>> queued) {
+        Map<String, Integer> counts = new TreeMap<>();
+        queued.forEach((name, tokens) -> counts.put(name, tokens.size()));
+        return counts;
+    }
+
+    /** The API's subscriptions as the state table holds them (for a report that needs them). */
+    private String storedSubscriptions() {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT id, name, paused FROM walhook.subscription ORDER BY id")) {
+            List<String> rows = new ArrayList<>();
+            while (rs.next()) {
+                rows.add(rs.getString(1) + " " + rs.getString(2) + (rs.getBoolean(3) ? " paused" : ""));
+            }
+            return rows.toString();
+        } catch (SQLException e) {
+            return "(" + e.getMessage() + ")";
         }
     }
 
