@@ -35,7 +35,7 @@ public class StartupCheck {
     /** The exit status of a start-up stopped by configuration (sysexits' EX_CONFIG). */
     public static final int EXIT_CONFIG = 78;
     /** How long a database that went away while the schema was set up is waited for. */
-    static final java.time.Duration RESTART_PATIENCE = java.time.Duration.ofSeconds(60);
+    public static final java.time.Duration RESTART_PATIENCE = java.time.Duration.ofSeconds(60);
 
     private final WalhookConfig config;
     /** An Instance: the datasource (and so Flyway) is inactive until the URL is valid. */
@@ -125,7 +125,7 @@ public class StartupCheck {
      * (08003, 08006); after a first failure, a refused connection (08001) is the restart going on.
      * A connection refused at the first attempt is a wrong URL, reported at once.
      */
-    static boolean restarting(Throwable e, int attempt) {
+    public static boolean restarting(Throwable e, int attempt) {
         for (Throwable cause = e; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
             if (cause instanceof java.sql.SQLException sql && sql.getSQLState() != null) {
                 String state = sql.getSQLState();

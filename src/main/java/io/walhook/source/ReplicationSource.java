@@ -144,7 +144,10 @@ public class ReplicationSource {
         }
         SourceDatabase database = new SourceDatabase(dataSource);
         try {
-            database.checkPrerequisites();
+            patiently(() -> {
+                database.checkPrerequisites();
+                return null;
+            });
         } catch (SourceSetupException e) {
             throw stop(e.variable(), e.getMessage());
         } catch (SQLException e) {
@@ -152,8 +155,8 @@ public class ReplicationSource {
         }
         registry = new SubscriptionRegistry(configured, new SubscriptionStore(dataSource, config.stateSchema()));
         try {
-            registry.refresh();
-        } catch (SQLException e) {
+            patiently(registry::refresh);
+        } catch (SourceSetupException | SQLException e) {
             throw stop("cannot read subscriptions from " + config.stateSchema() + ".subscription: " + e.getMessage());
         }
         // standbys connect too (lazily, on first use): the API's test-fire works on every instance
@@ -162,8 +165,8 @@ public class ReplicationSource {
         lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
         boolean active;
         try {
-            active = lock.tryAcquire();
-        } catch (SQLException e) {
+            active = patiently(lock::tryAcquire);
+        } catch (SourceSetupException | SQLException e) {
             throw stop("cannot take the lock of slot " + config.slot() + " on " + source + ": " + e.getMessage());
         }
         poller = new Thread(this::pollSubscriptions, "walhook-subscriptions");
@@ -185,6 +188,39 @@ public class ReplicationSource {
         standby = new Thread(() -> standBy(source, database, extensions), "walhook-standby");
         standby.setDaemon(true);
         standby.start();
+    }
+
+    /** A start-up step against the database. */
+    private interface Step<T> {
+        T run() throws SQLException, SourceSetupException;
+    }
+
+    /**
+     * Runs a start-up step, again while the database is restarting (shutting down, starting up, a
+     * connection broken), for up to {@link StartupCheck#RESTART_PATIENCE}: an operator restarting
+     * PostgreSQL does not make walhook exit as if it were misconfigured.
+     */
+    private static <T> T patiently(Step<T> step) throws SQLException, SourceSetupException {
+        long deadline = System.nanoTime() + StartupCheck.RESTART_PATIENCE.toNanos();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return step.run();
+            } catch (SQLException e) {
+                if (!StartupCheck.restarting(e, attempt) || System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                if (attempt == 1) {
+                    LOG.warnf("the database went away during start-up (%s); trying again for up to %s", e.getMessage(),
+                            StartupCheck.RESTART_PATIENCE);
+                }
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
     }
 
     /** Waits for the active instance's lock; takes over from the persisted checkpoint when it is free. */
