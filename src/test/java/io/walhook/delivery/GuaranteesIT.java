@@ -1,6 +1,10 @@
 package io.walhook.delivery;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static io.walhook.delivery.ItemsSetup.TOKEN;
+import static io.walhook.delivery.ItemsSetup.env;
+import static io.walhook.delivery.ItemsSetup.events;
+import static io.walhook.delivery.ItemsSetup.itemsDatabase;
 import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
@@ -34,34 +38,6 @@ class GuaranteesIT {
 
     private static final Duration WAIT = Duration.ofSeconds(90);
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String TOKEN = "t0ken";
-
-    private static String itemsDatabase(PostgresServer pg, String prefix) throws Exception {
-        String database = pg.createDatabase(prefix);
-        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)");
-        return database;
-    }
-
-    private static Map<String, String> env(PostgresServer pg, String database, String... more) {
-        Map<String, String> env = new java.util.HashMap<>(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
-                "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN));
-        for (int i = 0; i < more.length; i += 2) {
-            env.put(more[i], more[i + 1]);
-        }
-        return env;
-    }
-
-    /** Every event a request carried (one, or a batch's array). */
-    private static List<JsonNode> events(WebhookReceiver.Request request) {
-        try {
-            JsonNode body = JSON.readTree(request.body());
-            List<JsonNode> events = new ArrayList<>();
-            (body.isArray() ? body : List.of(body)).forEach(events::add);
-            return events;
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException(e);
-        }
-    }
 
     private static Set<String> ids(List<WebhookReceiver.Request> requests) {
         Set<String> ids = new java.util.HashSet<>();

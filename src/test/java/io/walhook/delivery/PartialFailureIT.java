@@ -1,6 +1,10 @@
 package io.walhook.delivery;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static io.walhook.delivery.ItemsSetup.TOKEN;
+import static io.walhook.delivery.ItemsSetup.env;
+import static io.walhook.delivery.ItemsSetup.events;
+import static io.walhook.delivery.ItemsSetup.itemsDatabase;
 import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
@@ -18,7 +22,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.walhook.testing.ApiClient;
 import io.walhook.testing.PostgresServer;
@@ -34,34 +37,6 @@ import io.walhook.testing.WebhookReceiver;
 class PartialFailureIT {
 
     private static final Duration WAIT = Duration.ofSeconds(120);
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String TOKEN = "t0ken";
-
-    private static String itemsDatabase(PostgresServer pg, String prefix) throws Exception {
-        String database = pg.createDatabase(prefix);
-        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)");
-        return database;
-    }
-
-    private static Map<String, String> env(PostgresServer pg, String database, String... more) {
-        Map<String, String> env = new java.util.HashMap<>(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
-                "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN));
-        for (int i = 0; i < more.length; i += 2) {
-            env.put(more[i], more[i + 1]);
-        }
-        return env;
-    }
-
-    private static List<JsonNode> events(WebhookReceiver.Request request) {
-        try {
-            JsonNode body = JSON.readTree(request.body());
-            List<JsonNode> events = new ArrayList<>();
-            (body.isArray() ? body : List.of(body)).forEach(events::add);
-            return events;
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException(e);
-        }
-    }
 
     /** Records the events of accepted requests: each event's first acceptance, by row, in arrival order. */
     private static final class Accepted {
