@@ -253,20 +253,27 @@ public class ReplicationSource {
     private void activate(SourceUrl source, SourceDatabase database, Map<String, String> extensions)
             throws SQLException, SourceSetupException {
         CheckpointStore checkpoints = new CheckpointStore(dataSource, config.stateSchema());
-        database.ensurePublication(config.publication().name(), config.publication().tables());
-        database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
         Tuning tuned = tuning();
-        ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
-                source.password(), config.slot(), config.publication().name(), config.stateSchema(),
-                database.serverMajor(), tuned.statusInterval(), tuned.checkpointInterval(), tuned.reconnectMaxBackoff(),
-                tuned.handoffCapacity(), Path.of(config.source().spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
-                tuned.streamMemoryBytes());
-        ReplicationReader resumed = ReplicationReader.resuming(settings, checkpoints);
+        // every step against the database before anything starts: each can be tried again
+        ReplicationReader resumed = patiently(() -> {
+            database.ensurePublication(config.publication().name(), config.publication().tables());
+            database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
+            ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
+                    source.password(), config.slot(), config.publication().name(), config.stateSchema(),
+                    database.serverMajor(), tuned.statusInterval(), tuned.checkpointInterval(), tuned.reconnectMaxBackoff(),
+                    tuned.handoffCapacity(), Path.of(config.source().spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
+                    tuned.streamMemoryBytes());
+            return ReplicationReader.resuming(settings, checkpoints);
+        });
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(tuned.requestTimeout(), tuned.maxBackoff(),
                 tuned.retryWindow(), tuned.parkedRetryInterval(), tuned.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
                 deliveryMetrics, id -> registry.isPaused(id), this::transport);
-        sender.resumeParked(registry.router().subscriptions());
+        Dispatcher dispatcher = sender;
+        patiently(() -> {
+            dispatcher.resumeParked(registry.router().subscriptions()); // lanes are created once: it can be tried again
+            return null;
+        });
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader = resumed;
         Thread routing = new Thread(new RoutingLoop(resumed.events(), resumed.tracker(), registry, encoder, sender,
