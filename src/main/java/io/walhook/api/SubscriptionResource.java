@@ -381,8 +381,13 @@ public class SubscriptionResource {
      * subscription takes one (leaving a field out is how to not set it).
      */
     private static JsonNode parse(String contentType, byte[] body) {
+        return parse(contentType, body, "subscription");
+    }
+
+    /** As {@link #parse(String, byte[])}, for a body that is a {@code what} object. */
+    static JsonNode parse(String contentType, byte[] body, String what) {
         if (!isJson(contentType)) {
-            throw new ApiProblem(415, "Unsupported Media Type", "send the subscription as application/json"
+            throw new ApiProblem(415, "Unsupported Media Type", "send the " + what + " as application/json"
                     + " (Content-Type: application/json), not " + (contentType == null ? "without a Content-Type"
                     : "as " + contentType), null);
         }
@@ -390,19 +395,19 @@ public class SubscriptionResource {
         try (JsonParser parser = JSON.createParser(body)) {
             json = JSON.readTree(parser);
             if (json == null || json.isMissingNode()) {
-                throw new ApiProblem(400, "Bad Request", "the body is empty; send a subscription object", "");
+                throw new ApiProblem(400, "Bad Request", "the body is empty; send a " + what + " object", "");
             }
             long end = parser.currentLocation().getByteOffset();
             if (goesOn(parser)) {
                 throw new ApiProblem(400, "Bad Request", "the body goes on after its JSON value, from byte " + end
-                        + ": send one subscription object and nothing after it", "");
+                        + ": send one " + what + " object and nothing after it", "");
             }
         } catch (JsonProcessingException e) {
             throw new ApiProblem(400, "Bad Request", "the body is not valid JSON: " + e.getOriginalMessage(), "");
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
         }
-        refuseNulls(json, "");
+        refuseNulls(json, "", what);
         return json;
     }
 
@@ -428,19 +433,19 @@ public class SubscriptionResource {
         }
     }
 
-    private static void refuseNulls(JsonNode node, String pointer) {
+    private static void refuseNulls(JsonNode node, String pointer, String what) {
         if (node.isNull()) {
             throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " is null; no field"
-                    + " of a subscription takes null: leave the field out instead", pointer);
+                    + " of a " + what + " takes null: leave the field out instead", pointer);
         }
         if (node.isObject()) {
             for (var fields = node.fields(); fields.hasNext(); ) {
                 var field = fields.next();
-                refuseNulls(field.getValue(), pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1"));
+                refuseNulls(field.getValue(), pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1"), what);
             }
         } else if (node.isArray()) {
             for (int i = 0; i < node.size(); i++) {
-                refuseNulls(node.get(i), pointer + "/" + i);
+                refuseNulls(node.get(i), pointer + "/" + i, what);
             }
         }
     }

@@ -28,12 +28,23 @@ public final class ChangeEvent {
     private final String messagePrefix;
     private final byte[] messageContent;
     private final boolean messageTransactional;
+    /** The backfill a {@link Operation#READ} event belongs to; null for every other event. */
+    private final String backfillId;
     /** {@link #id()}, made on first use: the writer, the sender and logs all ask (a benign race, like String's hash). */
     private String id;
 
     private ChangeEvent(Operation op, RelationInfo relation, TupleData key, TupleData oldRow, TupleData newRow, Lsn lsn,
             TxInfo tx, int seq, boolean truncateCascade, boolean truncateRestartIdentity, String messagePrefix,
             byte[] messageContent, boolean messageTransactional) {
+        this(op, relation, key, oldRow, newRow, lsn, tx, seq, truncateCascade, truncateRestartIdentity, messagePrefix,
+                messageContent, messageTransactional, null, null);
+    }
+
+    private ChangeEvent(Operation op, RelationInfo relation, TupleData key, TupleData oldRow, TupleData newRow, Lsn lsn,
+            TxInfo tx, int seq, boolean truncateCascade, boolean truncateRestartIdentity, String messagePrefix,
+            byte[] messageContent, boolean messageTransactional, String backfillId, String id) {
+        this.backfillId = backfillId;
+        this.id = id;
         this.op = op;
         this.relation = relation;
         this.key = key;
@@ -64,6 +75,22 @@ public final class ChangeEvent {
     static ChangeEvent message(String prefix, byte[] content, boolean transactional, Lsn lsn, TxInfo tx, int seq) {
         return new ChangeEvent(Operation.MESSAGE, null, null, null, null, lsn, tx, seq, false, false, prefix, content,
                 transactional);
+    }
+
+    /**
+     * A row a backfill read (op {@code read}): {@code row} is the whole row, its key columns marked by
+     * {@code relation}. {@code at} is the stream position it was read at (the backfill's high
+     * watermark): it orders the event with the stream's, and the JSON shows {@code tx: null}.
+     * {@code id} is stable for the same row of the same backfill (made by the backfill).
+     */
+    public static ChangeEvent read(RelationInfo relation, TupleData row, TxInfo at, String backfillId, String id) {
+        return new ChangeEvent(Operation.READ, relation, null, null, row, at.commitLsn(), at, 0, false, false, null,
+                null, false, java.util.Objects.requireNonNull(backfillId), java.util.Objects.requireNonNull(id));
+    }
+
+    /** The backfill of a {@code read} event, else null. */
+    public String backfillId() {
+        return backfillId;
     }
 
     /** {@code <commit LSN as 16 hex digits>-<position in the transaction, 4 digits or more>}. */

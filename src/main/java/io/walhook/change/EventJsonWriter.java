@@ -34,6 +34,7 @@ public final class EventJsonWriter {
     private static final byte[] COMMIT_LSN = JsonBuffer.encodeName("commit_lsn");
     private static final byte[] COMMIT_TIME_FIELD = JsonBuffer.encodeName("commit_time");
     private static final byte[] SEQ = JsonBuffer.encodeName("seq");
+    private static final byte[] BACKFILL = JsonBuffer.encodeName("backfill");
     /** An event without a table (a logical message): its op, and null schema and table. */
     private static final byte[][] NO_TABLE_HEADERS = java.util.Arrays.stream(Operation.values())
             .map(op -> RelationInfo.jsonHeader(op, null, null)).toArray(byte[][]::new);
@@ -84,7 +85,7 @@ public final class EventJsonWriter {
         RelationInfo relation = event.relation();
         Operation op = event.op();
         json.fields(relation != null ? relation.jsonHeader(op) : NO_TABLE_HEADERS[op.ordinal()]);
-        if (op == Operation.INSERT || op == Operation.UPDATE || op == Operation.DELETE) {
+        if (op == Operation.INSERT || op == Operation.UPDATE || op == Operation.DELETE || op == Operation.READ) {
             TupleData newRow = event.newRow();
             TupleData oldRow = event.oldRow();
             TupleData keySource = event.keyTuple() != null ? event.keyTuple() : oldRow != null ? oldRow : newRow;
@@ -117,6 +118,13 @@ public final class EventJsonWriter {
             writeMessage(event, json);
         }
         json.name(LSN).lsn(event.lsn());
+        if (event.backfillId() != null) {
+            // a backfilled row: read, not committed; no transaction of its own
+            json.name(TX).nullValue();
+            json.name(BACKFILL).startObject().name(ID).string(event.backfillId()).endObject();
+            json.endObject();
+            return;
+        }
         TxInfo tx = event.tx();
         if (tx != lastTx) {
             String time = formatTime(tx.commitTime());

@@ -45,6 +45,17 @@ public final class RelationInfo {
         this.routed = routed;
     }
 
+    /**
+     * A table described from the catalog as pgoutput would describe it (same columns, key flags and
+     * types), for rows read outside the stream (backfills); {@code userTypes} as for
+     * {@link ValueConverters#forColumn}. Its converters share {@code converters}' scratch buffers.
+     */
+    public static RelationInfo described(PgOutputMessage.Relation relation, ValueConverters converters,
+            java.util.function.LongFunction<PgOutputMessage.Type> userTypes) {
+        return new RelationInfo(relation, converters.forRelation(relation, userTypes).toArray(ValueConverter[]::new),
+                true);
+    }
+
     public long oid() {
         return oid;
     }

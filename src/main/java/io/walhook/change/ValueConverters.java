@@ -42,6 +42,14 @@ public final class ValueConverters {
     private final Map<BuiltinTypes.Rule, ValueConverter> arrays = new HashMap<>();
 
     /** A fresh set of converters with its own buffers, for one thread. */
+    /**
+     * The session settings the converters assume, as a connection's {@code options}: every session
+     * whose text values become events (the stream's, backfills') is opened with them
+     * (docs/protocol.md section 1).
+     */
+    public static final String SESSION_OPTIONS = "-c datestyle=ISO -c intervalstyle=postgres -c extra_float_digits=3"
+            + " -c bytea_output=hex -c TimeZone=UTC -c lc_monetary=C";
+
     public ValueConverters() {
         for (ValueKind kind : ValueKind.values()) {
             scalars.put(kind, switch (kind) {

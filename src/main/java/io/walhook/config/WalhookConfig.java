@@ -106,6 +106,22 @@ public interface WalhookConfig {
 
         /** This subscription's retry window (a duration); the global one when unset. */
         Optional<String> retryWindow();
+
+        /** {@code initial}: backfill the subscription's tables once, at its first start (docs/backfills.md). */
+        Optional<String> backfill();
+    }
+
+    /** How backfills read tables. */
+    Backfills backfill();
+
+    interface Backfills {
+        /** How long one chunk's query should take: chunks shrink when slower, grow back (to chunk_size) when quicker. */
+        @WithDefault("500ms")
+        String chunkTarget();
+
+        /** The longest one chunk's query may run; past it, the chunk is read again four times smaller. */
+        @WithDefault("30s")
+        String statementTimeout();
     }
 
     /** How webhooks are delivered. */

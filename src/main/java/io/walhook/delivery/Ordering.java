@@ -25,7 +25,7 @@ record Ordering(Scope scope, long table, long key, long otherKey) {
         return switch (event.op()) {
             case MESSAGE -> new Ordering(Scope.TABLE, MESSAGES, 0, 0);
             case TRUNCATE -> new Ordering(Scope.TABLE, event.relation().oid(), 0, 0);
-            case INSERT, UPDATE, DELETE -> {
+            case INSERT, UPDATE, DELETE, READ -> {
                 int key = event.rowKeyHash();
                 yield row(event.relation().oid(), key, event.changesKey() ? event.newRowKeyHash() : key);
             }

@@ -44,6 +44,26 @@ public final class RoutingLoop implements Runnable {
         }
     }
 
+    /**
+     * Backfills' side of the stream: sees every event, in order, on the routing thread, before it is
+     * routed, and may send rows of its own there through {@link Reads}.
+     */
+    public interface Snapshots {
+        Snapshots NONE = (event, reads) -> false;
+
+        /** True when the event is walhook's own (a backfill's watermark): it is then not routed. */
+        boolean observe(ChangeEvent event, Reads reads) throws InterruptedException;
+    }
+
+    /** How a backfill's {@code read} events join the stream: to a subscription in force, on its rows' lanes. */
+    public interface Reads {
+        /** The subscription with this id as the current transaction routes to it; null when none is in force. */
+        Subscription subscription(String id);
+
+        /** Writes the event as the subscription wants it and hands it to its sender; {@code done} as for {@link Sender#send}. */
+        void send(Subscription subscription, ChangeEvent event, Runnable done) throws InterruptedException;
+    }
+
     private record Shape(EventFormat format, Projection projection) {
     }
 
@@ -71,6 +91,25 @@ public final class RoutingLoop implements Runnable {
     private final EventEncoder encoder;
     private final Sender sender;
     private final DeliveryMetrics metrics;
+    private final Snapshots snapshots;
+    private final Reads reads = new Reads() {
+        @Override
+        public Subscription subscription(String id) {
+            for (Subscription s : router.subscriptions()) {
+                if (s.id().equals(id)) {
+                    return s;
+                }
+            }
+            return null;
+        }
+
+        @Override
+        public void send(Subscription subscription, ChangeEvent event, Runnable done) throws InterruptedException {
+            sender.send(subscription, event, encoder.encode(event, subscription.format(), subscription.projection(), null),
+                    done);
+            routedInChunk.computeIfAbsent(subscription, s -> new int[1])[0]++;
+        }
+    };
     /** The routing thread's own: the router of the current transaction, and each shape written for one event. */
     private Router router;
     private Lsn transaction;
@@ -86,6 +125,13 @@ public final class RoutingLoop implements Runnable {
     /** {@code metrics} counts the copies handed to each subscription's sender, once per chunk ({@link DeliveryMetrics#routed}). */
     public RoutingLoop(HandOffQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
             EventEncoder encoder, Sender sender, DeliveryMetrics metrics) {
+        this(events, tracker, registry, encoder, sender, metrics, Snapshots.NONE);
+    }
+
+    /** {@code snapshots} sees every event first (backfills' watermarks). */
+    public RoutingLoop(HandOffQueue<PendingEvent> events, AckTracker tracker, SubscriptionRegistry registry,
+            EventEncoder encoder, Sender sender, DeliveryMetrics metrics, Snapshots snapshots) {
+        this.snapshots = snapshots;
         this.events = events;
         this.tracker = tracker;
         this.registry = registry;
@@ -126,9 +172,13 @@ public final class RoutingLoop implements Runnable {
             router = registry.router();
             transaction = event.tx().commitLsn();
         }
+        AckTracker.Ticket ticket = pending.ticket();
+        if (snapshots.observe(event, reads)) {
+            tracker.complete(ticket, 1); // a watermark: walhook's own, never routed
+            return;
+        }
         // filters read the rows from the tuples, not from the JSON: it is written only when delivered
         List<Subscription> matched = router.route(event);
-        AckTracker.Ticket ticket = pending.ticket();
         if (matched.isEmpty()) {
             tracker.complete(ticket, 1); // the reader's share: no one wants it, it is done
             return;

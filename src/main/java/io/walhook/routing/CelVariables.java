@@ -236,7 +236,7 @@ public final class CelVariables {
         Map<String, Object> n = EMPTY;
         Map<String, Object> o = EMPTY;
         switch (event.op()) {
-            case INSERT, UPDATE, DELETE -> {
+            case INSERT, UPDATE, DELETE, READ -> {
                 RelationInfo relation = event.relation();
                 TupleData newTuple = event.newRow();
                 TupleData oldTuple = event.oldRow();

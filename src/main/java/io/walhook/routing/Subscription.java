@@ -53,7 +53,7 @@ public record Subscription(String id, String name, List<TablePattern> tables, Se
     }
 
     /** Table and operation only (the filter comes after): what is cached per relation. */
-    boolean matchesTable(String schema, String table) {
+    public boolean matchesTable(String schema, String table) {
         for (TablePattern pattern : tables) {
             if (pattern.matches(schema, table)) {
                 return true;

@@ -45,11 +45,33 @@ public final class SubscriptionConfigReader {
                 throw new ConfigProblem("K_SINK", "asks for a subscription named " + KNATIVE_SINK
                         + " and WALHOOK_SUBSCRIPTIONS_KSINK_* defines one too; remove one of them");
             }
-            subscriptions.add(new Subscription(KNATIVE_SINK, List.of(TablePattern.ALL), EnumSet.allOf(Operation.class),
+            subscriptions.add(new Subscription(KNATIVE_SINK, List.of(TablePattern.ALL), EnumSet.copyOf(Operation.SUBSCRIBABLE),
                     Optional.empty(), new Destination.Webhook(url("K_SINK", sink), List.of(), Map.of()),
                     EventFormat.CLOUDEVENTS, 1, 0, Projection.ALL, true));
         }
         return List.copyOf(subscriptions);
+    }
+
+    /**
+     * The ids of configured subscriptions whose {@code BACKFILL} is {@code initial}; any other value
+     * is a {@link ConfigProblem} naming the variable.
+     */
+    public static List<String> initialBackfills(WalhookConfig config) {
+        List<String> ids = new ArrayList<>();
+        for (Map.Entry<String, WalhookConfig.SubscriptionConfig> entry : new TreeMap<>(config.subscriptions()).entrySet()) {
+            Optional<String> backfill = entry.getValue().backfill();
+            if (backfill.isEmpty() || backfill.get().isBlank()) {
+                continue;
+            }
+            String variable = "WALHOOK_SUBSCRIPTIONS_" + entry.getKey().toUpperCase(Locale.ROOT).replace('-', '_')
+                    + "_BACKFILL";
+            if (!backfill.get().strip().equalsIgnoreCase("initial")) {
+                throw new ConfigProblem(variable, "is '" + backfill.get().strip() + "'; the only value is initial"
+                        + " (backfill the subscription's tables once, at its first start), or leave it unset");
+            }
+            ids.add(Subscription.CONFIGURED + entry.getKey().toLowerCase(Locale.ROOT));
+        }
+        return List.copyOf(ids);
     }
 
     /** One configured subscription; {@code amqpConfigured}: whether WALHOOK_AMQP_URL is set. */
@@ -157,11 +179,11 @@ public final class SubscriptionConfigReader {
 
     static Set<Operation> operations(String variable, Optional<String> value) {
         if (value.isEmpty() || value.get().isBlank()) {
-            return EnumSet.allOf(Operation.class);
+            return EnumSet.copyOf(Operation.SUBSCRIBABLE);
         }
         Set<Operation> operations = EnumSet.noneOf(Operation.class);
         for (String op : list(value, null)) {
-            Operation operation = Arrays.stream(Operation.values()).filter(o -> o.wireName().equals(op)).findFirst()
+            Operation operation = Operation.SUBSCRIBABLE.stream().filter(o -> o.wireName().equals(op)).findFirst()
                     .orElseThrow(() -> new ConfigProblem(variable, "has '" + op + "', not an operation; use insert,"
                             + " update, delete, truncate, message"));
             operations.add(operation);

@@ -65,7 +65,7 @@ public final class SubscriptionJson {
         Set<Operation> operations;
         List<String> ops = strings(body, "/operations", List.of());
         try {
-            operations = ops.isEmpty() ? EnumSet.allOf(Operation.class)
+            operations = ops.isEmpty() ? EnumSet.copyOf(Operation.SUBSCRIBABLE)
                     : SubscriptionConfigReader.operations("operations", Optional.of(String.join(",", ops)));
         } catch (ConfigProblem e) {
             throw new SubscriptionProblem("/operations", e.getMessage().substring("operations ".length()));

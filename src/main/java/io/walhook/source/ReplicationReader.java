@@ -45,8 +45,7 @@ public final class ReplicationReader {
     /** Events handed over at once, at the latest: one wake-up of the routing thread per chunk, not per event. */
     static final int CHUNK = 256;
     /** Session settings that make every text value independent of server defaults (docs/protocol.md section 1). */
-    static final String SESSION_OPTIONS = "-c datestyle=ISO -c intervalstyle=postgres -c extra_float_digits=3"
-            + " -c bytea_output=hex -c TimeZone=UTC -c lc_monetary=C";
+    static final String SESSION_OPTIONS = io.walhook.change.ValueConverters.SESSION_OPTIONS;
 
     /** Everything the reader needs to know. */
     public record Settings(String jdbcUrl, String user, String password, String slot, String publication,

@@ -70,6 +70,10 @@ public class ReplicationSource {
     private volatile AmqpBroker broker;
     private volatile ActiveLock lock;
     private volatile Thread standby;
+    private volatile io.walhook.backfill.Backfills backfills;
+    private volatile io.walhook.backfill.BackfillRunner backfillRunner;
+    private volatile Thread backfillThread;
+    private List<String> initialBackfills = List.of();
     private volatile Role role = Role.STARTING;
     private volatile boolean stopping;
     private volatile String routingFailure;
@@ -137,6 +141,7 @@ public class ReplicationSource {
         try {
             configured = SubscriptionConfigReader.read(config, System.getenv());
             extensions = SubscriptionConfigReader.cloudEventsOverrides(System.getenv("K_CE_OVERRIDES"));
+            initialBackfills = SubscriptionConfigReader.initialBackfills(config);
         } catch (ConfigProblem problem) {
             LOG.error("walhook cannot start: " + problem.getMessage());
             Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
@@ -154,6 +159,7 @@ public class ReplicationSource {
             throw stop("cannot check " + source + ": " + e.getMessage());
         }
         registry = new SubscriptionRegistry(configured, new SubscriptionStore(dataSource, config.stateSchema()));
+        backfills = new io.walhook.backfill.Backfills(dataSource, config.stateSchema(), config.publication().name());
         try {
             patiently(registry::refresh);
         } catch (SourceSetupException | SQLException e) {
@@ -274,10 +280,23 @@ public class ReplicationSource {
             dispatcher.resumeParked(registry.router().subscriptions()); // lanes are created once: it can be tried again
             return null;
         });
+        patiently(() -> {
+            backfills.startInitial(registry.router().subscriptions(), initialBackfills); // once ever per subscription
+            return null;
+        });
         EventEncoder encoder = new EventEncoder("/walhook/" + source.database(), extensions);
         reader = resumed;
+        io.walhook.backfill.Watermarks watermarks = new io.walhook.backfill.Watermarks();
         Thread routing = new Thread(new RoutingLoop(resumed.events(), resumed.tracker(), registry, encoder, sender,
-                deliveryMetrics), "walhook-routing");
+                deliveryMetrics, watermarks), "walhook-routing");
+        io.walhook.backfill.BackfillRunner runner = new io.walhook.backfill.BackfillRunner(
+                new io.walhook.backfill.BackfillRunner.Settings(source.jdbcUrl(), source.user(), source.password(),
+                        config.publication().name(), tuned.backfillChunkTarget(), tuned.backfillStatementTimeout()),
+                backfills.store(), watermarks, () -> registry.router().subscriptions(),
+                (subscription, rows) -> metrics.counter("walhook.backfill.rows", "subscription", subscription.name(),
+                        "subscription_id", subscription.id()).increment(rows));
+        Thread backfilling = new Thread(runner, "walhook-backfill");
+        backfilling.setDaemon(true);
         routing.setDaemon(true);
         routing.setUncaughtExceptionHandler((t, e) -> routingFailure = String.valueOf(e.getMessage()));
         role = Role.ACTIVE;
@@ -287,6 +306,9 @@ public class ReplicationSource {
                     resumed.start();
                     routing.start();
                     drain = routing;
+                    backfillRunner = runner;
+                    backfillThread = backfilling;
+                    backfilling.start();
                 }
             }
         }).exceptionally(e -> {
@@ -466,6 +488,11 @@ public class ReplicationSource {
         return s == null ? List.of() : s.status();
     }
 
+    /** Starting and controlling backfills (the API's); null before start-up read the subscriptions. */
+    public io.walhook.backfill.Backfills backfills() {
+        return backfills;
+    }
+
     /** The subscriptions in force. */
     public SubscriptionRegistry registry() {
         return registry;
@@ -516,6 +543,10 @@ public class ReplicationSource {
         }
         if (standby != null) {
             standby.interrupt();
+        }
+        if (backfillRunner != null) {
+            backfillRunner.stop(); // no new chunk; those in flight are delivered in the grace period, or read again
+            backfillThread.interrupt();
         }
         if (reader != null) {
             reader.drain(tuning().shutdownGracePeriod());

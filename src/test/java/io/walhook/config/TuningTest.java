@@ -32,7 +32,8 @@ class TuningTest {
         Tuning t = tuning(Map.of());
         assertThat(t).isEqualTo(new Tuning(false, Duration.ofSeconds(2), Duration.ofSeconds(20), Duration.ofSeconds(30),
                 Duration.ofSeconds(60), Duration.ofMinutes(5), 4, Duration.ofMinutes(5), Duration.ofSeconds(10),
-                Duration.ofSeconds(1), 67_108_864, 10_000, Duration.ofSeconds(30)));
+                Duration.ofSeconds(1), 67_108_864, 10_000, Duration.ofSeconds(30), Duration.ofMillis(500),
+                Duration.ofSeconds(30)));
     }
 
     @Test

@@ -28,6 +28,7 @@ public final class TestSubscriptions {
             public Optional<String> retryMaxAttempts() { return Optional.ofNullable(v.get("RETRY_MAX_ATTEMPTS")); }
             public Optional<String> retryMaxBackoff() { return Optional.ofNullable(v.get("RETRY_MAX_BACKOFF")); }
             public Optional<String> retryWindow() { return Optional.ofNullable(v.get("RETRY_WINDOW")); }
+            public Optional<String> backfill() { return Optional.ofNullable(v.get("BACKFILL")); }
         };
     }
 }

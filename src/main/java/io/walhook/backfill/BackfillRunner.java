@@ -1,0 +1,490 @@
+package io.walhook.backfill;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+import org.jboss.logging.Logger;
+
+import io.walhook.pgoutput.TupleData;
+import io.walhook.routing.CelFilter;
+import io.walhook.routing.CelFilterException;
+import io.walhook.routing.Subscription;
+
+/**
+ * Runs the backfills that are running, on the active instance, one chunk at a time each, round
+ * robin: low watermark, the chunk read in a repeatable-read transaction that also writes the high
+ * watermark, then {@link Watermarks} sends it from the stream. A few chunks of a backfill are in
+ * flight at once; progress is persisted when a chunk's rows are all delivered (or durably queued),
+ * in key order, so a restart resumes from the last chunk done and reads again at most what was in
+ * flight (with the same event ids). Its own connection, with the replication session's settings, so
+ * values read are the text the stream would carry.
+ */
+public final class BackfillRunner implements Runnable {
+
+    private static final Logger LOG = Logger.getLogger(BackfillRunner.class);
+    /** Chunks of one backfill read ahead of the oldest not yet delivered. */
+    static final int IN_FLIGHT = 4;
+    /** How often the table is looked at when nothing is running. */
+    private static final Duration IDLE_POLL = Duration.ofMillis(250);
+
+    /** What the runner needs to know. */
+    public record Settings(String jdbcUrl, String user, String password, String publication,
+            Duration chunkTarget, Duration statementTimeout) {
+    }
+
+    /** Counts rows sent per subscription (metrics). */
+    public interface Counter {
+        Counter NONE = (subscription, rows) -> {
+        };
+
+        void sent(Subscription subscription, long rows);
+    }
+
+    private final Settings settings;
+    private final BackfillStore store;
+    private final Watermarks watermarks;
+    private final Supplier<List<Subscription>> inForce;
+    private final Counter counter;
+    private final Map<UUID, Run> runs = new LinkedHashMap<>();
+    private final AtomicLong tokens = new AtomicLong();
+    private Connection connection;
+    private volatile boolean stopped;
+    private long backoffMillis;
+
+    public BackfillRunner(Settings settings, BackfillStore store, Watermarks watermarks,
+            Supplier<List<Subscription>> inForce, Counter counter) {
+        this.settings = settings;
+        this.store = store;
+        this.watermarks = watermarks;
+        this.inForce = inForce;
+        this.counter = counter;
+    }
+
+    /** A backfill being run: where it is, and its chunks in flight. */
+    private static final class Run {
+        Backfill backfill;
+        final CelFilter filter;
+        int table;
+        List<String> after;
+        final Map<String, Backfill.TableProgress> progress;
+        final Deque<Chunk> inFlight = new ArrayDeque<>();
+        final Map<String, SnapshotTable> shapes = new HashMap<>();
+        int size;
+        long nextChunkAt;
+
+        Run(Backfill backfill, CelFilter filter) {
+            this.backfill = backfill;
+            this.filter = filter;
+            this.progress = new LinkedHashMap<>(backfill.progress());
+            this.size = backfill.chunkSize();
+            while (table < backfill.tables().size() && backfill.progressOf(backfill.tables().get(table)).done()) {
+                table++;
+            }
+            after = table < backfill.tables().size() ? backfill.progressOf(backfill.tables().get(table)).cursor() : null;
+        }
+    }
+
+    public void stop() {
+        stopped = true;
+    }
+
+    @Override
+    public void run() {
+        while (!stopped && !Thread.currentThread().isInterrupted()) {
+            try {
+                boolean worked = round();
+                backoffMillis = 0;
+                if (!worked) {
+                    Thread.sleep(IDLE_POLL.toMillis());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            } catch (SQLException e) {
+                // the database went away (restart, failover, network): nothing is lost, try again
+                closeConnection();
+                backoffMillis = Math.min(10_000, Math.max(500, backoffMillis * 2));
+                LOG.warnf("backfills wait %d ms: %s", backoffMillis, e.getMessage());
+                try {
+                    Thread.sleep(backoffMillis);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "backfills stopped a round: %s", e.getMessage());
+            }
+        }
+        closeConnection();
+    }
+
+    /** One chunk's worth of work on every running backfill; false when there was nothing to do. */
+    boolean round() throws SQLException, InterruptedException {
+        List<Backfill> unfinished = store.unfinished();
+        Map<UUID, Backfill> current = new HashMap<>();
+        unfinished.forEach(b -> current.put(b.id(), b));
+        runs.keySet().removeIf(id -> {
+            Backfill b = current.get(id);
+            return b == null || b.state() != Backfill.State.RUNNING; // cancelled or paused: its chunks in flight finish on their own
+        });
+        List<String> subscriptions = inForce.get().stream().map(Subscription::id).toList();
+        boolean worked = false;
+        for (Backfill backfill : unfinished) {
+            if (!subscriptions.contains(backfill.subscriptionId())) {
+                if (store.transition(backfill.id(), List.of(Backfill.State.RUNNING, Backfill.State.PAUSED),
+                        Backfill.State.CANCELLED, "its subscription was deleted")) {
+                    LOG.infof("backfill %s cancelled: its subscription %s was deleted", backfill.id(),
+                            backfill.subscriptionId());
+                }
+                continue;
+            }
+            if (backfill.state() != Backfill.State.RUNNING) {
+                continue;
+            }
+            Run run = runs.get(backfill.id());
+            if (run == null) {
+                CelFilter filter;
+                try {
+                    filter = backfill.filter() == null ? null : CelFilter.compile(backfill.filter());
+                } catch (CelFilterException e) {
+                    fail(backfill, "its filter no longer compiles: " + e.getMessage());
+                    continue;
+                }
+                run = new Run(backfill, filter);
+                runs.put(backfill.id(), run);
+            }
+            run.backfill = backfill;
+            worked |= step(run);
+        }
+        if (!worked) {
+            // chunks in flight only: wait for the oldest a little rather than spin
+            for (Run run : runs.values()) {
+                if (!run.inFlight.isEmpty()) {
+                    awaitQuietly(run.inFlight.peekFirst(), 50);
+                    return true;
+                }
+            }
+        }
+        return worked;
+    }
+
+    private static void awaitQuietly(Chunk chunk, long millis) throws InterruptedException {
+        try {
+            chunk.outcome.get(millis, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // not yet
+        }
+    }
+
+    /** Takes in what finished, then reads the next chunk if there is room; true when it did something. */
+    private boolean step(Run run) throws SQLException, InterruptedException {
+        boolean worked = harvest(run);
+        if (run.backfill.state() != Backfill.State.RUNNING || !runs.containsKey(run.backfill.id())) {
+            return worked;
+        }
+        List<String> tables = run.backfill.tables();
+        if (run.table >= tables.size()) {
+            if (run.inFlight.isEmpty()) {
+                store.saveProgress(run.backfill.id(), tables, run.progress);
+                store.transition(run.backfill.id(), List.of(Backfill.State.RUNNING), Backfill.State.DONE, null);
+                runs.remove(run.backfill.id());
+                LOG.infof("backfill %s done: %d rows sent", run.backfill.id(),
+                        run.progress.values().stream().mapToLong(Backfill.TableProgress::rowsSent).sum());
+                return true;
+            }
+            return worked;
+        }
+        if (run.inFlight.size() >= IN_FLIGHT) {
+            return worked;
+        }
+        long now = System.nanoTime();
+        if (run.nextChunkAt != 0 && now - run.nextChunkAt < 0) {
+            return worked; // the rows-per-second limit
+        }
+        String name = tables.get(run.table);
+        Chunk chunk = read(run, name, run.after, null, limit(run));
+        if (chunk == null) {
+            return true; // failed, or to be tried again smaller
+        }
+        run.inFlight.addLast(chunk);
+        if (chunk.lastOfTable) {
+            run.table++;
+            run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
+        } else {
+            run.after = chunk.last;
+        }
+        return true;
+    }
+
+    private int limit(Run run) {
+        Integer rate = run.backfill.maxRowsPerSecond();
+        return rate == null ? run.size : Math.max(1, Math.min(run.size, rate));
+    }
+
+    /** Chunks done, oldest first, become progress; one to read again is read again now. */
+    private boolean harvest(Run run) throws SQLException, InterruptedException {
+        boolean changed = false;
+        while (!run.inFlight.isEmpty() && run.inFlight.peekFirst().outcome.isDone()) {
+            Chunk done = run.inFlight.peekFirst();
+            Chunk.Outcome outcome = done.outcome.join();
+            if (outcome.again()) {
+                // the same range again: after its start, up to its end (the rows after it are in later chunks)
+                Chunk again = read(run, done.table.qualifiedName(), done.after, done.lastOfTable ? null : done.last,
+                        done.lastOfTable ? 0 : -1);
+                if (again == null) {
+                    return true;
+                }
+                again.lastOfTable = done.lastOfTable;
+                if (!done.lastOfTable || again.last == null) {
+                    again.last = done.last; // the next chunk starts after it
+                }
+                run.inFlight.pollFirst();
+                run.inFlight.addFirst(again);
+                return true;
+            }
+            run.inFlight.pollFirst();
+            String table = done.table.qualifiedName();
+            Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
+            run.progress.put(table, new Backfill.TableProgress(done.last != null ? done.last : before.cursor(),
+                    before.rowsSent() + outcome.sent(), done.lastOfTable));
+            Subscription subscription = inForce.get().stream()
+                    .filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst().orElse(null);
+            if (subscription != null && outcome.sent() > 0) {
+                counter.sent(subscription, outcome.sent());
+            }
+            changed = true;
+        }
+        if (changed) {
+            store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
+        }
+        return changed;
+    }
+
+    /**
+     * Reads one chunk between two watermarks: rows after {@code after} (null: from the start), up to
+     * {@code upTo} when given, at most {@code limit} (0: no limit; -1: no limit, bounded by upTo). Null
+     * when it could not be read: the backfill failed, or it is to be tried again with a smaller chunk.
+     */
+    private Chunk read(Run run, String name, List<String> after, List<String> upTo, int limit)
+            throws SQLException, InterruptedException {
+        Backfill backfill = run.backfill;
+        Connection c = connection();
+        SnapshotTable table;
+        try {
+            table = SnapshotTable.describe(c, name, settings.publication());
+        } catch (SnapshotTable.Refused e) {
+            fail(backfill, e.getMessage());
+            return null;
+        }
+        SnapshotTable first = run.shapes.putIfAbsent(name, table);
+        if (first != null && !first.sameShape(table)) {
+            fail(backfill, "table " + name + " was altered during the backfill (its columns or key changed); start a"
+                    + " new backfill to read it as it is now");
+            return null;
+        }
+        String token = backfill.id() + ":" + tokens.incrementAndGet() + ":" + Long.toHexString(System.nanoTime());
+        Chunk chunk = new Chunk(token, backfill.id(), backfill.subscriptionId(), table, run.filter, after);
+        watermarks.expect(chunk);
+        long started = System.nanoTime();
+        try {
+            emit(c, Watermarks.LOW + token);
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+                s.execute("SET LOCAL statement_timeout = " + settings.statementTimeout().toMillis());
+            }
+            List<Chunk.Row> rows = new ArrayList<>();
+            int[] key = table.chunkKey();
+            int columns = table.relation().columns().size();
+            boolean limited = limit > 0;
+            try (PreparedStatement s = c.prepareStatement(table.chunkSql(after != null, upTo != null, limited))) {
+                int p = 1;
+                if (after != null) {
+                    for (String v : after) {
+                        s.setString(p++, v);
+                    }
+                }
+                if (upTo != null) {
+                    for (String v : upTo) {
+                        s.setString(p++, v);
+                    }
+                }
+                if (limited) {
+                    s.setInt(p, limit);
+                }
+                s.setFetchSize(1000);
+                try (ResultSet rs = s.executeQuery()) {
+                    String[] last = null;
+                    while (rs.next()) {
+                        TupleData.Builder tuple = TupleData.builder();
+                        String[] values = new String[columns];
+                        for (int i = 0; i < columns; i++) {
+                            values[i] = rs.getString(i + 1);
+                            if (values[i] == null) {
+                                tuple.nullValue();
+                            } else {
+                                tuple.text(values[i]);
+                            }
+                        }
+                        StringBuilder k = new StringBuilder();
+                        last = new String[key.length];
+                        for (int j = 0; j < key.length; j++) {
+                            last[j] = values[key[j]];
+                            if (j > 0) {
+                                k.append('\0');
+                            }
+                            k.append(values[key[j]]);
+                        }
+                        String rowKey = k.toString();
+                        rows.add(new Chunk.Row(rowKey, eventId(backfill.id(), name, rowKey), tuple.build()));
+                    }
+                    chunk.last = last == null ? null : List.of(last);
+                }
+            }
+            chunk.lastOfTable = limit == 0 || limited && rows.size() < limit;
+            chunk.rows = List.copyOf(rows);
+            emit(c, Watermarks.HIGH + token);
+            c.commit();
+        } catch (SQLException e) {
+            watermarks.abandon(chunk);
+            rollbackQuietly(c);
+            if ("57014".equals(e.getSQLState())) {
+                if (run.size <= 1) {
+                    fail(backfill, "reading one row of " + name + " took longer than the statement timeout ("
+                            + settings.statementTimeout() + ")");
+                    return null;
+                }
+                run.size = Math.max(1, run.size / 4);
+                LOG.warnf("backfill %s: a chunk of %s hit the statement timeout; reading %d rows at a time", backfill.id(),
+                        name, run.size);
+                return null;
+            }
+            if ("42P01".equals(e.getSQLState()) || "42703".equals(e.getSQLState())) {
+                fail(backfill, "table " + name + " was dropped or altered during the backfill: " + e.getMessage());
+                return null;
+            }
+            if (e.getSQLState() != null && (e.getSQLState().startsWith("22") || e.getSQLState().startsWith("42"))) {
+                fail(backfill, "cannot read " + name + ": " + e.getMessage());
+                return null;
+            }
+            throw e;
+        } finally {
+            try {
+                if (!c.isClosed()) {
+                    c.setAutoCommit(true);
+                }
+            } catch (SQLException ignored) {
+                // the connection is broken: the next call opens another
+            }
+        }
+        adapt(run, Duration.ofNanos(System.nanoTime() - started), chunk.rows.size());
+        return chunk;
+    }
+
+    /** Smaller chunks when one takes longer than the target, back up to the asked size when quick; the rate limit. */
+    private void adapt(Run run, Duration took, int rows) {
+        long target = settings.chunkTarget().toNanos();
+        if (took.toNanos() > target && run.size > 10) {
+            run.size = Math.max(10, run.size / 2);
+        } else if (took.toNanos() < target / 4 && run.size < run.backfill.chunkSize()) {
+            run.size = Math.min(run.backfill.chunkSize(), run.size * 2);
+        }
+        Integer rate = run.backfill.maxRowsPerSecond();
+        if (rate != null && rows > 0) {
+            run.nextChunkAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(rows) / rate;
+        }
+    }
+
+    private void fail(Backfill backfill, String error) throws SQLException {
+        LOG.errorf("backfill %s failed: %s", backfill.id(), error);
+        store.transition(backfill.id(), List.of(Backfill.State.RUNNING, Backfill.State.PAUSED), Backfill.State.FAILED,
+                error);
+        Run run = runs.remove(backfill.id());
+        if (run != null) {
+            run.inFlight.forEach(watermarks::abandon);
+        }
+    }
+
+    /**
+     * A read event's id: the backfill's id and a hash of the row's table and key, so the same row of
+     * the same backfill has the same id across chunks read again and restarts.
+     */
+    static String eventId(UUID backfill, String table, String rowKey) {
+        try {
+            MessageDigest sha = MessageDigest.getInstance("SHA-256");
+            sha.update(table.getBytes(StandardCharsets.UTF_8));
+            sha.update((byte) 0);
+            byte[] digest = sha.digest(rowKey.getBytes(StandardCharsets.UTF_8));
+            return backfill + "-" + HexFormat.of().formatHex(digest, 0, 8);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void emit(Connection c, String content) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.pg_logical_emit_message(true, ?, ?)")) {
+            s.setString(1, Watermarks.PREFIX);
+            s.setString(2, content);
+            s.execute();
+        }
+    }
+
+    private Connection connection() throws SQLException {
+        if (connection == null || connection.isClosed()) {
+            Properties p = new Properties();
+            p.setProperty("user", settings.user());
+            if (settings.password() != null) {
+                p.setProperty("password", settings.password());
+            }
+            p.setProperty("ApplicationName", "walhook-backfill");
+            // text values exactly as the stream carries them: the replication session's settings, no binary transfer
+            p.setProperty("options", io.walhook.change.ValueConverters.SESSION_OPTIONS);
+            p.setProperty("binaryTransfer", "false");
+            p.setProperty("tcpKeepAlive", "true");
+            connection = DriverManager.getConnection(settings.jdbcUrl(), p);
+        }
+        return connection;
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            if (!c.isClosed() && !c.getAutoCommit()) {
+                c.rollback();
+            }
+        } catch (SQLException ignored) {
+            // broken: replaced on next use
+        }
+    }
+
+    private void closeConnection() {
+        if (connection != null) {
+            try {
+                connection.close();
+            } catch (SQLException ignored) {
+                // closing
+            }
+            connection = null;
+        }
+    }
+}

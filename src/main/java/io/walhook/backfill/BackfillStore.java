@@ -1,0 +1,204 @@
+package io.walhook.backfill;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.sql.Types;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+import javax.sql.DataSource;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/** Backfills in {@code <state schema>.backfill}: the API writes them, the active instance runs them. */
+public final class BackfillStore {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String COLUMNS = "id, subscription_id, origin, state, tables, filter, chunk_size,"
+            + " max_rows_per_second, progress::text, error, created_at, updated_at, finished_at";
+
+    private final DataSource dataSource;
+    private final String table;
+
+    /** @param stateSchema a validated plain identifier */
+    public BackfillStore(DataSource dataSource, String stateSchema) {
+        this.dataSource = dataSource;
+        this.table = stateSchema + ".backfill";
+    }
+
+    /** Writes a new backfill, running. */
+    public Backfill insert(String subscriptionId, String origin, List<String> tables, String filter, int chunkSize,
+            Integer maxRowsPerSecond) throws SQLException {
+        UUID id = UUID.randomUUID();
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO " + table
+                + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
+                + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) RETURNING " + COLUMNS)) {
+            bind(c, s, id, subscriptionId, origin, tables, filter, chunkSize, maxRowsPerSecond);
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return read(rs);
+            }
+        }
+    }
+
+    /**
+     * The backfill a configured subscription's {@code BACKFILL=initial} asks for, written once: true
+     * when it was written now, false when one was already (at an earlier start).
+     */
+    public boolean insertInitial(String subscriptionId, List<String> tables) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO " + table
+                + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
+                + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (subscription_id) WHERE origin = 'initial'"
+                + " DO NOTHING")) {
+            bind(c, s, UUID.randomUUID(), subscriptionId, Backfill.INITIAL, tables, null, Backfill.DEFAULT_CHUNK_SIZE,
+                    null);
+            return s.executeUpdate() == 1;
+        }
+    }
+
+    private static void bind(Connection c, PreparedStatement s, UUID id, String subscriptionId, String origin,
+            List<String> tables, String filter, int chunkSize, Integer maxRowsPerSecond) throws SQLException {
+        s.setObject(1, id);
+        s.setString(2, subscriptionId);
+        s.setString(3, origin);
+        s.setArray(4, c.createArrayOf("text", tables.toArray()));
+        s.setString(5, filter);
+        s.setInt(6, chunkSize);
+        if (maxRowsPerSecond == null) {
+            s.setNull(7, Types.INTEGER);
+        } else {
+            s.setInt(7, maxRowsPerSecond);
+        }
+    }
+
+    /** A subscription's backfills, oldest first. */
+    public List<Backfill> list(String subscriptionId) throws SQLException {
+        return query("SELECT " + COLUMNS + " FROM " + table + " WHERE subscription_id = ? ORDER BY created_at, id",
+                subscriptionId);
+    }
+
+    public Optional<Backfill> find(UUID id) throws SQLException {
+        List<Backfill> found = query("SELECT " + COLUMNS + " FROM " + table + " WHERE id = ?", id);
+        return found.stream().findFirst();
+    }
+
+    /** Every backfill that is running or paused, oldest first. */
+    public List<Backfill> unfinished() throws SQLException {
+        return query("SELECT " + COLUMNS + " FROM " + table + " WHERE state IN ('running', 'paused')"
+                + " ORDER BY created_at, id");
+    }
+
+    /**
+     * Moves a backfill to {@code to} if it is in one of {@code from} now (so that a cancel is never
+     * undone by a late progress write); {@code error} is kept when given. False when it was not.
+     */
+    public boolean transition(UUID id, List<Backfill.State> from, Backfill.State to, String error) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("UPDATE " + table
+                + " SET state = ?, error = coalesce(?, error), updated_at = now(),"
+                + " finished_at = CASE WHEN ? THEN now() ELSE finished_at END WHERE id = ? AND state = ANY (?)")) {
+            s.setString(1, to.wireName());
+            s.setString(2, error);
+            s.setBoolean(3, to.ended());
+            s.setObject(4, id);
+            s.setArray(5, c.createArrayOf("text", from.stream().map(Backfill.State::wireName).toArray()));
+            return s.executeUpdate() == 1;
+        }
+    }
+
+    /** Persists how far each table got (after a chunk's rows were all delivered or durably queued). */
+    public void saveProgress(UUID id, List<String> tables, Map<String, Backfill.TableProgress> progress)
+            throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("UPDATE " + table
+                + " SET progress = ?::jsonb, updated_at = now() WHERE id = ?")) {
+            s.setString(1, progressJson(tables, progress));
+            s.setObject(2, id);
+            s.executeUpdate();
+        }
+    }
+
+    static String progressJson(List<String> tables, Map<String, Backfill.TableProgress> progress) {
+        ObjectNode json = JSON.createObjectNode();
+        for (String name : tables) {
+            Backfill.TableProgress p = progress.get(name);
+            if (p == null) {
+                continue;
+            }
+            ObjectNode t = json.putObject(name);
+            if (p.cursor() == null) {
+                t.putNull("cursor");
+            } else {
+                ArrayNode cursor = t.putArray("cursor");
+                p.cursor().forEach(cursor::add);
+            }
+            t.put("rows_sent", p.rowsSent());
+            t.put("done", p.done());
+        }
+        return json.toString();
+    }
+
+    private List<Backfill> query(String sql, Object... parameters) throws SQLException {
+        List<Backfill> found = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(sql)) {
+            for (int i = 0; i < parameters.length; i++) {
+                s.setObject(i + 1, parameters[i]);
+            }
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    found.add(read(rs));
+                }
+            }
+        }
+        return found;
+    }
+
+    private static Backfill read(ResultSet rs) throws SQLException {
+        Array tables = rs.getArray(5);
+        List<String> names = Arrays.asList((String[]) tables.getArray());
+        int max = rs.getInt(8);
+        Integer maxRowsPerSecond = rs.wasNull() ? null : max;
+        return new Backfill(rs.getObject(1, UUID.class), rs.getString(2), rs.getString(3),
+                Backfill.State.parse(rs.getString(4)), names, rs.getString(6), rs.getInt(7), maxRowsPerSecond,
+                progress(rs.getString(9)), rs.getString(10), instant(rs.getTimestamp(11)), instant(rs.getTimestamp(12)),
+                instant(rs.getTimestamp(13)));
+    }
+
+    private static Map<String, Backfill.TableProgress> progress(String text) throws SQLException {
+        Map<String, Backfill.TableProgress> progress = new LinkedHashMap<>();
+        try {
+            JsonNode json = JSON.readTree(text);
+            json.fields().forEachRemaining(e -> {
+                JsonNode cursor = e.getValue().path("cursor");
+                List<String> values = null;
+                if (cursor.isArray()) {
+                    values = new ArrayList<>();
+                    for (JsonNode v : cursor) {
+                        values.add(v.asText());
+                    }
+                }
+                progress.put(e.getKey(), new Backfill.TableProgress(values, e.getValue().path("rows_sent").asLong(),
+                        e.getValue().path("done").asBoolean()));
+            });
+        } catch (JsonProcessingException e) {
+            throw new SQLException("a backfill's progress is not JSON: " + e.getOriginalMessage());
+        }
+        return progress;
+    }
+
+    private static Instant instant(Timestamp t) {
+        return t == null ? null : t.toInstant();
+    }
+}

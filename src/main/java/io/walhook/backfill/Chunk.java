@@ -1,0 +1,158 @@
+package io.walhook.backfill;
+
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.Operation;
+import io.walhook.change.RelationInfo;
+import io.walhook.pgoutput.TupleData;
+import io.walhook.routing.CelFilter;
+
+/**
+ * One chunk of a backfill between its two watermarks. The runner reads its rows and hands them
+ * over before it commits the high watermark; the routing thread notes, from the low watermark on,
+ * every row of the table the stream changes, and at the high watermark sends the rows it did not
+ * (the stream's version of those is newer). Its outcome completes once every row sent is delivered
+ * or durably queued.
+ */
+final class Chunk {
+
+    /** One row read: its key columns' text values joined by NUL (PostgreSQL text never holds one), its event id, its values. */
+    record Row(String key, String id, TupleData tuple) {
+    }
+
+    /** How the chunk ended: its rows sent (after the filters), or that it must be read again. */
+    record Outcome(int sent, boolean again) {
+        static final Outcome AGAIN = new Outcome(0, true);
+    }
+
+    final String token;
+    final UUID backfillId;
+    final String subscriptionId;
+    final SnapshotTable table;
+    /** The backfill's own filter; null for none. */
+    final CelFilter filter;
+    /** The last key before this chunk (null: the table's start), and the chunk's own last key (null: none read). */
+    final List<String> after;
+    List<String> last;
+    /** Whether the chunk read the table's last row. */
+    boolean lastOfTable;
+    /** Set by the runner before the high watermark commits; read by the routing thread after it arrives. */
+    volatile List<Row> rows;
+    volatile boolean abandoned;
+    final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
+
+    // the routing thread's, between the watermarks
+    private final Set<String> changed = new HashSet<>();
+    private boolean truncated;
+    private boolean unknownKey;
+    private RelationInfo keysOf;
+    private int[] keyIndexes;
+    private final AtomicInteger remaining = new AtomicInteger();
+    private int sent;
+
+    Chunk(String token, UUID backfillId, String subscriptionId, SnapshotTable table, CelFilter filter,
+            List<String> after) {
+        this.token = token;
+        this.backfillId = backfillId;
+        this.subscriptionId = subscriptionId;
+        this.table = table;
+        this.filter = filter;
+        this.after = after;
+    }
+
+    /** A change to this chunk's table between the watermarks: its rows leave the chunk. */
+    void touched(ChangeEvent event) {
+        if (event.op() == Operation.TRUNCATE) {
+            truncated = true; // every row read is older than the truncate
+            return;
+        }
+        RelationInfo relation = event.relation();
+        if (relation != keysOf) {
+            keysOf = relation;
+            keyIndexes = indexesIn(relation);
+        }
+        if (keyIndexes == null) {
+            unknownKey = true;
+            return;
+        }
+        addKey(event.newRow());
+        addKey(event.keyTuple());
+        addKey(event.oldRow());
+    }
+
+    private void addKey(TupleData tuple) {
+        if (tuple == null) {
+            return;
+        }
+        StringBuilder key = new StringBuilder();
+        for (int k = 0; k < keyIndexes.length; k++) {
+            int i = keyIndexes[k];
+            if (i < tuple.size() && tuple.isNull(i)) {
+                return; // key columns are NOT NULL: no key in this image
+            }
+            if (i >= tuple.size() || tuple.kind(i) != io.walhook.pgoutput.ColumnKind.TEXT) {
+                unknownKey = true; // an unchanged TOASTed key, or binary: read the chunk again
+                return;
+            }
+            if (k > 0) {
+                key.append('\0');
+            }
+            key.append(tuple.text(i));
+        }
+        changed.add(key.toString());
+    }
+
+    /** The chunk key's columns in the stream's description of the table, by name; null when one is missing. */
+    private int[] indexesIn(RelationInfo relation) {
+        List<String> names = table.chunkKeyNames();
+        int[] indexes = new int[names.size()];
+        for (int k = 0; k < indexes.length; k++) {
+            indexes[k] = -1;
+            for (int i = 0; i < relation.columnCount(); i++) {
+                if (relation.columnName(i).equals(names.get(k))) {
+                    indexes[k] = i;
+                }
+            }
+            if (indexes[k] < 0) {
+                return null;
+            }
+        }
+        return indexes;
+    }
+
+    /** Whether the rows can be sent at the high watermark; false when the chunk must be read again. */
+    boolean consistent() {
+        return !unknownKey;
+    }
+
+    boolean truncated() {
+        return truncated;
+    }
+
+    boolean changed(Row row) {
+        return changed.contains(row.key());
+    }
+
+    /** The routing thread sends {@code count} rows now; the outcome completes when the last is delivered. */
+    void sending(int count) {
+        sent = count;
+        if (count == 0) {
+            outcome.complete(new Outcome(0, false));
+        } else {
+            remaining.set(count);
+        }
+    }
+
+    /** One row sent is delivered or durably queued (a delivery thread). */
+    void delivered() {
+        if (remaining.decrementAndGet() == 0) {
+            outcome.complete(new Outcome(sent, false));
+        }
+    }
+}

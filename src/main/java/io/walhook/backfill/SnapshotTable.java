@@ -1,0 +1,294 @@
+package io.walhook.backfill;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.walhook.pgoutput.PgOutputMessage;
+import io.walhook.pgoutput.ReplicaIdentity;
+
+/**
+ * A table as a backfill reads it, described from the catalog the way pgoutput describes it to the
+ * stream (the published columns in order, generated ones left out, the replica identity's columns
+ * marked as key, user types by their base type), plus the columns it is read in order of: the
+ * replica identity index when the table has one, else its primary key.
+ */
+public final class SnapshotTable {
+
+    /** The table cannot be backfilled (or no longer): the message names it and says why. */
+    public static final class Refused extends Exception {
+        public Refused(String message) {
+            super(message);
+        }
+    }
+
+    private final String schema;
+    private final String name;
+    private final PgOutputMessage.Relation relation;
+    private final Map<Long, PgOutputMessage.Type> userTypes;
+    /** Indexes (into the relation's columns) of the columns chunks are ordered by. */
+    private final int[] chunkKey;
+    private final List<String> chunkKeyTypes;
+
+    private SnapshotTable(String schema, String name, PgOutputMessage.Relation relation,
+            Map<Long, PgOutputMessage.Type> userTypes, int[] chunkKey, List<String> chunkKeyTypes) {
+        this.schema = schema;
+        this.name = name;
+        this.relation = relation;
+        this.userTypes = userTypes;
+        this.chunkKey = chunkKey;
+        this.chunkKeyTypes = chunkKeyTypes;
+    }
+
+    /**
+     * Describes {@code schema.table} as published by {@code publication}.
+     *
+     * @throws Refused when it does not exist, is not published, or has no key to read it by
+     */
+    public static SnapshotTable describe(Connection c, String qualified, String publication)
+            throws SQLException, Refused {
+        int serverMajor = c.getMetaData().getDatabaseMajorVersion();
+        int dot = qualified.indexOf('.');
+        String schema = qualified.substring(0, dot);
+        String table = qualified.substring(dot + 1);
+        long oid;
+        char identity;
+        try (PreparedStatement s = c.prepareStatement("SELECT c.oid, c.relreplident FROM pg_catalog.pg_class c"
+                + " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p')")) {
+            s.setString(1, schema);
+            s.setString(2, table);
+            try (ResultSet rs = s.executeQuery()) {
+                if (!rs.next()) {
+                    throw new Refused("table " + qualified + " does not exist");
+                }
+                oid = rs.getLong(1);
+                identity = rs.getString(2).charAt(0);
+            }
+        }
+        List<String> published = null;
+        try (PreparedStatement s = c.prepareStatement("SELECT " + (serverMajor >= 15 ? "attnames::text[]" : "NULL::text[]")
+                + " FROM pg_catalog.pg_publication_tables WHERE pubname = ? AND schemaname = ? AND tablename = ?")) {
+            s.setString(1, publication);
+            s.setString(2, schema);
+            s.setString(3, table);
+            try (ResultSet rs = s.executeQuery()) {
+                if (!rs.next()) {
+                    throw new Refused("table " + qualified + " is not in publication " + publication
+                            + ": walhook would not see its changes while it reads it");
+                }
+                java.sql.Array names = rs.getArray(1);
+                if (names != null) {
+                    published = List.of((String[]) names.getArray());
+                }
+            }
+        }
+        List<PgOutputMessage.Relation.Column> columns = new ArrayList<>();
+        List<String> types = new ArrayList<>();
+        Map<Long, PgOutputMessage.Type> userTypes = new HashMap<>();
+        List<String> identityColumns = indexColumns(c, oid, identity == 'i' ? "indisreplident" : "indisprimary");
+        List<String> primaryKey = identity == 'i' ? indexColumns(c, oid, "indisprimary") : identityColumns;
+        try (PreparedStatement s = c.prepareStatement("SELECT a.attname, a.atttypid, a.atttypmod,"
+                + " pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a WHERE a.attrelid = ?"
+                + " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum")) {
+            s.setLong(1, oid);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    String column = rs.getString(1);
+                    if (published != null && !published.contains(column)) {
+                        continue;
+                    }
+                    boolean key = identity == 'f' || (identity == 'd' || identity == 'i') && identityColumns.contains(column);
+                    long type = rs.getLong(2);
+                    columns.add(new PgOutputMessage.Relation.Column(key, column, type, rs.getInt(3)));
+                    types.add(rs.getString(4));
+                    if (type >= 10_000 && !userTypes.containsKey(type)) {
+                        userTypes.put(type, userType(c, type));
+                    }
+                }
+            }
+        }
+        List<String> keyNames = identity == 'i' ? identityColumns : primaryKey;
+        if (keyNames.isEmpty()) {
+            throw new Refused("table " + qualified + " has no primary key and no replica identity index to read it"
+                    + " in chunks by");
+        }
+        int[] chunkKey = new int[keyNames.size()];
+        List<String> keyTypes = new ArrayList<>();
+        for (int k = 0; k < chunkKey.length; k++) {
+            int index = -1;
+            for (int i = 0; i < columns.size(); i++) {
+                if (columns.get(i).name().equals(keyNames.get(k))) {
+                    index = i;
+                }
+            }
+            if (index < 0) {
+                throw new Refused("table " + qualified + " publishes without its key column " + keyNames.get(k)
+                        + " (publication " + publication + "'s column list)");
+            }
+            chunkKey[k] = index;
+            keyTypes.add(types.get(index));
+        }
+        ReplicaIdentity replicaIdentity = switch (identity) {
+            case 'f' -> ReplicaIdentity.FULL;
+            case 'i' -> ReplicaIdentity.INDEX;
+            case 'n' -> ReplicaIdentity.NOTHING;
+            default -> ReplicaIdentity.DEFAULT;
+        };
+        PgOutputMessage.Relation relation = new PgOutputMessage.Relation(null, oid, schema, table, replicaIdentity,
+                List.copyOf(columns));
+        return new SnapshotTable(schema, table, relation, Map.copyOf(userTypes), chunkKey, List.copyOf(keyTypes));
+    }
+
+    /** The tables {@code publication} publishes, as {@code schema.table}, walhook's own schema left out, in name order. */
+    public static List<String> published(Connection c, String publication, String stateSchema) throws SQLException {
+        List<String> tables = new ArrayList<>();
+        try (PreparedStatement s = c.prepareStatement("SELECT schemaname, tablename FROM pg_catalog.pg_publication_tables"
+                + " WHERE pubname = ? AND schemaname <> ? ORDER BY 1, 2")) {
+            s.setString(1, publication);
+            s.setString(2, stateSchema);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    tables.add(rs.getString(1) + "." + rs.getString(2));
+                }
+            }
+        }
+        return tables;
+    }
+
+    private static List<String> indexColumns(Connection c, long oid, String which) throws SQLException {
+        List<String> names = new ArrayList<>();
+        try (PreparedStatement s = c.prepareStatement("SELECT a.attname FROM pg_catalog.pg_index i,"
+                + " unnest(i.indkey) WITH ORDINALITY k(attnum, ord), pg_catalog.pg_attribute a"
+                + " WHERE i.indrelid = ? AND i." + which + " AND a.attrelid = i.indrelid AND a.attnum = k.attnum"
+                + " ORDER BY k.ord")) {
+            s.setLong(1, oid);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    names.add(rs.getString(1));
+                }
+            }
+        }
+        return names;
+    }
+
+    /** A user type as pgoutput's Type message names it: by its base type, for a domain. */
+    private static PgOutputMessage.Type userType(Connection c, long oid) throws SQLException {
+        long current = oid;
+        for (int depth = 0; depth < 32; depth++) {
+            try (PreparedStatement s = c.prepareStatement("SELECT t.typtype, t.typbasetype, n.nspname, t.typname"
+                    + " FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = ?")) {
+                s.setLong(1, current);
+                try (ResultSet rs = s.executeQuery()) {
+                    if (!rs.next()) {
+                        break;
+                    }
+                    if ("d".equals(rs.getString(1))) {
+                        current = rs.getLong(2);
+                        continue;
+                    }
+                    String namespace = rs.getString(3);
+                    return new PgOutputMessage.Type(null, oid, "pg_catalog".equals(namespace) ? "" : namespace,
+                            rs.getString(4));
+                }
+            }
+        }
+        return new PgOutputMessage.Type(null, oid, "", "unknown");
+    }
+
+    public String qualifiedName() {
+        return schema + "." + name;
+    }
+
+    public long oid() {
+        return relation.relationId();
+    }
+
+    /** As a Relation message would describe it: what read events are written with. */
+    public PgOutputMessage.Relation relation() {
+        return relation;
+    }
+
+    public Map<Long, PgOutputMessage.Type> userTypes() {
+        return userTypes;
+    }
+
+    /** The names of the columns chunks are ordered by, in order. */
+    public List<String> chunkKeyNames() {
+        List<String> names = new ArrayList<>();
+        for (int i : chunkKey) {
+            names.add(relation.columns().get(i).name());
+        }
+        return names;
+    }
+
+    /** Indexes into the columns of {@link #relation()} of the chunk key. */
+    int[] chunkKey() {
+        return chunkKey.clone();
+    }
+
+    /** Whether {@code other} reads the same columns with the same types and key (a table altered in between does not). */
+    public boolean sameShape(SnapshotTable other) {
+        return relation.columns().equals(other.relation.columns())
+                && relation.replicaIdentity() == other.relation.replicaIdentity()
+                && java.util.Arrays.equals(chunkKey, other.chunkKey);
+    }
+
+    /**
+     * The chunk query: every published column, in key order, after {@code ?...} (one parameter per
+     * key column, when {@code after}) and up to {@code ?...} (when {@code upTo}), at most {@code ?} rows
+     * when {@code limited}.
+     */
+    String chunkSql(boolean after, boolean upTo, boolean limited) {
+        StringBuilder sql = new StringBuilder("SELECT ");
+        List<PgOutputMessage.Relation.Column> columns = relation.columns();
+        for (int i = 0; i < columns.size(); i++) {
+            sql.append(i == 0 ? "" : ", ").append(quote(columns.get(i).name()));
+        }
+        sql.append(" FROM ").append(quote(schema)).append('.').append(quote(name));
+        String keyList = keyList();
+        String params = params();
+        if (after || upTo) {
+            sql.append(" WHERE ");
+            if (after) {
+                sql.append(keyList).append(" > ").append(params);
+            }
+            if (upTo) {
+                sql.append(after ? " AND " : "").append(keyList).append(" <= ").append(params);
+            }
+        }
+        sql.append(" ORDER BY ");
+        for (int k = 0; k < chunkKey.length; k++) {
+            sql.append(k == 0 ? "" : ", ").append(quote(columns.get(chunkKey[k]).name()));
+        }
+        if (limited) {
+            sql.append(" LIMIT ?");
+        }
+        return sql.toString();
+    }
+
+    private String keyList() {
+        StringBuilder s = new StringBuilder("(");
+        for (int k = 0; k < chunkKey.length; k++) {
+            s.append(k == 0 ? "" : ", ").append(quote(relation.columns().get(chunkKey[k]).name()));
+        }
+        return s.append(')').toString();
+    }
+
+    private String params() {
+        StringBuilder s = new StringBuilder("(");
+        for (int k = 0; k < chunkKey.length; k++) {
+            s.append(k == 0 ? "" : ", ").append("CAST(? AS ").append(chunkKeyTypes.get(k)).append(')');
+        }
+        return s.append(')').toString();
+    }
+
+    static String quote(String identifier) {
+        return '"' + identifier.replace("\"", "\"\"") + '"';
+    }
+}

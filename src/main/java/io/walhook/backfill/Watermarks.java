@@ -1,0 +1,125 @@
+package io.walhook.backfill;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.Operation;
+import io.walhook.change.RelationInfo;
+import io.walhook.change.ValueConverters;
+import io.walhook.delivery.RoutingLoop;
+import io.walhook.pgoutput.PgOutputMessage;
+import io.walhook.routing.Subscription;
+
+/**
+ * The stream's side of backfills (DBLog's watermarks): sees every event in commit order on the
+ * routing thread. A low watermark opens its chunk's window; changes to the chunk's table inside it
+ * take their rows out of the chunk; the high watermark sends what is left as {@code read} events
+ * through the rows' lanes, right there in the stream's order. Watermarks are walhook's own logical
+ * messages ({@value #PREFIX}) and are never routed, whoever wrote them.
+ */
+public final class Watermarks implements RoutingLoop.Snapshots {
+
+    /** The prefix of walhook's watermark messages. */
+    public static final String PREFIX = "walhook.backfill";
+    static final String LOW = "low:";
+    static final String HIGH = "high:";
+
+    /** Chunks the runner is reading, by token: written by the runner, taken by the routing thread. */
+    private final Map<String, Chunk> pending = new ConcurrentHashMap<>();
+    // the routing thread's
+    private final Map<String, Chunk> open = new HashMap<>();
+    private final ValueConverters converters = new ValueConverters();
+    private final Map<PgOutputMessage.Relation, RelationInfo> described = new HashMap<>();
+
+    void expect(Chunk chunk) {
+        pending.put(chunk.token, chunk);
+    }
+
+    /** The runner gave up on the chunk (its high watermark did not commit): a late watermark of it is ignored. */
+    void abandon(Chunk chunk) {
+        chunk.abandoned = true;
+        pending.remove(chunk.token);
+        chunk.outcome.complete(Chunk.Outcome.AGAIN);
+    }
+
+    @Override
+    public boolean observe(ChangeEvent event, RoutingLoop.Reads reads) throws InterruptedException {
+        if (event.op() == Operation.MESSAGE) {
+            if (!PREFIX.equals(event.messagePrefix())) {
+                return false;
+            }
+            watermark(new String(event.messageContent(), StandardCharsets.UTF_8), event, reads);
+            return true;
+        }
+        if (open.isEmpty() || event.relation() == null) {
+            return false;
+        }
+        for (Chunk chunk : open.values()) {
+            if (chunk.table.oid() == event.relation().oid()) {
+                chunk.touched(event);
+            }
+        }
+        return false;
+    }
+
+    private void watermark(String content, ChangeEvent event, RoutingLoop.Reads reads) throws InterruptedException {
+        open.values().removeIf(chunk -> chunk.abandoned);
+        if (content.startsWith(LOW)) {
+            Chunk chunk = pending.get(content.substring(LOW.length()));
+            if (chunk != null) {
+                open.put(chunk.token, chunk);
+            }
+        } else if (content.startsWith(HIGH)) {
+            String token = content.substring(HIGH.length());
+            Chunk chunk = pending.remove(token);
+            Chunk window = open.remove(token);
+            if (chunk == null) {
+                return; // another walhook's, or one given up on, or from before a restart
+            }
+            if (window == null || !chunk.consistent() || chunk.rows == null) {
+                chunk.outcome.complete(Chunk.Outcome.AGAIN); // cannot tell which rows changed: read it again
+                return;
+            }
+            send(chunk, event, reads);
+        }
+    }
+
+    private void send(Chunk chunk, ChangeEvent high, RoutingLoop.Reads reads) throws InterruptedException {
+        Subscription subscription = reads.subscription(chunk.subscriptionId);
+        if (subscription == null || chunk.truncated()) {
+            chunk.sending(0); // deleted (the runner notices), or every row read is gone
+            return;
+        }
+        if (described.size() > 1024) {
+            described.clear();
+        }
+        RelationInfo relation = described.computeIfAbsent(chunk.table.relation(),
+                r -> RelationInfo.described(r, converters, chunk.table.userTypes()::get));
+        String backfill = chunk.backfillId.toString();
+        List<ChangeEvent> reads0 = new ArrayList<>(chunk.rows.size());
+        for (Chunk.Row row : chunk.rows) {
+            if (chunk.changed(row)) {
+                continue; // the stream delivered a newer version of it between the watermarks
+            }
+            ChangeEvent read = ChangeEvent.read(relation, row.tuple(), high.tx(), backfill, row.id());
+            if (chunk.filter != null || subscription.filter().isPresent()) {
+                // both filters, each seeing op == "read"
+                io.walhook.routing.CelVariables variables = io.walhook.routing.CelVariables.of(read);
+                if (chunk.filter != null && !chunk.filter.matches(variables)
+                        || subscription.filter().isPresent() && !subscription.filter().get().matches(variables)) {
+                    continue;
+                }
+            }
+            reads0.add(read);
+        }
+        chunk.sending(reads0.size());
+        for (ChangeEvent read : reads0) {
+            reads.send(subscription, read, chunk::delivered);
+        }
+    }
+}

@@ -1,0 +1,358 @@
+package io.walhook.delivery;
+
+import static io.walhook.delivery.ItemsSetup.TOKEN;
+import static io.walhook.delivery.ItemsSetup.env;
+import static io.walhook.delivery.ItemsSetup.events;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import io.walhook.testing.ApiClient;
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+import io.walhook.testing.WalhookProcess;
+import io.walhook.testing.WebhookReceiver;
+
+/**
+ * Backfills from outside, against the packaged jar: consistency with writers changing the whole key
+ * range while the table is read, a kill -9 mid-backfill, composite and text keys with filters, the
+ * configured initial backfill, a table dropped mid-backfill, and every refusal.
+ */
+class BackfillIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(180);
+
+    /** Every event of accepted requests in arrival order, and the table replayed from them per key. */
+    private static final class Replay {
+        final List<JsonNode> events = new ArrayList<>();
+        final Map<String, String> rows = new HashMap<>();
+        final Map<String, Set<String>> readIds = new HashMap<>();
+        int reads;
+
+        synchronized void add(WebhookReceiver.Request request) {
+            for (JsonNode event : events(request)) {
+                events.add(event);
+                String op = event.get("op").asText();
+                String key = event.get("key").toString();
+                switch (op) {
+                    case "insert", "update", "read" -> rows.put(key, event.get("new").toString());
+                    case "delete" -> rows.remove(key);
+                    default -> {
+                    }
+                }
+                if (op.equals("update") && event.get("old") != null && !event.get("old").isNull()) {
+                    throw new AssertionError("unexpected old image");
+                }
+                if (op.equals("read")) {
+                    reads++;
+                    readIds.computeIfAbsent(key, k -> new HashSet<>()).add(event.get("id").asText());
+                }
+            }
+        }
+
+        synchronized boolean saw(String needle) {
+            return events.stream().anyMatch(e -> e.toString().contains(needle));
+        }
+
+        synchronized Map<String, String> table() {
+            return new TreeMap<>(rows);
+        }
+
+        synchronized int reads() {
+            return reads;
+        }
+    }
+
+    /** The table as the receiver should have it: each row's key and whole row, written as the events write them. */
+    private static Map<String, String> select(PostgresServer pg, String database, String table, String key)
+            throws Exception {
+        Map<String, String> rows = new TreeMap<>();
+        try (Connection c = pg.connect(database); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT json_build_object(" + key + ")::text, row_to_json(t)::text FROM "
+                     + table + " t")) {
+            while (rs.next()) {
+                rows.put(compact(rs.getString(1)), compact(rs.getString(2)));
+            }
+        }
+        return rows;
+    }
+
+    /** The keys whose rows differ (at most 20, with both versions): empty when the replay is the table. */
+    private static Map<String, String> differences(Map<String, String> replayed, Map<String, String> table) {
+        Map<String, String> differ = new TreeMap<>();
+        Set<String> keys = new java.util.TreeSet<>(replayed.keySet());
+        keys.addAll(table.keySet());
+        for (String key : keys) {
+            if (!java.util.Objects.equals(replayed.get(key), table.get(key)) && differ.size() < 20) {
+                differ.put(key, "received " + replayed.get(key) + ", table has " + table.get(key));
+            }
+        }
+        return differ;
+    }
+
+    private static String compact(String json) throws Exception {
+        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(json).toString();
+    }
+
+    private static JsonNode awaitState(ApiClient api, String path, String state) {
+        JsonNode[] last = new JsonNode[1];
+        await().atMost(WAIT).until(() -> {
+            last[0] = api.get(path).body();
+            return state.equals(last[0].get("state").asText());
+        });
+        return last[0];
+    }
+
+    @Test
+    void aBackfillWhileWritersChangeTheWholeKeyRangeReproducesTheTable() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill");
+        int rows = 40_000;
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL, tag text)",
+                "INSERT INTO items SELECT g, 0, 'v' || g FROM generate_series(1, " + rows + ") g");
+        Replay replay = new Replay();
+        try (WebhookReceiver receiver = WebhookReceiver.start(replay::add)) {
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database,
+                    "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"),
+                    "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100"))) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                AtomicBoolean writing = new AtomicBoolean(true);
+                AtomicInteger written = new AtomicInteger();
+                List<Thread> writers = new ArrayList<>();
+                for (int w = 0; w < 2; w++) {
+                    int seed = w;
+                    Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
+                    writer.start();
+                    writers.add(writer);
+                }
+                await().atMost(WAIT).until(() -> written.get() > 50);
+                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills",
+                        "{\"tables\": [\"public.items\"], \"chunk_size\": 500}");
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() > 5_000);
+                writing.set(false); // the writers stop some time after the backfill started, and before it ends
+                for (Thread writer : writers) {
+                    writer.join();
+                }
+                JsonNode done = awaitState(api, path, "done");
+                pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
+                await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
+                assertThat(written.get()).as("writes while the backfill ran").isGreaterThan(200);
+                Map<String, String> expected = select(pg, database, "items", "'id', id");
+                assertThat(differences(replay.table(), expected))
+                        .as("applying the events per key in arrival order gives the table").isEmpty();
+                assertThat(done.get("tables").get(0).get("done").asBoolean()).isTrue();
+                assertThat(done.get("rows_sent").asLong()).isEqualTo(replay.reads()).isPositive();
+                JsonNode read = replay.events.stream().filter(e -> e.get("op").asText().equals("read")).findFirst()
+                        .orElseThrow();
+                assertThat(read.get("tx").isNull()).isTrue();
+                assertThat(read.get("old").isNull()).isTrue();
+                assertThat(read.at("/backfill/id").asText()).isEqualTo(started.body().get("id").asText());
+                assertThat(read.get("schema").asText()).isEqualTo("public");
+                assertThat(read.get("table").asText()).isEqualTo("items");
+            }
+        }
+    }
+
+    /** Random updates, deletes and inserts over the whole key range (and beyond it), until told to stop. */
+    private static void write(PostgresServer pg, String database, int rows, int seed, AtomicBoolean writing,
+            AtomicInteger written) {
+        Random random = new Random(seed);
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            while (writing.get()) {
+                int id = 1 + random.nextInt(rows + rows / 10);
+                switch (random.nextInt(4)) {
+                    case 0 -> s.execute("DELETE FROM items WHERE id = " + id);
+                    case 1 -> s.execute("INSERT INTO items VALUES (" + id + ", 1, 'new') ON CONFLICT (id) DO UPDATE"
+                            + " SET n = items.n + 1");
+                    default -> s.execute("UPDATE items SET n = n + 1, tag = 'u" + random.nextInt(1000) + "' WHERE id = "
+                            + id);
+                }
+                written.incrementAndGet();
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
+    void aBackfillKilledMidwayResumesFromItsLastChunkWithTheSameIds() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_kill");
+        int rows = 20_000;
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
+                "INSERT INTO items SELECT g, g FROM generate_series(1, " + rows + ") g");
+        Replay replay = new Replay();
+        try (WebhookReceiver receiver = WebhookReceiver.start(replay::add)) {
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"),
+                    "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "10");
+            String path;
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills", "{\"chunk_size\": 200}");
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 2_000);
+                assertThat(api.get(path).body().get("state").asText()).isEqualTo("running");
+            } // kill -9
+            long before = replay.reads();
+            assertThat(before).isLessThan(rows);
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                JsonNode done = awaitState(api, path, "done");
+                assertThat(done.get("rows_sent").asLong()).as("rows sent across both runs, counted per chunk done")
+                        .isBetween((long) rows, (long) rows + 4 * 200 * 2);
+            }
+        }
+        assertThat(differences(replay.table(), select(pg, database, "items", "'id', id"))).isEmpty();
+        assertThat(replay.readIds.values()).as("a row read twice (in flight at the kill) has one id")
+                .allSatisfy(ids -> assertThat(ids).hasSize(1));
+        assertThat(replay.reads()).as("it resumed rather than starting over").isLessThan(2 * rows);
+    }
+
+    @Test
+    void compositeAndTextKeysWithTheBackfillsAndTheSubscriptionsFilters() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_keys");
+        pg.execute(database, "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')",
+                "CREATE TABLE accounts (tenant text, id uuid, mood mood, amount numeric(12,2), PRIMARY KEY (tenant, id))",
+                "INSERT INTO accounts SELECT CASE WHEN g % 3 = 0 THEN 'acme' WHEN g % 3 = 1 THEN 'Zeta co' ELSE 'b\"q' END,"
+                        + " md5(g::text)::uuid, (ARRAY['sad','ok','happy'])[1 + g % 3]::mood, g * 1.25"
+                        + " FROM generate_series(1, 3000) g",
+                "CREATE TABLE nokey (a int)");
+        Replay replay = new Replay();
+        try (WebhookReceiver receiver = WebhookReceiver.start(replay::add)) {
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database,
+                    "WALHOOK_SUBSCRIPTIONS_BIG_URL", receiver.url("/big"),
+                    "WALHOOK_SUBSCRIPTIONS_BIG_TABLES", "public.accounts,public.nokey",
+                    "WALHOOK_SUBSCRIPTIONS_BIG_FILTER", "op != \"read\" || new.amount > 100.0",
+                    "WALHOOK_SUBSCRIPTIONS_BIG_BATCH_MAX_EVENTS", "50"))) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                ApiClient.Answer started = api.post("/subscriptions/config:big/backfills",
+                        "{\"tables\": [\"public.accounts\"], \"filter\": \"new.tenant != \\\"acme\\\"\", \"chunk_size\": 7}");
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                String path = "/subscriptions/config:big/backfills/" + started.body().get("id").asText();
+                JsonNode done = awaitState(api, path, "done");
+                Map<String, String> expected = new TreeMap<>(select(pg, database,
+                        "(SELECT * FROM accounts WHERE tenant <> 'acme' AND amount > 100) ", "'tenant', tenant, 'id', id"));
+                await().atMost(WAIT).until(() -> replay.table().size() == expected.size());
+                assertThat(replay.table()).isEqualTo(expected);
+                assertThat(done.get("rows_sent").asLong()).isEqualTo(expected.size());
+                assertThat(replay.saw("\"mood\":\"happy\"")).isTrue();
+
+                // refusals, each naming what is wrong
+                assertThat(api.post("/subscriptions/config:big/backfills", "{\"tables\": [\"public.nokey\"]}"))
+                        .satisfies(a -> assertThat(a.status()).isEqualTo(400))
+                        .satisfies(a -> assertThat(a.text()).contains("public.nokey").contains("no primary key"));
+                assertThat(api.post("/subscriptions/config:big/backfills", "{\"tables\": [\"public.missing\"]}").text())
+                        .contains("outside subscription big");
+                assertThat(api.post("/subscriptions/config:big/backfills", "{\"filter\": \"new.x ==\"}"))
+                        .satisfies(a -> assertThat(a.status()).isEqualTo(400))
+                        .satisfies(a -> assertThat(a.body().get("field").asText()).isEqualTo("/filter"));
+                assertThat(api.post("/subscriptions/config:big/backfills", "{\"chunk_size\": 0}").body().get("field")
+                        .asText()).isEqualTo("/chunk_size");
+                assertThat(api.post("/subscriptions/config:big/backfills", "{\"chunk\": 10}").body().get("field")
+                        .asText()).isEqualTo("/chunk");
+                assertThat(api.post("/subscriptions/config:big/backfills", "{\"tables\": \"public.accounts\"}").status())
+                        .isEqualTo(400);
+                assertThat(api.post("/subscriptions/config:nope/backfills", "{}").status()).isEqualTo(404);
+                assertThat(api.get("/subscriptions/config:big/backfills/not-a-uuid").status()).isEqualTo(404);
+                assertThat(api.post(path + "/pause", "").status()).as("a done backfill cannot be paused").isEqualTo(409);
+
+                // pause, a second backfill of the same table refused while it holds it, resume, cancel
+                ApiClient.Answer slow = api.post("/subscriptions/config:big/backfills",
+                        "{\"tables\": [\"public.accounts\"], \"chunk_size\": 1, \"max_rows_per_second\": 20}");
+                assertThat(slow.status()).as(slow.text()).isEqualTo(202);
+                String slowPath = "/subscriptions/config:big/backfills/" + slow.body().get("id").asText();
+                assertThat(api.post(slowPath + "/pause", "").body().get("state").asText()).isEqualTo("paused");
+                assertThat(api.post("/subscriptions/config:big/backfills", "{}").text())
+                        .as("the subscription's tables by default, a keyless one among them").contains("public.nokey");
+                ApiClient.Answer second = api.post("/subscriptions/config:big/backfills",
+                        "{\"tables\": [\"public.accounts\"]}");
+                assertThat(second.status()).isEqualTo(409);
+                assertThat(second.text()).contains("public.accounts").contains(slow.body().get("id").asText());
+                long paused = api.get(slowPath).body().get("rows_sent").asLong();
+                assertThat(api.post(slowPath + "/resume", "").body().get("state").asText()).isEqualTo("running");
+                await().atMost(WAIT).until(() -> api.get(slowPath).body().get("rows_sent").asLong() > paused);
+                assertThat(api.post(slowPath + "/cancel", "").body().get("state").asText()).isEqualTo("cancelled");
+                assertThat(api.post(slowPath + "/resume", "").status()).isEqualTo(409);
+                assertThat(api.get("/subscriptions/config:big/backfills").body()).hasSize(2);
+            }
+        }
+    }
+
+    @Test
+    void theInitialBackfillRunsOnceAndADroppedTableFailsItsBackfillOnly() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_initial");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
+                "INSERT INTO items SELECT g, g FROM generate_series(1, 500) g",
+                "CREATE TABLE doomed (id bigint PRIMARY KEY)",
+                "INSERT INTO doomed SELECT g FROM generate_series(1, 100000) g");
+        Replay replay = new Replay();
+        try (WebhookReceiver receiver = WebhookReceiver.start(replay::add)) {
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"),
+                    "WALHOOK_SUBSCRIPTIONS_ALL_TABLES", "public.items",
+                    "WALHOOK_SUBSCRIPTIONS_ALL_BACKFILL", "initial",
+                    "WALHOOK_SUBSCRIPTIONS_OTHER_URL", receiver.url("/other"),
+                    "WALHOOK_SUBSCRIPTIONS_OTHER_TABLES", "public.doomed");
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                await().atMost(WAIT).until(() -> {
+                    JsonNode list = api.get("/subscriptions/config:all/backfills").body();
+                    return list.size() == 1 && list.get(0).get("state").asText().equals("done");
+                });
+                assertThat(api.get("/subscriptions/config:all/backfills").body().get(0).get("origin").asText())
+                        .isEqualTo("initial");
+                await().atMost(WAIT).until(() -> replay.reads() == 500);
+
+                ApiClient.Answer started = api.post("/subscriptions/config:other/backfills",
+                        "{\"chunk_size\": 10, \"max_rows_per_second\": 200}");
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                String path = "/subscriptions/config:other/backfills/" + started.body().get("id").asText();
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() > 0);
+                pg.execute(database, "DROP TABLE doomed");
+                JsonNode failed = awaitState(api, path, "failed");
+                assertThat(failed.get("error").asText()).contains("public.doomed");
+                pg.execute(database, "INSERT INTO items VALUES (501, 1)");
+                await().atMost(WAIT).until(() -> replay.saw("\"id\":501"));
+            }
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                pg.execute(database, "INSERT INTO items VALUES (502, 1)");
+                await().atMost(WAIT).until(() -> replay.saw("\"id\":502"));
+                assertThat(api.get("/subscriptions/config:all/backfills").body()).as("a restart starts no second one")
+                        .hasSize(1);
+                assertThat(replay.reads()).isEqualTo(500 + replay.events.stream()
+                        .filter(e -> e.get("op").asText().equals("read") && e.get("table").asText().equals("doomed"))
+                        .count());
+            }
+        }
+    }
+}
