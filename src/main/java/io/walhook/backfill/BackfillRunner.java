@@ -249,13 +249,18 @@ public final class BackfillRunner implements Runnable {
             Chunk done = run.inFlight.peekFirst();
             Chunk.Outcome outcome = done.outcome.join();
             if (outcome.again()) {
-                // the same range again: after its start, up to its end (the rows after it are in later chunks)
+                // the same range again: after its start, up to its end (the rows after it are in later chunks);
+                // again at once the first time, then after a growing pause (a transaction still committing)
+                if (done.attempt > 0) {
+                    Thread.sleep(Math.min(2000, 50L << Math.min(done.attempt, 6)));
+                }
                 Chunk again = read(run, done.table.qualifiedName(), done.after, done.lastOfTable ? null : done.last,
                         done.lastOfTable ? 0 : -1);
                 if (again == null) {
                     return true;
                 }
                 again.lastOfTable = done.lastOfTable;
+                again.attempt = done.attempt + 1;
                 if (!done.lastOfTable || again.last == null) {
                     again.last = done.last; // the next chunk starts after it
                 }
@@ -313,6 +318,11 @@ public final class BackfillRunner implements Runnable {
             try (Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
                 s.execute("SET LOCAL statement_timeout = " + settings.statementTimeout().toMillis());
+            }
+            try (Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_snapshot()::text")) {
+                rs.next(); // the transaction's snapshot, taken here: the chunk is read with it
+                chunk.inProgress = inProgress(rs.getString(1));
             }
             List<Chunk.Row> rows = new ArrayList<>();
             int[] key = table.chunkKey();
@@ -400,6 +410,18 @@ public final class BackfillRunner implements Runnable {
         }
         adapt(run, Duration.ofNanos(System.nanoTime() - started), chunk.rows.size());
         return chunk;
+    }
+
+    /** The in-progress xids of a {@code pg_snapshot}'s text ({@code xmin:xmax:xip,...}), as 32-bit xids. */
+    static java.util.Set<Long> inProgress(String snapshot) {
+        String[] parts = snapshot.split(":", 3);
+        java.util.Set<Long> xids = new java.util.HashSet<>();
+        if (parts.length == 3 && !parts[2].isEmpty()) {
+            for (String xid : parts[2].split(",")) {
+                xids.add(Long.parseLong(xid.strip()) & 0xFFFF_FFFFL);
+            }
+        }
+        return xids;
     }
 
     /** Smaller chunks when one takes longer than the target, back up to the asked size when quick; the rate limit. */

@@ -40,11 +40,15 @@ final class Chunk {
     /** The last key before this chunk (null: the table's start), and the chunk's own last key (null: none read). */
     final List<String> after;
     List<String> last;
+    /** How many times this range was read before (a chunk read again waits a little longer each time). */
+    int attempt;
     /** Whether the chunk read the table's last row. */
     boolean lastOfTable;
     /** Set by the runner before the high watermark commits; read by the routing thread after it arrives. */
     volatile List<Row> rows;
     volatile boolean abandoned;
+    /** The xids (their lower 32 bits, as the stream carries them) in progress for the chunk's snapshot; set with the rows. */
+    volatile Set<Long> inProgress;
     final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
 
     // the routing thread's, between the watermarks
@@ -55,6 +59,7 @@ final class Chunk {
     private int[] keyIndexes;
     private final AtomicInteger remaining = new AtomicInteger();
     private int sent;
+    private long lowMark;
 
     Chunk(String token, UUID backfillId, String subscriptionId, SnapshotTable table, CelFilter filter,
             List<String> after) {
@@ -64,6 +69,15 @@ final class Chunk {
         this.table = table;
         this.filter = filter;
         this.after = after;
+    }
+
+    /** The low watermark arrived: {@code recorded} transactions had been delivered before it. */
+    void opened(long recorded) {
+        lowMark = recorded;
+    }
+
+    long lowMark() {
+        return lowMark;
     }
 
     /** A change to this chunk's table between the watermarks: its rows leave the chunk. */

@@ -35,6 +35,18 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     private final Map<String, Chunk> open = new HashMap<>();
     private final ValueConverters converters = new ValueConverters();
     private final Map<PgOutputMessage.Relation, RelationInfo> described = new HashMap<>();
+    /*
+     * The xids of the latest transactions the stream delivered, oldest overwritten: a transaction
+     * whose commit the stream has already delivered can still be in progress for a snapshot taken
+     * just after (PostgreSQL writes the commit record before the transaction leaves the proc array,
+     * and waits for synchronous standbys in between). A chunk whose snapshot did not see such a
+     * transaction, delivered before its low watermark, holds older values than the stream: it is
+     * read again.
+     */
+    static final int RECENT = 4096;
+    private final long[] recent = new long[RECENT];
+    private long recorded;
+    private long lastXid = -1;
 
     void expect(Chunk chunk) {
         pending.put(chunk.token, chunk);
@@ -49,6 +61,11 @@ public final class Watermarks implements RoutingLoop.Snapshots {
 
     @Override
     public boolean observe(ChangeEvent event, RoutingLoop.Reads reads) throws InterruptedException {
+        long xid = event.tx().xid();
+        if (xid != lastXid) {
+            lastXid = xid;
+            recent[(int) (recorded++ % RECENT)] = xid & 0xFFFF_FFFFL;
+        }
         if (event.op() == Operation.MESSAGE) {
             if (!PREFIX.equals(event.messagePrefix())) {
                 return false;
@@ -72,6 +89,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
         if (content.startsWith(LOW)) {
             Chunk chunk = pending.get(content.substring(LOW.length()));
             if (chunk != null) {
+                chunk.opened(recorded);
                 open.put(chunk.token, chunk);
             }
         } else if (content.startsWith(HIGH)) {
@@ -81,12 +99,26 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             if (chunk == null) {
                 return; // another walhook's, or one given up on, or from before a restart
             }
-            if (window == null || !chunk.consistent() || chunk.rows == null) {
+            if (window == null || !chunk.consistent() || chunk.rows == null || committedBeforeLow(chunk)) {
                 chunk.outcome.complete(Chunk.Outcome.AGAIN); // cannot tell which rows changed: read it again
                 return;
             }
             send(chunk, event, reads);
         }
+    }
+
+    /** Whether a transaction the chunk's snapshot saw in progress was delivered before its low watermark. */
+    private boolean committedBeforeLow(Chunk chunk) {
+        java.util.Set<Long> inProgress = chunk.inProgress;
+        if (inProgress == null || inProgress.isEmpty()) {
+            return false;
+        }
+        for (long i = Math.max(0, recorded - RECENT); i < chunk.lowMark(); i++) {
+            if (inProgress.contains(recent[(int) (i % RECENT)])) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void send(Chunk chunk, ChangeEvent high, RoutingLoop.Reads reads) throws InterruptedException {
