@@ -42,6 +42,8 @@ import io.walhook.source.ReplicationSource;
 @Blocking
 public class BackfillResource {
 
+    private static final java.util.regex.Pattern UUID_TEXT = java.util.regex.Pattern.compile(
+            "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
     private static final Set<String> FIELDS = Set.of("tables", "filter", "chunk_size", "max_rows_per_second");
 
     private final ReplicationSource source;
@@ -86,7 +88,8 @@ public class BackfillResource {
                 : request(SubscriptionResource.parse(contentType, body, "backfill"));
         Backfill started = refusing(() -> backfills().start(subscription, request));
         return RestResponse.ResponseBuilder.<View>create(RestResponse.Status.ACCEPTED, View.of(started))
-                .location(URI.create("/subscriptions/" + id + "/backfills/" + started.id())).build();
+                .location(URI.create("/subscriptions/" + pathSegment(subscription.id()) + "/backfills/" + started.id()))
+                .build();
     }
 
     @GET
@@ -151,15 +154,20 @@ public class BackfillResource {
         return b;
     }
 
-    /** The subscription in force with this id (a UUID, or config:name); 404 when none. */
+    private static String pathSegment(String id) {
+        return java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20")
+                .replace("%3A", ":");
+    }
+
+    /** The subscription in force with this id (a UUID in any case, or config:name as the list shows it); 404 when none. */
     private Subscription subscription(String given) throws SQLException {
-        String id = given.strip().toLowerCase(java.util.Locale.ROOT);
+        String id = UUID_TEXT.matcher(given).matches() ? given.toLowerCase(java.util.Locale.ROOT) : given;
         if (source.registry() == null) {
             throw new ApiProblem(503, "Service Unavailable", "walhook is still starting; try again in a moment", null);
         }
         source.registry().refresh();
         for (Subscription s : source.registry().router().subscriptions()) {
-            if (s.id().equalsIgnoreCase(id)) {
+            if (s.id().equals(id)) {
                 return s;
             }
         }

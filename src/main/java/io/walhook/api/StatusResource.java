@@ -77,6 +77,11 @@ public class StatusResource {
                 row.getLong("lag_bytes"), row.getString("checkpoint_lsn"), replication, subscriptions());
     }
 
+    private List<StatusView.BackfillStatusView> backfills(String subscriptionId) {
+        return source.runningBackfills().stream().filter(b -> b.subscriptionId().equals(subscriptionId))
+                .map(b -> new StatusView.BackfillStatusView(b.id().toString(), b.rowsSent())).toList();
+    }
+
     /** Every subscription in force, by name: those no event has reached yet (or standing by) with zeros. */
     private List<StatusView.SubscriptionStatusView> subscriptions() {
         Map<String, StatusView.SubscriptionStatusView> byId = new java.util.HashMap<>();
@@ -84,7 +89,8 @@ public class StatusResource {
         if (registry != null) {
             for (Subscription subscription : registry.router().subscriptions()) {
                 byId.put(subscription.id(), new StatusView.SubscriptionStatusView(subscription.id(), subscription.name(),
-                        "direct", 0, 0, 0, 0, 0, null, 0, 0, null, false, registry.isPaused(subscription.id())));
+                        "direct", 0, 0, 0, 0, 0, null, 0, 0, null, false, registry.isPaused(subscription.id()),
+                        backfills(subscription.id())));
             }
         }
         for (Dispatcher.DeliveryStatus d : source.deliveries()) {
@@ -92,7 +98,8 @@ public class StatusResource {
                 byId.put(d.id(), new StatusView.SubscriptionStatusView(d.id(), byId.get(d.id()).name(), d.mode(),
                         d.queued(), d.inFlight(), d.retrying(), d.heldBack(), d.durableBacklog(),
                         d.oldestParkedCommit() == null ? null : d.oldestParkedCommit().toString(),
-                        Math.round(d.drainRate() * 10) / 10.0, d.delivered(), d.lastError(), d.disabled(), d.paused()));
+                        Math.round(d.drainRate() * 10) / 10.0, d.delivered(), d.lastError(), d.disabled(), d.paused(),
+                        backfills(d.id())));
             }
         }
         List<StatusView.SubscriptionStatusView> all = new java.util.ArrayList<>(byId.values());

@@ -34,12 +34,18 @@ public record StatusView(String role, SlotView slot, String serverLsn, Long lagB
      * Per-subscription delivery: {@code mode} direct or durable (its events go through its durable
      * queue), counts of events in memory, under way, held back behind their row's failing change,
      * and in the durable queue ({@code parked}); {@code disabled}: a 410 Gone stopped its delivery
-     * until a replay.
+     * until a replay; {@code backfills}: those this instance runs for it now.
      */
     @RegisterForReflection
     @JsonInclude(JsonInclude.Include.ALWAYS)
     public record SubscriptionStatusView(String id, String name, String mode, long queued, long inFlight, long retrying,
             long heldBack, long parked, String oldestParkedCommit, double drainRate, long delivered, String lastError,
-            boolean disabled, boolean paused) {
+            boolean disabled, boolean paused, List<BackfillStatusView> backfills) {
+    }
+
+    /** A backfill running on this instance: its id and the rows it has sent so far. */
+    @RegisterForReflection
+    @JsonInclude(JsonInclude.Include.ALWAYS)
+    public record BackfillStatusView(String id, long rowsSent) {
     }
 }

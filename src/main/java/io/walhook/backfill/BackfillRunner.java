@@ -67,6 +67,8 @@ public final class BackfillRunner implements Runnable {
     private final Supplier<List<Subscription>> inForce;
     private final Counter counter;
     private final Map<UUID, Run> runs = new LinkedHashMap<>();
+    /** What {@link #running()} shows: the runner's runs, copied after each round. */
+    private volatile List<Running> published = List.of();
     private final AtomicLong tokens = new AtomicLong();
     private Connection connection;
     private volatile boolean stopped;
@@ -103,6 +105,15 @@ public final class BackfillRunner implements Runnable {
             }
             after = table < backfill.tables().size() ? backfill.progressOf(backfill.tables().get(table)).cursor() : null;
         }
+    }
+
+    /** A backfill this instance runs now, and the rows it has sent (its chunks done). */
+    public record Running(UUID id, String subscriptionId, long rowsSent) {
+    }
+
+    /** The backfills this instance runs now (for /status). */
+    public List<Running> running() {
+        return published;
     }
 
     public void stop() {
@@ -177,6 +188,10 @@ public final class BackfillRunner implements Runnable {
             run.backfill = backfill;
             worked |= step(run);
         }
+        List<Running> now = new ArrayList<>();
+        runs.forEach((id, run) -> now.add(new Running(id, run.backfill.subscriptionId(),
+                run.progress.values().stream().mapToLong(Backfill.TableProgress::rowsSent).sum())));
+        published = List.copyOf(now);
         if (!worked) {
             // chunks in flight only: wait for the oldest a little rather than spin
             for (Run run : runs.values()) {

@@ -40,17 +40,56 @@ public final class BackfillStore {
         this.table = stateSchema + ".backfill";
     }
 
-    /** Writes a new backfill, running. */
-    public Backfill insert(String subscriptionId, String origin, List<String> tables, String filter, int chunkSize,
-            Integer maxRowsPerSecond) throws SQLException {
-        UUID id = UUID.randomUUID();
-        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO " + table
-                + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
-                + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) RETURNING " + COLUMNS)) {
-            bind(c, s, id, subscriptionId, origin, tables, filter, chunkSize, maxRowsPerSecond);
-            try (ResultSet rs = s.executeQuery()) {
-                rs.next();
-                return read(rs);
+    /** What {@link #insertUnlessBusy} did: the backfill written, or the unfinished one holding a table and which table. */
+    public record Inserted(Backfill backfill, Backfill holder, String heldTable) {
+    }
+
+    /**
+     * Writes a new backfill, running, unless an unfinished backfill of the subscription holds one of
+     * its tables: checked and written under a lock per subscription, so two requests at once cannot
+     * both start one.
+     */
+    public Inserted insertUnlessBusy(String subscriptionId, String origin, List<String> tables, String filter,
+            int chunkSize, Integer maxRowsPerSecond) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                try (PreparedStatement lock = c.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
+                    lock.setString(1, table + ":" + subscriptionId);
+                    lock.execute();
+                }
+                try (PreparedStatement busy = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
+                        + " WHERE subscription_id = ? AND state IN ('running', 'paused') AND tables && ?"
+                        + " ORDER BY created_at LIMIT 1")) {
+                    busy.setString(1, subscriptionId);
+                    busy.setArray(2, c.createArrayOf("text", tables.toArray()));
+                    try (ResultSet rs = busy.executeQuery()) {
+                        if (rs.next()) {
+                            Backfill holder = read(rs);
+                            String held = tables.stream().filter(holder.tables()::contains).findFirst().orElse(null);
+                            c.rollback();
+                            return new Inserted(null, holder, held);
+                        }
+                    }
+                }
+                Backfill written;
+                try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table
+                        + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
+                        + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) RETURNING " + COLUMNS)) {
+                    bind(c, s, UUID.randomUUID(), subscriptionId, origin, tables, filter, chunkSize, maxRowsPerSecond);
+                    try (ResultSet rs = s.executeQuery()) {
+                        rs.next();
+                        written = read(rs);
+                    }
+                }
+                c.commit();
+                return new Inserted(written, null, null);
+            } catch (SQLException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
             }
         }
     }

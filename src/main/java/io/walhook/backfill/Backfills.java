@@ -90,23 +90,30 @@ public final class Backfills {
                 try {
                     SnapshotTable.describe(c, tables.get(i), publication);
                 } catch (SnapshotTable.Refused e) {
-                    throw new Refused(400, request.tables() == null ? "/tables"
-                            : "/tables/" + request.tables().indexOf(tables.get(i)), e.getMessage());
+                    throw new Refused(400, request.tables() == null ? "/tables" : "/tables/" + given(request, tables.get(i)),
+                            e.getMessage());
                 }
             }
         }
-        for (Backfill running : store.list(subscription.id())) {
-            if (running.state().ended()) {
-                continue;
-            }
-            for (String table : tables) {
-                if (running.tables().contains(table)) {
-                    throw new Refused(409, "/tables", "table " + table + " is being backfilled already (backfill "
-                            + running.id() + ", " + running.state().wireName() + "); cancel it or wait for it to end");
-                }
+        BackfillStore.Inserted inserted = store.insertUnlessBusy(subscription.id(), Backfill.API, tables, filter,
+                chunkSize, rate);
+        if (inserted.backfill() == null) {
+            Backfill holder = inserted.holder();
+            throw new Refused(409, "/tables", "table " + inserted.heldTable() + " is being backfilled already (backfill "
+                    + holder.id() + ", " + holder.state().wireName() + "); cancel it or wait for it to end");
+        }
+        return inserted.backfill();
+    }
+
+    /** The index in the request of the table it names (as given, white space around it allowed). */
+    private static int given(Request request, String table) {
+        for (int i = 0; i < request.tables().size(); i++) {
+            String t = request.tables().get(i);
+            if (t != null && t.strip().equals(table)) {
+                return i;
             }
         }
-        return store.insert(subscription.id(), Backfill.API, tables, filter, chunkSize, rate);
+        return 0;
     }
 
     private List<String> subscribed(Connection c, Subscription subscription) throws SQLException {

@@ -488,6 +488,12 @@ public class ReplicationSource {
         return s == null ? List.of() : s.status();
     }
 
+    /** The backfills this instance runs now; none on a standby. */
+    public List<io.walhook.backfill.BackfillRunner.Running> runningBackfills() {
+        io.walhook.backfill.BackfillRunner runner = backfillRunner;
+        return runner == null ? List.of() : runner.running();
+    }
+
     /** Starting and controlling backfills (the API's); null before start-up read the subscriptions. */
     public io.walhook.backfill.Backfills backfills() {
         return backfills;

@@ -87,6 +87,41 @@ class AmqpDeliveryIT {
     }
 
     @Test
+    void aBackfillIntoAnAmqpSubscriptionSendsEachRowOnceAsAReadMessage() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("amqp_backfill");
+        pg.execute(database, "CREATE TABLE orders (id int PRIMARY KEY, n int)",
+                "INSERT INTO orders SELECT g, g FROM generate_series(1, 500) g");
+        try (EmbeddedArtemis broker = EmbeddedArtemis.start();
+             AmqpReceiver reads = AmqpReceiver.start("127.0.0.1", broker.port(), null, null, "bf.orders.read");
+             WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                     "WALHOOK_SLOT", database, "WALHOOK_AMQP_URL", broker.url(), "WALHOOK_API_TOKEN", "t",
+                     "WALHOOK_SUBSCRIPTIONS_BF_AMQP_ADDRESS", "bf.{table}.{op}",
+                     "WALHOOK_SUBSCRIPTIONS_BF_FORMAT", "cloudevents-binary"))) {
+            walhook.awaitReady(WAIT);
+            io.walhook.testing.ApiClient api = new io.walhook.testing.ApiClient(walhook, "t");
+            io.walhook.testing.ApiClient.Answer started = api.post("/subscriptions/config:bf/backfills",
+                    "{\"chunk_size\": 64}");
+            assertThat(started.status()).as(started.text()).isEqualTo(202);
+            await().atMost(WAIT).until(() -> reads.messages().size() >= 500);
+            Set<Integer> rows = new TreeSet<>();
+            for (Message m : reads.messages()) {
+                JsonNode data = JSON.readTree(AmqpReceiver.body(m));
+                assertThat(data.get("op").asText()).isEqualTo("read");
+                assertThat(data.at("/backfill/id").asText()).isEqualTo(started.body().get("id").asText());
+                assertThat(m.getMessageId()).isEqualTo(data.get("id").asText());
+                assertThat(m.getApplicationProperties().getValue()).containsEntry("cloudEvents:type", "io.walhook.read");
+                assertThat(data.at("/new/n").asInt()).isEqualTo(data.at("/new/id").asInt());
+                rows.add(data.at("/new/id").asInt());
+            }
+            assertThat(rows).hasSize(500);
+            await().atMost(WAIT).until(() -> api.get("/subscriptions/config:bf/backfills/" + started.body().get("id")
+                    .asText()).body().get("state").asText().equals("done"));
+            assertThat(reads.messages()).hasSize(500);
+        }
+    }
+
+    @Test
     void aBrokerStoppedMidStreamLosesNothingAndRedeliveriesKeepTheirMessageId() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("amqpoutage");

@@ -159,6 +159,9 @@ class BackfillIT {
                 assertThat(started.status()).as(started.text()).isEqualTo(202);
                 String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
                 await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() > 5_000);
+                JsonNode running = api.status("all").get("backfills");
+                assertThat(running).as("/status shows the backfill running").hasSize(1);
+                assertThat(running.get(0).get("id").asText()).isEqualTo(started.body().get("id").asText());
                 writing.set(false); // the writers stop some time after the backfill started, and before it ends
                 for (Thread writer : writers) {
                     writer.join();
