@@ -157,6 +157,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         Job job = new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(), body.contentType(),
                 body.headers(), address, Ordering.of(event));
         job.relation = event.relation();
+        job.background = event.op() == io.walhook.change.Operation.READ;
         job.done = done;
         if (lane.routed.isEmpty()) {
             routedTo.add(lane);

@@ -39,6 +39,8 @@ final class Job {
     boolean durable;
     /** Attempts already made at it (a durable job's count comes from its row). */
     int attempts;
+    /** A backfill's row: sent when no live change is ready ({@link KeyedQueue}). */
+    boolean background;
 
     // KeyedQueue's
     int pending;

@@ -27,6 +27,12 @@ final class KeyedQueue {
     private Job lastBarrier;
     /** Jobs nothing earlier holds back, not yet taken, in the order they became free. */
     private final ArrayDeque<Job> ready = new ArrayDeque<>();
+    /**
+     * The same for background jobs (a backfill's rows): taken only when no other job is ready, so a
+     * backfill's thousands of rows do not queue ahead of live changes of other rows. A row's own
+     * changes still wait for its read event, and it for them, in order.
+     */
+    private final ArrayDeque<Job> readyLater = new ArrayDeque<>();
     /** Every unfinished job in arrival order (a list through the jobs themselves). */
     private Job first;
     private Job last;
@@ -68,8 +74,17 @@ final class KeyedQueue {
         }
         append(job);
         if (job.pending == 0) {
-            ready.addLast(job);
+            release(job);
         }
+    }
+
+    private void release(Job job) {
+        (job.background ? readyLater : ready).addLast(job);
+    }
+
+    private Job next() {
+        Job job = ready.pollFirst();
+        return job != null ? job : readyLater.pollFirst();
     }
 
     private void append(Job job) {
@@ -92,7 +107,7 @@ final class KeyedQueue {
     }
 
     boolean hasReady() {
-        return !ready.isEmpty();
+        return !ready.isEmpty() || !readyLater.isEmpty();
     }
 
     /**
@@ -103,11 +118,11 @@ final class KeyedQueue {
     List<Job> take(int max, boolean chain) {
         // a batch is a run of groups: a ready job and the jobs of its row that follow it there ({@link Job#chained});
         // groups share no row, so a batch can be split between them
-        List<Job> batch = new ArrayList<>(Math.min(max, Math.max(ready.size(), 1)));
+        List<Job> batch = new ArrayList<>(Math.min(max, Math.max(ready(), 1)));
         ArrayDeque<Job> chained = chain ? new ArrayDeque<>() : null;
         while (batch.size() < max) {
             boolean follows = chained != null && !chained.isEmpty();
-            Job job = follows ? chained.pollFirst() : ready.pollFirst();
+            Job job = follows ? chained.pollFirst() : next();
             if (job == null) {
                 break;
             }
@@ -137,7 +152,7 @@ final class KeyedQueue {
         if (job.successors != null) {
             for (Job successor : job.successors) {
                 if (--successor.pending == 0 && !successor.finished) {
-                    ready.addLast(successor);
+                    release(successor);
                 }
             }
         }
@@ -160,6 +175,7 @@ final class KeyedQueue {
             (job.taken ? kept : removed).add(job);
         }
         ready.clear();
+        readyLater.clear();
         lastOfKey.clear();
         lastOfTable.clear();
         lastBarrier = null;
@@ -236,22 +252,25 @@ final class KeyedQueue {
     }
 
     int ready() {
-        return ready.size();
+        return ready.size() + readyLater.size();
     }
 
     /** Jobs held back by an earlier unfinished job of their row (or table). */
     int heldBack() {
-        return size - taken - ready.size();
+        return size - taken - ready();
     }
 
     /** The ready job taken next, or null. */
     Job firstReady() {
-        return ready.peekFirst();
+        Job job = ready.peekFirst();
+        return job != null ? job : readyLater.peekFirst();
     }
 
     /** The ready jobs, in the order they would be taken. */
     List<Job> readyJobs() {
-        return List.copyOf(ready);
+        List<Job> jobs = new ArrayList<>(ready);
+        jobs.addAll(readyLater);
+        return List.copyOf(jobs);
     }
 
     /** The oldest unfinished job, or null. */

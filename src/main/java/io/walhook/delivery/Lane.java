@@ -618,6 +618,9 @@ final class Lane {
         }
         int batch = batchSize();
         while (underWay < window() && queue.hasReady()) {
+            if (queue.firstReady().background && window() > 1 && underWay >= window() - 1) {
+                return; // the last request is kept for live changes: they do not wait behind a backfill's rows
+            }
             if (batch > 1 && subscription.batchMaxWaitMs() > 0 && queue.ready() < batch && mode == Mode.DIRECT) {
                 long waited = System.nanoTime() - queue.firstReady().handedOverNanos;
                 long wait = TimeUnit.MILLISECONDS.toNanos(subscription.batchMaxWaitMs()) - waited;

@@ -52,6 +52,37 @@ class KeyedQueueTest {
         assertThat(queue.take(10, false)).containsExactly(a2);
     }
 
+    private Job read(Ordering ordering) {
+        Job job = job(ordering);
+        job.background = true;
+        return job;
+    }
+
+    @Test
+    void aBackfillsRowsGoAfterLiveChangesOfOtherRowsButInOrderWithTheirOwn() {
+        KeyedQueue queue = new KeyedQueue();
+        Job read1 = read(row(1, 1));
+        Job read2 = read(row(1, 2));
+        Job read3 = read(row(1, 3));
+        Job live9 = job(row(1, 9));
+        Job live2 = job(row(1, 2)); // row 2's change after its read: it waits for it
+        List.of(read1, read2, read3, live9, live2).forEach(queue::add);
+        assertThat(queue.firstReady()).isSameAs(live9);
+        assertThat(queue.take(2, false)).as("the live change first, then reads in their order").containsExactly(live9,
+                read1);
+        assertThat(queue.heldBack()).isEqualTo(1);
+        assertThat(queue.take(10, false)).containsExactly(read2, read3);
+        queue.finish(read2);
+        assertThat(queue.take(10, false)).containsExactly(live2);
+        Job live5 = job(row(1, 5));
+        Job read5 = read(row(1, 5)); // a read after a live change of its row waits for it too
+        queue.add(live5);
+        queue.add(read5);
+        assertThat(queue.take(10, false)).containsExactly(live5);
+        queue.finish(live5);
+        assertThat(queue.take(10, false)).containsExactly(read5);
+    }
+
     @Test
     void aTruncateWaitsForItsTableAndTheTableWaitsForIt() {
         KeyedQueue queue = new KeyedQueue();
