@@ -7,7 +7,10 @@ import com.tngtech.archunit.junit.AnalyzeClasses;
 import com.tngtech.archunit.junit.ArchTest;
 import com.tngtech.archunit.lang.ArchRule;
 
-/** The pure parts of the pipeline (the README's picture, docs/protocol.md section 6) stay free of frameworks. */
+/**
+ * The pure parts of the pipeline (the README's picture, docs/protocol.md section 6) stay free of
+ * frameworks, and no package depends on itself through others.
+ */
 @AnalyzeClasses(packages = "io.walhook", importOptions = ImportOption.DoNotIncludeTests.class)
 class ArchitectureTest {
 
@@ -15,6 +18,12 @@ class ArchitectureTest {
     static final ArchRule pgoutputUsesOnlyTheJdk = classes().that().resideInAPackage("io.walhook.pgoutput..")
             .should().onlyDependOnClassesThat().resideInAnyPackage("io.walhook.pgoutput..", "java..")
             .because("the decoder is unit tested with bytes alone and must run anywhere a JDK does");
+
+    @ArchTest
+    static final ArchRule packagesAreFreeOfCycles = com.tngtech.archunit.library.dependencies.SlicesRuleDefinition
+            .slices().matching("io.walhook.(*)..").should().beFreeOfCycles()
+            .because("a package read in the order of the data (pgoutput, change, routing, delivery) can be"
+                    + " understood, tested and changed without the ones that come after it");
 
     @ArchTest
     static final ArchRule pipelineCoreUsesNoFramework = com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses()

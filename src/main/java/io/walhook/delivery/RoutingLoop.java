@@ -16,7 +16,7 @@ import io.walhook.routing.Projection;
 import io.walhook.routing.Router;
 import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionRegistry;
-import io.walhook.source.PendingEvent;
+import io.walhook.checkpoint.PendingEvent;
 
 /**
  * Takes events from the reader in commit order, routes each to the subscriptions that want it,

@@ -29,6 +29,7 @@ import io.walhook.checkpoint.AckTracker;
 import io.walhook.checkpoint.CheckpointStore;
 import io.walhook.delivery.HandOffQueue;
 import io.walhook.pgoutput.Lsn;
+import io.walhook.checkpoint.PendingEvent;
 
 /**
  * The one thread that owns the replication stream: START_REPLICATION with options chosen by

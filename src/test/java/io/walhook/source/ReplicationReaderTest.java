@@ -17,6 +17,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.walhook.pgoutput.Lsn;
 import io.walhook.testing.EmbeddedPostgres;
 import io.walhook.testing.TestPostgres;
+import io.walhook.checkpoint.PendingEvent;
 
 /** The replication reader against a live PostgreSQL 17, with a test consumer in place of delivery. */
 class ReplicationReaderTest {

@@ -21,6 +21,7 @@ import io.walhook.change.EventJsonWriter;
 import io.walhook.checkpoint.CheckpointStore;
 import io.walhook.pgoutput.Lsn;
 import io.walhook.testing.PostgresServer;
+import io.walhook.checkpoint.PendingEvent;
 
 /**
  * A source database prepared as walhook prepares it (state schema, publication, slot), and a

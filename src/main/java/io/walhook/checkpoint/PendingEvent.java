@@ -1,7 +1,6 @@
-package io.walhook.source;
+package io.walhook.checkpoint;
 
 import io.walhook.change.ChangeEvent;
-import io.walhook.checkpoint.AckTracker;
 
 /**
  * An event handed from the reader to delivery. Whoever takes it must, once it is delivered or
