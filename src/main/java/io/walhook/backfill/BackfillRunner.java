@@ -45,6 +45,8 @@ public final class BackfillRunner implements Runnable {
     private static final Logger LOG = Logger.getLogger(BackfillRunner.class);
     /** Chunks of one backfill read ahead of the oldest not yet delivered. */
     static final int IN_FLIGHT = 4;
+    /** How often a table being read is described again from the catalog (its columns, key, publication). */
+    static final Duration DESCRIBE_EVERY = Duration.ofSeconds(1);
     /** How often the table is looked at when nothing is running. */
     private static final Duration IDLE_POLL = Duration.ofMillis(250);
 
@@ -92,6 +94,9 @@ public final class BackfillRunner implements Runnable {
         final Map<String, Backfill.TableProgress> progress;
         final Deque<Chunk> inFlight = new ArrayDeque<>();
         final Map<String, SnapshotTable> shapes = new HashMap<>();
+        /** The latest description of each table, and when it was made (System.nanoTime). */
+        final Map<String, SnapshotTable> described = new HashMap<>();
+        final Map<String, Long> describedAt = new HashMap<>();
         int size;
         long nextChunkAt;
 
@@ -310,12 +315,18 @@ public final class BackfillRunner implements Runnable {
             throws SQLException, InterruptedException {
         Backfill backfill = run.backfill;
         Connection c = connection();
-        SnapshotTable table;
-        try {
-            table = SnapshotTable.describe(c, name, settings.publication());
-        } catch (SnapshotTable.Refused e) {
-            fail(backfill, e.getMessage());
-            return null;
+        SnapshotTable table = run.described.get(name);
+        Long at = run.describedAt.get(name);
+        if (table == null || System.nanoTime() - at > DESCRIBE_EVERY.toNanos()) {
+            // looked at again at most every DESCRIBE_EVERY: a table dropped or altered fails the backfill
+            try {
+                table = SnapshotTable.describe(c, name, settings.publication());
+            } catch (SnapshotTable.Refused e) {
+                fail(backfill, e.getMessage());
+                return null;
+            }
+            run.described.put(name, table);
+            run.describedAt.put(name, System.nanoTime());
         }
         SnapshotTable first = run.shapes.putIfAbsent(name, table);
         if (first != null && !first.sameShape(table)) {
