@@ -43,7 +43,7 @@ import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.Destination;
 import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionJson;
-import io.walhook.routing.SubscriptionProblem;
+import io.walhook.routing.SubscriptionException;
 import io.walhook.routing.SubscriptionStore;
 import io.walhook.source.ReplicationSource;
 
@@ -454,7 +454,7 @@ public class SubscriptionResource {
         Subscription subscription;
         try {
             subscription = SubscriptionJson.parse(json);
-        } catch (SubscriptionProblem e) {
+        } catch (SubscriptionException e) {
             throw new ApiProblem(400, "Bad Request", e.getMessage(), e.field());
         }
         if (subscription.destination() instanceof Destination.Amqp && config.amqpUrl().filter(u -> !u.isBlank()).isEmpty()) {

@@ -142,7 +142,7 @@ public final class ChangeEvent {
      * the row: such a table's changes all hash by the table, and keep their order in one lane.
      */
     public int rowKeyHash() {
-        return keyHash(key != null ? key : oldRow != null ? oldRow : newRow);
+        return keyHash(keySource());
     }
 
     /**
@@ -179,6 +179,15 @@ public final class ChangeEvent {
             }
         }
         return h;
+    }
+
+    /**
+     * The tuple the event's key is read from: the 'K' tuple (an update that changed the key, a
+     * delete), else the old row (REPLICA IDENTITY FULL), else the new row (an insert, an update
+     * that kept its key, a backfill's read). The writer, filters and lanes all take it from here.
+     */
+    public TupleData keySource() {
+        return key != null ? key : oldRow != null ? oldRow : newRow;
     }
 
     public TupleData keyTuple() {

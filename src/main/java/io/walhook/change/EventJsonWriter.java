@@ -22,28 +22,28 @@ public final class EventJsonWriter {
     static final DateTimeFormatter COMMIT_TIME = DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
             .withZone(ZoneOffset.UTC);
 
-    private static final byte[] ID = JsonBuffer.encodeName("id");
-    private static final byte[] KEY = JsonBuffer.encodeName("key");
-    private static final byte[] NEW = JsonBuffer.encodeName("new");
-    private static final byte[] OLD = JsonBuffer.encodeName("old");
-    private static final byte[] UNCHANGED = JsonBuffer.encodeName("unchanged");
+    private static final byte[] ID = JsonWriter.encodeName("id");
+    private static final byte[] KEY = JsonWriter.encodeName("key");
+    private static final byte[] NEW = JsonWriter.encodeName("new");
+    private static final byte[] OLD = JsonWriter.encodeName("old");
+    private static final byte[] UNCHANGED = JsonWriter.encodeName("unchanged");
     private static final byte[][] ROW_IMAGES = {KEY, NEW, OLD};
-    private static final byte[] LSN = JsonBuffer.encodeName("lsn");
-    private static final byte[] TX = JsonBuffer.encodeName("tx");
-    private static final byte[] XID = JsonBuffer.encodeName("xid");
-    private static final byte[] COMMIT_LSN = JsonBuffer.encodeName("commit_lsn");
-    private static final byte[] COMMIT_TIME_FIELD = JsonBuffer.encodeName("commit_time");
-    private static final byte[] SEQ = JsonBuffer.encodeName("seq");
-    private static final byte[] BACKFILL = JsonBuffer.encodeName("backfill");
+    private static final byte[] LSN = JsonWriter.encodeName("lsn");
+    private static final byte[] TX = JsonWriter.encodeName("tx");
+    private static final byte[] XID = JsonWriter.encodeName("xid");
+    private static final byte[] COMMIT_LSN = JsonWriter.encodeName("commit_lsn");
+    private static final byte[] COMMIT_TIME_FIELD = JsonWriter.encodeName("commit_time");
+    private static final byte[] SEQ = JsonWriter.encodeName("seq");
+    private static final byte[] BACKFILL = JsonWriter.encodeName("backfill");
     /** An event without a table (a logical message): its op, and null schema and table. */
     private static final byte[][] NO_TABLE_HEADERS = java.util.Arrays.stream(Operation.values())
             .map(op -> RelationInfo.jsonHeader(op, null, null)).toArray(byte[][]::new);
 
     /*
-     * toJson's buffer, kept from event to event; one grown past Scratch.RETAIN_LIMIT by a huge event
+     * toJson's buffer, kept from event to event; one grown past ConverterBuffers.RETAIN_LIMIT by a huge event
      * is dropped so that it does not pin its size.
      */
-    private JsonBuffer out = new JsonBuffer(512);
+    private JsonWriter out = new JsonWriter(512);
 
     /* The transaction's fields, written by every event of it: encoded once per transaction. */
     private TxInfo lastTx;
@@ -56,16 +56,16 @@ public final class EventJsonWriter {
 
     /** The event as UTF-8 JSON bytes, with only the columns {@code keep} accepts in new and old (null: all). */
     public byte[] toJson(ChangeEvent event, Predicate<String> keep) {
-        JsonBuffer json = out.reset();
+        JsonWriter json = out.reset();
         write(event, keep, json);
         byte[] bytes = json.toByteArray();
-        if (json.capacity() > Scratch.RETAIN_LIMIT) {
-            out = new JsonBuffer(512);
+        if (json.capacity() > ConverterBuffers.RETAIN_LIMIT) {
+            out = new JsonWriter(512);
         }
         return bytes;
     }
 
-    public void write(ChangeEvent event, JsonBuffer json) {
+    public void write(ChangeEvent event, JsonWriter json) {
         write(event, null, json);
     }
 
@@ -79,7 +79,7 @@ public final class EventJsonWriter {
      * 1,500,000-row drain showed five copies of this writer, a third of the C2 compiler's time.
      * {@code EventJsonWriterShapeTest} keeps it above the limit.
      */
-    public void write(ChangeEvent event, Predicate<String> keep, JsonBuffer json) {
+    public void write(ChangeEvent event, Predicate<String> keep, JsonWriter json) {
         json.startObject();
         json.name(ID).string(event.id());
         RelationInfo relation = event.relation();
@@ -88,7 +88,7 @@ public final class EventJsonWriter {
         if (op == Operation.INSERT || op == Operation.UPDATE || op == Operation.DELETE || op == Operation.READ) {
             TupleData newRow = event.newRow();
             TupleData oldRow = event.oldRow();
-            TupleData keySource = event.keyTuple() != null ? event.keyTuple() : oldRow != null ? oldRow : newRow;
+            TupleData keySource = event.keySource();
             TupleData oldImage = oldRow != null && relation.replicaIdentity() == ReplicaIdentity.FULL ? oldRow : null;
             int[] unchanged = null;
             // key, new and old through one call site: the JIT compiles the column loop once, not three
@@ -128,7 +128,7 @@ public final class EventJsonWriter {
         TxInfo tx = event.tx();
         if (tx != lastTx) {
             String time = formatTime(tx.commitTime());
-            lastTxFields = new JsonBuffer(96).startObject().name(XID).number(tx.xid())
+            lastTxFields = new JsonWriter(96).startObject().name(XID).number(tx.xid())
                     .name(COMMIT_LSN).lsn(tx.commitLsn())
                     .name(COMMIT_TIME_FIELD).string(time).toFieldBytes();
             lastTx = tx;
@@ -177,7 +177,7 @@ public final class EventJsonWriter {
      * and returned: element 0 counts them, the rest are their column indexes.
      */
     private static int[] writeColumns(RelationInfo relation, TupleData tuple, TupleData fill, boolean keysOnly,
-            Predicate<String> keep, JsonBuffer json) {
+            Predicate<String> keep, JsonWriter json) {
         if (tuple == null) {
             json.nullValue();
             return null;
@@ -212,7 +212,7 @@ public final class EventJsonWriter {
         return unchanged;
     }
 
-    private static void writeMessage(ChangeEvent event, JsonBuffer json) {
+    private static void writeMessage(ChangeEvent event, JsonWriter json) {
         json.name("message").startObject();
         json.name("prefix").string(event.messagePrefix());
         byte[] content = event.messageContent();

@@ -167,7 +167,7 @@ final class PgArrayParser {
     private void add(int type, int start, int length) {
         int at = count * 3;
         if (at + 3 > tokens.length) {
-            int[] grown = new int[Scratch.grown(tokens.length, at + 3)];
+            int[] grown = new int[ConverterBuffers.grown(tokens.length, at + 3)];
             System.arraycopy(tokens, 0, grown, 0, at);
             tokens = grown;
         }
@@ -179,7 +179,7 @@ final class PgArrayParser {
 
     /** Lets go of a token buffer that one huge array grew past the retention limit. */
     void trim() {
-        if (tokens.length > Scratch.RETAIN_LIMIT) {
+        if (tokens.length > ConverterBuffers.RETAIN_LIMIT) {
             tokens = new int[96];
         }
     }

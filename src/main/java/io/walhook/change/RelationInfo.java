@@ -38,7 +38,7 @@ public final class RelationInfo {
         this.keyColumns = new boolean[columns.size()];
         for (int i = 0; i < columns.size(); i++) {
             columnNames[i] = columns.get(i).name();
-            jsonNames[i] = JsonBuffer.encodeName(columnNames[i]);
+            jsonNames[i] = JsonWriter.encodeName(columnNames[i]);
             keyColumns[i] = columns.get(i).key();
         }
         this.converters = converters;
@@ -80,19 +80,19 @@ public final class RelationInfo {
         return columnNames[i];
     }
 
-    /** The column's name as a JSON field name ({@code "name":}) encoded once: see {@link JsonBuffer#name(byte[])}. */
+    /** The column's name as a JSON field name ({@code "name":}) encoded once: see {@link JsonWriter#name(byte[])}. */
     byte[] jsonName(int i) {
         return jsonNames[i];
     }
 
-    /** An event's {@code "op"}, {@code "schema"} and {@code "table"} fields, for {@link JsonBuffer#fields}. */
+    /** An event's {@code "op"}, {@code "schema"} and {@code "table"} fields, for {@link JsonWriter#fields}. */
     byte[] jsonHeader(Operation op) {
         return jsonHeaders[op.ordinal()];
     }
 
-    /** {@code "op"}, {@code "schema"} and {@code "table"} encoded for {@link JsonBuffer#fields} (null: JSON null). */
+    /** {@code "op"}, {@code "schema"} and {@code "table"} encoded for {@link JsonWriter#fields} (null: JSON null). */
     static byte[] jsonHeader(Operation op, String schema, String table) {
-        return new JsonBuffer(64).startObject().name("op").string(op.wireName())
+        return new JsonWriter(64).startObject().name("op").string(op.wireName())
                 .name("schema").string(schema).name("table").string(table).toFieldBytes();
     }
 

@@ -28,7 +28,7 @@ public interface ValueConverter {
      *     ({@code 'b'}, only sent when the replication session asks for {@code binary = true},
      *     which walhook does not)
      */
-    void write(JsonBuffer json, TupleData tuple, int column);
+    void write(JsonWriter json, TupleData tuple, int column);
 
     /**
      * Whether every value of this converter is a JSON string, number or boolean, never a document or

@@ -37,7 +37,7 @@ public final class ValueConverters {
     private static final BuiltinTypes.Rule STRING_RULE = BuiltinTypes.Rule.scalar(ValueKind.STRING);
     private static final BuiltinTypes.Rule STRING_ARRAY_RULE = BuiltinTypes.Rule.arrayOf(ValueKind.STRING, ',');
 
-    private final Scratch scratch = new Scratch();
+    private final ConverterBuffers scratch = new ConverterBuffers();
     private final Map<ValueKind, ValueConverter> scalars = new EnumMap<>(ValueKind.class);
     private final Map<BuiltinTypes.Rule, ValueConverter> arrays = new HashMap<>();
 
@@ -144,7 +144,7 @@ public final class ValueConverters {
     }
 
     /** Copies the value into the scratch chars, decoded from UTF-8; returns the char count. */
-    private static int decodeText(TupleData tuple, int column, int length, Scratch scratch, char[] chars) {
+    private static int decodeText(TupleData tuple, int column, int length, ConverterBuffers scratch, char[] chars) {
         byte[] bytes = scratch.bytes(length);
         tuple.copyTo(column, bytes, 0);
         return Utf8.decode(bytes, 0, length, chars);
@@ -152,14 +152,14 @@ public final class ValueConverters {
 
     /** Text, uuid, enums and every other type without a rule of its own: UTF-8 straight into a JSON string. */
     private static final class StringConverter implements ValueConverter {
-        private final Scratch scratch;
+        private final ConverterBuffers scratch;
 
-        StringConverter(Scratch scratch) {
+        StringConverter(ConverterBuffers scratch) {
             this.scratch = scratch;
         }
 
         @Override
-        public void write(JsonBuffer json, TupleData tuple, int column) {
+        public void write(JsonWriter json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             byte[] bytes = scratch.bytes(length);
             tuple.copyTo(column, bytes, 0);
@@ -194,14 +194,14 @@ public final class ValueConverters {
 
     /** json and jsonb: embedded as they are, bytes to bytes when they are well-formed UTF-8. */
     private static final class JsonConverter implements ValueConverter {
-        private final Scratch scratch;
+        private final ConverterBuffers scratch;
 
-        JsonConverter(Scratch scratch) {
+        JsonConverter(ConverterBuffers scratch) {
             this.scratch = scratch;
         }
 
         @Override
-        public void write(JsonBuffer json, TupleData tuple, int column) {
+        public void write(JsonWriter json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             byte[] bytes = scratch.bytes(length);
             tuple.copyTo(column, bytes, 0);
@@ -221,14 +221,14 @@ public final class ValueConverters {
 
     /** bytea: hex decoded in place in the scratch bytes, then base64. */
     private static final class ByteaConverter implements ValueConverter {
-        private final Scratch scratch;
+        private final ConverterBuffers scratch;
 
-        ByteaConverter(Scratch scratch) {
+        ByteaConverter(ConverterBuffers scratch) {
             this.scratch = scratch;
         }
 
         @Override
-        public void write(JsonBuffer json, TupleData tuple, int column) {
+        public void write(JsonWriter json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             byte[] bytes = scratch.bytes(length);
             tuple.copyTo(column, bytes, 0);
@@ -288,15 +288,15 @@ public final class ValueConverters {
     /** Numbers, booleans and dates/times: short ASCII texts, decoded to chars and handed to their {@link ValueKind}. */
     private static final class TextConverter implements ValueConverter {
         private final ValueKind kind;
-        private final Scratch scratch;
+        private final ConverterBuffers scratch;
 
-        TextConverter(ValueKind kind, Scratch scratch) {
+        TextConverter(ValueKind kind, ConverterBuffers scratch) {
             this.kind = kind;
             this.scratch = scratch;
         }
 
         @Override
-        public void write(JsonBuffer json, TupleData tuple, int column) {
+        public void write(JsonWriter json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             char[] chars = scratch.chars(length);
             int count = decodeText(tuple, column, length, scratch, chars);
@@ -326,16 +326,16 @@ public final class ValueConverters {
     private static final class ArrayConverter implements ValueConverter {
         private final ValueKind elementKind;
         private final char delimiter;
-        private final Scratch scratch;
+        private final ConverterBuffers scratch;
 
-        ArrayConverter(ValueKind elementKind, char delimiter, Scratch scratch) {
+        ArrayConverter(ValueKind elementKind, char delimiter, ConverterBuffers scratch) {
             this.elementKind = elementKind;
             this.delimiter = delimiter;
             this.scratch = scratch;
         }
 
         @Override
-        public void write(JsonBuffer json, TupleData tuple, int column) {
+        public void write(JsonWriter json, TupleData tuple, int column) {
             int length = textLength(tuple, column);
             char[] chars = scratch.chars(length);
             int count = decodeText(tuple, column, length, scratch, chars);

@@ -15,7 +15,7 @@ enum ValueKind {
     /** int2, int4, int8, oid, float4, float8, numeric: the text as a JSON number, every digit kept. */
     NUMBER {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             if (!isJsonNumber(text, offset, length)) {
                 // NaN, Infinity, -Infinity: JSON has no such numbers
                 json.string(text, offset, length);
@@ -28,7 +28,7 @@ enum ValueKind {
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             if (!isJsonNumber(text, offset, length)) {
                 return new String(text, offset, length);
             }
@@ -56,7 +56,7 @@ enum ValueKind {
     /** bool: {@code t} and {@code f}. */
     BOOLEAN {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             if (length == 1 && text[offset] == 't') {
                 json.bool(true);
             } else if (length == 1 && text[offset] == 'f') {
@@ -67,7 +67,7 @@ enum ValueKind {
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             if (length == 1 && text[offset] == 't') {
                 return Boolean.TRUE;
             } else if (length == 1 && text[offset] == 'f') {
@@ -80,12 +80,12 @@ enum ValueKind {
     /** json, jsonb: already JSON (the server validated it on input), embedded as it is. */
     JSON {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             json.rawValue(text, offset, length);
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             throw new UnsupportedOperationException("a JSON value is no scalar: read it from the JSON written");
         }
     },
@@ -93,7 +93,7 @@ enum ValueKind {
     /** bytea: hex ({@code \x0a0b}, walhook's {@code bytea_output}) or escape format, as standard base64 with padding. */
     BYTEA {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             byte[] bytes = scratch.bytes(length);
             int n = decodeBytea(text, offset, length, bytes);
             if (n < 0) {
@@ -104,7 +104,7 @@ enum ValueKind {
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             byte[] bytes = scratch.bytes(length);
             int n = decodeBytea(text, offset, length, bytes);
             return n < 0 ? new String(text, offset, length) : base64(bytes, n);
@@ -114,13 +114,13 @@ enum ValueKind {
     /** timestamptz: ISO 8601 in UTC with {@code Z}; see {@link PgDateTimes}. */
     TIMESTAMPTZ {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             writeDateTime(json, text, offset, length, PgDateTimes.timestampWithZone(text, offset, length, scratch.dateTime),
                     scratch);
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             return dateTime(text, offset, length, PgDateTimes.timestampWithZone(text, offset, length, scratch.dateTime),
                     scratch);
         }
@@ -129,12 +129,12 @@ enum ValueKind {
     /** timestamp: ISO 8601 local date-time. */
     TIMESTAMP {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             writeDateTime(json, text, offset, length, PgDateTimes.timestamp(text, offset, length, scratch.dateTime), scratch);
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             return dateTime(text, offset, length, PgDateTimes.timestamp(text, offset, length, scratch.dateTime), scratch);
         }
     },
@@ -142,12 +142,12 @@ enum ValueKind {
     /** date: ISO 8601 calendar date. */
     DATE {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             writeDateTime(json, text, offset, length, PgDateTimes.date(text, offset, length, scratch.dateTime), scratch);
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             return dateTime(text, offset, length, PgDateTimes.date(text, offset, length, scratch.dateTime), scratch);
         }
     },
@@ -155,12 +155,12 @@ enum ValueKind {
     /** Every other type (text, uuid, time, interval, money, enums, ranges, composites...): the text in a JSON string. */
     STRING {
         @Override
-        void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch) {
+        void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch) {
             json.string(text, offset, length);
         }
 
         @Override
-        Object value(char[] text, int offset, int length, Scratch scratch) {
+        Object value(char[] text, int offset, int length, ConverterBuffers scratch) {
             return new String(text, offset, length);
         }
     };
@@ -172,26 +172,26 @@ enum ValueKind {
      * May use {@code scratch}'s byte and date/time buffers, never its char buffer (which may hold
      * {@code text}).
      */
-    abstract void write(JsonBuffer json, char[] text, int offset, int length, Scratch scratch);
+    abstract void write(JsonWriter json, char[] text, int offset, int length, ConverterBuffers scratch);
 
     /**
      * The value {@link #write} writes as a reader of that JSON gets it back (String, Long, Double or
      * Boolean), without writing it; same buffers as {@link #write}. Not for {@link #JSON}, whose
      * values are documents.
      */
-    abstract Object value(char[] text, int offset, int length, Scratch scratch);
+    abstract Object value(char[] text, int offset, int length, ConverterBuffers scratch);
 
-    private static String dateTime(char[] text, int offset, int length, int converted, Scratch scratch) {
+    private static String dateTime(char[] text, int offset, int length, int converted, ConverterBuffers scratch) {
         return converted < 0 ? new String(text, offset, length) : new String(scratch.dateTime, 0, converted);
     }
 
-    /** What {@link JsonBuffer#base64} writes: standard base64 with padding, no line breaks. */
+    /** What {@link JsonWriter#base64} writes: standard base64 with padding, no line breaks. */
     static String base64(byte[] bytes, int length) {
         return java.util.Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(bytes, length));
     }
 
-    private static void writeDateTime(JsonBuffer json, char[] text, int offset, int length, int converted,
-            Scratch scratch) {
+    private static void writeDateTime(JsonWriter json, char[] text, int offset, int length, int converted,
+            ConverterBuffers scratch) {
         if (converted < 0) {
             json.string(text, offset, length);
         } else {

@@ -19,23 +19,23 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
         try {
             uri = new URI(text.strip());
         } catch (URISyntaxException e) {
-            throw new ConfigProblem(VARIABLE, "is not a URL (" + e.getReason() + " at index " + e.getIndex()
+            throw new ConfigException(VARIABLE, "is not a URL (" + e.getReason() + " at index " + e.getIndex()
                     + "); expected amqp://user:password@host:port");
         }
         if (!"amqp".equals(uri.getScheme()) && !"amqps".equals(uri.getScheme())) {
             // the scheme only: the rest may hold the password
-            throw new ConfigProblem(VARIABLE, "must start with amqp:// or amqps://, not "
+            throw new ConfigException(VARIABLE, "must start with amqp:// or amqps://, not "
                     + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
-            throw new ConfigProblem(VARIABLE, "names no host; expected amqp://user:password@host:port");
+            throw new ConfigException(VARIABLE, "names no host; expected amqp://user:password@host:port");
         }
         if (uri.getRawPath() != null && !uri.getRawPath().isEmpty() && !uri.getRawPath().equals("/")) {
-            throw new ConfigProblem(VARIABLE, "has a path (" + uri.getRawPath() + "); addresses belong in"
+            throw new ConfigException(VARIABLE, "has a path (" + uri.getRawPath() + "); addresses belong in"
                     + " WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS");
         }
         if (uri.getRawQuery() != null) {
-            throw new ConfigProblem(VARIABLE, "has parameters (after '?'), which walhook does not read");
+            throw new ConfigException(VARIABLE, "has parameters (after '?'), which walhook does not read");
         }
         boolean tls = "amqps".equals(uri.getScheme());
         String user = null;

@@ -7,7 +7,7 @@ import io.quarkus.runtime.configuration.DurationConverter;
 
 /**
  * Reads configuration text into values, naming the variable at fault in one line
- * ({@link ConfigProblem}): walhook maps its settings as text and converts them here, so that a
+ * ({@link ConfigException}): walhook maps its settings as text and converts them here, so that a
  * bad value never surfaces as a converter's stack trace naming a property.
  */
 public final class ConfigValues {
@@ -29,13 +29,13 @@ public final class ConfigValues {
             duration = null;
         }
         if (duration == null) {
-            throw new ConfigProblem(variable, "is '" + text + "', not a duration; write e.g. 500ms, 30s, 5m, 1h or PT1M");
+            throw new ConfigException(variable, "is '" + text + "', not a duration; write e.g. 500ms, 30s, 5m, 1h or PT1M");
         }
         if (duration.isNegative() || duration.isZero() && !zeroAllowed) {
-            throw new ConfigProblem(variable, "is " + text + "; it must be " + (zeroAllowed ? "zero or more" : "longer than zero"));
+            throw new ConfigException(variable, "is " + text + "; it must be " + (zeroAllowed ? "zero or more" : "longer than zero"));
         }
         if (duration.compareTo(longest) > 0) {
-            throw new ConfigProblem(variable, "is " + text + "; it must be at most " + longestText);
+            throw new ConfigException(variable, "is " + text + "; it must be at most " + longestText);
         }
         return duration;
     }
@@ -47,10 +47,10 @@ public final class ConfigValues {
         try {
             n = Long.parseLong(text);
         } catch (NumberFormatException e) {
-            throw new ConfigProblem(variable, "is '" + text + "', not a whole number");
+            throw new ConfigException(variable, "is '" + text + "', not a whole number");
         }
         if (n < min || n > max) {
-            throw new ConfigProblem(variable, "is " + n + "; it must be between " + min + " and " + max);
+            throw new ConfigException(variable, "is " + n + "; it must be between " + min + " and " + max);
         }
         return n;
     }
@@ -61,7 +61,7 @@ public final class ConfigValues {
         return switch (text.toLowerCase(Locale.ROOT)) {
             case "true" -> true;
             case "false" -> false;
-            default -> throw new ConfigProblem(variable, "is '" + text + "'; it must be true or false");
+            default -> throw new ConfigException(variable, "is '" + text + "'; it must be true or false");
         };
     }
 }

@@ -31,7 +31,7 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
             if (source.password() != null) {
                 derived.put("quarkus.datasource.password", source.password());
             }
-        } catch (ConfigProblem notUsable) {
+        } catch (ConfigException notUsable) {
             // reported by StartupCheck, with the variable's name
         }
         // Below application.properties (ordinal 250), so an explicit quarkus.datasource.* still wins.

@@ -13,7 +13,7 @@ import java.util.Set;
 /**
  * {@code WALHOOK_SOURCE_URL} parsed: {@code postgresql://user:password@host:port/database?sslmode=...}
  * (libpq's URI form, scheme {@code postgres} accepted too), with the user and password overrides
- * applied. Every problem is reported as a {@link ConfigProblem} naming the variable.
+ * applied. Every problem is reported as a {@link ConfigException} naming the variable.
  */
 public record SourceUrl(String host, int port, String database, String user, String password,
         Map<String, String> parameters) {
@@ -30,30 +30,30 @@ public record SourceUrl(String host, int port, String database, String user, Str
     }
 
     public static SourceUrl parse(Optional<String> url, Optional<String> user, Optional<String> password) {
-        String text = url.map(String::strip).filter(s -> !s.isEmpty()).orElseThrow(() -> new ConfigProblem(VARIABLE,
+        String text = url.map(String::strip).filter(s -> !s.isEmpty()).orElseThrow(() -> new ConfigException(VARIABLE,
                 "is required: set it to postgresql://user:password@host:port/database"));
         URI uri;
         try {
             uri = new URI(text);
         } catch (URISyntaxException e) {
-            throw new ConfigProblem(VARIABLE, "is not a URL (" + e.getReason() + " at index " + e.getIndex()
+            throw new ConfigException(VARIABLE, "is not a URL (" + e.getReason() + " at index " + e.getIndex()
                     + "); expected postgresql://user:password@host:port/database");
         }
         if (!"postgresql".equals(uri.getScheme()) && !"postgres".equals(uri.getScheme())) {
-            throw new ConfigProblem(VARIABLE, "must start with postgresql://, not " + uri.getScheme() + ":");
+            throw new ConfigException(VARIABLE, "must start with postgresql://, not " + uri.getScheme() + ":");
         }
         if (uri.getHost() == null && uri.getRawAuthority() != null) {
-            throw new ConfigProblem(VARIABLE, "has '" + uri.getRawAuthority().replaceFirst("^[^@]*@", "")
+            throw new ConfigException(VARIABLE, "has '" + uri.getRawAuthority().replaceFirst("^[^@]*@", "")
                     + "' where a host[:port] belongs, and it is not host[:port]");
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
-            throw new ConfigProblem(VARIABLE, "names no host; expected postgresql://user:password@host:port/database");
+            throw new ConfigException(VARIABLE, "names no host; expected postgresql://user:password@host:port/database");
         }
         int port = uri.getPort() < 0 ? 5432 : uri.getPort();
         String path = uri.getRawPath() == null ? "" : uri.getRawPath();
         String database = path.length() > 1 ? decode(path.substring(1)) : "";
         if (database.isEmpty() || database.contains("/")) {
-            throw new ConfigProblem(VARIABLE, "must name one database in its path, as in postgresql://host:5432/mydb");
+            throw new ConfigException(VARIABLE, "must name one database in its path, as in postgresql://host:5432/mydb");
         }
         String urlUser = null;
         String urlPassword = null;
@@ -64,7 +64,7 @@ public record SourceUrl(String host, int port, String database, String user, Str
         }
         String effectiveUser = user.filter(s -> !s.isBlank()).orElse(urlUser);
         if (effectiveUser == null || effectiveUser.isEmpty()) {
-            throw new ConfigProblem(VARIABLE, "names no user: write postgresql://user@host/db or set WALHOOK_SOURCE_USER");
+            throw new ConfigException(VARIABLE, "names no user: write postgresql://user@host/db or set WALHOOK_SOURCE_USER");
         }
         String effectivePassword = password.orElse(urlPassword);
         Map<String, String> parameters = new LinkedHashMap<>();
@@ -73,12 +73,12 @@ public record SourceUrl(String host, int port, String database, String user, Str
                 String[] kv = pair.split("=", 2);
                 String key = decode(kv[0]);
                 if (!PARAMETERS.contains(key)) {
-                    throw new ConfigProblem(VARIABLE, "has an unsupported parameter '" + key + "'; supported: "
+                    throw new ConfigException(VARIABLE, "has an unsupported parameter '" + key + "'; supported: "
                             + String.join(", ", new java.util.TreeSet<>(PARAMETERS)));
                 }
                 String value = kv.length > 1 ? decode(kv[1]) : "";
                 if (key.equals("sslmode") && !SSL_MODES.contains(value)) {
-                    throw new ConfigProblem(VARIABLE, "has sslmode=" + value + "; expected one of "
+                    throw new ConfigException(VARIABLE, "has sslmode=" + value + "; expected one of "
                             + String.join(", ", new java.util.TreeSet<>(SSL_MODES)));
                 }
                 parameters.put(key, value);

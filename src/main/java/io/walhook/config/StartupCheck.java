@@ -51,7 +51,7 @@ public class StartupCheck {
         SourceUrl source;
         try {
             source = validate(config);
-        } catch (ConfigProblem problem) {
+        } catch (ConfigException problem) {
             throw stop(problem);
         }
         long deadline = System.nanoTime() + RESTART_PATIENCE.toNanos();
@@ -61,7 +61,7 @@ public class StartupCheck {
                 break;
             } catch (RuntimeException e) {
                 if (!restarting(e, attempt) || System.nanoTime() - deadline > 0) {
-                    throw stop(new ConfigProblem(SourceUrl.VARIABLE, "points at " + source
+                    throw stop(new ConfigException(SourceUrl.VARIABLE, "points at " + source
                             + " where walhook cannot set up its schema '" + config.stateSchema() + "': " + firstLine(e)));
                 }
                 if (attempt == 1) {
@@ -72,7 +72,7 @@ public class StartupCheck {
                     Thread.sleep(1000);
                 } catch (InterruptedException interrupted) {
                     Thread.currentThread().interrupt();
-                    throw stop(new ConfigProblem(SourceUrl.VARIABLE, "start-up interrupted"));
+                    throw stop(new ConfigException(SourceUrl.VARIABLE, "start-up interrupted"));
                 }
             }
         }
@@ -80,19 +80,19 @@ public class StartupCheck {
                 config.publication().name(), config.stateSchema());
     }
 
-    /** Every check that needs no network; throws the first {@link ConfigProblem}. */
+    /** Every check that needs no network; throws the first {@link ConfigException}. */
     public static SourceUrl validate(WalhookConfig config) {
         SourceUrl source = SourceUrl.parse(config.source().url(), config.source().user(), config.source().password());
         if (!SLOT.matcher(config.slot()).matches()) {
-            throw new ConfigProblem("WALHOOK_SLOT", "'" + config.slot()
+            throw new ConfigException("WALHOOK_SLOT", "'" + config.slot()
                     + "' is not a replication slot name: use 1 to 63 lower-case letters, digits and underscores");
         }
         if (!IDENTIFIER.matcher(config.publication().name()).matches()) {
-            throw new ConfigProblem("WALHOOK_PUBLICATION", "'" + config.publication().name()
+            throw new ConfigException("WALHOOK_PUBLICATION", "'" + config.publication().name()
                     + "' is not a plain identifier: use lower-case letters, digits and underscores, 63 at most");
         }
         if (!IDENTIFIER.matcher(config.stateSchema()).matches()) {
-            throw new ConfigProblem("WALHOOK_STATE_SCHEMA", "'" + config.stateSchema()
+            throw new ConfigException("WALHOOK_STATE_SCHEMA", "'" + config.stateSchema()
                     + "' is not a plain identifier: use lower-case letters, digits and underscores, 63 at most");
         }
         Tuning.of(config);
@@ -100,7 +100,7 @@ public class StartupCheck {
         if (!tables.equals("*")) {
             for (String table : tables.split(",", -1)) {
                 if (!TABLE.matcher(table.strip()).matches()) {
-                    throw new ConfigProblem("WALHOOK_PUBLICATION_TABLES", "has '" + table.strip()
+                    throw new ConfigException("WALHOOK_PUBLICATION_TABLES", "has '" + table.strip()
                             + "'; expected * or a comma list of schema.table");
                 }
             }
@@ -113,7 +113,7 @@ public class StartupCheck {
      * One log line naming the variable, then exit: thrown from a start-up observer, this
      * exception makes Quarkus skip the remaining start-up steps without a stack trace.
      */
-    private static PreventFurtherStepsException stop(ConfigProblem problem) {
+    private static PreventFurtherStepsException stop(ConfigException problem) {
         LOG.error("walhook cannot start: " + problem.getMessage());
         Quarkus.asyncExit(EXIT_CONFIG);
         return new PreventFurtherStepsException(problem.getMessage(), EXIT_CONFIG);

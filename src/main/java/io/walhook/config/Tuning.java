@@ -4,7 +4,7 @@ import java.time.Duration;
 
 /**
  * walhook's settings beyond the source and subscriptions, read from their text
- * ({@link WalhookConfig}) and checked: each bad value is a {@link ConfigProblem} naming its
+ * ({@link WalhookConfig}) and checked: each bad value is a {@link ConfigException} naming its
  * environment variable. {@link StartupCheck} reads them before anything connects.
  */
 public record Tuning(boolean allowPrivateDestinations, Duration standbyPollInterval, Duration shutdownGracePeriod,

@@ -154,7 +154,7 @@ public record Lsn(long value) implements Comparable<Lsn> {
     /** {@code v} (at most 32 bits) in uppercase hex without leading zeros at {@code out[at]}; returns the next index. */
     private static int hexDigits(long v, byte[] out, int at) {
         int end = at + Math.max(1, (67 - Long.numberOfLeadingZeros(v)) / 4);
-        // until the value runs out (as many digits as counted above): not a counted loop, see JsonBuffer.number
+        // until the value runs out (as many digits as counted above): not a counted loop, see JsonWriter.number
         int i = end;
         do {
             out[--i] = HEX[(int) (v & 0xF)];

@@ -20,7 +20,7 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 
 import dev.cel.common.values.NullValue;
 import io.walhook.change.ChangeEvent;
-import io.walhook.change.JsonBuffer;
+import io.walhook.change.JsonWriter;
 import io.walhook.change.RelationInfo;
 import io.walhook.change.ValueConverter;
 import io.walhook.pgoutput.ReplicaIdentity;
@@ -240,7 +240,7 @@ public final class CelVariables {
                 RelationInfo relation = event.relation();
                 TupleData newTuple = event.newRow();
                 TupleData oldTuple = event.oldRow();
-                TupleData keySource = event.keyTuple() != null ? event.keyTuple() : oldTuple != null ? oldTuple : newTuple;
+                TupleData keySource = event.keySource();
                 k = rowOf(relation, keySource, null, true);
                 n = rowOf(relation, newTuple, oldTuple, false);
                 if (oldTuple != null && relation.replicaIdentity() == ReplicaIdentity.FULL) {
@@ -288,7 +288,7 @@ public final class CelVariables {
             return converter.value(tuple, column);
         }
         // json/jsonb, arrays: the column's JSON alone, read back as the event's JSON would be
-        JsonBuffer out = new JsonBuffer(tuple.length(column) + 16);
+        JsonWriter out = new JsonWriter(tuple.length(column) + 16);
         converter.write(out, tuple, column);
         try (JsonParser p = JSON.createParser(out.toByteArray())) {
             Object value = valueOf(p, p.nextToken());

@@ -6,7 +6,7 @@ import java.util.regex.Pattern;
 
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.EventJsonWriter;
-import io.walhook.change.JsonBuffer;
+import io.walhook.change.JsonWriter;
 import io.walhook.change.TxInfo;
 
 /**
@@ -82,7 +82,7 @@ public final class EventEncoder {
     }
 
     private byte[] structured(ChangeEvent event, byte[] data) {
-        JsonBuffer json = new JsonBuffer(data.length + 256);
+        JsonWriter json = new JsonWriter(data.length + 256);
         json.startObject();
         json.name("specversion").string("1.0");
         json.name("id").string(event.id());

@@ -16,13 +16,13 @@ import java.util.TreeMap;
 import java.util.regex.Pattern;
 
 import io.walhook.change.Operation;
-import io.walhook.config.ConfigProblem;
+import io.walhook.config.ConfigException;
 import io.walhook.config.WalhookConfig;
 
 /**
  * Turns configured subscriptions ({@code WALHOOK_SUBSCRIPTIONS_<NAME>_*}, and Knative's
  * {@code K_SINK}) into {@link Subscription}s; the first bad value stops start-up with a
- * {@link ConfigProblem} naming its variable.
+ * {@link ConfigException} naming its variable.
  */
 public final class SubscriptionConfigReader {
 
@@ -42,7 +42,7 @@ public final class SubscriptionConfigReader {
         String sink = env.get("K_SINK");
         if (sink != null && !sink.isBlank()) {
             if (subscriptions.stream().anyMatch(s -> s.name().equals(KNATIVE_SINK))) {
-                throw new ConfigProblem("K_SINK", "asks for a subscription named " + KNATIVE_SINK
+                throw new ConfigException("K_SINK", "asks for a subscription named " + KNATIVE_SINK
                         + " and WALHOOK_SUBSCRIPTIONS_KSINK_* defines one too; remove one of them");
             }
             subscriptions.add(new Subscription(KNATIVE_SINK, List.of(TablePattern.ALL), EnumSet.copyOf(Operation.SUBSCRIBABLE),
@@ -54,7 +54,7 @@ public final class SubscriptionConfigReader {
 
     /**
      * The ids of configured subscriptions whose {@code BACKFILL} is {@code initial}; any other value
-     * is a {@link ConfigProblem} naming the variable.
+     * is a {@link ConfigException} naming the variable.
      */
     public static List<String> initialBackfills(WalhookConfig config) {
         List<String> ids = new ArrayList<>();
@@ -66,7 +66,7 @@ public final class SubscriptionConfigReader {
             String variable = "WALHOOK_SUBSCRIPTIONS_" + entry.getKey().toUpperCase(Locale.ROOT).replace('-', '_')
                     + "_BACKFILL";
             if (!backfill.get().strip().equalsIgnoreCase("initial")) {
-                throw new ConfigProblem(variable, "is '" + backfill.get().strip() + "'; the only value is initial"
+                throw new ConfigException(variable, "is '" + backfill.get().strip() + "'; the only value is initial"
                         + " (backfill the subscription's tables once, at its first start), or leave it unset");
             }
             ids.add(Subscription.CONFIGURED + entry.getKey().toLowerCase(Locale.ROOT));
@@ -79,20 +79,20 @@ public final class SubscriptionConfigReader {
         String name = configName.toLowerCase(Locale.ROOT);
         String prefix = "WALHOOK_SUBSCRIPTIONS_" + configName.toUpperCase(Locale.ROOT).replace('-', '_') + "_";
         if (!NAME.matcher(name).matches()) {
-            throw new ConfigProblem(prefix + "*", "has the name '" + configName
+            throw new ConfigException(prefix + "*", "has the name '" + configName
                     + "'; a subscription name is letters and digits only, 63 at most");
         }
         List<TablePattern> tables = new ArrayList<>();
         List<String> patterns = list(c.tables(), "*");
         if (patterns.isEmpty()) {
-            throw new ConfigProblem(prefix + "TABLES", "lists no table; leave it unset for every table, or list"
+            throw new ConfigException(prefix + "TABLES", "lists no table; leave it unset for every table, or list"
                     + " schema.table patterns separated by commas");
         }
         for (String pattern : patterns) {
             try {
                 tables.add(TablePattern.parse(pattern));
             } catch (IllegalArgumentException e) {
-                throw new ConfigProblem(prefix + "TABLES", "has " + e.getMessage());
+                throw new ConfigException(prefix + "TABLES", "has " + e.getMessage());
             }
         }
         Set<Operation> operations = operations(prefix + "OPERATIONS", c.operations());
@@ -101,13 +101,13 @@ public final class SubscriptionConfigReader {
             try {
                 filter = Optional.of(CelFilter.compile(c.filter().get()));
             } catch (CelFilterException e) {
-                throw new ConfigProblem(prefix + "FILTER", "is not a valid filter ("
+                throw new ConfigException(prefix + "FILTER", "is not a valid filter ("
                         + e.getMessage().replaceFirst("^filter:? ", "") + ")");
             }
         }
         Destination destination;
         if (c.url().isPresent() == c.amqpAddress().isPresent()) {
-            throw new ConfigProblem(prefix + "URL", c.url().isPresent()
+            throw new ConfigException(prefix + "URL", c.url().isPresent()
                     ? "and " + prefix + "AMQP_ADDRESS are both set; a subscription has one destination"
                     : "(or " + prefix + "AMQP_ADDRESS) is required: where should its events go?");
         }
@@ -116,10 +116,10 @@ public final class SubscriptionConfigReader {
                     secrets(prefix + "SECRET", c.secret()), Map.of());
         } else {
             if (!amqpConfigured) {
-                throw new ConfigProblem(prefix + "AMQP_ADDRESS", "needs a broker: set WALHOOK_AMQP_URL");
+                throw new ConfigException(prefix + "AMQP_ADDRESS", "needs a broker: set WALHOOK_AMQP_URL");
             }
             if (c.amqpAddress().get().isBlank()) {
-                throw new ConfigProblem(prefix + "AMQP_ADDRESS", "is empty");
+                throw new ConfigException(prefix + "AMQP_ADDRESS", "is empty");
             }
             destination = new Destination.Amqp(c.amqpAddress().get().strip());
         }
@@ -127,18 +127,18 @@ public final class SubscriptionConfigReader {
         try {
             format = c.format().map(EventFormat::parse).orElse(EventFormat.JSON);
         } catch (IllegalArgumentException e) {
-            throw new ConfigProblem(prefix + "FORMAT", "has " + e.getMessage());
+            throw new ConfigException(prefix + "FORMAT", "has " + e.getMessage());
         }
         int batchMaxEvents = (int) number(prefix + "BATCH_MAX_EVENTS", c.batchMaxEvents(), 1, 1, 10_000);
         long batchMaxWaitMs = number(prefix + "BATCH_MAX_WAIT_MS", c.batchMaxWaitMs(), 0, 0, 60_000);
         if (batchMaxEvents > 1 && format == EventFormat.CLOUDEVENTS_BINARY) {
-            throw new ConfigProblem(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but binary CloudEvents carry"
+            throw new ConfigException(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but binary CloudEvents carry"
                     + " one event per request; use FORMAT=cloudevents for batches (CloudEvents batched mode)");
         }
         Set<String> include = new LinkedHashSet<>(list(c.includeColumns(), null));
         Set<String> exclude = new LinkedHashSet<>(list(c.excludeColumns(), null));
         if (!include.isEmpty() && !exclude.isEmpty()) {
-            throw new ConfigProblem(prefix + "INCLUDE_COLUMNS", "and " + prefix + "EXCLUDE_COLUMNS are both set; use one");
+            throw new ConfigException(prefix + "INCLUDE_COLUMNS", "and " + prefix + "EXCLUDE_COLUMNS are both set; use one");
         }
         return new Subscription(name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs,
                 new Projection(include, exclude), true, retry(prefix, c));
@@ -154,7 +154,7 @@ public final class SubscriptionConfigReader {
                 RetryPolicy.LONGEST_WINDOW, "7d");
         RetryPolicy policy = new RetryPolicy(maxAttempts, maxBackoff, window);
         if (policy.backoffExceedsWindow()) {
-            throw new ConfigProblem(prefix + "RETRY_MAX_BACKOFF", "is " + c.retryMaxBackoff().get().strip()
+            throw new ConfigException(prefix + "RETRY_MAX_BACKOFF", "is " + c.retryMaxBackoff().get().strip()
                     + ", longer than " + prefix + "RETRY_WINDOW (" + c.retryWindow().get().strip() + "): no wait that"
                     + " long can happen before the request is parked; lower it or lengthen the window");
         }
@@ -184,12 +184,12 @@ public final class SubscriptionConfigReader {
         Set<Operation> operations = EnumSet.noneOf(Operation.class);
         for (String op : list(value, null)) {
             Operation operation = Operation.SUBSCRIBABLE.stream().filter(o -> o.wireName().equals(op)).findFirst()
-                    .orElseThrow(() -> new ConfigProblem(variable, "has '" + op + "', not an operation; use insert,"
+                    .orElseThrow(() -> new ConfigException(variable, "has '" + op + "', not an operation; use insert,"
                             + " update, delete, truncate, message"));
             operations.add(operation);
         }
         if (operations.isEmpty()) {
-            throw new ConfigProblem(variable, "lists no operation; leave it unset for every operation, or list some of"
+            throw new ConfigException(variable, "lists no operation; leave it unset for every operation, or list some of"
                     + " insert, update, delete, truncate, message");
         }
         return operations;
@@ -200,16 +200,16 @@ public final class SubscriptionConfigReader {
         try {
             uri = new URI(text.strip());
         } catch (URISyntaxException e) {
-            throw new ConfigProblem(variable, "is not a URL: " + e.getReason() + " at index " + e.getIndex());
+            throw new ConfigException(variable, "is not a URL: " + e.getReason() + " at index " + e.getIndex());
         }
         if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme())) {
-            throw new ConfigProblem(variable, "must be an http:// or https:// URL, not " + text.strip());
+            throw new ConfigException(variable, "must be an http:// or https:// URL, not " + text.strip());
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
-            throw new ConfigProblem(variable, "names no host: " + text.strip());
+            throw new ConfigException(variable, "names no host: " + text.strip());
         }
         if (uri.getRawUserInfo() != null) {
-            throw new ConfigProblem(variable, "must not carry credentials in the URL; use a secret or headers");
+            throw new ConfigException(variable, "must not carry credentials in the URL; use a secret or headers");
         }
         return uri;
     }
@@ -224,18 +224,18 @@ public final class SubscriptionConfigReader {
         for (String secret : value.get().strip().split("[\\s,]+")) {
             index++;
             if (!secret.startsWith("whsec_")) {
-                throw new ConfigProblem(variable, "secret " + index + " does not start with whsec_ (Standard Webhooks"
+                throw new ConfigException(variable, "secret " + index + " does not start with whsec_ (Standard Webhooks"
                         + " secrets are whsec_ followed by base64)");
             }
             try {
                 byte[] key = Base64.getDecoder().decode(secret.substring("whsec_".length()));
                 if (key.length < 16) {
-                    throw new ConfigProblem(variable, "secret " + index + " is " + key.length
+                    throw new ConfigException(variable, "secret " + index + " is " + key.length
                             + " bytes; use at least 16 random bytes (24 to 64 recommended)");
                 }
                 secrets.add(key);
             } catch (IllegalArgumentException e) {
-                throw new ConfigProblem(variable, "secret " + index + " is not base64 after whsec_: " + e.getMessage());
+                throw new ConfigException(variable, "secret " + index + " is not base64 after whsec_: " + e.getMessage());
             }
         }
         return secrets;
@@ -260,21 +260,21 @@ public final class SubscriptionConfigReader {
             com.fasterxml.jackson.databind.JsonNode root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
             com.fasterxml.jackson.databind.JsonNode extensions = root == null ? null : root.get("extensions");
             if (extensions == null || !extensions.isObject()) {
-                throw new ConfigProblem("K_CE_OVERRIDES", "must be {\"extensions\": {\"name\": \"value\"}}");
+                throw new ConfigException("K_CE_OVERRIDES", "must be {\"extensions\": {\"name\": \"value\"}}");
             }
             Map<String, String> result = new java.util.LinkedHashMap<>();
             for (java.util.Iterator<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>> it = extensions.fields();
                     it.hasNext(); ) {
                 Map.Entry<String, com.fasterxml.jackson.databind.JsonNode> e = it.next();
                 if (!e.getKey().matches("[a-z0-9]{1,20}")) {
-                    throw new ConfigProblem("K_CE_OVERRIDES", "has extension '" + e.getKey()
+                    throw new ConfigException("K_CE_OVERRIDES", "has extension '" + e.getKey()
                             + "'; CloudEvents attribute names are 1 to 20 lower-case letters and digits");
                 }
                 result.put(e.getKey(), e.getValue().isTextual() ? e.getValue().asText() : e.getValue().toString());
             }
             return result;
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ConfigProblem("K_CE_OVERRIDES", "is not JSON: " + e.getOriginalMessage());
+            throw new ConfigException("K_CE_OVERRIDES", "is not JSON: " + e.getOriginalMessage());
         }
     }
 }

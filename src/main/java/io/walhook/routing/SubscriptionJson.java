@@ -14,11 +14,11 @@ import java.util.regex.Pattern;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import io.walhook.change.Operation;
-import io.walhook.config.ConfigProblem;
+import io.walhook.config.ConfigException;
 
 /**
  * Reads the API's subscription object (docs/api.md, {@code SubscriptionRequest} in
- * openapi.yaml) into a {@link Subscription}. Every problem is a {@link SubscriptionProblem} naming
+ * openapi.yaml) into a {@link Subscription}. Every problem is a {@link SubscriptionException} naming
  * the field as a JSON pointer.
  */
 public final class SubscriptionJson {
@@ -36,30 +36,30 @@ public final class SubscriptionJson {
 
     public static Subscription parse(JsonNode body) {
         if (body == null || !body.isObject()) {
-            throw new SubscriptionProblem("", "a subscription is a JSON object");
+            throw new SubscriptionException("", "a subscription is a JSON object");
         }
         for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
             String field = names.next();
             if (!FIELDS.contains(field)) {
-                throw new SubscriptionProblem("/" + field, "is not a subscription field; known fields: " + String.join(", ",
+                throw new SubscriptionException("/" + field, "is not a subscription field; known fields: " + String.join(", ",
                         new java.util.TreeSet<>(FIELDS)));
             }
         }
         String name = text(body, "/name", true);
         if (!NAME.matcher(name).matches()) {
-            throw new SubscriptionProblem("/name", "must be 1 to 63 lower-case letters, digits, '-' or '_', starting"
+            throw new SubscriptionException("/name", "must be 1 to 63 lower-case letters, digits, '-' or '_', starting"
                     + " with a letter or digit");
         }
         List<TablePattern> tables = new ArrayList<>();
         List<String> patterns = strings(body, "/tables", List.of("*"));
         if (patterns.isEmpty()) {
-            throw new SubscriptionProblem("/tables", "is empty; leave it out for every table, or list schema.table patterns");
+            throw new SubscriptionException("/tables", "is empty; leave it out for every table, or list schema.table patterns");
         }
         for (String pattern : patterns) {
             try {
                 tables.add(TablePattern.parse(pattern));
             } catch (IllegalArgumentException e) {
-                throw new SubscriptionProblem("/tables", e.getMessage());
+                throw new SubscriptionException("/tables", e.getMessage());
             }
         }
         Set<Operation> operations;
@@ -67,8 +67,8 @@ public final class SubscriptionJson {
         try {
             operations = ops.isEmpty() ? EnumSet.copyOf(Operation.SUBSCRIBABLE)
                     : SubscriptionConfigReader.operations("operations", Optional.of(String.join(",", ops)));
-        } catch (ConfigProblem e) {
-            throw new SubscriptionProblem("/operations", e.getMessage().substring("operations ".length()));
+        } catch (ConfigException e) {
+            throw new SubscriptionException("/operations", e.getMessage().substring("operations ".length()));
         }
         Optional<CelFilter> filter = Optional.empty();
         String filterText = text(body, "/filter", false);
@@ -76,7 +76,7 @@ public final class SubscriptionJson {
             try {
                 filter = Optional.of(CelFilter.compile(filterText));
             } catch (CelFilterException e) {
-                throw new SubscriptionProblem("/filter", e.getMessage());
+                throw new SubscriptionException("/filter", e.getMessage());
             }
         }
         Destination destination = destination(body.get("destination"));
@@ -86,7 +86,7 @@ public final class SubscriptionJson {
             try {
                 format = EventFormat.parse(formatText);
             } catch (IllegalArgumentException e) {
-                throw new SubscriptionProblem("/format", e.getMessage());
+                throw new SubscriptionException("/format", e.getMessage());
             }
         }
         int maxEvents = 1;
@@ -94,13 +94,13 @@ public final class SubscriptionJson {
         JsonNode batch = body.get("batch");
         if (batch != null && !batch.isNull()) {
             if (!batch.isObject()) {
-                throw new SubscriptionProblem("/batch", "must be an object with max_events and max_wait_ms");
+                throw new SubscriptionException("/batch", "must be an object with max_events and max_wait_ms");
             }
             only(batch, "/batch", Set.of("max_events", "max_wait_ms"), "batch");
             maxEvents = (int) integer(batch, "/batch/max_events", 1, 1, 10_000);
             maxWait = integer(batch, "/batch/max_wait_ms", 0, 0, 60_000);
             if (maxEvents > 1 && format == EventFormat.CLOUDEVENTS_BINARY) {
-                throw new SubscriptionProblem("/batch/max_events", "must be 1 with format cloudevents-binary (one event"
+                throw new SubscriptionException("/batch/max_events", "must be 1 with format cloudevents-binary (one event"
                         + " per request); use cloudevents for batches");
             }
         }
@@ -108,13 +108,13 @@ public final class SubscriptionJson {
         JsonNode columns = body.get("columns");
         if (columns != null && !columns.isNull()) {
             if (!columns.isObject()) {
-                throw new SubscriptionProblem("/columns", "must be an object with include or exclude");
+                throw new SubscriptionException("/columns", "must be an object with include or exclude");
             }
             only(columns, "/columns", Set.of("include", "exclude"), "columns");
             Set<String> include = new LinkedHashSet<>(strings(columns, "/columns/include", List.of()));
             Set<String> exclude = new LinkedHashSet<>(strings(columns, "/columns/exclude", List.of()));
             if (!include.isEmpty() && !exclude.isEmpty()) {
-                throw new SubscriptionProblem("/columns", "include and exclude cannot be combined");
+                throw new SubscriptionException("/columns", "include and exclude cannot be combined");
             }
             projection = new Projection(include, exclude);
         }
@@ -128,7 +128,7 @@ public final class SubscriptionJson {
             return RetryPolicy.DEFAULTS;
         }
         if (!node.isObject()) {
-            throw new SubscriptionProblem("/retry", "must be an object with max_attempts, max_backoff_ms and window_ms");
+            throw new SubscriptionException("/retry", "must be an object with max_attempts, max_backoff_ms and window_ms");
         }
         only(node, "/retry", Set.of("max_attempts", "max_backoff_ms", "window_ms"), "retry");
         Optional<Integer> maxAttempts = present(node, "max_attempts")
@@ -144,7 +144,7 @@ public final class SubscriptionJson {
                 : Optional.empty();
         RetryPolicy policy = new RetryPolicy(maxAttempts, maxBackoff, window);
         if (policy.backoffExceedsWindow()) {
-            throw new SubscriptionProblem("/retry/max_backoff_ms", "must not exceed window_ms: no wait that long can"
+            throw new SubscriptionException("/retry/max_backoff_ms", "must not exceed window_ms: no wait that long can"
                     + " happen before the request is parked");
         }
         return policy;
@@ -156,7 +156,7 @@ public final class SubscriptionJson {
 
     private static Destination destination(JsonNode node) {
         if (node == null || !node.isObject()) {
-            throw new SubscriptionProblem("/destination", "is required: {\"type\": \"webhook\", \"url\": ...} or"
+            throw new SubscriptionException("/destination", "is required: {\"type\": \"webhook\", \"url\": ...} or"
                     + " {\"type\": \"amqp\", \"address\": ...}");
         }
         String type = text(node, "/destination/type", true);
@@ -167,32 +167,32 @@ public final class SubscriptionJson {
                 java.net.URI uri;
                 try {
                     uri = SubscriptionConfigReader.url("url", url);
-                } catch (ConfigProblem e) {
-                    throw new SubscriptionProblem("/destination/url", e.getMessage().substring("url ".length()));
+                } catch (ConfigException e) {
+                    throw new SubscriptionException("/destination/url", e.getMessage().substring("url ".length()));
                 }
                 List<byte[]> secrets;
                 try {
                     secrets = SubscriptionConfigReader.secrets("secret", Optional.ofNullable(
                             text(node, "/destination/secret", false)));
-                } catch (ConfigProblem e) {
-                    throw new SubscriptionProblem("/destination/secret", e.getMessage().substring("secret ".length()));
+                } catch (ConfigException e) {
+                    throw new SubscriptionException("/destination/secret", e.getMessage().substring("secret ".length()));
                 }
                 Map<String, String> headers = new LinkedHashMap<>();
                 JsonNode h = node.get("headers");
                 if (h != null && !h.isNull()) {
                     if (!h.isObject()) {
-                        throw new SubscriptionProblem("/destination/headers", "must be an object of header names to values");
+                        throw new SubscriptionException("/destination/headers", "must be an object of header names to values");
                     }
                     for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); ) {
                         Map.Entry<String, JsonNode> header = it.next();
                         if (!header.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}") || !header.getValue().isTextual()
                                 || header.getValue().asText().chars().anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7F)) {
-                            throw new SubscriptionProblem("/destination/headers/" + header.getKey(),
+                            throw new SubscriptionException("/destination/headers/" + header.getKey(),
                                     "must be a valid header name with a text value without control characters");
                         }
                         String lower = header.getKey().toLowerCase(java.util.Locale.ROOT);
                         if (RESERVED_HEADERS.contains(lower) || lower.startsWith("ce-")) {
-                            throw new SubscriptionProblem("/destination/headers/" + header.getKey(), "is set by walhook"
+                            throw new SubscriptionException("/destination/headers/" + header.getKey(), "is set by walhook"
                                     + " (Standard Webhooks, CloudEvents and HTTP framing headers: " + String.join(", ",
                                     new java.util.TreeSet<>(RESERVED_HEADERS)) + ", ce-*) and cannot be overridden");
                         }
@@ -205,11 +205,11 @@ public final class SubscriptionJson {
                 only(node, "/destination", Set.of("type", "address"), "an amqp destination");
                 String address = text(node, "/destination/address", true);
                 if (address.isBlank()) {
-                    throw new SubscriptionProblem("/destination/address", "is empty");
+                    throw new SubscriptionException("/destination/address", "is empty");
                 }
                 return new Destination.Amqp(address.strip());
             }
-            default -> throw new SubscriptionProblem("/destination/type", "must be webhook or amqp, not '" + type + "'");
+            default -> throw new SubscriptionException("/destination/type", "must be webhook or amqp, not '" + type + "'");
         }
     }
 
@@ -217,7 +217,7 @@ public final class SubscriptionJson {
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String field = names.next();
             if (!fields.contains(field)) {
-                throw new SubscriptionProblem(at + "/" + field, "is not a field of " + what + "; known fields: "
+                throw new SubscriptionException(at + "/" + field, "is not a field of " + what + "; known fields: "
                         + String.join(", ", new java.util.TreeSet<>(fields)));
             }
         }
@@ -227,15 +227,15 @@ public final class SubscriptionJson {
         JsonNode value = node.get(pointer.substring(pointer.lastIndexOf('/') + 1));
         if (value == null || value.isNull()) {
             if (required) {
-                throw new SubscriptionProblem(pointer, "is required");
+                throw new SubscriptionException(pointer, "is required");
             }
             return null;
         }
         if (!value.isTextual()) {
-            throw new SubscriptionProblem(pointer, "must be a string");
+            throw new SubscriptionException(pointer, "must be a string");
         }
         if (value.asText().length() > 10_000) {
-            throw new SubscriptionProblem(pointer, "is longer than 10,000 characters");
+            throw new SubscriptionException(pointer, "is longer than 10,000 characters");
         }
         return value.asText();
     }
@@ -246,15 +246,15 @@ public final class SubscriptionJson {
             return whenAbsent;
         }
         if (!value.isArray()) {
-            throw new SubscriptionProblem(pointer, "must be an array of strings");
+            throw new SubscriptionException(pointer, "must be an array of strings");
         }
         if (value.size() > 1000) {
-            throw new SubscriptionProblem(pointer, "has more than 1000 entries");
+            throw new SubscriptionException(pointer, "has more than 1000 entries");
         }
         List<String> strings = new ArrayList<>();
         for (int i = 0; i < value.size(); i++) {
             if (!value.get(i).isTextual()) {
-                throw new SubscriptionProblem(pointer + "/" + i, "must be a string");
+                throw new SubscriptionException(pointer + "/" + i, "must be a string");
             }
             strings.add(value.get(i).asText());
         }
@@ -267,7 +267,7 @@ public final class SubscriptionJson {
             return whenAbsent;
         }
         if (!value.isIntegralNumber() || !value.canConvertToLong() || value.asLong() < min || value.asLong() > max) {
-            throw new SubscriptionProblem(pointer, "must be a whole number from " + min + " to " + max);
+            throw new SubscriptionException(pointer, "must be a whole number from " + min + " to " + max);
         }
         return value.asLong();
     }

@@ -62,7 +62,7 @@ public final class SubscriptionStore {
                     UUID id = rs.getObject(1, UUID.class);
                     subscriptions.add(new Stored(id, SubscriptionJson.parse(JSON.readTree(rs.getString(3)))
                             .withId(id.toString()), rs.getBoolean(4)));
-                } catch (SubscriptionProblem | com.fasterxml.jackson.core.JsonProcessingException e) {
+                } catch (SubscriptionException | com.fasterxml.jackson.core.JsonProcessingException e) {
                     LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());
                 }
             }

@@ -30,12 +30,12 @@ import io.quarkus.vertx.http.HttpServerStart;
 import io.quarkus.vertx.http.HttpsServerStart;
 import io.walhook.checkpoint.CheckpointStore;
 import io.walhook.config.AmqpUrl;
-import io.walhook.config.ConfigProblem;
+import io.walhook.config.ConfigException;
 import io.walhook.config.SourceUrl;
 import io.walhook.config.StartupCheck;
 import io.walhook.config.Tuning;
 import io.walhook.config.WalhookConfig;
-import io.walhook.delivery.AmqpBroker;
+import io.walhook.delivery.AmqpClient;
 import io.walhook.delivery.Dispatcher;
 import io.walhook.delivery.ParkedEventStore;
 import io.walhook.delivery.RoutingLoop;
@@ -67,7 +67,7 @@ public class ReplicationSource {
     private volatile Thread poller;
     private volatile SubscriptionRegistry registry;
     private volatile Dispatcher sender;
-    private volatile AmqpBroker broker;
+    private volatile AmqpClient broker;
     private volatile ActiveLock lock;
     private volatile Thread standby;
     private volatile io.walhook.backfill.Backfills backfills;
@@ -142,7 +142,7 @@ public class ReplicationSource {
             configured = SubscriptionConfigReader.read(config, System.getenv());
             extensions = SubscriptionConfigReader.cloudEventsOverrides(System.getenv("K_CE_OVERRIDES"));
             initialBackfills = SubscriptionConfigReader.initialBackfills(config);
-        } catch (ConfigProblem problem) {
+        } catch (ConfigException problem) {
             LOG.error("walhook cannot start: " + problem.getMessage());
             Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
             throw new PreventFurtherStepsException(problem.getMessage(), StartupCheck.EXIT_CONFIG);
@@ -167,7 +167,7 @@ public class ReplicationSource {
         }
         // standbys connect too (lazily, on first use): the API's test-fire works on every instance
         broker = config.amqpUrl().filter(url -> !url.isBlank())
-                .map(url -> new AmqpBroker(vertx, AmqpUrl.parse(url), tuning().requestTimeout())).orElse(null);
+                .map(url -> new AmqpClient(vertx, AmqpUrl.parse(url), tuning().requestTimeout())).orElse(null);
         lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
         boolean active;
         try {

@@ -23,7 +23,7 @@ class EventJsonWriterShapeTest {
     @Test
     void theWriterIsOneMethodTooBigToBeInlinedIntoItsCallers() throws IOException {
         List<Integer> sizes = codeLengths(EventJsonWriter.class, "write",
-                "(Lio/walhook/change/ChangeEvent;Ljava/util/function/Predicate;Lio/walhook/change/JsonBuffer;)V");
+                "(Lio/walhook/change/ChangeEvent;Ljava/util/function/Predicate;Lio/walhook/change/JsonWriter;)V");
 
         assertThat(sizes).hasSize(1);
         assertThat(sizes.get(0))

@@ -308,11 +308,11 @@ class ValueConversionLiveTest {
 
         List<ValueConverter> converters = new ValueConverters().forRelation(relation, types::get);
         Map<String, String> columns = new LinkedHashMap<>();
-        JsonBuffer whole = new JsonBuffer();
+        JsonWriter whole = new JsonWriter();
         whole.startObject();
         for (int i = 0; i < converters.size(); i++) {
             String name = relation.columns().get(i).name();
-            JsonBuffer single = new JsonBuffer();
+            JsonWriter single = new JsonWriter();
             write(converters.get(i), single, tuple, i);
             columns.put(name, single.toString());
             write(converters.get(i), whole.name(name), tuple, i);
@@ -322,7 +322,7 @@ class ValueConversionLiveTest {
     }
 
     /** What the event writer does around a converter: NULL is the caller's. */
-    private static void write(ValueConverter converter, JsonBuffer json, TupleData tuple, int i) {
+    private static void write(ValueConverter converter, JsonWriter json, TupleData tuple, int i) {
         if (tuple.isNull(i)) {
             json.nullValue();
         } else {

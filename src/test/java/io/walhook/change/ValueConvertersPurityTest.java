@@ -20,15 +20,15 @@ class ValueConvertersPurityTest {
                 .or().haveSimpleNameStartingWith("PgArrayParser")
                 .or().haveSimpleNameStartingWith("PgDateTimes")
                 .or().haveSimpleNameStartingWith("Utf8")
-                .or().haveSimpleNameStartingWith("JsonBuffer")
+                .or().haveSimpleNameStartingWith("JsonWriter")
                 .or().haveSimpleNameStartingWith("EventJsonWriter")
                 .or().haveSimpleNameStartingWith("RelationInfo")
-                .or().haveSimpleNameStartingWith("Scratch")
+                .or().haveSimpleNameStartingWith("ConverterBuffers")
                 .and().haveSimpleNameNotEndingWith("Test")
                 .should().onlyDependOnClassesThat().resideInAnyPackage("java..", "io.walhook.pgoutput..",
                         "io.walhook.change..")
                 .because("value conversion runs on the reader thread's hot path and is tested without a server;"
-                        + " Quarkus, Vert.x, Jakarta and JSON libraries stay out of it (events are written by JsonBuffer)")
+                        + " Quarkus, Vert.x, Jakarta and JSON libraries stay out of it (events are written by JsonWriter)")
                 .check(classes);
     }
 }

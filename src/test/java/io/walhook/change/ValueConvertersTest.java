@@ -20,7 +20,7 @@ import io.walhook.pgoutput.TupleData;
 
 /**
  * Each value rule of docs/events.md ("Values") on PostgreSQL's own text output (captured from a server
- * with walhook's session settings), written into a {@link JsonBuffer} and read back by Jackson's
+ * with walhook's session settings), written into a {@link JsonWriter} and read back by Jackson's
  * parser, which must accept it.
  */
 class ValueConvertersTest {
@@ -40,7 +40,7 @@ class ValueConvertersTest {
     }
 
     static String json(ValueConverter converter, TupleData tuple) {
-        JsonBuffer json = new JsonBuffer(8);
+        JsonWriter json = new JsonWriter(8);
         converter.write(json, tuple, 0);
         byte[] bytes = json.toByteArray();
         String text = new String(bytes, StandardCharsets.UTF_8);
@@ -311,7 +311,7 @@ class ValueConvertersTest {
 
     @Test
     void valuesLongerThanTheRetainedBuffersAreWrittenWhole() {
-        String big = "é".repeat(Scratch.RETAIN_LIMIT) + "\"";
+        String big = "é".repeat(ConverterBuffers.RETAIN_LIMIT) + "\"";
         ValueConverter text = converters.forType(TEXT, null, null);
         String out = json(text, big);
         assertThat(out).hasSize(big.length() + 3).startsWith("\"éé").endsWith("é\\\"\"");
@@ -330,7 +330,7 @@ class ValueConvertersTest {
         ValueConverter jsonb = converters.forType(JSONB, null, null);
         TupleData tuple = TupleData.builder().text(big).text("[1]").build();
         for (int prefix : new int[] {0, 10, 4000, 7990}) {
-            JsonBuffer out = new JsonBuffer(16);
+            JsonWriter out = new JsonWriter(16);
             out.startArray().string("p".repeat(prefix));
             jsonb.write(out, tuple, 0);
             jsonb.write(out, tuple, 1);
@@ -340,7 +340,7 @@ class ValueConvertersTest {
         // a small value at every position around the end of a buffer
         TupleData small = TupleData.builder().text("[1,\"ü\"]").build();
         for (int prefix = 1000; prefix < 1040; prefix++) {
-            JsonBuffer out = new JsonBuffer(1024);
+            JsonWriter out = new JsonWriter(1024);
             out.startArray().string("p".repeat(prefix));
             jsonb.write(out, small, 0);
             out.endArray();
@@ -373,7 +373,7 @@ class ValueConvertersTest {
                 converters.forType(NUMERIC, null, null), converters.forType(BOOL, null, null),
                 converters.forType(BYTEA, null, null), converters.forType(1007, null, null),
                 converters.forType(TIMESTAMPTZ, null, null));
-        JsonBuffer out = new JsonBuffer();
+        JsonWriter out = new JsonWriter();
         out.startObject();
         for (int i = 0; i < columns.size(); i++) {
             columns.get(i).write(out.name("c" + i), tuple, i);
@@ -389,7 +389,7 @@ class ValueConvertersTest {
     @Test
     void refusesValuesThatAreNotText() {
         ValueConverter text = converters.forType(TEXT, null, null);
-        JsonBuffer generator = new JsonBuffer();
+        JsonWriter generator = new JsonWriter();
         TupleData tuple = TupleData.builder().binary(new byte[] {0, 0, 0, 1}).nullValue().unchangedToast().build();
         assertThatThrownBy(() -> text.write(generator, tuple, 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("BINARY").hasMessageContaining("binary = true");

@@ -34,7 +34,7 @@ class AmqpUrlTest {
         "amqp://bro ker          | WALHOOK_AMQP_URL is not a URL",
     })
     void namesTheVariableAndTheProblem(String text, String message) {
-        assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigProblem.class).hasMessageStartingWith(message)
+        assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigException.class).hasMessageStartingWith(message)
                 .hasMessageNotContaining("pa55");
     }
 }

@@ -49,7 +49,7 @@ class SourceUrlTest {
     })
     void namesTheVariableAndTheProblem(String url, String problem) {
         assertThatThrownBy(() -> parse(url))
-                .isInstanceOf(ConfigProblem.class)
+                .isInstanceOf(ConfigException.class)
                 .hasMessageStartingWith("WALHOOK_SOURCE_URL ")
                 .hasMessageContaining(problem)
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));

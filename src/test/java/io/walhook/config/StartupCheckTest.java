@@ -29,7 +29,7 @@ class StartupCheckTest {
     void aBadValueStopsStartupNamingItsVariable(String assignment, String problem) {
         String[] kv = assignment.split("=", 2);
         assertThatThrownBy(() -> StartupCheck.validate(config(Map.of(kv[0], kv[1]))))
-                .isInstanceOf(ConfigProblem.class)
+                .isInstanceOf(ConfigException.class)
                 .hasMessageStartingWith(problem);
     }
 

@@ -72,8 +72,8 @@ class TuningTest {
     void aBadValueNamesItsVariable(String assignment, String problem) {
         String[] kv = assignment.split("=", 2);
         assertThatThrownBy(() -> tuning(Map.of(kv[0], kv[1])))
-                .isInstanceOf(ConfigProblem.class)
+                .isInstanceOf(ConfigException.class)
                 .hasMessageStartingWith(problem)
-                .satisfies(e -> assertThat(((ConfigProblem) e).variable()).isEqualTo(problem.split(" ")[0]));
+                .satisfies(e -> assertThat(((ConfigException) e).variable()).isEqualTo(problem.split(" ")[0]));
     }
 }

@@ -12,7 +12,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import io.walhook.change.Operation;
-import io.walhook.config.ConfigProblem;
+import io.walhook.config.ConfigException;
 import io.walhook.config.WalhookConfig;
 
 class SubscriptionConfigReaderTest {
@@ -82,7 +82,7 @@ class SubscriptionConfigReaderTest {
             values.put(kv[0], kv[1]);
         }
         assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(values), false))
-                .isInstanceOf(ConfigProblem.class)
+                .isInstanceOf(ConfigException.class)
                 .hasMessageStartingWith(problem.split(" ")[0])
                 .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1))
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));

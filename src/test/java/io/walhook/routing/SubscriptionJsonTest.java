@@ -91,7 +91,7 @@ class SubscriptionJsonTest {
     })
     void namesTheFieldAtFault(String body, String field) throws Exception {
         assertThatThrownBy(() -> SubscriptionJson.parse(JSON.readTree(body)))
-                .isInstanceOf(SubscriptionProblem.class)
-                .satisfies(e -> assertThat(((SubscriptionProblem) e).field()).isEqualTo(field));
+                .isInstanceOf(SubscriptionException.class)
+                .satisfies(e -> assertThat(((SubscriptionException) e).field()).isEqualTo(field));
     }
 }

@@ -37,10 +37,10 @@ class JsonBufferTest {
 
     @Test
     void separatesValuesByNesting() throws IOException {
-        JsonBuffer json = new JsonBuffer(16);
+        JsonWriter json = new JsonWriter(16);
         json.startObject()
                 .name("a").number(1)
-                .name(JsonBuffer.encodeName("b")).startArray().number(2).nullValue().startArray().endArray()
+                .name(JsonWriter.encodeName("b")).startArray().number(2).nullValue().startArray().endArray()
                 .startObject().endObject().bool(true).bool(false).endArray()
                 .name("c").startObject().name("d").string("e").endObject()
                 .name("f").rawValue("{\"g\":[1]}".getBytes(StandardCharsets.UTF_8))
@@ -56,17 +56,17 @@ class JsonBufferTest {
         for (long value : values) {
             Lsn lsn = Lsn.of(value);
             // a buffer that must grow for it, between other values
-            JsonBuffer json = new JsonBuffer(1).startArray().number(1).lsn(lsn).string("x").endArray();
+            JsonWriter json = new JsonWriter(1).startArray().number(1).lsn(lsn).string("x").endArray();
             assertThat(json.toString()).as(lsn.toString()).isEqualTo("[1,\"" + lsn + "\",\"x\"]");
             assertThat(Lsn.parse(MAPPER.readTree(json.toString()).get(1).asText())).isEqualTo(lsn);
         }
-        assertThat(new JsonBuffer().lsn(Lsn.of(-1L)).toString()).isEqualTo("\"FFFFFFFF/FFFFFFFF\"");
-        assertThat(new JsonBuffer().lsn(Lsn.of(0x16_B374_D848L)).toString()).isEqualTo("\"16/B374D848\"");
+        assertThat(new JsonWriter().lsn(Lsn.of(-1L)).toString()).isEqualTo("\"FFFFFFFF/FFFFFFFF\"");
+        assertThat(new JsonWriter().lsn(Lsn.of(0x16_B374_D848L)).toString()).isEqualTo("\"16/B374D848\"");
     }
 
     @Test
     void resetStartsAFreshDocumentAndRootValuesTakeNoSeparator() {
-        JsonBuffer json = new JsonBuffer();
+        JsonWriter json = new JsonWriter();
         json.startObject().name("x").startArray().number(1);
         json.reset().startObject().name("y").number(2).endObject();
         assertThat(json.toString()).isEqualTo("{\"y\":2}");
@@ -102,13 +102,13 @@ class JsonBufferTest {
 
     @Test
     void aNullStringIsNull() {
-        assertThat(new JsonBuffer().startArray().string(null).endArray().toString()).isEqualTo("[null]");
+        assertThat(new JsonWriter().startArray().string(null).endArray().toString()).isEqualTo("[null]");
     }
 
     @Test
     void loneSurrogatesBecomeTheReplacementCharacter() throws IOException {
         String lone = "a\uD83Db\uDE00";
-        JsonBuffer json = new JsonBuffer();
+        JsonWriter json = new JsonWriter();
         json.string(lone);
         assertThat(json.toString()).isEqualTo("\"a\uFFFDb\uFFFD\"");
         assertThat(MAPPER.readTree(json.toByteArray()).textValue()).isEqualTo("a\uFFFDb\uFFFD");
@@ -117,12 +117,12 @@ class JsonBufferTest {
     @Test
     void numbersAsJavaSpellsThem() {
         for (long n : new long[] {0, 1, -1, 9, 10, 99, 100, 4294967295L, Long.MAX_VALUE, Long.MIN_VALUE, Long.MIN_VALUE + 1}) {
-            JsonBuffer json = new JsonBuffer(16);
+            JsonWriter json = new JsonWriter(16);
             json.startArray().number(n).number(n).endArray();
             assertThat(json.toString()).isEqualTo("[" + n + "," + n + "]");
         }
         char[] digits = "x-12.5e3x".toCharArray();
-        assertThat(new JsonBuffer().number(digits, 1, 7).toString()).isEqualTo("-12.5e3");
+        assertThat(new JsonWriter().number(digits, 1, 7).toString()).isEqualTo("-12.5e3");
     }
 
     @Test
@@ -134,11 +134,11 @@ class JsonBufferTest {
         for (int length = 0; length < 10; length++) {
             for (int offset : new int[] {0, 1, 2}) {
                 byte[] slice = java.util.Arrays.copyOfRange(data, offset, offset + length);
-                assertThat(new JsonBuffer(16).base64(data, offset, length).toString())
+                assertThat(new JsonWriter(16).base64(data, offset, length).toString())
                         .isEqualTo('"' + Base64.getEncoder().encodeToString(slice) + '"');
             }
         }
-        assertThat(new JsonBuffer(16).base64(data, 0, data.length).toString())
+        assertThat(new JsonWriter(16).base64(data, 0, data.length).toString())
                 .isEqualTo('"' + Base64.getEncoder().encodeToString(data) + '"');
     }
 
@@ -146,43 +146,43 @@ class JsonBufferTest {
     void utf8StringsEscapeAsciiAndCopyTheRest() throws IOException {
         String text = "ü\"\\\n€😀\u0000";
         byte[] utf8 = ("xx" + text).getBytes(StandardCharsets.UTF_8);
-        JsonBuffer json = new JsonBuffer(16);
+        JsonWriter json = new JsonWriter(16);
         json.utf8String(utf8, 2, utf8.length - 2);
         assertThat(json.toString()).isEqualTo(jackson(text));
         char[] chars = text.toCharArray();
-        assertThat(new JsonBuffer(16).string(chars, 0, chars.length).toString()).isEqualTo(jackson(text));
+        assertThat(new JsonWriter(16).string(chars, 0, chars.length).toString()).isEqualTo(jackson(text));
         char[] raw = "[\"ü😀\"]".toCharArray();
-        assertThat(new JsonBuffer(16).rawValue(raw, 0, raw.length).toString()).isEqualTo("[\"ü😀\"]");
+        assertThat(new JsonWriter(16).rawValue(raw, 0, raw.length).toString()).isEqualTo("[\"ü😀\"]");
     }
 
     @Test
     void encodedNamesAndStringsAreWhatNameAndStringWrite() {
         String name = "col \"ü\" \t";
-        JsonBuffer direct = new JsonBuffer().startObject().name(name).string(name).endObject();
-        JsonBuffer encoded = new JsonBuffer().startObject().name(JsonBuffer.encodeName(name))
-                .rawValue(JsonBuffer.encodeString(name)).endObject();
+        JsonWriter direct = new JsonWriter().startObject().name(name).string(name).endObject();
+        JsonWriter encoded = new JsonWriter().startObject().name(JsonWriter.encodeName(name))
+                .rawValue(JsonWriter.encodeString(name)).endObject();
         assertThat(encoded.toString()).isEqualTo(direct.toString()).isEqualTo("{\"col \\\"ü\\\" \\t\":\"col \\\"ü\\\" \\t\"}");
     }
 
     @Test
     void fieldsEncodedOnceJoinAnObjectWithItsCommas() {
-        byte[] pair = new JsonBuffer().startObject().name("a").number(1).name("b").string("x").toFieldBytes();
+        byte[] pair = new JsonWriter().startObject().name("a").number(1).name("b").string("x").toFieldBytes();
         assertThat(new String(pair, StandardCharsets.UTF_8)).isEqualTo("\"a\":1,\"b\":\"x\"");
-        JsonBuffer json = new JsonBuffer(8).startObject().fields(pair).name("c").nullValue().fields(pair).endObject();
+        JsonWriter json = new JsonWriter(8).startObject().fields(pair).name("c").nullValue().fields(pair).endObject();
         assertThat(json.toString()).isEqualTo("{\"a\":1,\"b\":\"x\",\"c\":null,\"a\":1,\"b\":\"x\"}");
-        assertThatThrownBy(() -> new JsonBuffer().startArray().toFieldBytes()).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(() -> new JsonWriter().startArray().toFieldBytes()).isInstanceOf(IllegalStateException.class)
                 .hasMessage("not the fields of one open object: [");
-        assertThatThrownBy(() -> new JsonBuffer().startObject().name("a").toFieldBytes())
+        assertThatThrownBy(() -> new JsonWriter().startObject().name("a").toFieldBytes())
                 .isInstanceOf(IllegalStateException.class);
     }
 
     @Test
     void refusesABrokenStructure() {
-        assertThatThrownBy(() -> new JsonBuffer().endObject()).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(() -> new JsonWriter().endObject()).isInstanceOf(IllegalStateException.class)
                 .hasMessage("'}' without an open object or array");
-        assertThatThrownBy(() -> new JsonBuffer().startObject().name("a").endObject())
+        assertThatThrownBy(() -> new JsonWriter().startObject().name("a").endObject())
                 .isInstanceOf(IllegalStateException.class).hasMessage("a field name without its value before '}'");
-        JsonBuffer deep = new JsonBuffer();
+        JsonWriter deep = new JsonWriter();
         for (int i = 0; i < 62; i++) {
             deep.startArray();
         }
@@ -195,7 +195,7 @@ class JsonBufferTest {
     }
 
     private static String written(String text) {
-        JsonBuffer json = new JsonBuffer(8);
+        JsonWriter json = new JsonWriter(8);
         json.string(text);
         return json.toString();
     }

@@ -14,7 +14,7 @@ import sun.misc.Signal;
  * walhook is a clean stop, not a failure. Installed at start-up, over Quarkus's own handlers.
  */
 @Singleton
-public class CleanStop {
+public class StopSignals {
 
     void onStart(@Observes @Priority(1) StartupEvent event) {
         for (String name : new String[] { "TERM", "INT" }) {

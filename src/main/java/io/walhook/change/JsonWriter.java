@@ -21,7 +21,7 @@ import io.walhook.pgoutput.Lsn;
  * turn inside objects; values at the root follow each other with no separator. Not thread-safe:
  * one buffer per writing thread, reused with {@link #reset}.
  */
-public final class JsonBuffer {
+public final class JsonWriter {
 
     /** Deepest nesting: PostgreSQL arrays have at most 6 dimensions, events nest 3 levels. */
     private static final int MAX_DEPTH = 62;
@@ -55,16 +55,16 @@ public final class JsonBuffer {
     /** A field name was just written: its value takes no comma. */
     private boolean named;
 
-    public JsonBuffer(int capacity) {
+    public JsonWriter(int capacity) {
         bytes = new byte[Math.max(16, capacity)];
     }
 
-    public JsonBuffer() {
+    public JsonWriter() {
         this(512);
     }
 
     /** Empties the buffer for the next document (the memory is kept). */
-    public JsonBuffer reset() {
+    public JsonWriter reset() {
         size = 0;
         depth = 0;
         filled = 0;
@@ -104,23 +104,23 @@ public final class JsonBuffer {
 
     // --- structure -------------------------------------------------------------------------
 
-    public JsonBuffer startObject() {
+    public JsonWriter startObject() {
         return open('{');
     }
 
-    public JsonBuffer endObject() {
+    public JsonWriter endObject() {
         return close('}');
     }
 
-    public JsonBuffer startArray() {
+    public JsonWriter startArray() {
         return open('[');
     }
 
-    public JsonBuffer endArray() {
+    public JsonWriter endArray() {
         return close(']');
     }
 
-    private JsonBuffer open(char bracket) {
+    private JsonWriter open(char bracket) {
         if (depth == MAX_DEPTH) {
             throw new IllegalStateException("JSON nested deeper than " + MAX_DEPTH + " levels");
         }
@@ -132,7 +132,7 @@ public final class JsonBuffer {
         return this;
     }
 
-    private JsonBuffer close(char bracket) {
+    private JsonWriter close(char bracket) {
         if (depth == 0 || named) {
             throw new IllegalStateException(named ? "a field name without its value before '" + bracket + "'"
                     : "'" + bracket + "' without an open object or array");
@@ -165,7 +165,7 @@ public final class JsonBuffer {
     // --- names -----------------------------------------------------------------------------
 
     /** A field name encoded once by {@link #encodeName}: {@code "name":}. */
-    public JsonBuffer name(byte[] encodedName) {
+    public JsonWriter name(byte[] encodedName) {
         separate();
         named = true;
         return append(encodedName, 0, encodedName.length);
@@ -175,12 +175,12 @@ public final class JsonBuffer {
      * Whole {@code "name":value} pairs encoded once (by a buffer of their own), written into the
      * open object as they are: a comma first when the object holds a value already.
      */
-    public JsonBuffer fields(byte[] encodedFields) {
+    public JsonWriter fields(byte[] encodedFields) {
         separate();
         return append(encodedFields, 0, encodedFields.length);
     }
 
-    public JsonBuffer name(String name) {
+    public JsonWriter name(String name) {
         separate();
         writeQuoted(name);
         ensure(1);
@@ -191,7 +191,7 @@ public final class JsonBuffer {
 
     /** {@code "name":} as {@link #name(String)} writes it, to write again and again with {@link #name(byte[])}. */
     public static byte[] encodeName(String name) {
-        JsonBuffer json = new JsonBuffer(name.length() + 8);
+        JsonWriter json = new JsonWriter(name.length() + 8);
         json.writeQuoted(name);
         json.ensure(1);
         json.bytes[json.size++] = ':';
@@ -200,25 +200,25 @@ public final class JsonBuffer {
 
     /** A JSON string encoded once, to write with {@link #rawValue(byte[])}. */
     public static byte[] encodeString(String text) {
-        JsonBuffer json = new JsonBuffer(text.length() + 8);
+        JsonWriter json = new JsonWriter(text.length() + 8);
         json.writeQuoted(text);
         return json.toByteArray();
     }
 
     // --- values ----------------------------------------------------------------------------
 
-    public JsonBuffer nullValue() {
+    public JsonWriter nullValue() {
         beforeValue();
         return append(NULL, 0, NULL.length);
     }
 
-    public JsonBuffer bool(boolean value) {
+    public JsonWriter bool(boolean value) {
         beforeValue();
         byte[] text = value ? TRUE : FALSE;
         return append(text, 0, text.length);
     }
 
-    public JsonBuffer number(long value) {
+    public JsonWriter number(long value) {
         beforeValue();
         ensure(20);
         if (value == Long.MIN_VALUE) {
@@ -244,7 +244,7 @@ public final class JsonBuffer {
     }
 
     /** A number as text the caller has checked to be a JSON number (ASCII). */
-    public JsonBuffer number(char[] text, int offset, int length) {
+    public JsonWriter number(char[] text, int offset, int length) {
         beforeValue();
         ensure(length);
         byte[] out = bytes;
@@ -257,7 +257,7 @@ public final class JsonBuffer {
     }
 
     /** An LSN as a string in PostgreSQL's form ({@code "16/B374D848"}): hex digits and a slash, nothing to escape. */
-    public JsonBuffer lsn(Lsn lsn) {
+    public JsonWriter lsn(Lsn lsn) {
         beforeValue();
         ensure(19);
         bytes[size++] = '"';
@@ -267,7 +267,7 @@ public final class JsonBuffer {
     }
 
     /** A string, or {@code null} for a null {@code text}. */
-    public JsonBuffer string(String text) {
+    public JsonWriter string(String text) {
         if (text == null) {
             return nullValue();
         }
@@ -276,7 +276,7 @@ public final class JsonBuffer {
         return this;
     }
 
-    public JsonBuffer string(char[] text, int offset, int length) {
+    public JsonWriter string(char[] text, int offset, int length) {
         beforeValue();
         ensure(length + 2);
         bytes[size++] = '"';
@@ -287,7 +287,7 @@ public final class JsonBuffer {
     }
 
     /** A string from well-formed UTF-8 ({@link Utf8#isValid}): ASCII is escaped, the rest copied as it is. */
-    public JsonBuffer utf8String(byte[] utf8, int offset, int length) {
+    public JsonWriter utf8String(byte[] utf8, int offset, int length) {
         beforeValue();
         ensure(length + 2);
         bytes[size++] = '"';
@@ -308,17 +308,17 @@ public final class JsonBuffer {
     }
 
     /** A JSON value already written (json/jsonb, a quoted string from {@link #encodeString}), copied as it is. */
-    public JsonBuffer rawValue(byte[] json) {
+    public JsonWriter rawValue(byte[] json) {
         return rawValue(json, 0, json.length);
     }
 
-    public JsonBuffer rawValue(byte[] json, int offset, int length) {
+    public JsonWriter rawValue(byte[] json, int offset, int length) {
         beforeValue();
         return append(json, offset, length);
     }
 
     /** A JSON value already written, as chars: encoded to UTF-8, nothing escaped. */
-    public JsonBuffer rawValue(char[] json, int offset, int length) {
+    public JsonWriter rawValue(char[] json, int offset, int length) {
         beforeValue();
         ensure(length);
         writeChars(json, offset, length, false);
@@ -326,7 +326,7 @@ public final class JsonBuffer {
     }
 
     /** Bytes as a string of standard base64 with padding and no line breaks (RFC 4648 section 4). */
-    public JsonBuffer base64(byte[] data, int offset, int length) {
+    public JsonWriter base64(byte[] data, int offset, int length) {
         beforeValue();
         ensure((length + 2) / 3 * 4 + 2);
         byte[] out = bytes;
@@ -450,7 +450,7 @@ public final class JsonBuffer {
         bytes[size++] = HEX[c & 0xF];
     }
 
-    private JsonBuffer appendAscii(String text) {
+    private JsonWriter appendAscii(String text) {
         ensure(text.length());
         for (int i = 0; i < text.length(); i++) {
             bytes[size++] = (byte) text.charAt(i);
@@ -458,7 +458,7 @@ public final class JsonBuffer {
         return this;
     }
 
-    private JsonBuffer append(byte[] source, int offset, int length) {
+    private JsonWriter append(byte[] source, int offset, int length) {
         ensure(length);
         System.arraycopy(source, offset, bytes, size, length);
         size += length;

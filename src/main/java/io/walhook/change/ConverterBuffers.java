@@ -10,7 +10,7 @@ package io.walhook.change;
  * for the life of the stream. A set therefore keeps at most about 7 MB (1 Mi bytes, chars and
  * array tokens) however large the values it has seen.
  */
-final class Scratch {
+final class ConverterBuffers {
 
     /** The largest buffer (in elements) kept between values. */
     static final int RETAIN_LIMIT = 1 << 20;

@@ -74,7 +74,7 @@ class AmqpBrokerTest {
     }
 
     private static Transport.Attempt sendOne(int port, Duration timeout) throws InterruptedException {
-        AmqpBroker broker = new AmqpBroker(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + port), timeout);
+        AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + port), timeout);
         try {
             return broker.transport(new Destination.Amqp("orders")).attempt(new Transport.Request("0000000000000001-0001",
                     "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"), timeout);
@@ -120,21 +120,21 @@ class AmqpBrokerTest {
 
     @Test
     void onlyAcceptedIsDeliveredAndEveryOtherOutcomeIsNamed() {
-        assertThat(AmqpBroker.outcome(Accepted.getInstance()).outcome()).isEqualTo(Transport.Outcome.DELIVERED);
+        assertThat(AmqpClient.outcome(Accepted.getInstance()).outcome()).isEqualTo(Transport.Outcome.DELIVERED);
         Rejected rejected = new Rejected();
         rejected.setError(new ErrorCondition(Symbol.valueOf("amqp:not-found"), "no such address"));
-        assertThat(AmqpBroker.outcome(rejected)).extracting(Transport.Attempt::outcome, Transport.Attempt::problem)
+        assertThat(AmqpClient.outcome(rejected)).extracting(Transport.Attempt::outcome, Transport.Attempt::problem)
                 .containsExactly(Transport.Outcome.RETRY, "rejected: amqp:not-found no such address");
-        assertThat(AmqpBroker.outcome(Released.getInstance()).problem()).isEqualTo("released");
+        assertThat(AmqpClient.outcome(Released.getInstance()).problem()).isEqualTo("released");
         Modified modified = new Modified();
         modified.setUndeliverableHere(true);
-        assertThat(AmqpBroker.outcome(modified).problem()).isEqualTo("modified (undeliverable here)");
-        assertThat(AmqpBroker.outcome(null).outcome()).isEqualTo(Transport.Outcome.RETRY);
+        assertThat(AmqpClient.outcome(modified).problem()).isEqualTo("modified (undeliverable here)");
+        assertThat(AmqpClient.outcome(null).outcome()).isEqualTo(Transport.Outcome.RETRY);
     }
 
     @Test
     void binaryCloudEventsHeadersBecomePrefixedPropertiesWithPlainValues() {
-        assertThat(AmqpBroker.applicationProperties(Map.of("ce-id", "0000000001-0001", "ce-subject", "public.caf%C3%A9%20bar",
+        assertThat(AmqpClient.applicationProperties(Map.of("ce-id", "0000000001-0001", "ce-subject", "public.caf%C3%A9%20bar",
                 "ce-team", "a+b")))
                 .containsEntry("cloudEvents:id", "0000000001-0001")
                 .containsEntry("cloudEvents:subject", "public.café bar")

@@ -53,9 +53,9 @@ import io.walhook.routing.Destination;
  * resolves an address per event and names the broker's outcome in its logs and dead letters.
  * Every proton call runs on one Vert.x event-loop context; a send completes a future with its outcome.
  */
-public final class AmqpBroker implements AutoCloseable {
+public final class AmqpClient implements AutoCloseable {
 
-    private static final Logger LOG = Logger.getLogger(AmqpBroker.class);
+    private static final Logger LOG = Logger.getLogger(AmqpClient.class);
     private static final Symbol ANONYMOUS_RELAY = Symbol.valueOf("ANONYMOUS-RELAY");
     /** CloudEvents AMQP binding: binary-mode attributes are application properties with this prefix. */
     static final String CLOUDEVENTS_PREFIX = "cloudEvents:";
@@ -77,7 +77,7 @@ public final class AmqpBroker implements AutoCloseable {
     private final Map<String, ProtonSender> senders = new HashMap<>();
     private final Map<ProtonSender, Set<CompletableFuture<Transport.Attempt>>> unsettled = new HashMap<>();
 
-    public AmqpBroker(Vertx vertx, AmqpUrl url, Duration timeout) {
+    public AmqpClient(Vertx vertx, AmqpUrl url, Duration timeout) {
         this.vertx = vertx;
         this.context = vertx.getOrCreateContext();
         this.url = url;
@@ -89,7 +89,7 @@ public final class AmqpBroker implements AutoCloseable {
         return new Transport() {
             @Override
             public CompletableFuture<Attempt> send(Request request) {
-                return AmqpBroker.this.send(request);
+                return AmqpClient.this.send(request);
             }
 
             @Override

@@ -4,11 +4,11 @@ package io.walhook.config;
  * A configuration value walhook cannot run with. The message is one line: the environment
  * variable, then what is wrong with it.
  */
-public final class ConfigProblem extends RuntimeException {
+public final class ConfigException extends RuntimeException {
 
     private final String variable;
 
-    public ConfigProblem(String variable, String problem) {
+    public ConfigException(String variable, String problem) {
         super(variable + " " + problem);
         this.variable = variable;
     }
