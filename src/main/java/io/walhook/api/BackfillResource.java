@@ -42,15 +42,17 @@ import io.walhook.source.ReplicationSource;
 @Blocking
 public class BackfillResource {
 
-    private static final java.util.regex.Pattern UUID_TEXT = java.util.regex.Pattern.compile(
-            "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
     private static final Set<String> FIELDS = Set.of("tables", "filter", "chunk_size", "max_rows_per_second");
 
     private final ReplicationSource source;
+    private final SubscriptionLookup subscriptions;
 
     @Inject
-    public BackfillResource(ReplicationSource source) {
+    public BackfillResource(io.walhook.config.WalhookConfig config, io.agroal.api.AgroalDataSource dataSource,
+            ReplicationSource source) {
         this.source = source;
+        this.subscriptions = new SubscriptionLookup(
+                new io.walhook.routing.SubscriptionStore(dataSource, config.stateSchema()), source);
     }
 
     /** One table's progress. */
@@ -161,17 +163,10 @@ public class BackfillResource {
 
     /** The subscription in force with this id (a UUID in any case, or config:name as the list shows it); 404 when none. */
     private Subscription subscription(String given) throws SQLException {
-        String id = UUID_TEXT.matcher(given).matches() ? given.toLowerCase(java.util.Locale.ROOT) : given;
         if (source.registry() == null) {
             throw new ApiProblem(503, "Service Unavailable", "walhook is still starting; try again in a moment", null);
         }
-        source.registry().refresh();
-        for (Subscription s : source.registry().router().subscriptions()) {
-            if (s.id().equals(id)) {
-                return s;
-            }
-        }
-        throw new ApiProblem(404, "Not Found", "no subscription " + given, null);
+        return subscriptions.inForce(given);
     }
 
     private static UUID uuid(Subscription subscription, String bid) {

@@ -5,9 +5,7 @@ import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
-import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 
 import jakarta.inject.Inject;
@@ -20,10 +18,8 @@ import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
 import jakarta.ws.rs.PathParam;
 import jakarta.ws.rs.Produces;
-import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
-import jakarta.ws.rs.core.Response;
 
 import org.jboss.resteasy.reactive.RestResponse;
 
@@ -37,7 +33,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.agroal.api.AgroalDataSource;
 import io.smallrye.common.annotation.Blocking;
-import io.vertx.core.http.HttpServerRequest;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.Destination;
@@ -63,14 +58,13 @@ public class SubscriptionResource {
         JSON.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(20)
                 .maxStringLength(20_000).maxNumberLength(30).build());
     }
-    private static final String CONFIGURED = "config:";
-    private static final java.util.regex.Pattern UUID_TEXT = java.util.regex.Pattern.compile(
-            "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
+    private static final String CONFIGURED = SubscriptionLookup.CONFIGURED;
 
     private final WalhookConfig config;
     private final SubscriptionStore store;
     private final ReplicationSource source;
     private final ParkedEventStore parked;
+    private final SubscriptionLookup subscriptions;
 
     @Inject
     public SubscriptionResource(WalhookConfig config, AgroalDataSource dataSource, ReplicationSource source) {
@@ -78,12 +72,13 @@ public class SubscriptionResource {
         this.store = new SubscriptionStore(dataSource, config.stateSchema());
         this.source = source;
         this.parked = new ParkedEventStore(dataSource, config.stateSchema());
+        this.subscriptions = new SubscriptionLookup(store, source);
     }
 
     @GET
     public ArrayNode list() throws SQLException {
         ArrayNode list = JSON.createArrayNode();
-        for (Subscription s : configured()) {
+        for (Subscription s : subscriptions.configured()) {
             list.add(view(CONFIGURED + s.name(), s, false));
         }
         for (SubscriptionStore.Stored s : store.list()) {
@@ -95,12 +90,12 @@ public class SubscriptionResource {
     @GET
     @Path("{id}")
     public ObjectNode read(@PathParam("id") String given) throws SQLException {
-        String id = canonical(given);
-        Optional<Subscription> configured = configured(id);
+        String id = SubscriptionLookup.canonical(given);
+        Optional<Subscription> configured = subscriptions.configured(id);
         if (configured.isPresent()) {
             return view(id, configured.get(), false);
         }
-        SubscriptionStore.Stored stored = store.find(uuid(id)).orElseThrow(() -> notFound(id));
+        SubscriptionStore.Stored stored = store.find(SubscriptionLookup.uuid(id)).orElseThrow(() -> SubscriptionLookup.notFound(id));
         return view(id, stored.subscription(), stored.paused());
     }
 
@@ -120,14 +115,14 @@ public class SubscriptionResource {
     @Consumes(MediaType.WILDCARD)
     public ObjectNode replace(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String given,
             byte[] body) throws SQLException {
-        String id = canonical(given);
+        String id = SubscriptionLookup.canonical(given);
         readOnly(id);
-        UUID uuid = uuid(id);
-        store.find(uuid).orElseThrow(() -> notFound(id));
+        UUID uuid = SubscriptionLookup.uuid(id);
+        store.find(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
         JsonNode json = parse(contentType, body);
         Subscription subscription = validate(json, uuid);
         if (!store.replace(uuid, json)) {
-            throw notFound(id);
+            throw SubscriptionLookup.notFound(id);
         }
         return view(id, subscription, store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
     }
@@ -135,23 +130,23 @@ public class SubscriptionResource {
     @POST
     @Path("{id}/pause")
     public ObjectNode pause(@PathParam("id") String id) throws SQLException {
-        return setPaused(canonical(id), true);
+        return setPaused(SubscriptionLookup.canonical(id), true);
     }
 
     @POST
     @Path("{id}/resume")
     public ObjectNode resume(@PathParam("id") String id) throws SQLException {
-        return setPaused(canonical(id), false);
+        return setPaused(SubscriptionLookup.canonical(id), false);
     }
 
     /** Paused, a subscription's events are parked in order and acknowledged; resumed, they are delivered. */
     private ObjectNode setPaused(String id, boolean paused) throws SQLException {
         readOnly(id);
-        UUID uuid = uuid(id);
+        UUID uuid = SubscriptionLookup.uuid(id);
         if (!store.setPaused(uuid, paused)) {
-            throw notFound(id);
+            throw SubscriptionLookup.notFound(id);
         }
-        SubscriptionStore.Stored stored = store.find(uuid).orElseThrow(() -> notFound(id));
+        SubscriptionStore.Stored stored = store.find(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
         return view(id, stored.subscription(), stored.paused());
     }
 
@@ -162,7 +157,7 @@ public class SubscriptionResource {
     @POST
     @Path("{id}/test")
     public ObjectNode testFire(@PathParam("id") String id) throws SQLException {
-        Subscription subscription = inForce(id);
+        Subscription subscription = subscriptions.inForce(id);
         String name = subscription.name();
         String eventId = "test_" + UUID.randomUUID();
         ObjectNode event = JSON.createObjectNode();
@@ -220,119 +215,6 @@ public class SubscriptionResource {
         return outcome;
     }
 
-    @GET
-    @Path("{id}/dead-letters")
-    public ObjectNode deadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
-        QueryParameters query = QueryParameters.parse(request.query(), Set.of("after", "limit", "key"));
-        long afterId = query.number("after", 0, Long.MAX_VALUE).orElse(0L);
-        long pageSize = query.number("limit", 1, 1000).orElse(100L);
-        Optional<String> rowKey = query.text("key").map(SubscriptionResource::rowKey);
-        String subscriptionId = existingId(id);
-        List<ParkedEventStore.Parked> page = parked.page(subscriptionId, afterId, (int) pageSize, rowKey);
-        ObjectNode body = JSON.createObjectNode();
-        ArrayNode items = body.putArray("items");
-        for (ParkedEventStore.Parked p : page) {
-            ObjectNode item = items.addObject();
-            item.put("id", p.id());
-            item.put("event_id", p.eventId());
-            item.put("commit_lsn", p.commitLsn().toString());
-            item.put("attempts", p.attempts());
-            item.put("last_error", p.lastError());
-            item.put("content_type", p.contentType());
-            try {
-                item.set("key", p.rowKey() == null ? null : JSON.readTree(p.rowKey()));
-            } catch (java.io.IOException notJson) {
-                item.putNull("key");
-            }
-            try {
-                item.set("event", JSON.readTree(p.body()));
-            } catch (java.io.IOException notJson) {
-                item.put("event_base64", java.util.Base64.getEncoder().encodeToString(p.body()));
-            }
-        }
-        if (page.size() == pageSize) {
-            body.put("next", "/subscriptions/" + canonical(id) + "/dead-letters?after=" + page.get(page.size() - 1).id()
-                    + "&limit=" + pageSize + rowKey.map(k -> "&key=" + java.net.URLEncoder.encode(k,
-                            StandardCharsets.UTF_8)).orElse(""));
-        }
-        return body;
-    }
-
-    /** Delivers queued events now (they are delivered on their own too, at the destination's pace), oldest first. */
-    @POST
-    @Path("{id}/dead-letters/replay")
-    public ObjectNode replay(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
-        List<Long> ids = deadLetterIds(request);
-        Subscription subscription = inForce(id);
-        long replaying;
-        if (ids == null) {
-            replaying = parked.count(subscription.id());
-        } else {
-            java.util.Set<Long> missing = new java.util.TreeSet<>(ids);
-            missing.removeAll(parked.existing(subscription.id(), ids));
-            if (!missing.isEmpty()) {
-                throw new ApiProblem(404, "Not Found", "no dead letters " + missing + " in subscription "
-                        + subscription.name() + "; nothing was replayed", null);
-            }
-            replaying = new java.util.HashSet<>(ids).size();
-        }
-        // the queue is delivered oldest first, so the named events go in their rows' order
-        source.retryParkedNow(subscription);
-        ObjectNode body = JSON.createObjectNode();
-        body.put("replaying", replaying);
-        return body;
-    }
-
-    /** Drops queued events for good: the ids given as {@code ?id=}, or every one of the subscription. */
-    @DELETE
-    @Path("{id}/dead-letters")
-    public ObjectNode dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
-        List<Long> ids = deadLetterIds(request);
-        String subscriptionId = existingId(id);
-        ObjectNode body = JSON.createObjectNode();
-        body.put("deleted", ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
-        return body;
-    }
-
-    /** A row key filter: a JSON object of the row's key columns, in the form the queue keeps it. */
-    private static String rowKey(String text) {
-        try {
-            JsonNode parsed = JSON.readTree(text);
-            if (parsed != null && parsed.isObject() && !parsed.isEmpty()) {
-                return parsed.toString();
-            }
-        } catch (JsonProcessingException notJson) {
-            // the same answer as for JSON that is no object
-        }
-        throw new ApiProblem(400, "Bad Request", "key must be a JSON object of a row's key columns, like {\"id\":42}",
-                "key");
-    }
-
-    /** The dead letters {@code ?id=} names (ids start at 1); null when the parameter is absent, which means all. */
-    private static List<Long> deadLetterIds(HttpServerRequest request) {
-        return QueryParameters.parse(request.query(), Set.of("id")).numbers("id", 1, Long.MAX_VALUE).orElse(null);
-    }
-
-    /**
-     * The subscription as routing has it, reloaded first: routing picks changes up within half a
-     * second, but a test-fire or replay right after a PUT must already use the new destination.
-     */
-    private Subscription inForce(String id) throws SQLException {
-        String subscriptionId = existingId(id);
-        source.registry().refresh();
-        return source.registry().router().subscriptions().stream()
-                .filter(s -> s.id().equals(subscriptionId)).findFirst().orElseThrow(() -> notFound(id));
-    }
-
-    /** The subscription's id, as its delivery state is kept under. */
-    private String existingId(String id) throws SQLException {
-        Optional<Subscription> configured = configured(id);
-        if (configured.isPresent()) {
-            return configured.get().id();
-        }
-        return store.find(uuid(id)).orElseThrow(() -> notFound(id)).subscription().id();
-    }
-
     /**
      * Deletes the subscription: its delivery stops (at once on this instance, within a second on
      * the active one), and its durable queue is discarded; the response says how many events were.
@@ -341,9 +223,9 @@ public class SubscriptionResource {
     @Path("{id}")
     public ObjectNode delete(@PathParam("id") String id) throws SQLException {
         readOnly(id);
-        UUID uuid = uuid(id);
+        UUID uuid = SubscriptionLookup.uuid(id);
         if (!store.delete(uuid)) {
-            throw notFound(id);
+            throw SubscriptionLookup.notFound(id);
         }
         // counted before the lane is told: it drops what it writes after this itself
         int discarded = parked.deleteAll(uuid.toString());
@@ -354,20 +236,10 @@ public class SubscriptionResource {
         return body;
     }
 
-    private List<Subscription> configured() {
-        return source.registry() == null ? List.of()
-                : source.registry().router().subscriptions().stream().filter(Subscription::readOnly).toList();
-    }
-
-    private Optional<Subscription> configured(String id) {
-        return id.startsWith(CONFIGURED) ? configured().stream()
-                .filter(s -> s.name().equals(id.substring(CONFIGURED.length()))).findFirst() : Optional.empty();
-    }
-
     private void readOnly(String id) {
         if (id.startsWith(CONFIGURED)) {
-            if (configured(id).isEmpty()) {
-                throw notFound(id);
+            if (subscriptions.configured(id).isEmpty()) {
+                throw SubscriptionLookup.notFound(id);
             }
             throw new ApiProblem(409, "Conflict", "subscription " + id.substring(CONFIGURED.length())
                     + " is defined by configuration (WALHOOK_SUBSCRIPTIONS_*) and is read-only here; change its"
@@ -464,7 +336,7 @@ public class SubscriptionResource {
         if (subscription.destination() instanceof Destination.Webhook webhook && !source.tuning().allowPrivateDestinations()) {
             checkPublic(webhook.url());
         }
-        if (configured().stream().anyMatch(s -> s.name().equals(subscription.name()))
+        if (subscriptions.configured().stream().anyMatch(s -> s.name().equals(subscription.name()))
                 || store.nameTaken(subscription.name(), except)) {
             throw new ApiProblem(409, "Conflict", "a subscription named " + subscription.name() + " exists already", "/name");
         }
@@ -489,30 +361,6 @@ public class SubscriptionResource {
                         "/destination/url");
             }
         }
-    }
-
-    /**
-     * A created subscription's id: a UUID in its canonical form, 8-4-4-4-12 hex digits, in either
-     * case (RFC 9562 reads them case-insensitively); anything else names no subscription (404).
-     * {@link UUID#fromString} alone would also take {@code 1-1-1-1-1} for another id.
-     */
-    private static UUID uuid(String id) {
-        if (!UUID_TEXT.matcher(id).matches()) {
-            throw notFound(id);
-        }
-        return UUID.fromString(id);
-    }
-
-    /**
-     * The id as walhook answers with it: a UUID in lower case, whatever case it was given in;
-     * a configured subscription's {@code config:<name>} and anything else as given.
-     */
-    private static String canonical(String id) {
-        return UUID_TEXT.matcher(id).matches() ? id.toLowerCase(java.util.Locale.ROOT) : id;
-    }
-
-    private static ApiProblem notFound(String id) {
-        return new ApiProblem(404, "Not Found", "no subscription " + canonical(id), null);
     }
 
     /**
