@@ -69,6 +69,13 @@ public final class BackfillRunner implements Runnable {
     private final Supplier<List<Subscription>> inForce;
     private final Counter counter;
     private final Map<UUID, Run> runs = new LinkedHashMap<>();
+    /**
+     * When each backfill's subscription was first found not in force: it is cancelled only after
+     * {@link #GONE_AFTER}, since a subscription created on another instance reaches this one's
+     * subscriptions up to a reload later.
+     */
+    private final Map<UUID, Long> missingSince = new HashMap<>();
+    static final Duration GONE_AFTER = Duration.ofSeconds(5);
     /** What {@link #running()} shows: the runner's runs, copied after each round. */
     private volatile List<Running> published = List.of();
     private final AtomicLong tokens = new AtomicLong();
@@ -168,6 +175,11 @@ public final class BackfillRunner implements Runnable {
         boolean worked = false;
         for (Backfill backfill : unfinished) {
             if (!subscriptions.contains(backfill.subscriptionId())) {
+                long since = missingSince.computeIfAbsent(backfill.id(), id -> System.nanoTime());
+                if (System.nanoTime() - since < GONE_AFTER.toNanos()) {
+                    continue;
+                }
+                missingSince.remove(backfill.id());
                 if (store.transition(backfill.id(), List.of(Backfill.State.RUNNING, Backfill.State.PAUSED),
                         Backfill.State.CANCELLED, "its subscription was deleted")) {
                     LOG.infof("backfill %s cancelled: its subscription %s was deleted", backfill.id(),
@@ -175,6 +187,7 @@ public final class BackfillRunner implements Runnable {
                 }
                 continue;
             }
+            missingSince.remove(backfill.id());
             if (backfill.state() != Backfill.State.RUNNING) {
                 continue;
             }
@@ -273,6 +286,9 @@ public final class BackfillRunner implements Runnable {
                 // again at once the first time, then after a growing pause (a transaction still committing)
                 if (done.attempt > 0) {
                     Thread.sleep(Math.min(2000, 50L << Math.min(done.attempt, 6)));
+                }
+                if (changed) {
+                    store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
                 }
                 Chunk again = read(run, done.table.qualifiedName(), done.after, done.lastOfTable ? null : done.last,
                         done.lastOfTable ? 0 : -1);
@@ -402,6 +418,10 @@ public final class BackfillRunner implements Runnable {
             chunk.rows = List.copyOf(rows);
             emit(c, Watermarks.HIGH + token);
             c.commit();
+        } catch (RuntimeException e) {
+            watermarks.abandon(chunk); // its window must not stay open
+            rollbackQuietly(c);
+            throw e;
         } catch (SQLException e) {
             watermarks.abandon(chunk);
             rollbackQuietly(c);

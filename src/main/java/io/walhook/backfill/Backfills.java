@@ -194,8 +194,8 @@ public final class Backfills {
         }
         if (!store.transition(id, from, to, null)) {
             Backfill now = find(subscription, id);
-            throw new Refused(409, null, "backfill " + id + " is " + now.state().wireName() + ": only a "
-                    + (action.equals("resume") ? "paused" : "running or paused") + " backfill can be " + past(action));
+            throw new Refused(409, null, "backfill " + id + " is " + now.state().wireName() + ": only a running or"
+                    + " paused backfill can be " + past(action));
         }
         return find(subscription, id);
     }

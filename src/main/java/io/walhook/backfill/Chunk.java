@@ -53,13 +53,17 @@ final class Chunk {
 
     // the routing thread's, between the watermarks
     private final Set<String> changed = new HashSet<>();
+    /** Rows changed between the watermarks by a change that did not resend a TOASTed value: read again. */
+    private final Set<String> toasted = new HashSet<>();
     private boolean truncated;
     private boolean unknownKey;
     private RelationInfo keysOf;
     private int[] keyIndexes;
     private final AtomicInteger remaining = new AtomicInteger();
     private int sent;
-    private long lowMark;
+    /** The (xid, table) pairs the stream delivered just before the low watermark, newest last. */
+    private long[] xidsBefore;
+    private long[] oidsBefore;
 
     Chunk(String token, UUID backfillId, String subscriptionId, SnapshotTable table, CelFilter filter,
             List<String> after) {
@@ -71,13 +75,24 @@ final class Chunk {
         this.after = after;
     }
 
-    /** The low watermark arrived: {@code recorded} transactions had been delivered before it. */
-    void opened(long recorded) {
-        lowMark = recorded;
+    /** The low watermark arrived: the latest (xid, table) pairs the stream delivered before it. */
+    void opened(long[] xids, long[] oids) {
+        xidsBefore = xids;
+        oidsBefore = oids;
     }
 
-    long lowMark() {
-        return lowMark;
+    /** Whether a transaction the chunk's snapshot saw in progress changed its table before the low watermark. */
+    boolean missedBeforeLow() {
+        Set<Long> inProgress = this.inProgress;
+        if (inProgress == null || inProgress.isEmpty() || xidsBefore == null) {
+            return false;
+        }
+        for (int i = 0; i < xidsBefore.length; i++) {
+            if (oidsBefore[i] == table.oid() && inProgress.contains(xidsBefore[i])) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A change to this chunk's table between the watermarks: its rows leave the chunk. */
@@ -95,12 +110,19 @@ final class Chunk {
             unknownKey = true;
             return;
         }
-        addKey(event.newRow());
-        addKey(event.keyTuple());
-        addKey(event.oldRow());
+        boolean unchangedToast = false;
+        TupleData newRow = event.newRow();
+        if (newRow != null) {
+            for (int i = 0; i < newRow.size() && !unchangedToast; i++) {
+                unchangedToast = newRow.isUnchangedToast(i);
+            }
+        }
+        addKey(newRow, unchangedToast);
+        addKey(event.keyTuple(), unchangedToast);
+        addKey(event.oldRow(), unchangedToast);
     }
 
-    private void addKey(TupleData tuple) {
+    private void addKey(TupleData tuple, boolean unchangedToast) {
         if (tuple == null) {
             return;
         }
@@ -120,6 +142,9 @@ final class Chunk {
             key.append(tuple.text(i));
         }
         changed.add(key.toString());
+        if (unchangedToast) {
+            toasted.add(key.toString());
+        }
     }
 
     /** The chunk key's columns in the stream's description of the table, by name; null when one is missing. */
@@ -140,9 +165,23 @@ final class Chunk {
         return indexes;
     }
 
-    /** Whether the rows can be sent at the high watermark; false when the chunk must be read again. */
+    /**
+     * Whether the rows can be sent at the high watermark; false when the chunk must be read again: a
+     * key it could not follow, or a row of it changed by an update that left a TOASTed value out
+     * (dropping the row would leave the consumer without that value; read again, it is whole).
+     */
     boolean consistent() {
-        return !unknownKey;
+        if (unknownKey) {
+            return false;
+        }
+        if (!toasted.isEmpty() && rows != null) {
+            for (Row row : rows) {
+                if (toasted.contains(row.key())) {
+                    return false;
+                }
+            }
+        }
+        return true;
     }
 
     boolean truncated() {

@@ -34,9 +34,12 @@ public final class SnapshotTable {
     /** Indexes (into the relation's columns) of the columns chunks are ordered by. */
     private final int[] chunkKey;
     private final List<String> chunkKeyTypes;
+    /** The publication's row filter of the table (PostgreSQL 15+), an SQL expression; null for none. */
+    private final String rowFilter;
 
     private SnapshotTable(String schema, String name, PgOutputMessage.Relation relation,
-            Map<Long, PgOutputMessage.Type> userTypes, int[] chunkKey, List<String> chunkKeyTypes) {
+            Map<Long, PgOutputMessage.Type> userTypes, int[] chunkKey, List<String> chunkKeyTypes, String rowFilter) {
+        this.rowFilter = rowFilter;
         this.schema = schema;
         this.name = name;
         this.relation = relation;
@@ -72,7 +75,8 @@ public final class SnapshotTable {
             }
         }
         List<String> published = null;
-        try (PreparedStatement s = c.prepareStatement("SELECT " + (serverMajor >= 15 ? "attnames::text[]" : "NULL::text[]")
+        String rowFilter = null;
+        try (PreparedStatement s = c.prepareStatement("SELECT " + (serverMajor >= 15 ? "attnames::text[], rowfilter" : "NULL::text[], NULL")
                 + " FROM pg_catalog.pg_publication_tables WHERE pubname = ? AND schemaname = ? AND tablename = ?")) {
             s.setString(1, publication);
             s.setString(2, schema);
@@ -86,6 +90,7 @@ public final class SnapshotTable {
                 if (names != null) {
                     published = List.of((String[]) names.getArray());
                 }
+                rowFilter = rs.getString(2); // the stream carries only the rows it accepts: so does the backfill
             }
         }
         List<PgOutputMessage.Relation.Column> columns = new ArrayList<>();
@@ -94,7 +99,7 @@ public final class SnapshotTable {
         List<String> identityColumns = indexColumns(c, oid, identity == 'i' ? "indisreplident" : "indisprimary");
         List<String> primaryKey = identity == 'i' ? indexColumns(c, oid, "indisprimary") : identityColumns;
         try (PreparedStatement s = c.prepareStatement("SELECT a.attname, a.atttypid, a.atttypmod,"
-                + " pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a WHERE a.attrelid = ?"
+                + " pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a WHERE a.attrelid = ?"
                 + " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum")) {
             s.setLong(1, oid);
             try (ResultSet rs = s.executeQuery()) {
@@ -142,7 +147,8 @@ public final class SnapshotTable {
         };
         PgOutputMessage.Relation relation = new PgOutputMessage.Relation(null, oid, schema, table, replicaIdentity,
                 List.copyOf(columns));
-        return new SnapshotTable(schema, table, relation, Map.copyOf(userTypes), chunkKey, List.copyOf(keyTypes));
+        return new SnapshotTable(schema, table, relation, Map.copyOf(userTypes), chunkKey, List.copyOf(keyTypes),
+                rowFilter);
     }
 
     /** The tables {@code publication} publishes, as {@code schema.table}, walhook's own schema left out, in name order. */
@@ -236,7 +242,8 @@ public final class SnapshotTable {
     public boolean sameShape(SnapshotTable other) {
         return relation.columns().equals(other.relation.columns())
                 && relation.replicaIdentity() == other.relation.replicaIdentity()
-                && java.util.Arrays.equals(chunkKey, other.chunkKey);
+                && java.util.Arrays.equals(chunkKey, other.chunkKey)
+                && java.util.Objects.equals(rowFilter, other.rowFilter);
     }
 
     /**
@@ -253,14 +260,18 @@ public final class SnapshotTable {
         sql.append(" FROM ").append(quote(schema)).append('.').append(quote(name));
         String keyList = keyList();
         String params = params();
-        if (after || upTo) {
-            sql.append(" WHERE ");
-            if (after) {
-                sql.append(keyList).append(" > ").append(params);
-            }
-            if (upTo) {
-                sql.append(after ? " AND " : "").append(keyList).append(" <= ").append(params);
-            }
+        List<String> conditions = new java.util.ArrayList<>();
+        if (after) {
+            conditions.add(keyList + " > " + params);
+        }
+        if (upTo) {
+            conditions.add(keyList + " <= " + params);
+        }
+        if (rowFilter != null) {
+            conditions.add("(" + rowFilter + ")");
+        }
+        if (!conditions.isEmpty()) {
+            sql.append(" WHERE ").append(String.join(" AND ", conditions));
         }
         sql.append(" ORDER BY ");
         for (int k = 0; k < chunkKey.length; k++) {

@@ -41,12 +41,15 @@ public final class Watermarks implements RoutingLoop.Snapshots {
      * just after (PostgreSQL writes the commit record before the transaction leaves the proc array,
      * and waits for synchronous standbys in between). A chunk whose snapshot did not see such a
      * transaction, delivered before its low watermark, holds older values than the stream: it is
-     * read again.
+     * read again. Kept as (xid, table) pairs, so only a transaction that changed the chunk's own
+     * table makes it read again; a copy is taken at each low watermark.
      */
     static final int RECENT = 4096;
-    private final long[] recent = new long[RECENT];
+    private final long[] recentXids = new long[RECENT];
+    private final long[] recentOids = new long[RECENT];
     private long recorded;
     private long lastXid = -1;
+    private long lastOid = -1;
 
     void expect(Chunk chunk) {
         pending.put(chunk.token, chunk);
@@ -62,9 +65,13 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     @Override
     public boolean observe(ChangeEvent event, RoutingLoop.Reads reads) throws InterruptedException {
         long xid = event.tx().xid();
-        if (xid != lastXid) {
+        long oid = event.relation() == null ? 0 : event.relation().oid();
+        if (xid != lastXid || oid != lastOid) {
             lastXid = xid;
-            recent[(int) (recorded++ % RECENT)] = xid & 0xFFFF_FFFFL;
+            lastOid = oid;
+            int at = (int) (recorded++ % RECENT);
+            recentXids[at] = xid & 0xFFFF_FFFFL;
+            recentOids[at] = oid;
         }
         if (event.op() == Operation.MESSAGE) {
             if (!PREFIX.equals(event.messagePrefix())) {
@@ -89,7 +96,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
         if (content.startsWith(LOW)) {
             Chunk chunk = pending.get(content.substring(LOW.length()));
             if (chunk != null) {
-                chunk.opened(recorded);
+                chunk.opened(recentXids.clone(), recentOids.clone());
                 open.put(chunk.token, chunk);
             }
         } else if (content.startsWith(HIGH)) {
@@ -99,26 +106,12 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             if (chunk == null) {
                 return; // another walhook's, or one given up on, or from before a restart
             }
-            if (window == null || !chunk.consistent() || chunk.rows == null || committedBeforeLow(chunk)) {
+            if (window == null || !chunk.consistent() || chunk.rows == null || chunk.missedBeforeLow()) {
                 chunk.outcome.complete(Chunk.Outcome.AGAIN); // cannot tell which rows changed: read it again
                 return;
             }
             send(chunk, event, reads);
         }
-    }
-
-    /** Whether a transaction the chunk's snapshot saw in progress was delivered before its low watermark. */
-    private boolean committedBeforeLow(Chunk chunk) {
-        java.util.Set<Long> inProgress = chunk.inProgress;
-        if (inProgress == null || inProgress.isEmpty()) {
-            return false;
-        }
-        for (long i = Math.max(0, recorded - RECENT); i < chunk.lowMark(); i++) {
-            if (inProgress.contains(recent[(int) (i % RECENT)])) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void send(Chunk chunk, ChangeEvent high, RoutingLoop.Reads reads) throws InterruptedException {

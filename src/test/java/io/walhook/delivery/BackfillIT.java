@@ -344,14 +344,17 @@ class BackfillIT {
                 "CREATE TABLE nokey (a int)",
                 "CREATE TABLE scores (grade mood, score numeric, note text, PRIMARY KEY (grade, score))",
                 "INSERT INTO scores SELECT (ARRAY['sad','ok','happy'])[1 + g % 3]::mood, g / 7.0, 'n' || g"
-                        + " FROM generate_series(1, 1000) g");
+                        + " FROM generate_series(1, 1000) g",
+                "CREATE TABLE codes (code char(3) PRIMARY KEY, n int)",
+                "INSERT INTO codes SELECT chr(65 + g / 26 % 26) || chr(65 + g % 26) || chr(97 + g % 7), g"
+                        + " FROM generate_series(0, 675) g");
         Replay replay = new Replay();
         try (WebhookReceiver receiver = WebhookReceiver.start(replay::add)) {
             try (WalhookProcess walhook = WalhookProcess.start(env(pg, database,
                     "WALHOOK_SUBSCRIPTIONS_BIG_URL", receiver.url("/big"),
                     "WALHOOK_SUBSCRIPTIONS_BIG_TABLES", "public.accounts,public.nokey",
                     "WALHOOK_SUBSCRIPTIONS_SCORES_URL", receiver.url("/scores"),
-                    "WALHOOK_SUBSCRIPTIONS_SCORES_TABLES", "public.scores",
+                    "WALHOOK_SUBSCRIPTIONS_SCORES_TABLES", "public.scores,public.codes",
                     "WALHOOK_SUBSCRIPTIONS_BIG_FILTER", "op != \"read\" || new.amount > 100.0",
                     "WALHOOK_SUBSCRIPTIONS_BIG_BATCH_MAX_EVENTS", "50"))) {
                 walhook.awaitReady(WAIT);
@@ -369,7 +372,8 @@ class BackfillIT {
                 assertThat(replay.saw("\"mood\":\"happy\"")).isTrue();
 
                 // an enum and a numeric as the key, read three rows at a time
-                ApiClient.Answer scores = api.post("/subscriptions/config:scores/backfills", "{\"chunk_size\": 3}");
+                ApiClient.Answer scores = api.post("/subscriptions/config:scores/backfills",
+                        "{\"tables\": [\"public.scores\"], \"chunk_size\": 3}");
                 assertThat(scores.status()).as(scores.text()).isEqualTo(202);
                 awaitState(api, "/subscriptions/config:scores/backfills/" + scores.body().get("id").asText(), "done");
                 Map<String, String> expectedScores = select(pg, database, "scores", "'grade', grade, 'score', score");
@@ -377,6 +381,16 @@ class BackfillIT {
                 Map<String, String> replayedScores = new TreeMap<>(replay.table());
                 replayedScores.keySet().retainAll(expectedScores.keySet());
                 assertThat(differences(replayedScores, expectedScores)).isEmpty();
+
+                // a char(3) key: the cursor keeps its length (a cast to plain character would cut it to one)
+                ApiClient.Answer codes = api.post("/subscriptions/config:scores/backfills",
+                        "{\"tables\": [\"public.codes\"], \"chunk_size\": 5}");
+                assertThat(codes.status()).as(codes.text()).isEqualTo(202);
+                JsonNode codesDone = awaitState(api, "/subscriptions/config:scores/backfills/"
+                        + codes.body().get("id").asText(), "done");
+                assertThat(codesDone.get("rows_sent").asLong()).isEqualTo(676);
+                Map<String, String> expectedCodes = select(pg, database, "codes", "'code', code");
+                await().atMost(WAIT).until(() -> replay.table().keySet().containsAll(expectedCodes.keySet()));
 
                 // refusals, each naming what is wrong
                 assertThat(api.post("/subscriptions/config:big/backfills", "{\"tables\": [\"public.nokey\"]}"))
