@@ -495,8 +495,9 @@ public final class BackfillRunner implements Runnable {
     }
 
     /**
-     * A read event's id: the backfill's id and a hash of the row's table and key, so the same row of
-     * the same backfill has the same id across chunks read again and restarts.
+     * A read event's id: the backfill's id and 128 bits of a SHA-256 of the row's table and key, so
+     * the same row of the same backfill has the same id across chunks read again and restarts, and
+     * two rows practically never share one (the durable queue keeps one row per id).
      */
     static String eventId(UUID backfill, String table, String rowKey) {
         try {
@@ -504,7 +505,7 @@ public final class BackfillRunner implements Runnable {
             sha.update(table.getBytes(StandardCharsets.UTF_8));
             sha.update((byte) 0);
             byte[] digest = sha.digest(rowKey.getBytes(StandardCharsets.UTF_8));
-            return backfill + "-" + HexFormat.of().formatHex(digest, 0, 8);
+            return backfill + "-" + HexFormat.of().formatHex(digest, 0, 16);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
