@@ -133,12 +133,14 @@ public final class CelFilter {
 
     private final String expression;
     private final CelRuntime.Program program;
+    private final FilterTerms terms;
     private final AtomicLong errors = new AtomicLong();
     private volatile String lastError;
 
-    private CelFilter(String expression, CelRuntime.Program program) {
+    private CelFilter(String expression, CelRuntime.Program program, FilterTerms terms) {
         this.expression = expression;
         this.program = program;
+        this.terms = terms;
     }
 
     /**
@@ -169,7 +171,7 @@ public final class CelFilter {
             if (result.kind() != CelKind.BOOL && result.kind() != CelKind.DYN) {
                 throw new CelFilterException("filter must be a boolean expression, is " + result.name());
             }
-            return new CelFilter(expression, RUNTIME.createProgram(ast));
+            return new CelFilter(expression, RUNTIME.createProgram(ast), FilterTerms.of(ast.getExpr()));
         } catch (CelValidationException | CelEvaluationException e) {
             // not reached: getAst() throws only when hasError(), and planning a checked AST does not fail
             throw new CelFilterException("filter: " + oneLine(e.getMessage()));
@@ -179,6 +181,11 @@ public final class CelFilter {
     /** The expression as given. */
     public String expression() {
         return expression;
+    }
+
+    /** What the expression requires that the router can look up instead of evaluating. */
+    FilterTerms terms() {
+        return terms;
     }
 
     /** Whether the event matches; false when the filter fails on it (see {@link #evaluate}). */

@@ -3,11 +3,8 @@ package io.walhook.routing;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.net.URI;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 
 import org.junit.jupiter.api.Test;
@@ -20,10 +17,7 @@ import io.walhook.change.TestEvents;
 class RouterTest {
 
     private static Subscription subscription(String name, String tables, Set<Operation> operations, String filter) {
-        return new Subscription(name, List.of(TablePattern.parse(tables)), operations,
-                Optional.ofNullable(filter).map(CelFilter::compile),
-                new Destination.Webhook(URI.create("http://127.0.0.1:9/" + name), List.of(), Map.of()),
-                EventFormat.JSON, 1, 0, Projection.ALL, true);
+        return TestSubscriptions.routed(name, tables, operations, filter);
     }
 
     private static final TestEvents.Table ORDERS = TestEvents.table("public", "orders").key("id", TestEvents.INT4)

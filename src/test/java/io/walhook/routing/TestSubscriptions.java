@@ -1,7 +1,12 @@
 package io.walhook.routing;
 
+import java.net.URI;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+
+import io.walhook.change.Operation;
 
 import io.walhook.config.WalhookConfig;
 
@@ -9,6 +14,14 @@ import io.walhook.config.WalhookConfig;
 public final class TestSubscriptions {
 
     private TestSubscriptions() {
+    }
+
+    /** A webhook subscription to a port nothing listens on, for routing tests. */
+    public static Subscription routed(String name, String tables, Set<Operation> operations, String filter) {
+        return new Subscription(name, List.of(TablePattern.parse(tables)), operations,
+                Optional.ofNullable(filter).map(CelFilter::compile),
+                new Destination.Webhook(URI.create("http://127.0.0.1:9/" + name), List.of(), Map.of()),
+                EventFormat.JSON, 1, 0, Projection.ALL, true);
     }
 
     /** A configured subscription from field name to value, as the environment gives them. */

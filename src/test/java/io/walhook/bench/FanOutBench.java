@@ -1,0 +1,161 @@
+package io.walhook.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import io.walhook.testing.EmbeddedPostgres;
+import io.walhook.testing.WalhookProcess;
+
+/**
+ * Fan-out to tenant subscriptions: the same backlog, each row of one tenant
+ * ({@code tenant_id = 1 + id % N}), drained by a fresh walhook with N subscriptions filtered
+ * {@code new.tenant_id == i}, for each N asked. Every row reaches exactly one subscription, so
+ * each drain delivers the whole backlog; the rate is reported as a ratio of the one-subscription
+ * drain in the same run, with the process's threads and peak RSS. Reported, never asserted.
+ *
+ * <pre>
+ *   ./scripts/bench-fanout                         # 100,000 rows; 1, 100 and 1,000 subscriptions
+ *   ./scripts/bench-fanout --tenants 1,1000,10000 --rows 200000 --heap 1g
+ * </pre>
+ */
+public final class FanOutBench {
+
+    private record Result(int tenants, double seconds, double toReady, long threads, long peakRssKb, long requests) {
+    }
+
+    public static void main(String[] args) throws Exception {
+        long rows = 100_000;
+        int batch = 100;
+        String heap = "512m";
+        List<Integer> counts = List.of(1, 100, 1000);
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rows" -> rows = Long.parseLong(args[++i].replace("_", "").replace(",", ""));
+                case "--batch" -> batch = Integer.parseInt(args[++i]);
+                case "--heap" -> heap = args[++i];
+                case "--tenants" -> {
+                    counts = new ArrayList<>();
+                    for (String n : args[++i].split(",")) {
+                        counts.add(Integer.parseInt(n.strip().replace("_", "")));
+                    }
+                    if (counts.get(0) != 1) {
+                        counts.add(0, 1); // the baseline
+                    }
+                }
+                default -> {
+                    System.err.println("usage: scripts/bench-fanout [--rows 100000] [--batch 100] [--heap 512m]"
+                            + " [--tenants 1,100,1000]");
+                    System.exit(2);
+                }
+            }
+        }
+        EmbeddedPostgres postgres = EmbeddedPostgres.builder().major(17).setting("max_wal_size", "4GB").start();
+        try {
+            String database = postgres.createDatabase("fanout");
+            try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE orders (id bigint PRIMARY KEY, tenant_id int NOT NULL, amount numeric(10,2),"
+                        + " note text)");
+                s.execute("CREATE PUBLICATION walhook FOR ALL TABLES");
+            }
+            List<Result> results = new ArrayList<>();
+            for (int i = 0; i < counts.size(); i++) {
+                // each drain's slot begins after the previous drain's rows were truncated: it reads its own load
+                try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+                    s.execute("SELECT pg_create_logical_replication_slot('fanout_" + i + "', 'pgoutput')");
+                }
+                load(postgres, database, rows, counts.get(i));
+                results.add(drain(postgres, database, "fanout_" + i, counts.get(i), rows, batch, heap));
+            }
+            print(results, rows, batch, heap);
+        } finally {
+            postgres.stop();
+        }
+        System.exit(0);
+    }
+
+    /** The backlog: {@code rows} rows, row {@code g} of tenant {@code 1 + g % tenants}. */
+    private static void load(EmbeddedPostgres postgres, String database, long rows, int tenants) throws Exception {
+        say(String.format(Locale.ROOT, "loading %,d rows for %,d tenants in 100-row transactions ...", rows, tenants));
+        try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+            s.execute("DO $b$ DECLARE i bigint := 0; BEGIN WHILE i < " + rows + " LOOP"
+                    + " INSERT INTO orders SELECT g, 1 + g % " + tenants + ", (g % 100000) / 100.0, 'order ' || g"
+                    + " FROM generate_series(i + 1, least(i + 100, " + rows + ")) g; COMMIT; i := i + 100; END LOOP;"
+                    + " END $b$");
+        }
+    }
+
+    private static Result drain(EmbeddedPostgres postgres, String database, String slot, int tenants, long rows,
+            int batch, String heap) throws Exception {
+        try (CountingSink sink = CountingSink.start(rows, 4)) {
+            Map<String, String> env = new LinkedHashMap<>();
+            env.put("WALHOOK_SOURCE_URL", postgres.sourceUrl(database));
+            env.put("WALHOOK_SLOT", slot);
+            for (int t = 1; t <= tenants; t++) {
+                String prefix = "WALHOOK_SUBSCRIPTIONS_T" + t + "_";
+                env.putAll(sink.subscription(prefix, batch));
+                env.put(prefix + "TABLES", "public.orders");
+                env.put(prefix + "OPERATIONS", "insert");
+                env.put(prefix + "FILTER", "new.tenant_id == " + t);
+            }
+            say(String.format(Locale.ROOT, "draining into %,d tenant subscriptions ...", tenants));
+            long exec = System.nanoTime();
+            try (WalhookProcess walhook = WalhookProcess.start(env, heap)) {
+                walhook.awaitReady(Duration.ofSeconds(300));
+                long start = System.nanoTime();
+                if (!sink.tally().await(30, TimeUnit.MINUTES)) {
+                    throw new IllegalStateException(tenants + " tenants: " + sink.tally().events() + " of " + rows
+                            + " events after 30 minutes");
+                }
+                double seconds = (sink.tally().completedNanos() - start) / 1e9;
+                long threads = threads(walhook.pid());
+                long rss = ProcStats.peakRssKb(walhook.pid());
+                say(String.format(Locale.ROOT, "  %.2f s, %,.0f events/s, %,d threads, %,d MB peak RSS", seconds,
+                        rows / seconds, threads, rss / 1024));
+                walhook.terminate();
+                walhook.awaitExit(Duration.ofSeconds(120));
+                try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+                    s.execute("TRUNCATE orders");
+                }
+                return new Result(tenants, seconds, (start - exec) / 1e9, threads, rss, sink.requests());
+            }
+        }
+    }
+
+    private static long threads(long pid) throws Exception {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith("Threads:")) {
+                return Long.parseLong(line.substring("Threads:".length()).strip());
+            }
+        }
+        return -1;
+    }
+
+    private static void print(List<Result> results, long rows, int batch, String heap) {
+        Result one = results.get(0);
+        System.out.println();
+        System.out.printf(Locale.ROOT, "walhook fan-out to tenant subscriptions (%,d rows, batches of %d, -Xmx%s, 2 CPUs)%n",
+                rows, batch, heap);
+        System.out.printf(Locale.ROOT, "  %14s %10s %12s %8s %10s %10s %10s %10s%n", "subscriptions", "drain", "events/s",
+                "ratio", "requests", "ready", "threads", "peak RSS");
+        for (Result r : results) {
+            System.out.printf(Locale.ROOT, "  %,14d %9.2fs %12s %8.2f %,10d %9.1fs %,10d %8d MB%n", r.tenants(),
+                    r.seconds(), String.format(Locale.ROOT, "%,.0f", rows / r.seconds()), one.seconds() / r.seconds(),
+                    r.requests(), r.toReady(), r.threads(), r.peakRssKb() / 1024);
+        }
+        System.out.println("  ratio: the one-subscription drain's time over this one's (1.00 = as fast); ready: from exec"
+                + " to /q/health/ready");
+    }
+
+    private static void say(String line) {
+        System.out.println("[bench-fanout] " + line);
+    }
+}
