@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.util.concurrent.locks.LockSupport;
 
 import javax.net.SocketFactory;
@@ -24,6 +25,11 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
  * 64 KiB (pgjdbc's own buffer holds 8) carry a backlog in an eighth of the calls. A read that
  * came back long (a backlog) is followed without waiting.
  *
+ * <p>With nothing to read, the reader blocks on the socket instead of polling: {@link
+ * CoalescingSocket#awaitData} reads into the buffer with a timeout, and pgjdbc, finding bytes
+ * {@code available()}, takes its next message from them. The reader gets the socket its
+ * connection made from {@link #takeCreated()} (pgjdbc connects on the caller's thread).
+ *
  * <p>Instantiated by pgjdbc by name, hence public with a public no-argument constructor, and
  * registered for reflection for the native image.
  */
@@ -37,12 +43,24 @@ public final class CoalescingSocketFactory extends SocketFactory {
     /** The most one read takes from the socket. */
     static final int BUFFER = 64 * 1024;
 
+    /** The socket this thread last made, until taken. */
+    private static final ThreadLocal<CoalescingSocket> CREATED = new ThreadLocal<>();
+
     public CoalescingSocketFactory() {
     }
 
     @Override
     public Socket createSocket() {
-        return new CoalescingSocket();
+        CoalescingSocket socket = new CoalescingSocket();
+        CREATED.set(socket);
+        return socket;
+    }
+
+    /** The socket of the connection this thread opened last (and forgets it); null if none was made here. */
+    static CoalescingSocket takeCreated() {
+        CoalescingSocket socket = CREATED.get();
+        CREATED.remove();
+        return socket;
     }
 
     @Override
@@ -70,8 +88,9 @@ public final class CoalescingSocketFactory extends SocketFactory {
         return new IOException("walhook's replication socket factory makes unconnected sockets only");
     }
 
-    private static final class CoalescingSocket extends Socket {
-        private InputStream in;
+    /** A socket whose input is a {@link CoalescingInputStream}, and which can be waited on for data. */
+    static final class CoalescingSocket extends Socket {
+        private CoalescingInputStream in;
 
         @Override
         public synchronized InputStream getInputStream() throws IOException {
@@ -79,6 +98,33 @@ public final class CoalescingSocketFactory extends SocketFactory {
                 in = new CoalescingInputStream(super.getInputStream());
             }
             return in;
+        }
+
+        /**
+         * Waits up to {@code timeoutMillis} for bytes from the server, keeping them for the next
+         * read: true when some are there (or the stream ended, for the next read to find), false
+         * when the time passed. Call it on the thread that reads the connection.
+         */
+        boolean awaitData(int timeoutMillis) throws IOException {
+            CoalescingInputStream input = (CoalescingInputStream) getInputStream();
+            if (input.buffered() > 0) {
+                return true;
+            }
+            int before = getSoTimeout();
+            setSoTimeout(Math.max(1, timeoutMillis));
+            try {
+                input.fillNow();
+                return true;
+            } catch (SocketTimeoutException nothing) {
+                return false;
+            } finally {
+                setSoTimeout(before);
+            }
+        }
+
+        /** Bytes read from the socket that pgjdbc has not taken yet. */
+        int buffered() throws IOException {
+            return ((CoalescingInputStream) getInputStream()).buffered();
         }
     }
 
@@ -138,11 +184,20 @@ public final class CoalescingSocketFactory extends SocketFactory {
             return false;
         }
 
+        int buffered() {
+            return limit - position;
+        }
+
         /** One read from the socket into the empty buffer; -1 at its end. */
         private int fill() throws IOException {
             if (lastShort) {
                 LockSupport.parkNanos(WAIT_NANOS);
             }
+            return fillNow();
+        }
+
+        /** As {@link #fill()} without the wait: the caller waited on the socket already. */
+        int fillNow() throws IOException {
             int n = in.read(buffer, 0, BUFFER);
             position = 0;
             limit = Math.max(n, 0);

@@ -45,6 +45,8 @@ public final class ReplicationReader {
     private static final Logger LOG = Logger.getLogger(ReplicationReader.class);
     /** Events handed over at once, at the latest: one wake-up of the routing thread per chunk, not per event. */
     static final int CHUNK = 256;
+    /** The longest an idle reader blocks on the socket before it looks at acknowledgements and stop requests. */
+    static final int IDLE_WAIT_MILLIS = 100;
     /** Session settings that make every text value independent of server defaults (docs/protocol.md section 1). */
     static final String SESSION_OPTIONS = io.walhook.change.ValueConverters.SESSION_OPTIONS;
 
@@ -76,6 +78,10 @@ public final class ReplicationReader {
     /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
     private final List<PendingEvent> staged = new ArrayList<>(CHUNK);
     private PGReplicationStream stream;
+    /** The stream's socket, waited on when there is nothing to read. */
+    private CoalescingSocketFactory.CoalescingSocket socket;
+    /** Times the reader found nothing to read (and waited): an idle reader wakes a few times a second. */
+    private final AtomicLong idleWakeUps = new AtomicLong();
     private long lastAckNanos;
     /** Messages read since acknowledge was last asked, while they stream without a pause. */
     private int messagesSinceAck;
@@ -205,6 +211,7 @@ public final class ReplicationReader {
     private void stream() throws SQLException, InterruptedException {
         state = SourceStatus.State.CONNECTING;
         try (Connection connection = DriverManager.getConnection(settings.jdbcUrl(), replicationProperties())) {
+            socket = CoalescingSocketFactory.takeCreated();
             assembler.skipCommittedBefore(handedOnEnd);
             Lsn start = acknowledged;
             ChainedLogicalStreamBuilder builder = connection.unwrap(PGConnection.class).getReplicationAPI()
@@ -240,7 +247,7 @@ public final class ReplicationReader {
                     ByteBuffer message = stream.readPending();
                     if (message == null) {
                         acknowledge(false);
-                        Thread.sleep(5);
+                        awaitData();
                         continue;
                     }
                     Lsn lsn = Lsn.of(stream.getLastReceiveLSN().asLong());
@@ -258,6 +265,7 @@ public final class ReplicationReader {
             } finally {
                 PGReplicationStream closing = stream;
                 stream = null;
+                socket = null;
                 try {
                     closing.close();
                 } catch (SQLException e) {
@@ -265,6 +273,37 @@ public final class ReplicationReader {
                 }
             }
         }
+    }
+
+    /**
+     * With nothing to read: blocks on the socket until the server sends something or the idle wait
+     * passes (so acknowledgements, pgjdbc's status updates and a stop are never later than that);
+     * the server's keepalives wake it and are answered by the next read. Bytes already buffered
+     * (a TLS record pgjdbc has not decoded yet) are read again after a millisecond, not in a spin.
+     */
+    private void awaitData() throws InterruptedException {
+        idleWakeUps.incrementAndGet();
+        try {
+            if (socket == null || socket.buffered() > 0) {
+                Thread.sleep(1);
+            } else {
+                socket.awaitData(idleWaitMillis());
+            }
+        } catch (java.io.IOException e) {
+            // the connection broke: the next read reports it
+            Thread.sleep(1);
+        }
+    }
+
+    /** At most {@value #IDLE_WAIT_MILLIS} ms, and less than the status and checkpoint intervals. */
+    private int idleWaitMillis() {
+        long shortest = Math.min(settings.statusInterval().toMillis(), settings.checkpointInterval().toMillis());
+        return (int) Math.max(1, Math.min(IDLE_WAIT_MILLIS, shortest));
+    }
+
+    /** How many times the reader found nothing to read and waited. */
+    long idleWakeUps() {
+        return idleWakeUps.get();
     }
 
     /** 2 (streaming) on 14, 3 on 15, 4 on 16 and later; walhook enables neither two_phase nor parallel. */

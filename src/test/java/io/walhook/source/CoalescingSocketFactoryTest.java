@@ -106,4 +106,32 @@ class CoalescingSocketFactoryTest {
             }
         }
     }
+
+    @Test
+    void waitingForDataTimesOutQuietlyThenKeepsWhatArrivesForTheNextRead() throws IOException {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            CoalescingSocketFactory factory = new CoalescingSocketFactory();
+            Socket client = factory.createSocket();
+            assertThat(CoalescingSocketFactory.takeCreated()).isSameAs(client);
+            assertThat(CoalescingSocketFactory.takeCreated()).as("taken once").isNull();
+            client.connect(server.getLocalSocketAddress());
+            try (client; Socket peer = server.accept()) {
+                CoalescingSocketFactory.CoalescingSocket socket = (CoalescingSocketFactory.CoalescingSocket) client;
+                client.setSoTimeout(0);
+                assertThat(socket.awaitData(50)).as("nothing sent").isFalse();
+                assertThat(client.getSoTimeout()).as("the connection's own timeout is back").isZero();
+                peer.getOutputStream().write(new byte[] {1, 2, 3});
+                assertThat(socket.awaitData(60_000)).isTrue();
+                assertThat(socket.buffered()).isEqualTo(3);
+                assertThat(client.getInputStream().available()).as("what pgjdbc asks before reading").isEqualTo(3);
+                byte[] read = new byte[8];
+                assertThat(client.getInputStream().read(read)).isEqualTo(3);
+                assertThat(read).startsWith((byte) 1, (byte) 2, (byte) 3);
+                assertThat(socket.awaitData(1)).as("the stream is still usable after a timeout").isFalse();
+                peer.shutdownOutput();
+                assertThat(socket.awaitData(60_000)).as("the end, left for the next read").isTrue();
+                assertThat(client.getInputStream().read()).isEqualTo(-1);
+            }
+        }
+    }
 }

@@ -663,4 +663,31 @@ class ReplicationReaderTest {
             await().atMost(WAIT).until(() -> !source.queryOne("SELECT updated_at::text FROM walhook.checkpoint").equals(saved));
         }
     }
+
+    @Test
+    void anIdleReaderBlocksOnTheSocketAndStillAnswersTheServersKeepalives() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_idle")) {
+            // the reader's own status updates come every 10 s: only answering keepalives keeps it connected
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)",
+                    "ALTER DATABASE " + source.database + " SET wal_sender_timeout = '1s'");
+            source.prepare("*");
+            ReplicationReader reader = source.startReader();
+            source.sql("INSERT INTO t VALUES (1)");
+            await().atMost(WAIT).until(() -> source.received.size() == 1);
+            String walsender = source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '"
+                    + source.slot + "'");
+            long wakeUps = reader.idleWakeUps();
+            long since = System.nanoTime();
+            // five server timeouts idle: the same walsender throughout
+            await().during(Duration.ofSeconds(5)).atMost(WAIT).until(() -> walsender.equals(source.queryOne(
+                    "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'"))
+                    && reader.status().state() == SourceStatus.State.STREAMING);
+            double perSecond = (reader.idleWakeUps() - wakeUps) / ((System.nanoTime() - since) / 1e9);
+            // blocked on the socket: woken by keepalives and the 100 ms wait, not a 5 ms poll (200 a second)
+            assertThat(perSecond).as("idle wake-ups per second").isLessThan(30);
+            source.sql("INSERT INTO t VALUES (2)");
+            await().atMost(WAIT).until(() -> source.received.size() == 2);
+            assertThat(reader.status().lastError()).isNull();
+        }
+    }
 }
