@@ -47,8 +47,11 @@ public final class BackfillRunner implements Runnable {
     static final int IN_FLIGHT = 4;
     /** How often a table being read is described again from the catalog (its columns, key, publication). */
     static final Duration DESCRIBE_EVERY = Duration.ofSeconds(1);
-    /** How often the table is looked at when nothing is running. */
-    private static final Duration IDLE_POLL = Duration.ofMillis(250);
+    /**
+     * How often the table is looked at when nothing is running: for backfills another instance's API
+     * stored; this instance's are started at once ({@link #wake}).
+     */
+    private static final Duration IDLE_POLL = Duration.ofSeconds(2);
 
     /** What the runner needs to know. */
     public record Settings(String jdbcUrl, String user, String password, String publication,
@@ -81,6 +84,9 @@ public final class BackfillRunner implements Runnable {
     private final AtomicLong tokens = new AtomicLong();
     private Connection connection;
     private volatile boolean stopped;
+    private final Object idle = new Object();
+    /** Guarded by {@link #idle}: something changed since the runner last looked. */
+    private boolean woken;
     private long backoffMillis;
 
     public BackfillRunner(Settings settings, BackfillStore store, Watermarks watermarks,
@@ -130,6 +136,26 @@ public final class BackfillRunner implements Runnable {
 
     public void stop() {
         stopped = true;
+        wake();
+    }
+
+    /** Looks at the backfills now rather than at the next idle poll: one was started or changed here. */
+    public void wake() {
+        synchronized (idle) {
+            woken = true;
+            idle.notifyAll();
+        }
+    }
+
+    /** Waits for {@link #IDLE_POLL}, or until woken. */
+    private void idle() throws InterruptedException {
+        synchronized (idle) {
+            long deadline = System.nanoTime() + IDLE_POLL.toNanos();
+            for (long left = IDLE_POLL.toNanos(); !woken && !stopped && left > 0; left = deadline - System.nanoTime()) {
+                java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(idle, left);
+            }
+            woken = false;
+        }
     }
 
     @Override
@@ -139,7 +165,7 @@ public final class BackfillRunner implements Runnable {
                 boolean worked = round();
                 backoffMillis = 0;
                 if (!worked) {
-                    Thread.sleep(IDLE_POLL.toMillis());
+                    idle();
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

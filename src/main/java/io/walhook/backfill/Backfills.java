@@ -51,6 +51,8 @@ public final class Backfills {
     private final BackfillStore store;
     private final String stateSchema;
     private final String publication;
+    /** Told of every change this instance stores (the runner, when it runs here): it need not wait for its poll. */
+    private volatile Runnable changed = () -> { };
 
     public Backfills(DataSource dataSource, String stateSchema, String publication) {
         this.dataSource = dataSource;
@@ -61,6 +63,11 @@ public final class Backfills {
 
     public BackfillStore store() {
         return store;
+    }
+
+    /** Calls {@code listener} after each backfill this instance starts, pauses, resumes or cancels. */
+    public void onChange(Runnable listener) {
+        changed = listener;
     }
 
     /** Checks the request against the subscription and the database, and stores it running. */
@@ -102,6 +109,7 @@ public final class Backfills {
             throw new Refused(409, "/tables", "table " + inserted.heldTable() + " is being backfilled already (backfill "
                     + holder.id() + ", " + holder.state().wireName() + "); cancel it or wait for it to end");
         }
+        changed.run();
         return inserted.backfill();
     }
 
@@ -197,6 +205,7 @@ public final class Backfills {
             throw new Refused(409, null, "backfill " + id + " is " + now.state().wireName() + ": only a running or"
                     + " paused backfill can be " + past(action));
         }
+        changed.run();
         return find(subscription, id);
     }
 

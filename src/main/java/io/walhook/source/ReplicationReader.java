@@ -45,8 +45,11 @@ public final class ReplicationReader {
     private static final Logger LOG = Logger.getLogger(ReplicationReader.class);
     /** Events handed over at once, at the latest: one wake-up of the routing thread per chunk, not per event. */
     static final int CHUNK = 256;
-    /** The longest an idle reader blocks on the socket before it looks at acknowledgements and stop requests. */
-    static final int IDLE_WAIT_MILLIS = 100;
+    /**
+     * The longest an idle reader blocks on the socket before it looks at acknowledgements and stop
+     * requests (shorter when the checkpoint or status interval is).
+     */
+    static final int IDLE_WAIT_MILLIS = 1000;
     /** Session settings that make every text value independent of server defaults (docs/protocol.md section 1). */
     static final String SESSION_OPTIONS = io.walhook.change.ValueConverters.SESSION_OPTIONS;
 

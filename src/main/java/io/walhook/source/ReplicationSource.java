@@ -295,6 +295,7 @@ public class ReplicationSource {
                 backfills.store(), watermarks, () -> registry.router().subscriptions(),
                 (subscription, rows) -> metrics.counter("walhook.backfill.rows", "subscription", subscription.name(),
                         "subscription_id", subscription.id()).increment(rows));
+        backfills.onChange(runner::wake);
         Thread backfilling = new Thread(runner, "walhook-backfill");
         backfilling.setDaemon(true);
         routing.setDaemon(true);

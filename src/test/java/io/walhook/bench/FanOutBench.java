@@ -110,6 +110,7 @@ public final class FanOutBench {
             long exec = System.nanoTime();
             try (WalhookProcess walhook = WalhookProcess.start(env, heap)) {
                 walhook.awaitReady(Duration.ofSeconds(300));
+                Map<Long, ProcStats.ThreadTicks> before = ProcStats.threads(walhook.pid());
                 long start = System.nanoTime();
                 if (!sink.tally().await(30, TimeUnit.MINUTES)) {
                     throw new IllegalStateException(tenants + " tenants: " + sink.tally().events() + " of " + rows
@@ -117,6 +118,13 @@ public final class FanOutBench {
                 }
                 double seconds = (sink.tally().completedNanos() - start) / 1e9;
                 long threads = threads(walhook.pid());
+                Map<Long, ProcStats.ThreadTicks> after = ProcStats.threads(walhook.pid());
+                say("  CPU by thread: " + after.entrySet().stream()
+                        .map(e -> Map.entry(e.getValue().name(), e.getValue().ticks()
+                                - (before.containsKey(e.getKey()) ? before.get(e.getKey()).ticks() : 0)))
+                        .filter(e -> e.getValue() > 0).sorted((a, b) -> Long.compare(b.getValue(), a.getValue()))
+                        .limit(6).map(e -> e.getKey() + " " + ProcStats.ticksToMicros(e.getValue()) / 1000 + " ms")
+                        .collect(java.util.stream.Collectors.joining(", ")));
                 long rss = ProcStats.peakRssKb(walhook.pid());
                 say(String.format(Locale.ROOT, "  %.2f s, %,.0f events/s, %,d threads, %,d MB peak RSS", seconds,
                         rows / seconds, threads, rss / 1024));
