@@ -33,6 +33,19 @@ public final class ChangeEvent {
     /** {@link #id()}, made on first use: the writer, the sender and logs all ask (a benign race, like String's hash). */
     private String id;
 
+    /**
+     * Roughly the memory it holds: its rows' values, a message's content, and a fixed overhead.
+     * What the hand-off between reader and delivery is bounded by.
+     */
+    public long memoryBytes() {
+        long bytes = 256;
+        bytes += key == null ? 0 : key.valueBytes();
+        bytes += oldRow == null ? 0 : oldRow.valueBytes();
+        bytes += newRow == null ? 0 : newRow.valueBytes();
+        bytes += messageContent == null ? 0 : messageContent.length;
+        return bytes;
+    }
+
     private ChangeEvent(Operation op, RelationInfo relation, TupleData key, TupleData oldRow, TupleData newRow, Lsn lsn,
             TxInfo tx, int seq, boolean truncateCascade, boolean truncateRestartIdentity, String messagePrefix,
             byte[] messageContent, boolean messageTransactional) {

@@ -50,7 +50,8 @@ public final class ConfigValues {
             throw new ConfigException(variable, "is '" + text + "', not a whole number");
         }
         if (n < min || n > max) {
-            throw new ConfigException(variable, "is " + n + "; it must be between " + min + " and " + max);
+            throw new ConfigException(variable, "is " + n + "; it must be " + (max == Long.MAX_VALUE ? "at least " + min
+                    : "between " + min + " and " + max));
         }
         return n;
     }

@@ -10,7 +10,7 @@ import java.time.Duration;
 public record Tuning(boolean allowPrivateDestinations, Duration standbyPollInterval, Duration shutdownGracePeriod,
         Duration requestTimeout, Duration maxBackoff, Duration retryWindow, int concurrency,
         Duration parkedRetryInterval, Duration statusInterval, Duration checkpointInterval, long streamMemoryBytes,
-        int handoffCapacity, Duration reconnectMaxBackoff, Duration backfillChunkTarget,
+        int handoffCapacity, long handoffBytes, Duration reconnectMaxBackoff, Duration backfillChunkTarget,
         Duration backfillStatementTimeout) {
 
     private static final Duration HOUR = Duration.ofHours(1);
@@ -32,6 +32,7 @@ public record Tuning(boolean allowPrivateDestinations, Duration standbyPollInter
                 ConfigValues.duration("WALHOOK_SOURCE_CHECKPOINT_INTERVAL", s.checkpointInterval(), false, HOUR, "1h"),
                 ConfigValues.number("WALHOOK_SOURCE_STREAM_MEMORY_BYTES", s.streamMemoryBytes(), 0, Long.MAX_VALUE),
                 (int) ConfigValues.number("WALHOOK_SOURCE_HANDOFF_CAPACITY", s.handoffCapacity(), 1, 10_000_000),
+                ConfigValues.number("WALHOOK_SOURCE_HANDOFF_BYTES", s.handoffBytes(), 1L << 20, Long.MAX_VALUE),
                 ConfigValues.duration("WALHOOK_SOURCE_RECONNECT_MAX_BACKOFF", s.reconnectMaxBackoff(), false, HOUR, "1h"),
                 ConfigValues.duration("WALHOOK_BACKFILL_CHUNK_TARGET", config.backfill().chunkTarget(), false, HOUR, "1h"),
                 ConfigValues.duration("WALHOOK_BACKFILL_STATEMENT_TIMEOUT", config.backfill().statementTimeout(), false,

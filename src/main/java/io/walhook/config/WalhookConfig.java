@@ -181,6 +181,10 @@ public interface WalhookConfig {
         @WithDefault("10000")
         String handoffCapacity();
 
+        /** Bytes of row values handed from the reader to delivery before the reader waits (back-pressure). */
+        @WithDefault("33554432")
+        String handoffBytes();
+
         /** The longest wait between reconnection attempts (backoff doubles from 1 s). */
         @WithDefault("30s")
         String reconnectMaxBackoff();

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.ToLongFunction;
 
 /**
  * A bounded queue between two threads that wakes its consumer only when the consumer can act:
@@ -13,11 +14,21 @@ import java.util.concurrent.locks.ReentrantLock;
  * consumer once per chunk. On this project's machines a wake-up (a futex call and a context
  * switch) cost more than routing the event that caused it.
  *
- * <p>One consumer thread; any number of producers. A full queue blocks producers (back-pressure).
+ * <p>One consumer thread; any number of producers. A full queue blocks producers (back-pressure):
+ * full in items, or, when built with a weight, in bytes: an item that would take the queued bytes
+ * past the limit waits for room, unless the queue is empty (one item bigger than the limit passes
+ * alone).
  */
 public final class HandOffQueue<T> {
 
     private final Object[] items;
+    /** Each queued item's weight, at its index in {@link #items}. */
+    private final long[] weights;
+    private final long maxBytes;
+    private final ToLongFunction<? super T> weight;
+    private long bytes;
+    /** Producers waiting for room: the queue is as full as it will get, whatever its count. */
+    private int producersWaiting;
     private int head;
     private int count;
     private final ReentrantLock lock = new ReentrantLock();
@@ -27,21 +38,38 @@ public final class HandOffQueue<T> {
     private int wanted = Integer.MAX_VALUE;
 
     public HandOffQueue(int capacity) {
+        this(capacity, Long.MAX_VALUE, item -> 0);
+    }
+
+    /** A queue of at most {@code capacity} items and, together, {@code maxBytes} by {@code weight}. */
+    public HandOffQueue(int capacity, long maxBytes, ToLongFunction<? super T> weight) {
         if (capacity < 1) {
             throw new IllegalArgumentException("capacity must be at least 1, not " + capacity);
         }
+        if (maxBytes < 1) {
+            throw new IllegalArgumentException("maxBytes must be at least 1, not " + maxBytes);
+        }
         this.items = new Object[capacity];
+        this.weights = new long[capacity];
+        this.maxBytes = maxBytes;
+        this.weight = weight;
     }
 
     /** Adds an item, waiting while the queue is full. */
     public void put(T item) throws InterruptedException {
+        long w = weight.applyAsLong(item);
         lock.lockInterruptibly();
         try {
-            while (count == items.length) {
+            while (noRoomFor(w)) {
                 wakeConsumerIfWaiting();
-                notFull.await();
+                producersWaiting++;
+                try {
+                    notFull.await();
+                } finally {
+                    producersWaiting--;
+                }
             }
-            enqueue(item);
+            enqueue(item, w);
         } finally {
             lock.unlock();
         }
@@ -57,14 +85,20 @@ public final class HandOffQueue<T> {
         lock.lockInterruptibly();
         try {
             while (next < from.size()) {
-                while (count == items.length) {
+                long w = weight.applyAsLong(from.get(next));
+                while (noRoomFor(w)) {
                     wakeConsumerIfWaiting();
                     if (nanos <= 0) {
                         return next;
                     }
-                    nanos = notFull.awaitNanos(nanos);
+                    producersWaiting++;
+                    try {
+                        nanos = notFull.awaitNanos(nanos);
+                    } finally {
+                        producersWaiting--;
+                    }
                 }
-                enqueue(from.get(next++));
+                enqueue(from.get(next++), w);
             }
             return next;
         } finally {
@@ -103,15 +137,16 @@ public final class HandOffQueue<T> {
     }
 
     /**
-     * Waits until {@code min} items are queued or {@code deadlineNanos} ({@link System#nanoTime()})
-     * passes, then moves up to {@code max} of them into {@code into}; returns how many it moved.
+     * Waits until {@code min} items are queued, a producer waits for room, or {@code deadlineNanos}
+     * ({@link System#nanoTime()}) passes, then moves up to {@code max} of them into {@code into};
+     * returns how many it moved.
      */
     public int drainWhenAtLeast(Collection<? super T> into, int min, int max, long deadlineNanos)
             throws InterruptedException {
         int need = Math.min(min, items.length); // a full queue is as much as will come
         lock.lockInterruptibly();
         try {
-            while (count < need) {
+            while (count < need && !producerBlocked()) {
                 long left = deadlineNanos - System.nanoTime();
                 if (left <= 0) {
                     break;
@@ -125,21 +160,21 @@ public final class HandOffQueue<T> {
     }
 
     /**
-     * Waits until the queue is full or {@code deadlineNanos} ({@link System#nanoTime()}) passes;
-     * true when full. A consumer that cannot take (a lane retrying a failing destination) learns
-     * that its producers are about to block.
+     * Waits until the queue is full (in items, or a producer waits for room) or {@code deadlineNanos}
+     * ({@link System#nanoTime()}) passes; true when full. A consumer that cannot take (a lane
+     * retrying a failing destination) learns that its producers are about to block.
      */
     public boolean awaitFull(long deadlineNanos) throws InterruptedException {
         lock.lockInterruptibly();
         try {
-            while (count < items.length) {
+            while (count < items.length && !producerBlocked()) {
                 long left = deadlineNanos - System.nanoTime();
                 if (left <= 0) {
                     return false;
                 }
                 awaitNanos(items.length, left);
             }
-            return true;
+            return count == items.length || producerBlocked();
         } finally {
             lock.unlock();
         }
@@ -164,6 +199,16 @@ public final class HandOffQueue<T> {
         }
     }
 
+    /** The weight of what is queued, in bytes (0 for a queue without a weight). */
+    public long bytes() {
+        lock.lock();
+        try {
+            return bytes;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     public int remainingCapacity() {
         lock.lock();
         try {
@@ -173,8 +218,23 @@ public final class HandOffQueue<T> {
         }
     }
 
-    private void enqueue(T item) {
-        items[(head + count) % items.length] = item;
+    /**
+     * A producer waits for room that what is queued denies it. (An empty queue denies no one: a
+     * producer still counted as waiting there has been let in and not yet run.)
+     */
+    private boolean producerBlocked() {
+        return producersWaiting > 0 && count > 0;
+    }
+
+    private boolean noRoomFor(long w) {
+        return count == items.length || count > 0 && bytes + w > maxBytes;
+    }
+
+    private void enqueue(T item, long w) {
+        int at = (head + count) % items.length;
+        items[at] = item;
+        weights[at] = w;
+        bytes += w;
         count++;
         if (count >= wanted) {
             wanted = Integer.MAX_VALUE; // one signal per wait
@@ -186,6 +246,7 @@ public final class HandOffQueue<T> {
     private T dequeue() {
         T item = (T) items[head];
         items[head] = null;
+        bytes -= weights[head];
         head = (head + 1) % items.length;
         count--;
         notFull.signal(); // no system call unless a producer waits
@@ -198,6 +259,7 @@ public final class HandOffQueue<T> {
             @SuppressWarnings("unchecked")
             T item = (T) items[head];
             items[head] = null;
+            bytes -= weights[head];
             head = (head + 1) % items.length;
             into.add(item);
         }

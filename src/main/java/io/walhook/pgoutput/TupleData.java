@@ -92,6 +92,15 @@ public final class TupleData {
         return kind(i).hasValue();
     }
 
+    /** The bytes of all its values together (what it holds of its message). */
+    public long valueBytes() {
+        long sum = 0;
+        for (int length : lengths) {
+            sum += length;
+        }
+        return sum;
+    }
+
     /**
      * The length in bytes of the value of column {@code i}.
      *

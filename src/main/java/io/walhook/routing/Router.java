@@ -44,6 +44,8 @@ public final class Router {
     private Candidates lastCandidates;
     /** The candidates of the event being routed, when lookups found some. */
     private int[] found = new int[16];
+    /** The event being routed has a row that cannot be read: no candidate is sure, each filter fails on its own. */
+    private boolean unreadable;
 
     public Router(List<Subscription> subscriptions) {
         this.subscriptions = List.copyOf(subscriptions);
@@ -65,7 +67,7 @@ public final class Router {
             }
         }
         int[] messages = java.util.stream.IntStream.range(0, all.length).filter(i -> all[i].wantsMessages()).toArray();
-        this.messageSubscribers = new Candidates(messages, new ColumnIndex[0]);
+        this.messageSubscribers = new Candidates(messages, new ColumnIndex[0], 0);
     }
 
     public List<Subscription> subscriptions() {
@@ -97,7 +99,8 @@ public final class Router {
         CelVariables variables = null;
         int[] order = candidates.unindexed;
         int count = order.length;
-        if (candidates.columns.length > 0) {
+        unreadable = false;
+        if ((candidates.indexedOperations & op) != 0) {
             variables = variables(event, eventJson);
             count = lookUp(candidates, variables, op);
             order = found;
@@ -111,7 +114,7 @@ public final class Router {
                 continue;
             }
             Subscription subscription = all[candidate];
-            if (!sure[candidate] || message && subscription.filter().isPresent()) {
+            if (!sure[candidate] || unreadable || message && subscription.filter().isPresent()) {
                 if (variables == null) {
                     variables = variables(event, eventJson);
                 }
@@ -138,8 +141,9 @@ public final class Router {
 
     /**
      * Fills {@link #found} with the unindexed candidates and those the event's column values find,
-     * in subscription order; returns how many. A row that cannot be read finds every subscription
-     * indexed on it, whose filters then fail (and count the failure) as they would unindexed.
+     * in subscription order; returns how many. A row that cannot be read (a jsonb value beyond what
+     * the filter's JSON reader takes) finds every subscription indexed on it and makes none sure:
+     * their filters are evaluated, and fail, as they would unindexed.
      */
     private int lookUp(Candidates candidates, CelVariables variables, int op) {
         int count = 0;
@@ -154,8 +158,9 @@ public final class Router {
                 Object value = row instanceof Map<?, ?> m ? m.get(index.column) : null;
                 Object key = FilterTerms.key(value);
                 hits = key == null ? null : index.byValue.get(key);
-            } catch (RuntimeException unreadable) {
+            } catch (RuntimeException e) {
                 hits = index.every;
+                unreadable = true;
             }
             if (hits == null) {
                 continue;
@@ -221,16 +226,26 @@ public final class Router {
         ColumnIndex[] indexes = columns.entrySet().stream()
                 .map(e -> new ColumnIndex(e.getKey().get(0), e.getKey().get(1), e.getValue()))
                 .toArray(ColumnIndex[]::new);
-        return new Candidates(ints(unindexed), indexes);
+        int indexedOperations = 0;
+        for (ColumnIndex index : indexes) {
+            for (int candidate : index.every) {
+                indexedOperations |= operationBits[candidate];
+            }
+        }
+        return new Candidates(ints(unindexed), indexes, indexedOperations);
     }
 
     private static int[] ints(Collection<Integer> list) {
         return list.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    /** Who can want one relation's events: those to check one by one, and those found by their column's value. */
-    private record Candidates(int[] unindexed, ColumnIndex[] columns) {
-        static final Candidates NONE = new Candidates(new int[0], new ColumnIndex[0]);
+    /**
+     * Who can want one relation's events: those to check one by one, and those found by their
+     * column's value, which want the operations of {@code indexedOperations} (an event of another
+     * operation builds no row to look up).
+     */
+    private record Candidates(int[] unindexed, ColumnIndex[] columns, int indexedOperations) {
+        static final Candidates NONE = new Candidates(new int[0], new ColumnIndex[0], 0);
 
         boolean isEmpty() {
             return unindexed.length == 0 && columns.length == 0;

@@ -56,7 +56,7 @@ public final class ReplicationReader {
     /** Everything the reader needs to know. */
     public record Settings(String jdbcUrl, String user, String password, String slot, String publication,
             String stateSchema, int serverMajor, Duration statusInterval, Duration checkpointInterval,
-            Duration maxBackoff, int handoffCapacity, Path spillDirectory, long streamMemoryBytes) {
+            Duration maxBackoff, int handoffCapacity, long handoffBytes, Path spillDirectory, long streamMemoryBytes) {
     }
 
     private final Settings settings;
@@ -80,6 +80,8 @@ public final class ReplicationReader {
     private AckTracker.Ticket current;
     /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
     private final List<PendingEvent> staged = new ArrayList<>(CHUNK);
+    /** Their {@link ChangeEvent#memoryBytes()}. */
+    private long stagedBytes;
     private PGReplicationStream stream;
     /** The stream's socket, waited on when there is nothing to read. */
     private CoalescingSocketFactory.CoalescingSocket socket;
@@ -98,7 +100,8 @@ public final class ReplicationReader {
     public ReplicationReader(Settings settings, CheckpointStore checkpoints, Lsn checkpoint) {
         this.settings = settings;
         this.checkpoints = checkpoints;
-        this.events = new HandOffQueue<>(settings.handoffCapacity());
+        this.events = new HandOffQueue<>(settings.handoffCapacity(), settings.handoffBytes(),
+                pending -> pending.event().memoryBytes());
         this.tracker = new AckTracker(checkpoint);
         this.acknowledged = checkpoint;
         this.saved = checkpoint;
@@ -383,6 +386,7 @@ public final class ReplicationReader {
             current = null;
         }
         staged.clear();
+        stagedBytes = 0;
     }
 
     private static boolean isSlotLost(Exception e) {
@@ -410,7 +414,9 @@ public final class ReplicationReader {
         @Override
         public void event(ChangeEvent event) {
             staged.add(new PendingEvent(event, current));
-            if (staged.size() >= CHUNK) {
+            stagedBytes += event.memoryBytes();
+            // a chunk, or a quarter of the hand-off's bytes: big rows do not pile up here either
+            if (staged.size() >= CHUNK || stagedBytes >= settings.handoffBytes() / 4) {
                 handOver();
             }
         }
@@ -457,6 +463,7 @@ public final class ReplicationReader {
                 }
                 eventCount.addAndGet(next);
                 staged.clear();
+                stagedBytes = 0;
             }
         }
 

@@ -267,7 +267,7 @@ public class ReplicationSource {
             ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
                     source.password(), config.slot(), config.publication().name(), config.stateSchema(),
                     database.serverMajor(), tuned.statusInterval(), tuned.checkpointInterval(), tuned.reconnectMaxBackoff(),
-                    tuned.handoffCapacity(), Path.of(config.source().spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
+                    tuned.handoffCapacity(), tuned.handoffBytes(), Path.of(config.source().spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
                     tuned.streamMemoryBytes());
             return ReplicationReader.resuming(settings, checkpoints);
         });

@@ -32,7 +32,7 @@ class TuningTest {
         Tuning t = tuning(Map.of());
         assertThat(t).isEqualTo(new Tuning(false, Duration.ofSeconds(2), Duration.ofSeconds(20), Duration.ofSeconds(30),
                 Duration.ofSeconds(60), Duration.ofMinutes(5), 4, Duration.ofMinutes(5), Duration.ofSeconds(10),
-                Duration.ofSeconds(1), 67_108_864, 10_000, Duration.ofSeconds(30), Duration.ofMillis(500),
+                Duration.ofSeconds(1), 67_108_864, 10_000, 33_554_432L, Duration.ofSeconds(30), Duration.ofMillis(500),
                 Duration.ofSeconds(30)));
     }
 
@@ -67,6 +67,8 @@ class TuningTest {
         "walhook.source.checkpoint-interval=soon    | WALHOOK_SOURCE_CHECKPOINT_INTERVAL is 'soon', not a duration",
         "walhook.source.stream-memory-bytes=64MB    | WALHOOK_SOURCE_STREAM_MEMORY_BYTES is '64MB', not a whole number",
         "walhook.source.handoff-capacity=0          | WALHOOK_SOURCE_HANDOFF_CAPACITY is 0; it must be between 1 and 10000000",
+        "walhook.source.handoff-bytes=1000          | WALHOOK_SOURCE_HANDOFF_BYTES is 1000; it must be at least 1048576",
+        "walhook.source.handoff-bytes=32MiB         | WALHOOK_SOURCE_HANDOFF_BYTES is '32MiB', not a whole number",
         "walhook.source.reconnect-max-backoff=-1s   | WALHOOK_SOURCE_RECONNECT_MAX_BACKOFF is -1s; it must be longer than zero",
     })
     void aBadValueNamesItsVariable(String assignment, String problem) {

@@ -133,4 +133,51 @@ class HandOffQueueTest {
         assertThatThrownBy(() -> new HandOffQueue<>(0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("capacity");
     }
+
+    @Test
+    void aQueueBoundedInBytesHoldsBackTheItemThatWouldPassTheLimitAndLetsABigOneAloneThrough() throws Exception {
+        HandOffQueue<Integer> queue = new HandOffQueue<>(100, 10, Integer::longValue);
+        queue.put(4);
+        queue.put(5);
+        assertThat(queue.bytes()).isEqualTo(9);
+        assertThat(queue.offerAll(List.of(2), 0, 10, TimeUnit.MILLISECONDS)).as("4 + 5 + 2 is more than 10").isZero();
+        assertThat(queue.offerAll(List.of(1), 0, 10, TimeUnit.MILLISECONDS)).as("4 + 5 + 1 fits").isEqualTo(1);
+        CompletableFuture<Void> big = CompletableFuture.runAsync(() -> {
+            try {
+                queue.put(50); // bigger than the limit: waits for an empty queue, then goes alone
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        List<Integer> out = new ArrayList<>();
+        // a consumer waiting for more items than will come is woken by the waiting producer
+        assertTimeoutPreemptively(LIVENESS, () -> queue.drainWhenAtLeast(out, 50, 100,
+                System.nanoTime() + TimeUnit.SECONDS.toNanos(60)));
+        assertThat(out).containsExactly(4, 5, 1);
+        big.get(10, TimeUnit.SECONDS);
+        assertThat(queue.bytes()).isEqualTo(50);
+        assertThat(queue.take()).isEqualTo(50);
+        assertThat(queue.bytes()).isZero();
+    }
+
+    @Test
+    void aLaneLearnsTheQueueIsFullWhenAProducerWaitsForBytes() throws Exception {
+        HandOffQueue<Integer> queue = new HandOffQueue<>(100, 10, Integer::longValue);
+        queue.put(8);
+        CompletableFuture<Boolean> full = CompletableFuture.supplyAsync(() -> {
+            try {
+                return queue.awaitFull(System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        CompletableFuture.runAsync(() -> {
+            try {
+                queue.put(8);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertThat(full.get(20, TimeUnit.SECONDS)).isTrue();
+    }
 }

@@ -129,6 +129,36 @@ class FilterIndexTest {
                 .extracting(Subscription::name).containsExactly("all");
     }
 
+    @Test
+    void aRowTheFiltersCannotReadMatchesNoIndexedFilter() {
+        // a jsonb key longer than the filters' JSON reader takes: reading the row fails, each filter
+        // fails with it, and no tenant gets the event (sure or not)
+        TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4)
+                .column("tenant_id", TestEvents.INT8).column("doc", TestEvents.JSONB);
+        List<Subscription> tenants = IntStream.rangeClosed(1, 50)
+                .mapToObj(i -> subscription("t" + i, "public.docs", EnumSet.allOf(Operation.class),
+                        "new.tenant_id == " + i))
+                .toList();
+        Router router = new Router(tenants);
+        ChangeEvent unreadable = docs.insert("1", "42", "{\"" + "k".repeat(50_001) + "\": 1}");
+        assertThat(wants(tenants.get(41), unreadable)).as("evaluated alone, the filter fails").isFalse();
+        assertThat(router.route(unreadable)).isEmpty();
+        assertThat(tenants.get(41).filter().orElseThrow().errorCount()).isPositive();
+        assertThat(router.route(docs.insert("2", "42", "{}"))).extracting(Subscription::name).containsExactly("t42");
+    }
+
+    @Test
+    void anOperationNoIndexedFilterWantsBuildsNoRow() {
+        // inserts only: an update is not looked up, so its unreadable row fails no filter
+        TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4)
+                .column("tenant_id", TestEvents.INT8).column("doc", TestEvents.JSONB);
+        Subscription t42 = subscription("t42", "public.docs", EnumSet.allOf(Operation.class),
+                "op == \"insert\" && new.tenant_id == 42");
+        Router router = new Router(List.of(t42));
+        assertThat(router.route(docs.update("1", "42", "{\"" + "k".repeat(50_001) + "\": 1}"))).isEmpty();
+        assertThat(t42.filter().orElseThrow().errorCount()).isZero();
+    }
+
     // ---- the indexed router against evaluating every filter, on random subscriptions and events ----
 
     private static final String[] COLUMNS = {"id", "tenant", "amount", "name", "flag", "doc", "ghost"};

@@ -49,6 +49,7 @@ public final class SourceFixture implements AutoCloseable {
     /** While true the consumer takes nothing: the reader's hand-off fills up. */
     volatile boolean paused;
     int handoffCapacity = 1000;
+    long handoffBytes = 32L << 20;
     private Thread consumer;
     long streamMemoryBytes = 64L << 20;
     Duration reconnectMaxBackoff = Duration.ofSeconds(2);
@@ -101,7 +102,7 @@ public final class SourceFixture implements AutoCloseable {
     ReplicationReader.Settings settings() throws SQLException {
         return new ReplicationReader.Settings(server.jdbcUrl(database), server.user(), server.password(), slot,
                 "walhook", "walhook", new SourceDatabase(dataSource).serverMajor(), Duration.ofSeconds(10),
-                Duration.ofMillis(100), reconnectMaxBackoff, handoffCapacity, spillDirectory, streamMemoryBytes);
+                Duration.ofMillis(100), reconnectMaxBackoff, handoffCapacity, handoffBytes, spillDirectory, streamMemoryBytes);
     }
 
     /** Starts a reader resuming from the checkpoint, with {@code consumer} taking from its queue. */
