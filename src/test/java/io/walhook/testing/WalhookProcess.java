@@ -23,12 +23,13 @@ public final class WalhookProcess implements AutoCloseable {
 
     /**
      * The JVM options walhook runs with, here as in deploy/ (Dockerfile.jvm, compose, k8s: DeployFilesTest
-     * keeps them the same). Serial GC for the small heap; and on a machine of one or two cores, a JIT
+     * keeps them the same). Serial GC for the small heap; an exit, not a stalled thread, when the heap
+     * runs out (a restart resumes from the checkpoint); and on a machine of one or two cores, a JIT
      * that does less while a backlog warms it up: tier 2 instead of tier 3's full profiling while C2
      * is behind (Tier3DelayOn/Off), and C2 calls a callee it already compiled to over 300 bytes
      * rather than compiling it again inline (InlineSmallCode). README "Drain" has the measurements.
      */
-    public static final List<String> JVM_OPTIONS = List.of("-XX:+UseSerialGC", "-XX:InlineSmallCode=300",
+    public static final List<String> JVM_OPTIONS = List.of("-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-XX:InlineSmallCode=300",
             "-XX:Tier3DelayOn=1", "-XX:Tier3DelayOff=1");
 
     private final Process process;
