@@ -23,6 +23,8 @@ import io.walhook.testing.WalhookProcess;
  * <pre>
  *   ./scripts/bench-idle                                  # this build, 3 runs, 30 s idle each
  *   ./scripts/bench-idle --jars target/quarkus-app/quarkus-run.jar,/tmp/old/quarkus-run.jar --runs 5
+ *   ./scripts/bench-idle --jars 'A,A@-XX:TieredStopAtLevel=1'   # JVM options after @
+ *   ./scripts/bench-idle --jars 'A,cds:A'                       # A with the AppCDS archive beside it
  * </pre>
  */
 public final class IdleBench {
@@ -74,14 +76,22 @@ public final class IdleBench {
 
     private static Run measure(EmbeddedPostgres postgres, String database, CountingSink sink, String jar,
             int idleSeconds) throws Exception {
-        System.setProperty("walhook.it.jar", jar);
+        // "path@option option": the jar, with JVM options after its own; "cds:path": with the AppCDS
+        // archive the package step made beside it (-Dquarkus.package.jar.appcds.enabled=true), run in its directory
+        boolean cds = jar.startsWith("cds:");
+        String[] parts = (cds ? jar.substring(4) : jar).split("@", 2);
+        System.setProperty("walhook.it.jar", parts[0]);
+        List<String> options = new ArrayList<>(parts.length > 1 ? List.of(parts[1].split(" ")) : List.of());
+        if (cds) {
+            options.add("-XX:SharedArchiveFile=app-cds.jsa");
+        }
         Map<String, String> env = new LinkedHashMap<>();
         env.put("WALHOOK_SOURCE_URL", postgres.sourceUrl(database));
         env.putAll(sink.subscription("WALHOOK_SUBSCRIPTIONS_ORDERS_", 1));
         env.put("WALHOOK_SUBSCRIPTIONS_ORDERS_TABLES", "public.orders");
         say("starting " + jar + " ...");
         long exec = System.nanoTime();
-        try (WalhookProcess walhook = WalhookProcess.start(env)) {
+        try (WalhookProcess walhook = WalhookProcess.start(env, "256m", options, cds)) {
             while (walhook.status("/q/health/ready") != 200) {
                 if (!walhook.isAlive() || System.nanoTime() - exec > Duration.ofMinutes(2).toNanos()) {
                     throw new IllegalStateException("walhook did not become ready:\n" + walhook.output());

@@ -177,7 +177,8 @@ class DeployFilesTest {
         assertThat(k8sOptions.split(" ")).as("k8s/deployment.yaml").contains(jit.toArray(String[]::new));
 
         assertThat(Files.readString(Path.of("README.md"), StandardCharsets.UTF_8)).as("the README's java command")
-                .contains("java -Xmx256m " + String.join(" ", WalhookProcess.JVM_OPTIONS) + " \\\n  -jar target/quarkus-app/quarkus-run.jar");
+                .contains("cd target/quarkus-app\njava -Xmx256m " + String.join(" ", WalhookProcess.JVM_OPTIONS)
+                        + " \\\n  -XX:SharedArchiveFile=app-cds.jsa -jar quarkus-run.jar");
     }
 
     /** The value of {@code ENV NAME="..."} in a Dockerfile. */

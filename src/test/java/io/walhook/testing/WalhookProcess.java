@@ -81,6 +81,16 @@ public final class WalhookProcess implements AutoCloseable {
      * wins: the benchmark compares other settings this way); the native executable takes none.
      */
     public static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions) {
+        return start(env, maxHeap, jvmOptions, false);
+    }
+
+    /**
+     * As {@link #start(Map, String, List)}; {@code inJarDirectory} runs {@code java -jar quarkus-run.jar}
+     * in the jar's directory, as an AppCDS archive made by the package step expects (its class path
+     * is recorded as given).
+     */
+    public static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
+            boolean inJarDirectory) {
         int port = freePort();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
@@ -91,10 +101,13 @@ public final class WalhookProcess implements AutoCloseable {
                 command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx" + maxHeap));
                 command.addAll(JVM_OPTIONS);
                 command.addAll(jvmOptions);
-                command.addAll(List.of("-jar", jar().toString()));
+                command.addAll(List.of("-jar", inJarDirectory ? jar().getFileName().toString() : jar().toString()));
             }
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                     .redirectOutput(output.toFile());
+            if (inJarDirectory) {
+                builder.directory(jar().getParent().toFile());
+            }
             Map<String, String> environment = builder.environment();
             environment.keySet().removeIf(k -> !k.equals("PATH") && !k.equals("HOME") && !k.equals("TMPDIR"));
             environment.put("QUARKUS_HTTP_PORT", Integer.toString(port));
