@@ -59,6 +59,8 @@ public class SubscriptionResource {
                 .maxStringLength(20_000).maxNumberLength(30).build());
     }
     private static final String CONFIGURED = SubscriptionLookup.CONFIGURED;
+    /** The largest page {@code GET /subscriptions?limit=} gives. */
+    static final long MAX_PAGE = 1000;
 
     private final WalhookConfig config;
     private final SubscriptionStore store;
@@ -75,16 +77,52 @@ public class SubscriptionResource {
         this.subscriptions = new SubscriptionLookup(store, source);
     }
 
+    /**
+     * Configured subscriptions first, then stored ones oldest first. With {@code limit}, a page of
+     * at most that many after the subscription {@code after} names (an id as listed), and a
+     * {@code Link: <...>; rel="next"} header while more follow.
+     */
     @GET
-    public ArrayNode list() throws SQLException {
-        ArrayNode list = JSON.createArrayNode();
+    public RestResponse<ArrayNode> list(@jakarta.ws.rs.core.Context io.vertx.core.http.HttpServerRequest request)
+            throws SQLException {
+        QueryParameters query = QueryParameters.parse(request.query(), java.util.Set.of("limit", "after"));
+        Optional<Long> limit = query.number("limit", 1, MAX_PAGE);
+        Optional<String> after = query.text("after").map(SubscriptionLookup::canonical);
+        if (after.isPresent() && limit.isEmpty()) {
+            throw new ApiProblem(400, "Bad Request", "after pages the list: give limit too", "after");
+        }
+        java.util.List<String> ids = new java.util.ArrayList<>();
         for (Subscription s : subscriptions.configured()) {
-            list.add(view(CONFIGURED + s.name(), s, false));
+            ids.add(CONFIGURED + s.name());
         }
-        for (SubscriptionStore.Stored s : store.list()) {
-            list.add(view(s.id().toString(), s.subscription(), s.paused()));
+        java.util.List<SubscriptionStore.Stored> stored = store.list(source.registry().known());
+        for (SubscriptionStore.Stored s : stored) {
+            ids.add(s.id().toString());
         }
-        return list;
+        int from = after.isPresent() ? ids.indexOf(after.get()) + 1 : 0;
+        if (after.isPresent()) {
+            if (from == 0) {
+                throw new ApiProblem(400, "Bad Request", "after is '" + after.get() + "', which names no subscription"
+                        + " (deleted while paging?): start again without it", "after");
+            }
+        }
+        int to = limit.map(l -> (int) Math.min(ids.size(), from + l)).orElse(ids.size());
+        ArrayNode list = JSON.createArrayNode();
+        java.util.List<Subscription> configured = subscriptions.configured();
+        for (int i = from; i < to; i++) {
+            if (i < configured.size()) {
+                list.add(view(ids.get(i), configured.get(i), false));
+            } else {
+                SubscriptionStore.Stored s = stored.get(i - configured.size());
+                list.add(view(ids.get(i), s.subscription(), s.paused()));
+            }
+        }
+        RestResponse.ResponseBuilder<ArrayNode> response = RestResponse.ResponseBuilder.ok(list);
+        if (limit.isPresent() && to < ids.size()) {
+            response.header("Link", "</subscriptions?limit=" + limit.get() + "&after="
+                    + java.net.URLEncoder.encode(ids.get(to - 1), StandardCharsets.UTF_8) + ">; rel=\"next\"");
+        }
+        return response.build();
     }
 
     @GET

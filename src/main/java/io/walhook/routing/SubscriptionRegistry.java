@@ -23,6 +23,8 @@ public final class SubscriptionRegistry {
     private volatile Router router;
     private volatile Set<String> paused = Set.of();
     private String version;
+    /** The stored subscriptions last loaded, by id: those not written since are not parsed again. */
+    private java.util.Map<java.util.UUID, SubscriptionStore.Stored> known = java.util.Map.of();
 
     /** @param store null when only configured subscriptions exist */
     public SubscriptionRegistry(List<Subscription> configured, SubscriptionStore store) {
@@ -33,6 +35,11 @@ public final class SubscriptionRegistry {
 
     public Router router() {
         return router;
+    }
+
+    /** The stored subscriptions as last loaded, by id (for a reader of the table that would parse them again). */
+    public synchronized java.util.Map<java.util.UUID, SubscriptionStore.Stored> known() {
+        return known;
     }
 
     /** Whether delivery to this subscription (by id) is paused: its events wait in its durable queue. */
@@ -53,7 +60,11 @@ public final class SubscriptionRegistry {
         Set<String> names = new HashSet<>();
         configured.forEach(s -> names.add(s.name()));
         Set<String> nowPaused = new HashSet<>();
-        for (SubscriptionStore.Stored row : store.list()) {
+        List<SubscriptionStore.Stored> rows = store.list(known);
+        java.util.Map<java.util.UUID, SubscriptionStore.Stored> loaded = new java.util.HashMap<>();
+        rows.forEach(row -> loaded.put(row.id(), row));
+        known = loaded;
+        for (SubscriptionStore.Stored row : rows) {
             Subscription stored = row.subscription();
             if (row.paused()) {
                 nowPaused.add(stored.id());
@@ -67,7 +78,12 @@ public final class SubscriptionRegistry {
         router = new Router(all);
         paused = Set.copyOf(nowPaused);
         version = current;
-        LOG.infof("subscriptions: %s", all.stream().map(Subscription::name).toList());
+        if (all.size() <= 20) {
+            LOG.infof("subscriptions: %s", all.stream().map(Subscription::name).toList());
+        } else {
+            LOG.infof("subscriptions: %d (%s, ...)", all.size(),
+                    String.join(", ", all.subList(0, 10).stream().map(Subscription::name).toList()));
+        }
         return true;
     }
 }

@@ -44,8 +44,12 @@ public final class SubscriptionStore {
         }
     }
 
-    /** A stored subscription with its id. */
-    public record Stored(UUID id, Subscription subscription, boolean paused) {
+    /**
+     * A stored subscription with its id.
+     *
+     * @param written when its body was last written ({@code updated_at}): the same, the same body
+     */
+    public record Stored(UUID id, Subscription subscription, boolean paused, String written) {
     }
 
     public List<Subscription> loadAll() throws SQLException {
@@ -54,16 +58,23 @@ public final class SubscriptionStore {
 
     /** Every stored subscription that parses, oldest first. */
     public List<Stored> list() throws SQLException {
+        return list(java.util.Map.of());
+    }
+
+    /**
+     * As {@link #list()}, taking the parsed subscription from {@code known} for each one written
+     * when it was there (parsing compiles its filter: with thousands of subscriptions, a change to
+     * one should not compile them all again).
+     */
+    public List<Stored> list(java.util.Map<UUID, Stored> known) throws SQLException {
         List<Stored> subscriptions = new ArrayList<>();
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT id, name, body::text, paused FROM " + table + " ORDER BY created_at, id")) {
+             ResultSet rs = s.executeQuery("SELECT id, name, body::text, paused, updated_at::text FROM " + table
+                     + " ORDER BY created_at, id")) {
             while (rs.next()) {
-                try {
-                    UUID id = rs.getObject(1, UUID.class);
-                    subscriptions.add(new Stored(id, SubscriptionJson.parse(JSON.readTree(rs.getString(3)))
-                            .withId(id.toString()), rs.getBoolean(4)));
-                } catch (SubscriptionException | com.fasterxml.jackson.core.JsonProcessingException e) {
-                    LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());
+                Stored parsed = parsed(rs, known);
+                if (parsed != null) {
+                    subscriptions.add(parsed);
                 }
             }
         }
@@ -71,7 +82,32 @@ public final class SubscriptionStore {
     }
 
     public java.util.Optional<Stored> find(UUID id) throws SQLException {
-        return list().stream().filter(s -> s.id().equals(id)).findFirst();
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT id, name, body::text, paused, updated_at::text FROM "
+                     + table + " WHERE id = ?")) {
+            s.setObject(1, id);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() ? java.util.Optional.ofNullable(parsed(rs, java.util.Map.of())) : java.util.Optional.empty();
+            }
+        }
+    }
+
+    /** The row at the result set's cursor; null (and logged) when it does not parse. */
+    private static Stored parsed(ResultSet rs, java.util.Map<UUID, Stored> known) throws SQLException {
+        UUID id = rs.getObject(1, UUID.class);
+        String written = rs.getString(5);
+        boolean paused = rs.getBoolean(4);
+        Stored before = known.get(id);
+        if (before != null && before.written().equals(written)) {
+            return new Stored(id, before.subscription(), paused, written);
+        }
+        try {
+            return new Stored(id, SubscriptionJson.parse(JSON.readTree(rs.getString(3))).withId(id.toString()), paused,
+                    written);
+        } catch (SubscriptionException | com.fasterxml.jackson.core.JsonProcessingException e) {
+            LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());
+            return null;
+        }
     }
 
     /** Whether a stored subscription other than {@code except} has this name. */

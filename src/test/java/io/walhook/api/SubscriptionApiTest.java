@@ -1,6 +1,7 @@
 package io.walhook.api;
 
 import static io.restassured.RestAssured.given;
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.hamcrest.Matchers.contains;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
@@ -58,6 +59,11 @@ class SubscriptionApiTest {
 
     private static RequestSpecification authorized() {
         return given().header("Authorization", "Bearer " + TOKEN).contentType("application/json");
+    }
+
+    /** A request openapi.yaml itself rules out: only the answer is checked against it. */
+    private static RequestSpecification invalidRequest() {
+        return given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + TOKEN);
     }
 
     private static RequestSpecification reader() {
@@ -157,6 +163,46 @@ class SubscriptionApiTest {
         authorized().body(BODY.replace("\"orders\"", "\"headed\"")).put("/subscriptions/" + id).then()
                 .statusCode(200).body("destination.headers_set", org.hamcrest.Matchers.empty());
         authorized().delete("/subscriptions/" + id).then().statusCode(200);
+    }
+
+    @Test
+    void theListPagesWithALinkToTheNextPageAndRefusesACursorThatNamesNothing() {
+        java.util.List<String> created = new java.util.ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            created.add(authorized().body(BODY.replace("\"orders\"", "\"paged-" + i + "\"")).post("/subscriptions")
+                    .then().statusCode(201).extract().path("id"));
+        }
+        try {
+            java.util.List<String> all = authorized().get("/subscriptions").then().statusCode(200)
+                    .header("Link", org.hamcrest.Matchers.nullValue()).extract().path("id");
+            assertThat(all).startsWith("config:cfg").containsSubsequence(created);
+            // pages of two, following the Link header, give the same list
+            java.util.List<String> paged = new java.util.ArrayList<>();
+            String next = "/subscriptions?limit=2";
+            int pages = 0;
+            while (next != null) {
+                io.restassured.response.Response page = authorized().get(next);
+                page.then().statusCode(200);
+                java.util.List<String> ids = page.path("id");
+                assertThat(ids).hasSizeLessThanOrEqualTo(2).isNotEmpty();
+                paged.addAll(ids);
+                String link = page.header("Link");
+                next = link == null ? null : link.substring(1, link.indexOf('>'));
+                assertThat(link == null || link.endsWith("; rel=\"next\"")).as(link).isTrue();
+                pages++;
+            }
+            assertThat(paged).isEqualTo(all);
+            assertThat(pages).isEqualTo((all.size() + 1) / 2);
+
+            invalidRequest().get("/subscriptions?limit=0").then().statusCode(400).body("field", equalTo("limit"));
+            invalidRequest().get("/subscriptions?limit=1001").then().statusCode(400).body("field", equalTo("limit"));
+            authorized().get("/subscriptions?after=config:cfg").then().statusCode(400).body("field", equalTo("after"));
+            authorized().get("/subscriptions?limit=2&after=" + java.util.UUID.randomUUID()).then().statusCode(400)
+                    .body("field", equalTo("after")).body("detail", containsString("names no subscription"));
+            invalidRequest().get("/subscriptions?limit=2&page=2").then().statusCode(400).body("field", equalTo("page"));
+        } finally {
+            created.forEach(id -> authorized().delete("/subscriptions/" + id).then().statusCode(200));
+        }
     }
 
     @Test

@@ -105,4 +105,37 @@ class RoutingLiveTest {
             await().atMost(WAIT).until(() -> reader.status().acknowledged().compareTo(last) > 0);
         }
     }
+
+    @Test
+    void aChangeToOneStoredSubscriptionParsesOnlyThatOne() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_reload")) {
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
+            String body = "{\"name\": \"%s\", \"filter\": \"new.tenant_id == %d\","
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/t\"}}";
+            java.util.UUID first = store.insert(SourceFixture.JSON.readTree(String.format(body, "t1", 1)));
+            store.insert(SourceFixture.JSON.readTree(String.format(body, "t2", 2)));
+            assertThat(registry.refresh()).isTrue();
+            List<Subscription> before = registry.router().subscriptions();
+
+            store.insert(SourceFixture.JSON.readTree(String.format(body, "t3", 3)));
+            assertThat(registry.refresh()).isTrue();
+            List<Subscription> after = registry.router().subscriptions();
+            assertThat(after).extracting(Subscription::name).containsExactly("t1", "t2", "t3");
+            // the two unchanged ones are the same objects: their filters were not compiled again
+            assertThat(after.get(0)).isSameAs(before.get(0));
+            assertThat(after.get(1)).isSameAs(before.get(1));
+
+            store.replace(first, SourceFixture.JSON.readTree(String.format(body, "t1", 11)));
+            assertThat(registry.refresh()).isTrue();
+            Subscription replaced = registry.router().subscriptions().get(0);
+            assertThat(replaced).isNotSameAs(after.get(0));
+            assertThat(replaced.filter().orElseThrow().expression()).isEqualTo("new.tenant_id == 11");
+            assertThat(registry.router().subscriptions().get(1)).isSameAs(before.get(1));
+            assertThat(store.find(first).orElseThrow().subscription().filter().orElseThrow().expression())
+                    .isEqualTo("new.tenant_id == 11");
+            assertThat(store.find(java.util.UUID.randomUUID())).isEmpty();
+        }
+    }
 }
