@@ -25,7 +25,13 @@ import io.walhook.testing.WalhookProcess;
  * <pre>
  *   ./scripts/bench-fanout                         # 100,000 rows; 1, 100 and 1,000 subscriptions
  *   ./scripts/bench-fanout --tenants 1,1000,10000 --rows 200000 --heap 1g
+ *   ./scripts/bench-fanout --tenants 1,10000 --api --heap 256m   # created through the API, stored
  * </pre>
+ *
+ * <p>With {@code --api} the tenant subscriptions (all but the one-subscription baseline) are
+ * created through {@code POST /subscriptions} of an instance on a slot of its own, so the drain's
+ * instance loads them from its state tables at start: the way to have 10,000 of them (as
+ * environment variables they exceed what Linux passes to a process).
  */
 public final class FanOutBench {
 
@@ -37,11 +43,13 @@ public final class FanOutBench {
         int batch = 100;
         String heap = "512m";
         List<Integer> counts = List.of(1, 100, 1000);
+        boolean api = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rows" -> rows = Long.parseLong(args[++i].replace("_", "").replace(",", ""));
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
                 case "--heap" -> heap = args[++i];
+                case "--api" -> api = true;
                 case "--tenants" -> {
                     counts = new ArrayList<>();
                     for (String n : args[++i].split(",")) {
@@ -53,7 +61,7 @@ public final class FanOutBench {
                 }
                 default -> {
                     System.err.println("usage: scripts/bench-fanout [--rows 100000] [--batch 100] [--heap 512m]"
-                            + " [--tenants 1,100,1000]");
+                            + " [--tenants 1,100,1000] [--api]");
                     System.exit(2);
                 }
             }
@@ -73,7 +81,13 @@ public final class FanOutBench {
                     s.execute("SELECT pg_create_logical_replication_slot('fanout_" + i + "', 'pgoutput')");
                 }
                 load(postgres, database, rows, counts.get(i));
-                results.add(drain(postgres, database, "fanout_" + i, counts.get(i), rows, batch, heap));
+                boolean stored = api && counts.get(i) > 1;
+                try (CountingSink sink = CountingSink.start(rows, 4)) {
+                    if (stored) {
+                        createThroughTheApi(postgres, database, sink, counts.get(i), batch, heap);
+                    }
+                    results.add(drain(postgres, database, sink, "fanout_" + i, counts.get(i), batch, heap, stored));
+                }
             }
             print(results, rows, batch, heap);
         } finally {
@@ -93,48 +107,94 @@ public final class FanOutBench {
         }
     }
 
-    private static Result drain(EmbeddedPostgres postgres, String database, String slot, int tenants, long rows,
+    /**
+     * Stores the tenant subscriptions through the API of an instance on a slot of its own (the
+     * drain's instance then loads them at start, before it streams), and removes that slot.
+     */
+    private static void createThroughTheApi(EmbeddedPostgres postgres, String database, CountingSink sink, int tenants,
             int batch, String heap) throws Exception {
-        try (CountingSink sink = CountingSink.start(rows, 4)) {
-            Map<String, String> env = new LinkedHashMap<>();
-            env.put("WALHOOK_SOURCE_URL", postgres.sourceUrl(database));
-            env.put("WALHOOK_SLOT", slot);
+        Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", postgres.sourceUrl(database), "WALHOOK_SLOT",
+                "fanout_setup", "WALHOOK_API_TOKEN", "bench-token", "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        say(String.format(Locale.ROOT, "creating %,d subscriptions through the API ...", tenants));
+        try (WalhookProcess setup = WalhookProcess.start(env, heap)) {
+            setup.awaitReady(Duration.ofSeconds(300));
+            long start = System.nanoTime();
             for (int t = 1; t <= tenants; t++) {
-                String prefix = "WALHOOK_SUBSCRIPTIONS_T" + t + "_";
-                env.putAll(sink.subscription(prefix, batch));
-                env.put(prefix + "TABLES", "public.orders");
-                env.put(prefix + "OPERATIONS", "insert");
-                env.put(prefix + "FILTER", "new.tenant_id == " + t);
-            }
-            say(String.format(Locale.ROOT, "draining into %,d tenant subscriptions ...", tenants));
-            long exec = System.nanoTime();
-            try (WalhookProcess walhook = WalhookProcess.start(env, heap)) {
-                walhook.awaitReady(Duration.ofSeconds(300));
-                Map<Long, ProcStats.ThreadTicks> before = ProcStats.threads(walhook.pid());
-                long start = System.nanoTime();
-                if (!sink.tally().await(30, TimeUnit.MINUTES)) {
-                    throw new IllegalStateException(tenants + " tenants: " + sink.tally().events() + " of " + rows
-                            + " events after 30 minutes");
+                String body = "{\"name\": \"t" + t + "\", \"tables\": [\"public.orders\"], \"operations\": [\"insert\"],"
+                        + " \"filter\": \"new.tenant_id == " + t + "\", \"destination\": {\"type\": \"webhook\", \"url\": \""
+                        + sink.url("/bench") + "\"}, \"batch\": {\"max_events\": " + batch + ", \"max_wait_ms\": 20}}";
+                java.net.http.HttpResponse<String> created = http.send(java.net.http.HttpRequest.newBuilder(
+                        setup.uri("/subscriptions")).header("Authorization", "Bearer bench-token")
+                        .header("Content-Type", "application/json")
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString());
+                if (created.statusCode() != 201) {
+                    throw new IllegalStateException("POST /subscriptions: " + created.statusCode() + " " + created.body());
                 }
-                double seconds = (sink.tally().completedNanos() - start) / 1e9;
-                long threads = threads(walhook.pid());
-                Map<Long, ProcStats.ThreadTicks> after = ProcStats.threads(walhook.pid());
-                say("  CPU by thread: " + after.entrySet().stream()
-                        .map(e -> Map.entry(e.getValue().name(), e.getValue().ticks()
-                                - (before.containsKey(e.getKey()) ? before.get(e.getKey()).ticks() : 0)))
-                        .filter(e -> e.getValue() > 0).sorted((a, b) -> Long.compare(b.getValue(), a.getValue()))
-                        .limit(6).map(e -> e.getKey() + " " + ProcStats.ticksToMicros(e.getValue()) / 1000 + " ms")
-                        .collect(java.util.stream.Collectors.joining(", ")));
-                long rss = ProcStats.peakRssKb(walhook.pid());
-                say(String.format(Locale.ROOT, "  %.2f s, %,.0f events/s, %,d threads, %,d MB peak RSS", seconds,
-                        rows / seconds, threads, rss / 1024));
-                walhook.terminate();
-                walhook.awaitExit(Duration.ofSeconds(120));
-                try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
-                    s.execute("TRUNCATE orders");
-                }
-                return new Result(tenants, seconds, (start - exec) / 1e9, threads, rss, sink.requests());
             }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            say(String.format(Locale.ROOT, "  %.1f s, %.1f ms per subscription", seconds, seconds * 1000 / tenants));
+            setup.terminate();
+            setup.awaitExit(Duration.ofSeconds(120));
+        }
+        try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+            s.execute("SELECT pg_drop_replication_slot('fanout_setup')");
+        }
+    }
+
+    private static Result drain(EmbeddedPostgres postgres, String database, CountingSink sink, String slot, int tenants,
+            int batch, String heap, boolean stored) throws Exception {
+        long rows = sink.tally().target();
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("WALHOOK_SOURCE_URL", postgres.sourceUrl(database));
+        env.put("WALHOOK_SLOT", slot);
+        if (stored) {
+            env.put("WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"); // the sink is on 127.0.0.1, checked at connect too
+        }
+        for (int t = 1; t <= (stored ? 0 : tenants); t++) {
+            String prefix = "WALHOOK_SUBSCRIPTIONS_T" + t + "_";
+            env.putAll(sink.subscription(prefix, batch));
+            env.put(prefix + "TABLES", "public.orders");
+            env.put(prefix + "OPERATIONS", "insert");
+            env.put(prefix + "FILTER", "new.tenant_id == " + t);
+        }
+        say(String.format(Locale.ROOT, "draining into %,d tenant subscriptions ...", tenants));
+        long exec = System.nanoTime();
+        try (WalhookProcess walhook = WalhookProcess.start(env, heap)) {
+            walhook.awaitReady(Duration.ofSeconds(300));
+            Map<Long, ProcStats.ThreadTicks> before = ProcStats.threads(walhook.pid());
+            long start = System.nanoTime();
+            if (!sink.tally().await(30, TimeUnit.MINUTES)) {
+                throw new IllegalStateException(tenants + " tenants: " + sink.tally().events() + " of " + rows
+                        + " events after 30 minutes");
+            }
+            double seconds = (sink.tally().completedNanos() - start) / 1e9;
+            long threads = threads(walhook.pid());
+            Map<Long, ProcStats.ThreadTicks> after = ProcStats.threads(walhook.pid());
+            say("  CPU by thread: " + after.entrySet().stream()
+                    .map(e -> Map.entry(e.getValue().name(), e.getValue().ticks()
+                            - (before.containsKey(e.getKey()) ? before.get(e.getKey()).ticks() : 0)))
+                    .filter(e -> e.getValue() > 0).sorted((a, b) -> Long.compare(b.getValue(), a.getValue()))
+                    .limit(6).map(e -> e.getKey() + " " + ProcStats.ticksToMicros(e.getValue()) / 1000 + " ms")
+                    .collect(java.util.stream.Collectors.joining(", ")));
+            if (Boolean.getBoolean("fanout.histogram")) {
+                // what the heap holds once drained (-Dfanout.histogram=true): the per-subscription cost
+                Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                        Long.toString(walhook.pid()), "GC.class_histogram").redirectErrorStream(true).start();
+                String histogram = new String(jcmd.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                histogram.lines().limit(25).forEach(l -> say("  heap " + l));
+            }
+            long rss = ProcStats.peakRssKb(walhook.pid());
+            say(String.format(Locale.ROOT, "  %.2f s, %,.0f events/s, %,d threads, %,d MB peak RSS", seconds,
+                    rows / seconds, threads, rss / 1024));
+            walhook.terminate();
+            walhook.awaitExit(Duration.ofSeconds(120));
+            try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+                s.execute("TRUNCATE orders");
+                s.execute("DELETE FROM walhook.subscription"); // the stored ones of this drain, if any
+            }
+            return new Result(tenants, seconds, (start - exec) / 1e9, threads, rss, sink.requests());
         }
     }
 

@@ -36,6 +36,10 @@ final class Tally {
         return complete.await(timeout, unit);
     }
 
+    long target() {
+        return target;
+    }
+
     long events() {
         return events.get();
     }

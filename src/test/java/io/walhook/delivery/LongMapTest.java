@@ -39,4 +39,29 @@ class LongMapTest {
             assertThat(map.get(-12345L)).isNull();
         }
     }
+
+    @Test
+    void anEmptiedMapGivesBackTheRoomOfItsBurst() {
+        LongMap<String> map = new LongMap<>();
+        assertThat(map.capacity()).isEqualTo(LongMap.SMALL);
+        String[] values = new String[4000];
+        for (int k = 0; k < values.length; k++) {
+            values[k] = "v" + k;
+            map.put(k, values[k]);
+        }
+        assertThat(map.capacity()).isGreaterThanOrEqualTo(8000);
+        for (int k = 0; k < values.length; k++) {
+            map.remove(k, values[k]); // removal is by identity of the value, as the queue's jobs are
+        }
+        assertThat(map.size()).isZero();
+        assertThat(map.capacity()).as("an idle lane's map is small again").isEqualTo(LongMap.SMALL);
+        map.put(7, "again");
+        assertThat(map.get(7)).isEqualTo("again");
+        for (long k = 0; k < 100; k++) {
+            map.put(k, "w");
+        }
+        map.clear();
+        assertThat(map.capacity()).isEqualTo(LongMap.SMALL);
+        assertThat(map.get(7)).isNull();
+    }
 }
