@@ -28,6 +28,9 @@ public final class SubscriptionStore {
     private final DataSource dataSource;
     private final String table;
 
+    /** Notified (from the writing session) whenever a subscription is written; instances listen to pick changes up. */
+    public static final String CHANNEL = "walhook_subscriptions";
+
     /** @param stateSchema a validated plain identifier */
     public SubscriptionStore(DataSource dataSource, String stateSchema) {
         this.dataSource = dataSource;
@@ -132,6 +135,7 @@ public final class SubscriptionStore {
             s.setString(2, parsed.name());
             s.setString(3, body.toString());
             s.executeUpdate();
+            changed(c);
         }
         return id;
     }
@@ -145,7 +149,7 @@ public final class SubscriptionStore {
             s.setString(1, parsed.name());
             s.setString(2, body.toString());
             s.setObject(3, id);
-            return s.executeUpdate() == 1;
+            return changed(c, s.executeUpdate());
         }
     }
 
@@ -156,7 +160,7 @@ public final class SubscriptionStore {
                      + " WHERE id = ?")) {
             s.setBoolean(1, paused);
             s.setObject(2, id);
-            return s.executeUpdate() == 1;
+            return changed(c, s.executeUpdate());
         }
     }
 
@@ -164,7 +168,21 @@ public final class SubscriptionStore {
         try (Connection c = dataSource.getConnection();
              PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ?")) {
             s.setObject(1, id);
-            return s.executeUpdate() == 1;
+            return changed(c, s.executeUpdate());
+        }
+    }
+
+    /** Whether one row changed; if so, every listening instance is told. */
+    private static boolean changed(Connection c, int rows) throws SQLException {
+        if (rows == 1) {
+            changed(c);
+        }
+        return rows == 1;
+    }
+
+    private static void changed(Connection c) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("SELECT pg_notify('" + CHANNEL + "', '')");
         }
     }
 }

@@ -29,14 +29,20 @@ public final class ActiveLock implements AutoCloseable {
 
     public ActiveLock(String jdbcUrl, String user, String password, String slot) {
         this.jdbcUrl = jdbcUrl;
-        this.properties = new Properties();
+        this.properties = sessionProperties(user, password, "walhook-lock");
+        this.slot = slot;
+    }
+
+    /** A plain session of walhook's own (not the pool's), named for {@code pg_stat_activity}. */
+    static Properties sessionProperties(String user, String password, String applicationName) {
+        Properties properties = new Properties();
         properties.setProperty("user", user);
         if (password != null) {
             properties.setProperty("password", password);
         }
-        properties.setProperty("ApplicationName", "walhook-lock");
+        properties.setProperty("ApplicationName", applicationName);
         properties.setProperty("tcpKeepAlive", "true");
-        this.slot = slot;
+        return properties;
     }
 
     /** Takes the lock when no other session holds it; true while this instance holds it. */

@@ -79,7 +79,13 @@ public class ReplicationSource {
     private volatile String routingFailure;
     /** Completes when the first HTTP server listens; the pipeline starts then (see onListening). */
     private final CompletableFuture<Void> listening = new CompletableFuture<>();
-    private int polls;
+    /** The subscription poller's round, and how often the active instance checks its lock's session. */
+    static final long POLL_MILLIS = 2000;
+    private static final long LOCK_CHECK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
+    /** Where the poller's listening session connects (the source database, which holds the state tables). */
+    private volatile String sourceJdbcUrl;
+    private volatile String sourceUser;
+    private volatile String sourcePassword;
     private final io.vertx.core.Vertx vertx;
     /** Every webhook's HTTP client, delivery's and the API test-fire's (it connects on first use). */
     private final io.walhook.delivery.WebhookClient webhookClient;
@@ -169,6 +175,9 @@ public class ReplicationSource {
         broker = config.amqpUrl().filter(url -> !url.isBlank())
                 .map(url -> new AmqpClient(vertx, AmqpUrl.parse(url), tuning().requestTimeout())).orElse(null);
         lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
+        sourceJdbcUrl = source.jdbcUrl();
+        sourceUser = source.user();
+        sourcePassword = source.password();
         boolean active;
         try {
             active = patiently(lock::tryAcquire);
@@ -357,16 +366,21 @@ public class ReplicationSource {
     }
 
     /**
-     * API writes land in the table; every instance picks them up here, for its next transaction.
-     * The active instance also checks, every fourth round, that the session holding its lock is alive.
+     * API writes land in the table; every instance picks them up here, for its next transaction:
+     * as they commit (their notification wakes it, {@link SubscriptionChanges}), or at the latest
+     * at its round every {@value #POLL_MILLIS} ms. The active instance also checks, every round,
+     * that the session holding its lock is alive.
      */
     private void pollSubscriptions() {
         String lastProblem = null;
         String lastLockProblem = null;
+        SubscriptionChanges changes = new SubscriptionChanges(sourceJdbcUrl, sourceUser, sourcePassword);
+        long lastLockCheck = System.nanoTime();
         while (!Thread.currentThread().isInterrupted()) {
             try {
-                Thread.sleep(500);
+                changes.await(Duration.ofMillis(POLL_MILLIS));
             } catch (InterruptedException e) {
+                changes.close();
                 return;
             }
             try {
@@ -380,7 +394,8 @@ public class ReplicationSource {
                     lastProblem = e.getMessage();
                 }
             }
-            if (role == Role.ACTIVE && ++polls % 4 == 0 && !stopping) {
+            if (role == Role.ACTIVE && System.nanoTime() - lastLockCheck >= LOCK_CHECK_NANOS && !stopping) {
+                lastLockCheck = System.nanoTime();
                 try {
                     if (!checkLock()) {
                         return;

@@ -317,15 +317,25 @@ public final class EmbeddedPostgres implements PostgresServer {
         return data;
     }
 
+    /** How long {@link #pause} waits for a fast shutdown. */
+    static final int FAST_STOP_SECONDS = 15;
+
     /** Stops the server (fast shutdown: clients are disconnected) and starts it again on the same port. */
     public synchronized void restart() {
         pause();
         resume();
     }
 
-    /** Stops the server (fast shutdown: clients are disconnected), keeping its data: an outage, until {@link #resume}. */
+    /**
+     * Stops the server (fast shutdown: clients are disconnected), keeping its data: an outage, until
+     * {@link #resume}. Gives up after {@value #FAST_STOP_SECONDS} s (pg_ctl's own default is 60): a
+     * logical walsender waits at shutdown for its client to confirm all it sent, which a client
+     * whose deliveries wait for this very database cannot; a caller then crashes the server
+     * instead, and a test's time is not spent waiting.
+     */
     public synchronized void pause() {
-        ToolResult stopped = runQuietly(List.of(tool("pg_ctl"), "-D", data.toString(), "-m", "fast", "-w", "stop"));
+        ToolResult stopped = runQuietly(List.of(tool("pg_ctl"), "-D", data.toString(), "-m", "fast", "-w",
+                "-t", Integer.toString(FAST_STOP_SECONDS), "stop"));
         if (stopped.exitCode != 0) {
             throw new HarnessException("pg_ctl stop failed: " + stopped.output.strip());
         }

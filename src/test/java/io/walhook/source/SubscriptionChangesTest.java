@@ -1,0 +1,50 @@
+package io.walhook.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.UUID;
+
+import org.junit.jupiter.api.Test;
+
+import io.walhook.routing.SubscriptionStore;
+import io.walhook.testing.TestPostgres;
+
+/** The poller's wake-up: every subscription write notifies, and a lost listening session comes back. */
+class SubscriptionChangesTest {
+
+    private static final String BODY = "{\"name\": \"%s\", \"destination\": {\"type\": \"webhook\","
+            + " \"url\": \"http://127.0.0.1:9/t\"}}";
+
+    @Test
+    void everyWriteWakesTheListenerAndALostSessionIsOpenedAgain() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "listen");
+             SubscriptionChanges changes = new SubscriptionChanges(source.server.jdbcUrl(source.database),
+                     source.server.user(), source.server.password())) {
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            assertThat(changes.await(Duration.ofMillis(200))).as("nothing written: the wait times out").isFalse();
+
+            // each kind of write, seen as it commits: a minute-long wait that returned true did not time out
+            UUID id = store.insert(SourceFixture.JSON.readTree(String.format(BODY, "a")));
+            assertThat(changes.await(Duration.ofMinutes(1))).as("insert").isTrue();
+            store.replace(id, SourceFixture.JSON.readTree(String.format(BODY, "b")));
+            assertThat(changes.await(Duration.ofMinutes(1))).as("replace").isTrue();
+            store.setPaused(id, true);
+            assertThat(changes.await(Duration.ofMinutes(1))).as("pause").isTrue();
+            store.delete(id);
+            assertThat(changes.await(Duration.ofMinutes(1))).as("delete").isTrue();
+            assertThat(store.delete(id)).as("deleting nothing").isFalse();
+            assertThat(changes.await(Duration.ofMillis(200))).as("notifies nothing").isFalse();
+
+            // the session ends (a failover, a restart): the next waits open a new one
+            source.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'walhook-listen'"
+                    + " AND datname = '" + source.database + "'");
+            await().atMost(Duration.ofMinutes(1)).until(() -> {
+                store.insert(SourceFixture.JSON.readTree(String.format(BODY, "c" + UUID.randomUUID())));
+                return changes.await(Duration.ofMillis(500));
+            });
+        }
+    }
+}
