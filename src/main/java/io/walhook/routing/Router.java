@@ -114,7 +114,8 @@ public final class Router {
                 continue;
             }
             Subscription subscription = all[candidate];
-            if (!sure[candidate] || unreadable || message && subscription.filter().isPresent()) {
+            // no filter: nothing to evaluate; a sure one is not evaluated unless its row could not be read
+            if (subscription.filter().isPresent() && (!sure[candidate] || unreadable || message)) {
                 if (variables == null) {
                     variables = variables(event, eventJson);
                 }
