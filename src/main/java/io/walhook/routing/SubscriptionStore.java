@@ -180,9 +180,13 @@ public final class SubscriptionStore {
         return rows == 1;
     }
 
-    private static void changed(Connection c) throws SQLException {
+    /** The write is done (committed): a failed notification costs only a wait for the pollers' next round. */
+    private static void changed(Connection c) {
         try (Statement s = c.createStatement()) {
             s.execute("SELECT pg_notify('" + CHANNEL + "', '')");
+        } catch (SQLException e) {
+            LOG.warnf("subscription written; telling the other instances failed (they see it within 2 s): %s",
+                    e.getMessage());
         }
     }
 }

@@ -102,8 +102,11 @@ public final class CoalescingSocketFactory extends SocketFactory {
 
         /**
          * Waits up to {@code timeoutMillis} for bytes from the server, keeping them for the next
-         * read: true when some are there (or the stream ended, for the next read to find), false
-         * when the time passed. Call it on the thread that reads the connection.
+         * read: true when some are there, false when the time passed. Call it on the thread that
+         * reads the connection.
+         *
+         * @throws java.io.EOFException when the server closed the connection (pgjdbc's non-blocking
+         *     read would only keep answering "nothing pending")
          */
         boolean awaitData(int timeoutMillis) throws IOException {
             CoalescingInputStream input = (CoalescingInputStream) getInputStream();
@@ -113,7 +116,9 @@ public final class CoalescingSocketFactory extends SocketFactory {
             int before = getSoTimeout();
             setSoTimeout(Math.max(1, timeoutMillis));
             try {
-                input.fillNow();
+                if (input.fillNow() < 0) {
+                    throw new java.io.EOFException("the server closed the replication connection");
+                }
                 return true;
             } catch (SocketTimeoutException nothing) {
                 return false;

@@ -285,19 +285,24 @@ public final class ReplicationReader {
      * With nothing to read: blocks on the socket until the server sends something or the idle wait
      * passes (so acknowledgements, pgjdbc's status updates and a stop are never later than that);
      * the server's keepalives wake it and are answered by the next read. Bytes already buffered
-     * (a TLS record pgjdbc has not decoded yet) are read again after a millisecond, not in a spin.
+     * (a TLS record pgjdbc has not decoded yet) are read again after a millisecond, not in a spin;
+     * a connection the server closed is a broken stream, reconnected with backoff.
      */
-    private void awaitData() throws InterruptedException {
+    private void awaitData() throws InterruptedException, SQLException {
         idleWakeUps.incrementAndGet();
+        if (socket == null) {
+            Thread.sleep(5); // a socket factory of the URL's own: poll, as pgjdbc alone allows
+            return;
+        }
         try {
-            if (socket == null || socket.buffered() > 0) {
+            if (socket.buffered() > 0) {
                 Thread.sleep(1);
             } else {
                 socket.awaitData(idleWaitMillis());
             }
         } catch (java.io.IOException e) {
-            // the connection broke: the next read reports it
-            Thread.sleep(1);
+            // closed without an error message (a proxy, a reset): reconnect, as for any broken stream
+            throw new SQLException("replication connection: " + e.getMessage(), "08006", e);
         }
     }
 

@@ -372,15 +372,21 @@ public class ReplicationSource {
      * that the session holding its lock is alive.
      */
     private void pollSubscriptions() {
+        try (SubscriptionChanges changes = new SubscriptionChanges(sourceJdbcUrl, sourceUser, sourcePassword)) {
+            pollSubscriptions(changes);
+        }
+    }
+
+    private void pollSubscriptions(SubscriptionChanges changes) {
         String lastProblem = null;
         String lastLockProblem = null;
-        SubscriptionChanges changes = new SubscriptionChanges(sourceJdbcUrl, sourceUser, sourcePassword);
         long lastLockCheck = System.nanoTime();
         while (!Thread.currentThread().isInterrupted()) {
             try {
-                changes.await(Duration.ofMillis(POLL_MILLIS));
+                // until a write is notified, or the next lock check is due
+                long untilCheck = LOCK_CHECK_NANOS - (System.nanoTime() - lastLockCheck);
+                changes.await(Duration.ofMillis(Math.max(1, Math.min(POLL_MILLIS, untilCheck / 1_000_000))));
             } catch (InterruptedException e) {
-                changes.close();
                 return;
             }
             try {
