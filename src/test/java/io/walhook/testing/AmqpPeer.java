@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Predicate;
 
 import org.apache.qpid.proton.amqp.messaging.Accepted;
@@ -21,15 +22,17 @@ import io.vertx.proton.ProtonSession;
  */
 public final class AmqpPeer implements AutoCloseable {
 
+    private static final int RESUME_SECONDS = 30;
+
     private final Vertx vertx = Vertx.vertx();
-    private volatile ProtonServer server;
     private final int port;
+    private volatile ProtonServer server;
     private final List<Message> accepted = new ArrayList<>();
     private volatile Predicate<Message> reject = message -> false;
 
     private AmqpPeer() throws Exception {
-        this.server = listen(0);
-        this.port = server.actualPort();
+        this.port = Ports.restartable();
+        this.server = listen(port);
     }
 
     private ProtonServer listen(int port) throws Exception {
@@ -68,13 +71,40 @@ public final class AmqpPeer implements AutoCloseable {
      * peer listens again on the same port, keeping what it accepted so far.
      */
     public void restart() {
+        stop();
+        resume();
+    }
+
+    /** Drops every connection and stops listening, until {@link #resume}. */
+    public void stop() {
         try {
             CompletableFuture<Void> closed = new CompletableFuture<>();
             server.close(result -> closed.complete(null));
             closed.get(10, TimeUnit.SECONDS);
-            server = listen(port);
         } catch (Exception e) {
-            throw new HarnessException("cannot restart the AMQP peer on port " + port + ": " + e.getMessage(), e);
+            throw new HarnessException("cannot stop the AMQP peer on port " + port + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Listens again on the same port. If the port is not free yet (Vert.x reports the listener
+     * closed before the kernel releases it; or a connection was given the port as its local one),
+     * tries again for up to {@value #RESUME_SECONDS} s
+     * rather than leaving the peer down for the rest of a test.
+     */
+    public void resume() {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(RESUME_SECONDS);
+        while (true) {
+            try {
+                server = listen(port);
+                return;
+            } catch (Exception e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new HarnessException("cannot listen again on port " + port + " within " + RESUME_SECONDS
+                            + " s: " + e.getMessage(), e);
+                }
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
+            }
         }
     }
 
@@ -89,6 +119,10 @@ public final class AmqpPeer implements AutoCloseable {
     /** Messages for which this is true are rejected from now on. */
     public void reject(Predicate<Message> reject) {
         this.reject = reject;
+    }
+
+    public int port() {
+        return port;
     }
 
     /** {@code amqp://127.0.0.1:<port>}, for WALHOOK_AMQP_URL. */

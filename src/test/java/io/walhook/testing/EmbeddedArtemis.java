@@ -1,8 +1,6 @@
 package io.walhook.testing;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -33,7 +31,7 @@ public final class EmbeddedArtemis implements AutoCloseable {
 
     public static EmbeddedArtemis start() {
         try {
-            EmbeddedArtemis broker = new EmbeddedArtemis(Files.createTempDirectory("walhook-artemis"), freePort());
+            EmbeddedArtemis broker = new EmbeddedArtemis(Files.createTempDirectory("walhook-artemis"), Ports.restartable());
             broker.startServer();
             return broker;
         } catch (IOException e) {
@@ -109,11 +107,4 @@ public final class EmbeddedArtemis implements AutoCloseable {
         }
     }
 
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new HarnessException("no free port for Artemis: " + e.getMessage(), e);
-        }
-    }
 }

@@ -1,8 +1,6 @@
 package io.walhook.testing;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -169,8 +167,8 @@ public final class EmbeddedPostgres implements PostgresServer {
     private void startOnPort(int requested) {
         int attempts = requested == 0 ? 5 : 1;
         for (int attempt = 1; ; attempt++) {
-            int candidate = requested == 0 ? freePort() : requested;
-            if (requested != 0 && !isFree(candidate)) {
+            int candidate = requested == 0 ? Ports.restartable() : requested;
+            if (requested != 0 && !Ports.isFree(candidate)) {
                 throw new HarnessException("port " + candidate + " on 127.0.0.1 is already in use: stop what listens"
                         + " there or let the harness pick a free port");
             }
@@ -192,21 +190,7 @@ public final class EmbeddedPostgres implements PostgresServer {
         }
     }
 
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new HarnessException("cannot find a free port on 127.0.0.1: " + e, e);
-        }
-    }
 
-    private static boolean isFree(int port) {
-        try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
-            return true;
-        } catch (IOException e) {
-            return false;
-        }
-    }
 
     private String logTail() {
         try {

@@ -2,8 +2,6 @@ package io.walhook.testing;
 
 import java.io.IOException;
 import java.net.HttpURLConnection;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -91,7 +89,7 @@ public final class WalhookProcess implements AutoCloseable {
      */
     public static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
             boolean inJarDirectory) {
-        int port = freePort();
+        int port = Ports.free();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
             List<String> command = new ArrayList<>();
@@ -220,11 +218,4 @@ public final class WalhookProcess implements AutoCloseable {
         }
     }
 
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new HarnessException("cannot find a free port: " + e, e);
-        }
-    }
 }
