@@ -446,6 +446,9 @@ public class SubscriptionResource {
             s.retry().maxBackoff().ifPresent(d -> retry.put("max_backoff_ms", d.toMillis()));
             s.retry().window().ifPresent(d -> retry.put("window_ms", d.toMillis()));
         }
+        s.limits().maxInFlight().ifPresent(n -> view.put("max_in_flight", n));
+        s.limits().rate().ifPresent(rate -> view.putObject("rate_limit").put("requests", rate.requests())
+                .put("per", rate.period().wireName()));
         return view;
     }
 }

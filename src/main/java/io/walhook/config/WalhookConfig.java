@@ -109,6 +109,12 @@ public interface WalhookConfig {
 
         /** {@code initial}: backfill the subscription's tables once, at its first start (docs/backfills.md). */
         Optional<String> backfill();
+
+        /** Requests (AMQP: messages) under way at once for this subscription; the global concurrency when unset. */
+        Optional<String> maxInFlight();
+
+        /** At most this many requests started per period: {@code 50/s}, {@code 600/min}; no limit when unset. */
+        Optional<String> rateLimit();
     }
 
     /** How backfills read tables. */

@@ -59,7 +59,7 @@ final class Lane {
     /** A batch that failed this many attempts is split, so that one bad event does not hold back the others. */
     static final int SPLIT_AFTER = 2;
     /** AMQP messages under way at once. */
-    static final int AMQP_WINDOW = 100;
+    static final int AMQP_WINDOW = io.walhook.routing.DeliveryLimits.MAX_IN_FLIGHT_AMQP;
 
     /** What a lane is doing, for /status and metrics. */
     record Status(String id, String name, String mode, long queued, long inFlight, long retrying, long heldBack,
@@ -126,6 +126,8 @@ final class Lane {
     private final Set<Outgoing> failing = new java.util.LinkedHashSet<>();
     private String outOfAttempts;
     private int underWay;
+    /** The earliest the next request may start under the subscription's rate limit (System.nanoTime). */
+    private long nextStartNanos = System.nanoTime();
     private long underWayJobs;
     private boolean writeTurn;
     /** Jobs at the head of {@link #toWrite} that must be written before anything else: what a switch to durable moved there. */
@@ -368,6 +370,11 @@ final class Lane {
         if (outOfAttempts != null) {
             return outOfAttempts;
         }
+        if (full() && subscription.limits().rate().isPresent() && nextStartNanos - System.nanoTime() > 0) {
+            // slower than the stream by the operator's choice: holding every subscription back to its rate is not back-pressure
+            return "its memory budget (" + context.settings().bufferEvents() + " events) is full behind its rate limit of "
+                    + subscription.limits().rate().get();
+        }
         if (failing.isEmpty()) {
             return null;
         }
@@ -596,13 +603,31 @@ final class Lane {
         return subscription.destination() instanceof Destination.Webhook ? subscription.batchMaxEvents() : 1;
     }
 
+    /** Requests under way at once: the subscription's max_in_flight, else the global concurrency (AMQP: its window). */
     private int window() {
-        return subscription.destination() instanceof Destination.Amqp ? AMQP_WINDOW : context.settings().concurrency();
+        return subscription.limits().maxInFlight().orElseGet(() -> subscription.destination() instanceof Destination.Amqp
+                ? AMQP_WINDOW : context.settings().concurrency());
+    }
+
+    /**
+     * Whether the subscription's rate limit lets a request start now; if not, the lane wakes when
+     * it does. Requests start at least {@code period / requests} apart, retries included.
+     */
+    private boolean rateAllows() {
+        if (subscription.limits().rate().isEmpty()) {
+            return true;
+        }
+        long wait = nextStartNanos - System.nanoTime();
+        if (wait > 0) {
+            wakeIn(Duration.ofNanos(wait));
+            return false;
+        }
+        return true;
     }
 
     private void sendDue(Instant now) {
         Outgoing o;
-        while ((o = retrying.peek()) != null && !now.isBefore(o.due) && underWay < window()) {
+        while ((o = retrying.peek()) != null && !now.isBefore(o.due) && underWay < window() && rateAllows()) {
             // while every attempt fails, one request at a time finds out whether it takes events again
             if (schedule.everyAttemptFailing(now) && underWay > 0) {
                 return;
@@ -617,7 +642,7 @@ final class Lane {
             return;
         }
         int batch = batchSize();
-        while (underWay < window() && queue.hasReady()) {
+        while (underWay < window() && queue.hasReady() && rateAllows()) {
             if (queue.firstReady().background && window() > 1 && underWay >= window() - 1) {
                 return; // the last request is kept for live changes: they do not wait behind a backfill's rows
             }
@@ -648,6 +673,10 @@ final class Lane {
     }
 
     private void start(Outgoing o) {
+        subscription.limits().rate().ifPresent(rate -> {
+            long now = System.nanoTime();
+            nextStartNanos = (nextStartNanos - now > 0 ? nextStartNanos : now) + rate.spacingNanos();
+        });
         o.underWay = true;
         underWay++;
         underWayJobs += o.jobs.size();

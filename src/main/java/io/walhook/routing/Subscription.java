@@ -15,10 +15,11 @@ import io.walhook.change.Operation;
  * @param filter the compiled CEL filter, absent when every matching change is wanted
  * @param batchMaxEvents 1 sends one event per request; more sends JSON arrays of up to that many
  * @param retry its own retry settings; what it leaves unset comes from WALHOOK_DELIVERY_*
+ * @param limits its own cap on requests under way and on their rate; none by default
  */
 public record Subscription(String id, String name, List<TablePattern> tables, Set<Operation> operations,
         Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
-        long batchMaxWaitMs, Projection projection, boolean readOnly, RetryPolicy retry) {
+        long batchMaxWaitMs, Projection projection, boolean readOnly, RetryPolicy retry, DeliveryLimits limits) {
 
     /** The id prefix of configured subscriptions. */
     public static final String CONFIGURED = "config:";
@@ -27,6 +28,7 @@ public record Subscription(String id, String name, List<TablePattern> tables, Se
         tables = List.copyOf(tables);
         operations = Set.copyOf(operations);
         retry = retry == null ? RetryPolicy.DEFAULTS : retry;
+        limits = limits == null ? DeliveryLimits.NONE : limits;
         id = id == null ? CONFIGURED + name : id;
     }
 
@@ -35,7 +37,7 @@ public record Subscription(String id, String name, List<TablePattern> tables, Se
             Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
             long batchMaxWaitMs, Projection projection, boolean readOnly, RetryPolicy retry) {
         this(null, name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs, projection,
-                readOnly, retry);
+                readOnly, retry, DeliveryLimits.NONE);
     }
 
     /** A subscription with the global retry settings. */
@@ -43,13 +45,19 @@ public record Subscription(String id, String name, List<TablePattern> tables, Se
             Optional<CelFilter> filter, Destination destination, EventFormat format, int batchMaxEvents,
             long batchMaxWaitMs, Projection projection, boolean readOnly) {
         this(null, name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs, projection,
-                readOnly, RetryPolicy.DEFAULTS);
+                readOnly, RetryPolicy.DEFAULTS, DeliveryLimits.NONE);
     }
 
     /** The same subscription under this id. */
     public Subscription withId(String newId) {
         return new Subscription(newId, name, tables, operations, filter, destination, format, batchMaxEvents,
-                batchMaxWaitMs, projection, readOnly, retry);
+                batchMaxWaitMs, projection, readOnly, retry, limits);
+    }
+
+    /** The same subscription with these delivery limits. */
+    public Subscription withLimits(DeliveryLimits newLimits) {
+        return new Subscription(id, name, tables, operations, filter, destination, format, batchMaxEvents,
+                batchMaxWaitMs, projection, readOnly, retry, newLimits);
     }
 
     /** Table and operation only (the filter comes after): what is cached per relation. */

@@ -141,7 +141,22 @@ public final class SubscriptionConfigReader {
             throw new ConfigException(prefix + "INCLUDE_COLUMNS", "and " + prefix + "EXCLUDE_COLUMNS are both set; use one");
         }
         return new Subscription(name, tables, operations, filter, destination, format, batchMaxEvents, batchMaxWaitMs,
-                new Projection(include, exclude), true, retry(prefix, c));
+                new Projection(include, exclude), true, retry(prefix, c)).withLimits(limits(prefix, c, destination));
+    }
+
+    /** MAX_IN_FLIGHT and RATE_LIMIT ({@code 50/s}, {@code 600/min}); neither limits by default. */
+    private static DeliveryLimits limits(String prefix, WalhookConfig.SubscriptionConfig c, Destination destination) {
+        Optional<Integer> maxInFlight = c.maxInFlight().filter(v -> !v.isBlank()).map(v -> (int) number(
+                prefix + "MAX_IN_FLIGHT", Optional.of(v), 0, 1, DeliveryLimits.maxInFlightFor(destination)));
+        Optional<DeliveryLimits.Rate> rate = Optional.empty();
+        if (c.rateLimit().isPresent() && !c.rateLimit().get().isBlank()) {
+            try {
+                rate = Optional.of(DeliveryLimits.Rate.parse(c.rateLimit().get()));
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(prefix + "RATE_LIMIT", e.getMessage());
+            }
+        }
+        return new DeliveryLimits(maxInFlight, rate);
     }
 
     /** RETRY_MAX_ATTEMPTS, RETRY_MAX_BACKOFF and RETRY_WINDOW; what is unset comes from WALHOOK_DELIVERY_*. */

@@ -29,7 +29,7 @@ public final class SubscriptionJson {
             "content-type", "content-length", "transfer-encoding", "host", "connection", "keep-alive", "upgrade", "te",
             "trailer");
     private static final Set<String> FIELDS = Set.of("name", "tables", "operations", "filter", "destination", "format",
-            "batch", "columns", "retry");
+            "batch", "columns", "retry", "max_in_flight", "rate_limit");
 
     private SubscriptionJson() {
     }
@@ -119,7 +119,33 @@ public final class SubscriptionJson {
             projection = new Projection(include, exclude);
         }
         return new Subscription(name, tables, operations, filter, destination, format, maxEvents, maxWait, projection,
-                false, retry(body.get("retry")));
+                false, retry(body.get("retry"))).withLimits(limits(body, destination));
+    }
+
+    /** {@code "max_in_flight": n} and {@code "rate_limit": {"requests": n, "per": "second" | "minute"}}, each optional. */
+    private static DeliveryLimits limits(JsonNode body, Destination destination) {
+        Optional<Integer> maxInFlight = present(body, "max_in_flight")
+                ? Optional.of((int) integer(body, "/max_in_flight", 0, 1, DeliveryLimits.maxInFlightFor(destination)))
+                : Optional.empty();
+        JsonNode node = body.get("rate_limit");
+        if (node == null || node.isNull()) {
+            return new DeliveryLimits(maxInFlight, Optional.empty());
+        }
+        if (!node.isObject()) {
+            throw new SubscriptionException("/rate_limit", "must be an object with requests and per (second or minute)");
+        }
+        only(node, "/rate_limit", Set.of("requests", "per"), "rate_limit");
+        if (!present(node, "requests")) {
+            throw new SubscriptionException("/rate_limit/requests", "is required: how many requests may start per period");
+        }
+        int requests = (int) integer(node, "/rate_limit/requests", 0, 1, DeliveryLimits.MAX_REQUESTS_PER_PERIOD);
+        DeliveryLimits.Period period = DeliveryLimits.Period.SECOND;
+        String per = text(node, "/rate_limit/per", false);
+        if (per != null) {
+            period = DeliveryLimits.Period.parse(per).filter(p -> p.wireName().equals(per))
+                    .orElseThrow(() -> new SubscriptionException("/rate_limit/per", "must be second or minute"));
+        }
+        return new DeliveryLimits(maxInFlight, Optional.of(new DeliveryLimits.Rate(requests, period)));
     }
 
     /** {@code "retry": {"max_attempts", "max_backoff_ms", "window_ms"}}, each optional; absent ones are global. */

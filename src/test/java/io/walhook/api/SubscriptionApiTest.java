@@ -236,6 +236,27 @@ class SubscriptionApiTest {
     }
 
     @Test
+    void deliveryLimitsAreStoredAndShownAsGivenAndLeftOutWhenUnset() {
+        String limited = BODY.replace("\"orders\"", "\"limited\"").replace("}}",
+                "}, \"max_in_flight\": 2, \"rate_limit\": {\"requests\": 30, \"per\": \"minute\"}}");
+        String id = authorized().body(limited).post("/subscriptions").then().statusCode(201)
+                .body("max_in_flight", equalTo(2)).body("rate_limit.requests", equalTo(30))
+                .body("rate_limit.per", equalTo("minute")).extract().path("id");
+        authorized().get("/subscriptions/" + id).then().statusCode(200)
+                .body("max_in_flight", equalTo(2)).body("rate_limit.requests", equalTo(30));
+        // "per" defaults to second and is shown
+        authorized().body(BODY.replace("\"orders\"", "\"limited\"").replace("}}", "}, \"rate_limit\": {\"requests\": 5}}"))
+                .put("/subscriptions/" + id).then().statusCode(200)
+                .body("rate_limit.per", equalTo("second")).body("$", not(org.hamcrest.Matchers.hasKey("max_in_flight")));
+        authorized().body(BODY.replace("\"orders\"", "\"limited\"")).put("/subscriptions/" + id).then().statusCode(200)
+                .body("$", not(org.hamcrest.Matchers.hasKey("rate_limit")));
+        authorized().filter(OpenApiContract.responsesOnly())
+                .body(limited.replace("\"max_in_flight\": 2", "\"max_in_flight\": 65")).put("/subscriptions/" + id)
+                .then().statusCode(400).contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("/max_in_flight"));
+        authorized().delete("/subscriptions/" + id).then().statusCode(200);
+    }
+
+    @Test
     void aRetryPolicyIsStoredAndShownAsGivenAndConfiguredOnesShowTheirs() {
         String withRetry = BODY.replace("\"orders\"", "\"retrying\"").replace("}}",
                 "}, \"retry\": {\"max_attempts\": 4, \"window_ms\": 90000}}");

@@ -29,6 +29,7 @@ import io.vertx.core.Vertx;
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.Operation;
 import io.walhook.change.TestEvents;
+import io.walhook.routing.DeliveryLimits;
 import io.walhook.routing.Destination;
 import io.walhook.routing.EventEncoder;
 import io.walhook.routing.EventFormat;
@@ -87,10 +88,14 @@ class DispatcherTest {
     }
 
     private Dispatcher dispatcher(Duration retryWindow) throws Exception {
+        return dispatcher(retryWindow, 4000);
+    }
+
+    private Dispatcher dispatcher(Duration retryWindow, int bufferEvents) throws Exception {
         database = new SourceFixture(TestPostgres.shared(), "dispatch");
         store = new ParkedEventStore(database.dataSource, "walhook");
         Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4, 4000, 64L << 20), store,
+                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4, bufferEvents, 64L << 20), store,
                 DeliveryMetrics.NONE, paused::contains,
                 s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
                         Duration.ofSeconds(2), false));
@@ -108,7 +113,7 @@ class DispatcherTest {
     private static Subscription webhook(String id, String name, WebhookReceiver receiver, int batch) {
         return new Subscription(id, name, List.of(TablePattern.ALL), Set.of(Operation.values()), java.util.Optional.empty(),
                 new Destination.Webhook(URI.create(receiver.url("/" + name)), List.of(), Map.of()), EventFormat.JSON, batch,
-                0, Projection.ALL, false, RetryPolicy.DEFAULTS);
+                0, Projection.ALL, false, RetryPolicy.DEFAULTS, null);
     }
 
     /** Routes one change per row version: {@code rows} rows, each updated {@code versions} times, interleaved. */
@@ -417,5 +422,98 @@ class DispatcherTest {
             lane.routed.add(job);
         }
         lane.handOver();
+    }
+
+    @Test
+    void maxInFlightCapsOneSubscriptionsRequestsUnderWayWhileAnotherUsesTheGlobalConcurrency() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        Map<String, AtomicInteger> underWay = new ConcurrentHashMap<>();
+        Map<String, AtomicInteger> most = new ConcurrentHashMap<>();
+        WebhookReceiver receiver = receiver(request -> {
+            int now = underWay.computeIfAbsent(request.path(), p -> new AtomicInteger()).incrementAndGet();
+            most.computeIfAbsent(request.path(), p -> new AtomicInteger()).accumulateAndGet(now, Math::max);
+            try {
+                Thread.sleep(100); // a slow endpoint: requests pile up to whatever walhook allows
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                underWay.get(request.path()).decrementAndGet();
+            }
+            return 204;
+        });
+        Subscription capped = webhook("config:capped", "capped", receiver, 1)
+                .withLimits(new DeliveryLimits(java.util.Optional.of(2), java.util.Optional.empty()));
+        Subscription global = webhook("config:global", "global", receiver, 1);
+        send(dispatcher, capped, 20, 1);
+        send(dispatcher, global, 20, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/capped").size() == 20
+                && receiver.requests("/global").size() == 20);
+        assertThat(most.get("/capped").get()).as("max_in_flight 2").isEqualTo(2);
+        assertThat(most.get("/global").get()).as("the global concurrency (4)").isGreaterThan(2);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 40);
+    }
+
+    @Test
+    void aRateLimitSpacesRequestsRetriesIncluded() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        Set<String> failedOnce = ConcurrentHashMap.newKeySet();
+        WebhookReceiver receiver = receiver(request -> {
+            try {
+                // each event's first attempt fails: its retry must wait for the rate limit too
+                return failedOnce.add(JSON.readTree(request.body()).get("id").asText()) ? 503 : 204;
+            } catch (Exception e) {
+                return 400;
+            }
+        });
+        receiver.respondHeaders(request -> Map.of("Retry-After", "0"));
+        // a cold client's first connections take a while (class loading), and requests started 50 ms
+        // apart would arrive together: a first delivery warms it, so arrivals follow starts
+        send(dispatcher, webhook("config:warm", "warm", receiver, 1), 4, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 4);
+        Subscription limited = webhook("config:limited", "limited", receiver, 1)
+                .withLimits(new DeliveryLimits(java.util.Optional.empty(), java.util.Optional.of(
+                        new DeliveryLimits.Rate(20, DeliveryLimits.Period.SECOND))));
+        send(dispatcher, limited, 15, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 4 + 15);
+        List<WebhookReceiver.Request> requests = receiver.requests("/limited");
+        assertThat(requests).hasSize(30);
+        // 20 per second is one start every 50 ms: 30 requests span at least 29 gaps (less the jitter of one arrival)
+        Duration span = Duration.between(requests.get(0).receivedAt(), requests.get(requests.size() - 1).receivedAt());
+        assertThat(span).isGreaterThanOrEqualTo(Duration.ofMillis(29 * 50 - 100));
+        // and no second of it saw more than 20 (+1 for a window that catches both ends)
+        for (WebhookReceiver.Request first : requests) {
+            long inSecond = requests.stream().filter(r -> !r.receivedAt().isBefore(first.receivedAt())
+                    && r.receivedAt().isBefore(first.receivedAt().plusSeconds(1))).count();
+            assertThat(inSecond).isLessThanOrEqualTo(21);
+        }
+    }
+
+    @Test
+    void aRateLimitedSubscriptionThatFallsBehindWaitsInItsDurableQueueInsteadOfHoldingTheStreamBack() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 50);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            accepted.add(request);
+            return 204;
+        });
+        Subscription limited = webhook("config:tenant", "tenant", receiver, 1).withLimits(new DeliveryLimits(
+                java.util.Optional.empty(), java.util.Optional.of(new DeliveryLimits.Rate(40, DeliveryLimits.Period.SECOND))));
+        // 300 events at 40 a second is 7.5 s of sending; the lane holds 50
+        java.util.concurrent.CompletableFuture<List<ChangeEvent>> routed = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> {
+                    try {
+                        return send(dispatcher, limited, 30, 10);
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+        // routing is not held to the rate: everything is acknowledged (in the durable queue) long before it is sent
+        await().atMost(WAIT).until(() -> acknowledged.get() == 300);
+        assertThat(routed).isCompleted();
+        assertThat(accepted.size()).isLessThan(300);
+        assertThat(dispatcher.status().get(0).mode()).isEqualTo("durable");
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).values().stream().mapToInt(List::size).sum() == 300);
+        assertThat(acceptedByRow(accepted)).hasSize(30).allSatisfy((row, versions) -> assertThat(versions)
+                .as("row %d in commit order", row).containsExactly(0, 1, 2, 3, 4, 5, 6, 7, 8, 9));
     }
 }

@@ -74,6 +74,13 @@ class SubscriptionConfigReaderTest {
         "RETRY_WINDOW=8d                   | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is 8d; it must be at most 7d",
         "RETRY_WINDOW=5 minutes            | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is '5 minutes', not a duration",
         "RETRY_MAX_BACKOFF=2m;RETRY_WINDOW=1m | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 2m, longer than WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW (1m)",
+        "MAX_IN_FLIGHT=0                   | WALHOOK_SUBSCRIPTIONS_DEMO_MAX_IN_FLIGHT is 0; it must be between 1 and 64",
+        "MAX_IN_FLIGHT=65                  | WALHOOK_SUBSCRIPTIONS_DEMO_MAX_IN_FLIGHT is 65; it must be between 1 and 64",
+        "MAX_IN_FLIGHT=lots                | WALHOOK_SUBSCRIPTIONS_DEMO_MAX_IN_FLIGHT is 'lots', not a whole number",
+        "RATE_LIMIT=fast                   | WALHOOK_SUBSCRIPTIONS_DEMO_RATE_LIMIT is not a rate: write requests per period, as in 50/s or 600/min",
+        "RATE_LIMIT=50/h                   | WALHOOK_SUBSCRIPTIONS_DEMO_RATE_LIMIT has 'h' as its period; use s (per second) or min (per minute)",
+        "RATE_LIMIT=0/s                    | WALHOOK_SUBSCRIPTIONS_DEMO_RATE_LIMIT allows 0 requests per second; use 1 to 100000",
+        "RATE_LIMIT=100001                 | WALHOOK_SUBSCRIPTIONS_DEMO_RATE_LIMIT allows 100001 requests per second; use 1 to 100000",
     })
     void badValueNamesItsVariable(String field, String problem) {
         Map<String, String> values = new HashMap<>(Map.of("URL", "http://sink/"));
@@ -86,6 +93,20 @@ class SubscriptionConfigReaderTest {
                 .hasMessageStartingWith(problem.split(" ")[0])
                 .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1))
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+
+    @Test
+    void deliveryLimitsAreReadWhereSet() {
+        Subscription s = SubscriptionConfigReader.read("tenant", config(Map.of("URL", "http://sink/",
+                "MAX_IN_FLIGHT", "2", "RATE_LIMIT", "600/min")), false);
+        assertThat(s.limits()).isEqualTo(new DeliveryLimits(Optional.of(2),
+                Optional.of(new DeliveryLimits.Rate(600, DeliveryLimits.Period.MINUTE))));
+        assertThat(SubscriptionConfigReader.read("t", config(Map.of("URL", "http://sink/", "RATE_LIMIT", " 50 / s ")),
+                false).limits().rate()).contains(new DeliveryLimits.Rate(50, DeliveryLimits.Period.SECOND));
+        assertThat(SubscriptionConfigReader.read("t", config(Map.of("URL", "http://sink/", "RATE_LIMIT", "20")),
+                false).limits().rate().get().toString()).isEqualTo("20/s");
+        assertThat(SubscriptionConfigReader.read("plain", config(Map.of("URL", "http://sink/", "MAX_IN_FLIGHT", " ")),
+                false).limits()).isEqualTo(DeliveryLimits.NONE);
     }
 
     @Test

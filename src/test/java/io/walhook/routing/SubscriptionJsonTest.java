@@ -51,6 +51,25 @@ class SubscriptionJsonTest {
                 .contains(java.time.Duration.ofSeconds(1));
     }
 
+    @Test
+    void readsDeliveryLimitsEachOptional() throws Exception {
+        String webhook = "\"destination\": {\"type\": \"webhook\", \"url\": \"https://example.com\"}";
+        Subscription both = SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + webhook
+                + ", \"max_in_flight\": 1, \"rate_limit\": {\"requests\": 600, \"per\": \"minute\"}}"));
+        assertThat(both.limits().maxInFlight()).contains(1);
+        assertThat(both.limits().rate()).contains(new DeliveryLimits.Rate(600, DeliveryLimits.Period.MINUTE));
+        assertThat(both.limits().rate().get().spacingNanos()).isEqualTo(100_000_000L);
+        Subscription perSecond = SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + webhook
+                + ", \"rate_limit\": {\"requests\": 50}}"));
+        assertThat(perSecond.limits()).isEqualTo(new DeliveryLimits(java.util.Optional.empty(),
+                java.util.Optional.of(new DeliveryLimits.Rate(50, DeliveryLimits.Period.SECOND))));
+        assertThat(SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + webhook
+                + ", \"max_in_flight\": null, \"rate_limit\": null}")).limits()).isEqualTo(DeliveryLimits.NONE);
+        // AMQP allows up to its window of 100 messages under way
+        assertThat(SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", \"max_in_flight\": 100,"
+                + " \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}}")).limits().maxInFlight()).contains(100);
+    }
+
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "[]                                                                          | ''",
@@ -88,6 +107,17 @@ class SubscriptionJsonTest {
         "{\"name\": \"a\", \"retry\": {\"window_ms\": 1.5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/window_ms",
         "{\"name\": \"a\", \"retry\": {\"window_ms\": 604800001}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/window_ms",
         "{\"name\": \"a\", \"retry\": {\"max_backoff_ms\": 60000, \"window_ms\": 1000}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /retry/max_backoff_ms",
+        "{\"name\": \"a\", \"max_in_flight\": 0, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /max_in_flight",
+        "{\"name\": \"a\", \"max_in_flight\": 101, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /max_in_flight",
+        "{\"name\": \"a\", \"max_in_flight\": 65, \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\"}} | /max_in_flight",
+        "{\"name\": \"a\", \"max_in_flight\": \"4\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /max_in_flight",
+        "{\"name\": \"a\", \"rate_limit\": 50, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /rate_limit",
+        "{\"name\": \"a\", \"rate_limit\": {}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /rate_limit/requests",
+        "{\"name\": \"a\", \"rate_limit\": {\"requests\": 0}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /rate_limit/requests",
+        "{\"name\": \"a\", \"rate_limit\": {\"requests\": 100001}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /rate_limit/requests",
+        "{\"name\": \"a\", \"rate_limit\": {\"requests\": 5, \"per\": \"hour\"}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /rate_limit/per",
+        "{\"name\": \"a\", \"rate_limit\": {\"requests\": 5, \"per\": \"s\"}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /rate_limit/per",
+        "{\"name\": \"a\", \"rate_limit\": {\"requests\": 5, \"burst\": 2}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /rate_limit/burst",
     })
     void namesTheFieldAtFault(String body, String field) throws Exception {
         assertThatThrownBy(() -> SubscriptionJson.parse(JSON.readTree(body)))

@@ -42,6 +42,8 @@ public final class TestSubscriptions {
             public Optional<String> retryMaxBackoff() { return Optional.ofNullable(v.get("RETRY_MAX_BACKOFF")); }
             public Optional<String> retryWindow() { return Optional.ofNullable(v.get("RETRY_WINDOW")); }
             public Optional<String> backfill() { return Optional.ofNullable(v.get("BACKFILL")); }
+            public Optional<String> maxInFlight() { return Optional.ofNullable(v.get("MAX_IN_FLIGHT")); }
+            public Optional<String> rateLimit() { return Optional.ofNullable(v.get("RATE_LIMIT")); }
         };
     }
 }
