@@ -126,8 +126,9 @@ final class Lane {
     private final Set<Outgoing> failing = new java.util.LinkedHashSet<>();
     private String outOfAttempts;
     private int underWay;
-    /** The earliest the next request may start under the subscription's rate limit (System.nanoTime). */
-    private long nextStartNanos = System.nanoTime();
+    /** When the last request started (System.nanoTime), once one has: the rate limit counts from it. */
+    private long lastStartNanos;
+    private boolean startedOnce;
     private long underWayJobs;
     private boolean writeTurn;
     /** Jobs at the head of {@link #toWrite} that must be written before anything else: what a switch to durable moved there. */
@@ -370,9 +371,10 @@ final class Lane {
         if (outOfAttempts != null) {
             return outOfAttempts;
         }
-        if (full() && subscription.limits().rate().isPresent() && nextStartNanos - System.nanoTime() > 0) {
+        if (full() && heldByRate(now)) {
             // slower than the stream by the operator's choice: holding every subscription back to its rate is not back-pressure
-            return "its memory budget (" + context.settings().bufferEvents() + " events) is full behind its rate limit of "
+            return "its memory budget (" + context.settings().bufferEvents() + " events or "
+                    + (context.settings().bufferBytes() >> 20) + " MiB) is full behind its rate limit of "
                     + subscription.limits().rate().get();
         }
         if (failing.isEmpty()) {
@@ -614,15 +616,32 @@ final class Lane {
      * it does. Requests start at least {@code period / requests} apart, retries included.
      */
     private boolean rateAllows() {
-        if (subscription.limits().rate().isEmpty()) {
-            return true;
-        }
-        long wait = nextStartNanos - System.nanoTime();
+        long wait = rateWaitNanos();
         if (wait > 0) {
             wakeIn(Duration.ofNanos(wait));
             return false;
         }
         return true;
+    }
+
+    /**
+     * How long until the rate limit lets the next request start: 0 now or without a limit. Counted
+     * from the last start with the current spacing, so a rate changed through the API applies at once.
+     */
+    private long rateWaitNanos() {
+        if (!startedOnce || subscription.limits().rate().isEmpty()) {
+            return 0;
+        }
+        return Math.max(0, lastStartNanos + subscription.limits().rate().get().spacingNanos() - System.nanoTime());
+    }
+
+    /** Whether only the rate limit keeps a request from starting now: a slot is free and something is ready. */
+    private boolean heldByRate(Instant now) {
+        if (rateWaitNanos() == 0 || underWay >= window()) {
+            return false;
+        }
+        Outgoing retry = retrying.peek();
+        return queue.hasReady() || retry != null && !now.isBefore(retry.due);
     }
 
     private void sendDue(Instant now) {
@@ -673,10 +692,8 @@ final class Lane {
     }
 
     private void start(Outgoing o) {
-        subscription.limits().rate().ifPresent(rate -> {
-            long now = System.nanoTime();
-            nextStartNanos = (nextStartNanos - now > 0 ? nextStartNanos : now) + rate.spacingNanos();
-        });
+        lastStartNanos = System.nanoTime();
+        startedOnce = true;
         o.underWay = true;
         underWay++;
         underWayJobs += o.jobs.size();
@@ -854,8 +871,14 @@ final class Lane {
     private void scheduleWake(Instant now) {
         Instant next = null;
         Outgoing soonest = retrying.peek();
-        if (soonest != null) {
+        // a due retry that waits for a free request is started by the outcome that frees one: waking
+        // for it now would only turn the lane over and over until then
+        if (soonest != null && underWay < window() && !(schedule.everyAttemptFailing(now) && underWay > 0)) {
             next = soonest.due;
+            long rateWait = rateWaitNanos();
+            if (rateWait > 0 && next.isBefore(now.plusNanos(rateWait))) {
+                next = now.plusNanos(rateWait); // and one the rate limit holds back, when it lets it go
+            }
         }
         if (mode == Mode.DIRECT && !failing.isEmpty()) {
             Duration window = subscription.retry().window().orElse(context.settings().retryWindow());

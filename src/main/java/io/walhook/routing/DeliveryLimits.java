@@ -35,6 +35,12 @@ public record DeliveryLimits(Optional<Integer> maxInFlight, Optional<Rate> rate)
         return destination instanceof Destination.Amqp ? MAX_IN_FLIGHT_AMQP : MAX_IN_FLIGHT_WEBHOOK;
     }
 
+    /** What a max_in_flight out of range is told: the bound depends on the destination's kind. */
+    public static String maxInFlightBounds(Destination destination) {
+        return destination instanceof Destination.Amqp ? "1 to " + MAX_IN_FLIGHT_AMQP + " for an AMQP destination"
+                : "1 to " + MAX_IN_FLIGHT_WEBHOOK + " for a webhook (" + MAX_IN_FLIGHT_AMQP + " for AMQP)";
+    }
+
     /**
      * {@code requests} per {@code period}: a request starts no sooner than {@code period / requests}
      * after the one before, so no window of one period sees more than that many start.
@@ -47,9 +53,10 @@ public record DeliveryLimits(Optional<Integer> maxInFlight, Optional<Rate> rate)
             }
         }
 
-        /** The least time between two request starts. */
+        /** The least time between two request starts, rounded up: {@code requests} starts never fit in one period. */
         public long spacingNanos() {
-            return period.length.toNanos() / requests;
+            long length = period.length.toNanos();
+            return (length + requests - 1) / requests;
         }
 
         /** {@code 50/s} or {@code 600/min}: how the environment writes it. */
@@ -72,17 +79,16 @@ public record DeliveryLimits(Optional<Integer> maxInFlight, Optional<Rate> rate)
                         + "' as its period; use s (per second) or min (per minute), as in 50/s or 600/min"));
                 value = value.substring(0, slash).strip();
             }
-            int requests;
-            try {
-                requests = Integer.parseInt(value);
-            } catch (NumberFormatException e) {
+            long requests;
+            if (!value.matches("-?[0-9]{1,18}")) {
                 throw new IllegalArgumentException("is not a rate: write requests per period, as in 50/s or 600/min");
             }
+            requests = Long.parseLong(value);
             if (requests < 1 || requests > MAX_REQUESTS_PER_PERIOD) {
                 throw new IllegalArgumentException("allows " + requests + " requests per " + period.wireName
                         + "; use 1 to " + MAX_REQUESTS_PER_PERIOD);
             }
-            return new Rate(requests, period);
+            return new Rate((int) requests, period);
         }
     }
 

@@ -146,8 +146,14 @@ public final class SubscriptionConfigReader {
 
     /** MAX_IN_FLIGHT and RATE_LIMIT ({@code 50/s}, {@code 600/min}); neither limits by default. */
     private static DeliveryLimits limits(String prefix, WalhookConfig.SubscriptionConfig c, Destination destination) {
-        Optional<Integer> maxInFlight = c.maxInFlight().filter(v -> !v.isBlank()).map(v -> (int) number(
-                prefix + "MAX_IN_FLIGHT", Optional.of(v), 0, 1, DeliveryLimits.maxInFlightFor(destination)));
+        Optional<Integer> maxInFlight = c.maxInFlight().filter(v -> !v.isBlank()).map(v -> {
+            long n = number(prefix + "MAX_IN_FLIGHT", Optional.of(v), 0, Integer.MIN_VALUE, Integer.MAX_VALUE);
+            if (n < 1 || n > DeliveryLimits.maxInFlightFor(destination)) {
+                throw new ConfigException(prefix + "MAX_IN_FLIGHT", "is " + n + "; it must be from "
+                        + DeliveryLimits.maxInFlightBounds(destination));
+            }
+            return (int) n;
+        });
         Optional<DeliveryLimits.Rate> rate = Optional.empty();
         if (c.rateLimit().isPresent() && !c.rateLimit().get().isBlank()) {
             try {

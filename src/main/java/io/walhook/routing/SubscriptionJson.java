@@ -124,9 +124,16 @@ public final class SubscriptionJson {
 
     /** {@code "max_in_flight": n} and {@code "rate_limit": {"requests": n, "per": "second" | "minute"}}, each optional. */
     private static DeliveryLimits limits(JsonNode body, Destination destination) {
-        Optional<Integer> maxInFlight = present(body, "max_in_flight")
-                ? Optional.of((int) integer(body, "/max_in_flight", 0, 1, DeliveryLimits.maxInFlightFor(destination)))
-                : Optional.empty();
+        Optional<Integer> maxInFlight = Optional.empty();
+        if (present(body, "max_in_flight")) {
+            JsonNode value = body.get("max_in_flight");
+            if (!value.isIntegralNumber() || !value.canConvertToInt() || value.asInt() < 1
+                    || value.asInt() > DeliveryLimits.maxInFlightFor(destination)) {
+                throw new SubscriptionException("/max_in_flight", "must be a whole number from "
+                        + DeliveryLimits.maxInFlightBounds(destination));
+            }
+            maxInFlight = Optional.of(value.asInt());
+        }
         JsonNode node = body.get("rate_limit");
         if (node == null || node.isNull()) {
             return new DeliveryLimits(maxInFlight, Optional.empty());

@@ -516,4 +516,97 @@ class DispatcherTest {
         assertThat(acceptedByRow(accepted)).hasSize(30).allSatisfy((row, versions) -> assertThat(versions)
                 .as("row %d in commit order", row).containsExactly(0, 1, 2, 3, 4, 5, 6, 7, 8, 9));
     }
+
+    @Test
+    void aDueRetryWaitingForAFreeRequestDoesNotTurnTheLaneOverAndOver() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        Set<String> failedOnce = ConcurrentHashMap.newKeySet();
+        java.util.concurrent.CountDownLatch hanging = new java.util.concurrent.CountDownLatch(1);
+        WebhookReceiver receiver = receiver(request -> {
+            if (mentionsRow(request, 1) && failedOnce.add("1")) {
+                return 503; // row 1 fails once: its retry comes due within the 300 ms backoff
+            }
+            if (mentionsRow(request, 2)) {
+                hanging.countDown();
+                try {
+                    Thread.sleep(1_500); // row 2's request holds the only slot meanwhile
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return 204;
+        });
+        receiver.respondHeaders(request -> Map.of("Retry-After", "0"));
+        Subscription one = webhook("config:one", "one", receiver, 1)
+                .withLimits(new DeliveryLimits(java.util.Optional.of(1), java.util.Optional.empty()));
+        send(dispatcher, one, 2, 1);
+        assertThat(hanging.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        long cpuBefore = deliveryThreadsCpuNanos();
+        long wallBefore = System.nanoTime();
+        await().atMost(WAIT).until(() -> acknowledged.get() == 2);
+        double busy = (deliveryThreadsCpuNanos() - cpuBefore) / (double) (System.nanoTime() - wallBefore);
+        // a lane that woke at once for its due retry while the slot was taken spun a core for the whole request
+        assertThat(busy).as("delivery threads' CPU over the wait, as a share of one core").isLessThan(0.3);
+    }
+
+    @Test
+    void aLaneHeldBackByItsReceiverNotItsRateKeepsBackPressureAndStaysDirect() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 20);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            try {
+                Thread.sleep(50); // 20 requests a second at most: slower than the rate limit
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription slow = webhook("config:slow", "slow", receiver, 1).withLimits(new DeliveryLimits(
+                java.util.Optional.of(1), java.util.Optional.of(new DeliveryLimits.Rate(40, DeliveryLimits.Period.SECOND))));
+        java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                send(dispatcher, slow, 60, 1);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        List<String> aheadOfDelivery = new CopyOnWriteArrayList<>();
+        await().atMost(WAIT).until(() -> {
+            int acked = acknowledged.get();
+            int delivered = accepted.size();
+            if (acked > delivered) {
+                // acknowledged before delivered: written to the durable queue, not back-pressure
+                aheadOfDelivery.add(acked + " acknowledged, " + delivered + " delivered");
+            }
+            return delivered == 60;
+        });
+        assertThat(aheadOfDelivery).isEmpty();
+        assertThat(dispatcher.status().get(0).mode()).isEqualTo("direct");
+    }
+
+    @Test
+    void aRateRaisedThroughTheApiAppliesAtOnce() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        WebhookReceiver receiver = receiver(request -> 204);
+        Subscription slow = webhook("config:raised", "raised", receiver, 1).withLimits(new DeliveryLimits(
+                java.util.Optional.empty(), java.util.Optional.of(new DeliveryLimits.Rate(1, DeliveryLimits.Period.MINUTE))));
+        send(dispatcher, slow, 3, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/raised").size() == 1);
+        // one a minute: the second waits; raised to 100 a second, it and the third go now
+        dispatcher.sync(List.of(slow.withLimits(new DeliveryLimits(java.util.Optional.empty(),
+                java.util.Optional.of(new DeliveryLimits.Rate(100, DeliveryLimits.Period.SECOND))))));
+        await().atMost(Duration.ofSeconds(10)).until(() -> acknowledged.get() == 3);
+    }
+
+    private static long deliveryThreadsCpuNanos() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        long total = 0;
+        for (java.lang.management.ThreadInfo info : threads.getThreadInfo(threads.getAllThreadIds())) {
+            if (info != null && info.getThreadName().startsWith("walhook-delivery")) {
+                total += Math.max(0, threads.getThreadCpuTime(info.getThreadId()));
+            }
+        }
+        return total;
+    }
 }

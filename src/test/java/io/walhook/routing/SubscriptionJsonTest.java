@@ -59,6 +59,8 @@ class SubscriptionJsonTest {
         assertThat(both.limits().maxInFlight()).contains(1);
         assertThat(both.limits().rate()).contains(new DeliveryLimits.Rate(600, DeliveryLimits.Period.MINUTE));
         assertThat(both.limits().rate().get().spacingNanos()).isEqualTo(100_000_000L);
+        // rounded up: 7 a second never fit 8 starts in one second
+        assertThat(new DeliveryLimits.Rate(7, DeliveryLimits.Period.SECOND).spacingNanos() * 7).isGreaterThanOrEqualTo(1_000_000_000L);
         Subscription perSecond = SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", " + webhook
                 + ", \"rate_limit\": {\"requests\": 50}}"));
         assertThat(perSecond.limits()).isEqualTo(new DeliveryLimits(java.util.Optional.empty(),
