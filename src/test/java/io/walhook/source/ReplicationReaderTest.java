@@ -328,6 +328,34 @@ class ReplicationReaderTest {
         }
     }
 
+    @Test
+    void aConnectionClosedWithoutAnErrorIsReconnectedAndNothingIsLost() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_fin");
+                io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to(TestPostgres.shared().host(),
+                        TestPostgres.shared().port())) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
+            // nothing written to the connection for a minute: only noticing the end of the stream reconnects sooner
+            source.statusInterval = Duration.ofSeconds(60);
+            source.checkpointInterval = Duration.ofSeconds(60);
+            ReplicationReader reader = source.startReader();
+            for (int round = 0; round < 3; round++) {
+                int first = round * 20 + 1;
+                source.sql("INSERT INTO t SELECT g FROM generate_series(" + first + ", " + (first + 9) + ") g");
+                await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == first + 9));
+                // as a load balancer drops an idle connection: FIN on both sides, no error from the server
+                int before = proxy.connections();
+                proxy.dropAll();
+                source.sql("INSERT INTO t SELECT g FROM generate_series(" + (first + 10) + ", " + (first + 19) + ") g");
+                await().atMost(Duration.ofSeconds(20)).until(() -> proxy.connections() > before);
+            }
+            await().atMost(WAIT).until(() -> source.received.stream().map(e -> e.at("/new/id").asInt())
+                    .collect(Collectors.toSet()).size() == 60);
+            assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STREAMING);
+        }
+    }
+
     private static String activeWalsender(SourceFixture source) throws java.sql.SQLException {
         return source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'");
     }

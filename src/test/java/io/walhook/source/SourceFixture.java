@@ -54,6 +54,10 @@ public final class SourceFixture implements AutoCloseable {
     long streamMemoryBytes = 64L << 20;
     Duration reconnectMaxBackoff = Duration.ofSeconds(2);
     Path spillDirectory = Path.of(System.getProperty("java.io.tmpdir"));
+    /** Where the reader connects, when not to the server itself (a proxy in front of it). */
+    String replicationUrl;
+    Duration statusInterval = Duration.ofSeconds(10);
+    Duration checkpointInterval = Duration.ofMillis(100);
 
     public SourceFixture(PostgresServer server, String prefix) throws SQLException {
         this.server = server;
@@ -100,9 +104,9 @@ public final class SourceFixture implements AutoCloseable {
     }
 
     ReplicationReader.Settings settings() throws SQLException {
-        return new ReplicationReader.Settings(server.jdbcUrl(database), server.user(), server.password(), slot,
-                "walhook", "walhook", new SourceDatabase(dataSource).serverMajor(), Duration.ofSeconds(10),
-                Duration.ofMillis(100), reconnectMaxBackoff, handoffCapacity, handoffBytes, spillDirectory, streamMemoryBytes);
+        return new ReplicationReader.Settings(replicationUrl != null ? replicationUrl : server.jdbcUrl(database), server.user(), server.password(), slot,
+                "walhook", "walhook", new SourceDatabase(dataSource).serverMajor(), statusInterval,
+                checkpointInterval, reconnectMaxBackoff, handoffCapacity, handoffBytes, spillDirectory, streamMemoryBytes);
     }
 
     /** Starts a reader resuming from the checkpoint, with {@code consumer} taking from its queue. */

@@ -1,0 +1,116 @@
+package io.walhook.testing;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of a server, for faults a server does not make itself: every
+ * connection through it can be closed at once, cleanly (FIN, no error message), as a load
+ * balancer or NAT gateway drops a connection it considers idle.
+ */
+public final class TcpProxy implements AutoCloseable {
+
+    private final ServerSocket listener;
+    private final String host;
+    private final int targetPort;
+    private final List<Socket> open = new CopyOnWriteArrayList<>();
+    private final AtomicInteger accepted = new AtomicInteger();
+
+    private TcpProxy(String host, int targetPort) throws IOException {
+        this.host = host;
+        this.targetPort = targetPort;
+        this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        Thread acceptor = new Thread(this::accept, "tcp-proxy-" + listener.getLocalPort());
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    /** A proxy to {@code host:port}, listening on a free port of 127.0.0.1. */
+    public static TcpProxy to(String host, int port) {
+        try {
+            return new TcpProxy(host, port);
+        } catch (IOException e) {
+            throw new HarnessException("cannot start a TCP proxy to " + host + ":" + port + ": " + e.getMessage(), e);
+        }
+    }
+
+    public int port() {
+        return listener.getLocalPort();
+    }
+
+    /** Connections accepted so far. */
+    public int connections() {
+        return accepted.get();
+    }
+
+    /** Closes every connection through the proxy, both sides, without a word: new ones are accepted as before. */
+    public void dropAll() {
+        for (Socket socket : open) {
+            closeQuietly(socket);
+        }
+        open.clear();
+    }
+
+    private void accept() {
+        while (!listener.isClosed()) {
+            try {
+                Socket client = listener.accept();
+                Socket server = new Socket(host, targetPort);
+                accepted.incrementAndGet();
+                open.add(client);
+                open.add(server);
+                pump(client, server);
+                pump(server, client);
+            } catch (IOException e) {
+                // closed, or the server refused: the client sees its connection end
+            }
+        }
+    }
+
+    private void pump(Socket from, Socket to) {
+        Thread thread = new Thread(() -> {
+            byte[] buffer = new byte[16 * 1024];
+            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                    out.write(buffer, 0, n);
+                    out.flush();
+                }
+            } catch (IOException e) {
+                // one side went away
+            } finally {
+                closeQuietly(from);
+                closeQuietly(to);
+                open.remove(from);
+                open.remove(to);
+            }
+        }, "tcp-proxy-pump");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private static void closeQuietly(Socket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            listener.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        dropAll();
+    }
+}
