@@ -9,7 +9,8 @@ import com.tngtech.archunit.lang.ArchRule;
 
 /**
  * The pure parts of the pipeline (the README's picture, docs/protocol.md section 6) stay free of
- * frameworks, and no package depends on itself through others.
+ * frameworks, no package depends on itself through others, and the packages follow the data:
+ * reading and delivering meet only in the package that wires them.
  */
 @AnalyzeClasses(packages = "io.walhook", importOptions = ImportOption.DoNotIncludeTests.class)
 class ArchitectureTest {
@@ -32,4 +33,25 @@ class ArchitectureTest {
             .should().dependOnClassesThat().resideInAnyPackage("io.quarkus..", "io.vertx..", "jakarta..", "io.smallrye..")
             .because("decoding, transaction assembly, values and the acknowledgement watermark are unit tested"
                     + " with bytes and values alone (docs/testing.md)");
+
+    @ArchTest
+    static final ArchRule readingKnowsNothingOfDelivery = com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses()
+            .that().resideInAPackage("io.walhook.source..")
+            .should().dependOnClassesThat().resideInAnyPackage("io.walhook.delivery..", "io.walhook.backfill..",
+                    "io.walhook.pipeline..", "io.walhook.api..")
+            .because("the reader hands transactions over through checkpoint's queue and learns what is done from its"
+                    + " tracker; what comes after it is wired by the pipeline package");
+
+    @ArchTest
+    static final ArchRule deliveryKnowsNothingOfReading = com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses()
+            .that().resideInAPackage("io.walhook.delivery..")
+            .should().dependOnClassesThat().resideInAnyPackage("io.walhook.source..", "io.walhook.backfill..",
+                    "io.walhook.pipeline..", "io.walhook.api..")
+            .because("delivery takes events and settles them; where they come from is the pipeline's business");
+
+    @ArchTest
+    static final ArchRule onlyTheApiUsesThePipeline = classes().that().resideInAPackage("io.walhook.pipeline..")
+            .should().onlyHaveDependentClassesThat().resideInAnyPackage("io.walhook.pipeline..", "io.walhook.api..")
+            .because("the pipeline package wires the others and owns start-up and shutdown: nothing below it may"
+                    + " reach back up");
 }

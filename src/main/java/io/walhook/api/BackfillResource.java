@@ -30,7 +30,7 @@ import io.smallrye.common.annotation.Blocking;
 import io.walhook.backfill.Backfill;
 import io.walhook.backfill.Backfills;
 import io.walhook.routing.Subscription;
-import io.walhook.source.ReplicationSource;
+import io.walhook.pipeline.ReplicationSource;
 
 /**
  * {@code /subscriptions/{id}/backfills}: start a backfill of a subscription's existing rows (202),

@@ -29,7 +29,7 @@ import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionStore;
-import io.walhook.source.ReplicationSource;
+import io.walhook.pipeline.ReplicationSource;
 
 /**
  * {@code /subscriptions/{id}/dead-letters}: a subscription's durable queue (the events its

@@ -18,7 +18,7 @@ import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.Dispatcher;
 import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionRegistry;
-import io.walhook.source.ReplicationSource;
+import io.walhook.pipeline.ReplicationSource;
 import io.walhook.source.SourceStatus;
 
 /** {@code GET /status}: where the slot stands against the server, and what walhook has acknowledged. */

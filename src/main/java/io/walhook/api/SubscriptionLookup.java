@@ -7,7 +7,7 @@ import java.util.UUID;
 
 import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionStore;
-import io.walhook.source.ReplicationSource;
+import io.walhook.pipeline.ReplicationSource;
 
 /**
  * Finds the subscription a request's {@code {id}} names, for every resource under

@@ -40,7 +40,7 @@ import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionJson;
 import io.walhook.routing.SubscriptionException;
 import io.walhook.routing.SubscriptionStore;
-import io.walhook.source.ReplicationSource;
+import io.walhook.pipeline.ReplicationSource;
 
 /**
  * {@code /subscriptions}: list, read, create, replace and delete subscriptions (openapi.yaml).

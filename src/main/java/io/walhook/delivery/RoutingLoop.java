@@ -9,6 +9,7 @@ import org.jboss.logging.Logger;
 
 import io.walhook.change.ChangeEvent;
 import io.walhook.checkpoint.AckTracker;
+import io.walhook.checkpoint.HandOffQueue;
 import io.walhook.pgoutput.Lsn;
 import io.walhook.routing.EventEncoder;
 import io.walhook.routing.EventFormat;

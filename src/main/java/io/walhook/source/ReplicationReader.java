@@ -27,7 +27,7 @@ import io.walhook.change.TransactionAssembler;
 import io.walhook.change.TxInfo;
 import io.walhook.checkpoint.AckTracker;
 import io.walhook.checkpoint.CheckpointStore;
-import io.walhook.delivery.HandOffQueue;
+import io.walhook.checkpoint.HandOffQueue;
 import io.walhook.pgoutput.Lsn;
 import io.walhook.checkpoint.PendingEvent;
 

@@ -20,7 +20,7 @@ import io.walhook.routing.SubscriptionStore;
  * the whole timeout: the poller's own round finds the change, and the session is opened again.
  * Used by one thread.
  */
-final class SubscriptionChanges implements AutoCloseable {
+public final class SubscriptionChanges implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(SubscriptionChanges.class);
 
@@ -29,13 +29,13 @@ final class SubscriptionChanges implements AutoCloseable {
     private Connection connection;
     private String lastProblem;
 
-    SubscriptionChanges(String jdbcUrl, String user, String password) {
+    public SubscriptionChanges(String jdbcUrl, String user, String password) {
         this.jdbcUrl = jdbcUrl;
         this.properties = ActiveLock.sessionProperties(user, password, "walhook-listen");
     }
 
     /** Waits until a subscription was written (true) or {@code timeout} passed (false). */
-    boolean await(Duration timeout) throws InterruptedException {
+    public boolean await(Duration timeout) throws InterruptedException {
         try {
             if (connection == null) {
                 connection = DriverManager.getConnection(jdbcUrl, properties);

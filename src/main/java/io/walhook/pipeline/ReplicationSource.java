@@ -1,4 +1,4 @@
-package io.walhook.source;
+package io.walhook.pipeline;
 
 import java.nio.file.Path;
 import java.sql.SQLException;
@@ -47,6 +47,12 @@ import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionConfigReader;
 import io.walhook.routing.SubscriptionRegistry;
 import io.walhook.routing.SubscriptionStore;
+import io.walhook.source.ActiveLock;
+import io.walhook.source.ReplicationReader;
+import io.walhook.source.SourceDatabase;
+import io.walhook.source.SourceSetupException;
+import io.walhook.source.SourceStatus;
+import io.walhook.source.SubscriptionChanges;
 
 /**
  * Starts the pipeline once the configuration is valid: checks the server, creates the publication

@@ -1,4 +1,4 @@
-package io.walhook.delivery;
+package io.walhook.checkpoint;
 
 import java.util.Collection;
 import java.util.List;

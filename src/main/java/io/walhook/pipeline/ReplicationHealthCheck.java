@@ -1,4 +1,4 @@
-package io.walhook.source;
+package io.walhook.pipeline;
 
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
@@ -7,6 +7,7 @@ import org.eclipse.microprofile.health.HealthCheck;
 import org.eclipse.microprofile.health.HealthCheckResponse;
 import org.eclipse.microprofile.health.HealthCheckResponseBuilder;
 import org.eclipse.microprofile.health.Readiness;
+import io.walhook.source.SourceStatus;
 
 /**
  * Ready while the replication stream is up and routing runs (an invalid slot or a stopped routing

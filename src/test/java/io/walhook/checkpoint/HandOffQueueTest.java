@@ -1,4 +1,4 @@
-package io.walhook.delivery;
+package io.walhook.checkpoint;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
