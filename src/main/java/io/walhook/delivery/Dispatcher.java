@@ -41,15 +41,25 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /**
      * Timeouts and limits of every lane: {@code concurrency} requests under way at once per
-     * subscription (a row's changes are never under way together), and its memory budget of
-     * undelivered events ({@code bufferEvents}, {@code bufferBytes}).
+     * subscription (a row's changes are never under way together), its memory budget of
+     * undelivered events ({@code bufferEvents}, {@code bufferBytes}), and {@code holdLimit}, how
+     * long its full budget may hold routing back, in all, while another subscription has room.
      */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
-            Duration parkedRetryInterval, int concurrency, int bufferEvents, long bufferBytes) {
+            Duration parkedRetryInterval, int concurrency, int bufferEvents, long bufferBytes, Duration holdLimit) {
+        /** How long one slow subscription may hold the others back before it waits in its durable queue instead. */
+        public static final Duration HOLD_LIMIT = Duration.ofSeconds(5);
+
         public Settings {
             if (concurrency < 1) {
                 throw new IllegalArgumentException("concurrency must be at least 1, not " + concurrency);
             }
+        }
+
+        public Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow, Duration parkedRetryInterval,
+                int concurrency, int bufferEvents, long bufferBytes) {
+            this(requestTimeout, maxBackoff, retryWindow, parkedRetryInterval, concurrency, bufferEvents, bufferBytes,
+                    HOLD_LIMIT);
         }
 
         public Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow, Duration parkedRetryInterval,
@@ -69,10 +79,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         T run() throws SQLException;
     }
 
-    /** What every lane shares. */
+    /**
+     * What every lane shares; {@code roomElsewhere} tells whether a lane other than the one given
+     * has room in its memory budget (routing held back by the one given holds that one back too).
+     */
     record Context(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
             Predicate<String> paused, Function<Subscription, Transport> transports, ExecutorService lanes,
-            ScheduledExecutorService timer, ExecutorService database, RandomGenerator random) {
+            ScheduledExecutorService timer, ExecutorService database, RandomGenerator random,
+            Predicate<Lane> roomElsewhere) {
 
         /**
          * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
@@ -118,7 +132,18 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         this.context = new Context(clock, settings, store, metrics, paused, transports,
                 Executors.newFixedThreadPool(threads, daemons("walhook-delivery")),
                 Executors.newSingleThreadScheduledExecutor(daemons("walhook-delivery-timer")),
-                Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random());
+                Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random(),
+                this::roomElsewhere);
+    }
+
+    /** Whether a lane other than {@code held} could take more events now (the first one found says so). */
+    private boolean roomElsewhere(Lane held) {
+        for (Lane lane : lanes.values()) {
+            if (lane != held && lane.hasRoom()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static ThreadFactory daemons(String name) {

@@ -111,6 +111,10 @@ final class Lane {
     private final AtomicLong volatileJobs = new AtomicLong();
     private final AtomicLong volatileBytes = new AtomicLong();
     private final Object room = new Object();
+    /** How long routing has waited for this lane's room since it last had room to spare (nanoseconds). */
+    private final AtomicLong heldRouting = new AtomicLong();
+    /** Set by routing: this lane held it back past the hold limit while another lane had room. */
+    private volatile boolean holdsOthers;
     /** Routing's own: jobs routed in the current chunk, handed over at its end. */
     final List<Job> routed = new ArrayList<>();
 
@@ -214,20 +218,38 @@ final class Lane {
         return volatileJobs.get() >= context.settings().bufferEvents() || volatileBytes.get() >= context.settings().bufferBytes();
     }
 
+    /** Whether routing could hand this lane more events now without waiting (for the other lanes' question). */
+    boolean hasRoom() {
+        return !full() && !closed;
+    }
+
     /**
      * Back-pressure: while this subscription holds its whole memory budget of undelivered events,
      * routing waits. That happens while its destination is slower than the stream but takes
      * events; a failing one has them written to the durable queue instead, and routing goes on.
+     * So does one that held routing back for the settings' hold limit in all while another
+     * subscription had room: the others are not held to the pace of the slowest.
      */
     private void awaitRoom() throws InterruptedException {
         if (!full()) {
             return;
         }
         post(() -> { }); // a turn that sees the budget full and decides
-        synchronized (room) {
-            while (full() && !deleted && !closed) {
-                room.wait(100);
+        long since = System.nanoTime();
+        long limit = context.settings().holdLimit().toNanos();
+        try {
+            synchronized (room) {
+                while (full() && !deleted && !closed) {
+                    room.wait(100);
+                    if (!holdsOthers && heldRouting.get() + (System.nanoTime() - since) >= limit
+                            && context.roomElsewhere().test(this)) {
+                        holdsOthers = true;
+                        post(() -> { }); // its turn sends it to the durable queue
+                    }
+                }
             }
+        } finally {
+            heldRouting.addAndGet(System.nanoTime() - since);
         }
     }
 
@@ -256,8 +278,11 @@ final class Lane {
         }
         io.walhook.checkpoint.AckTracker.completeAll(acknowledgements);
         boolean wasFull = full();
-        volatileJobs.addAndGet(-acknowledgements.size());
+        long left = volatileJobs.addAndGet(-acknowledgements.size());
         volatileBytes.addAndGet(-bytes);
+        if (left * 2 < context.settings().bufferEvents()) {
+            heldRouting.set(0); // room to spare again: a later hold counts afresh
+        }
         if (wasFull && !full()) {
             synchronized (room) {
                 room.notifyAll();
@@ -371,6 +396,10 @@ final class Lane {
         if (outOfAttempts != null) {
             return outOfAttempts;
         }
+        if (holdsOthers) {
+            return "it held the other subscriptions back for " + context.settings().holdLimit().toMillis() / 1000.0
+                    + " s: its destination takes events more slowly than the stream brings them";
+        }
         if (full() && heldByRate(now)) {
             // slower than the stream by the operator's choice: holding every subscription back to its rate is not back-pressure
             return "its memory budget (" + context.settings().bufferEvents() + " events or "
@@ -426,6 +455,8 @@ final class Lane {
      */
     private void queueDurably(String why) {
         mode = Mode.DURABLE;
+        holdsOthers = false;
+        heldRouting.set(0);
         queuedSince = context.clock().instant();
         outOfAttempts = null;
         failing.clear(); // windows and attempts count in direct mode only: queued, a request is retried as long as it fails

@@ -92,10 +92,14 @@ class DispatcherTest {
     }
 
     private Dispatcher dispatcher(Duration retryWindow, int bufferEvents) throws Exception {
+        return dispatcher(retryWindow, bufferEvents, Dispatcher.Settings.HOLD_LIMIT);
+    }
+
+    private Dispatcher dispatcher(Duration retryWindow, int bufferEvents, Duration holdLimit) throws Exception {
         database = new SourceFixture(TestPostgres.shared(), "dispatch");
         store = new ParkedEventStore(database.dataSource, "walhook");
         Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4, bufferEvents, 64L << 20), store,
+                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4, bufferEvents, 64L << 20, holdLimit), store,
                 DeliveryMetrics.NONE, paused::contains,
                 s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
                         Duration.ofSeconds(2), false));
@@ -384,7 +388,7 @@ class DispatcherTest {
                     Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
                     64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
                     sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
-                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3));
+                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false);
             String id = "6f1c2b6e-0000-4000-8000-000000000002";
             Lane lane = new Lane(webhook(id, "held", receiver, 1), context);
             hand(lane, 100);
@@ -597,6 +601,56 @@ class DispatcherTest {
         dispatcher.sync(List.of(slow.withLimits(new DeliveryLimits(java.util.Optional.empty(),
                 java.util.Optional.of(new DeliveryLimits.Rate(100, DeliveryLimits.Period.SECOND))))));
         await().atMost(Duration.ofSeconds(10)).until(() -> acknowledged.get() == 3);
+    }
+
+    @Test
+    void aSlowSubscriptionWaitsInItsDurableQueueRatherThanHoldTheOthersToItsPace() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 50, Duration.ofSeconds(1));
+        List<WebhookReceiver.Request> slowAccepted = new CopyOnWriteArrayList<>();
+        List<WebhookReceiver.Request> fastAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (request.path().equals("/slow")) {
+                try {
+                    Thread.sleep(100); // answers, slowly: 4 at a time, 40 a second at most
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                slowAccepted.add(request);
+            } else {
+                fastAccepted.add(request);
+            }
+            return 204;
+        });
+        Subscription slow = webhook("config:slow", "slow", receiver, 1);
+        Subscription fast = webhook("config:fast", "fast", receiver, 1);
+        // every change goes to both; routing hands each transaction to both lanes in turn
+        java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                for (int v = 0; v < 8; v++) {
+                    for (int row = 1; row <= 50; row++) {
+                        int version = versions.merge(row, 1, Integer::sum) - 1;
+                        ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(row), Integer.toString(version));
+                        for (Subscription s : List.of(slow, fast)) {
+                            dispatcher.send(s, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                                    acknowledged::incrementAndGet);
+                        }
+                        dispatcher.flush();
+                    }
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // the fast one gets all 400 while the slow one, held to 40 a second, is far from done
+        await().atMost(WAIT).until(() -> fastAccepted.size() == 400);
+        assertThat(slowAccepted.size()).as("delivered to the slow one when the fast one had all").isLessThan(300);
+        assertThat(dispatcher.status()).filteredOn(s -> s.name().equals("slow")).singleElement()
+                .satisfies(s -> assertThat(s.mode()).isEqualTo("durable"));
+        // and the slow one still gets every change, each row in order
+        await().atMost(WAIT).until(() -> acceptedByRow(slowAccepted).values().stream().mapToInt(List::size).sum() == 400);
+        assertThat(acceptedByRow(slowAccepted)).hasSize(50).allSatisfy((row, versions) -> assertThat(versions)
+                .as("row %d in commit order", row).containsExactly(0, 1, 2, 3, 4, 5, 6, 7));
+        await().atMost(WAIT).until(() -> acknowledged.get() == 800);
     }
 
     private static long deliveryThreadsCpuNanos() {
