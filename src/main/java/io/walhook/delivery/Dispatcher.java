@@ -80,13 +80,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     }
 
     /**
-     * What every lane shares; {@code roomElsewhere} tells whether a lane other than the one given
-     * has room in its memory budget (routing held back by the one given holds that one back too).
+     * What every lane shares; {@code starvingElsewhere} tells whether a lane other than the one
+     * given runs out of events while routing waits for the one given ({@link Lane#starving}).
      */
     record Context(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
             Predicate<String> paused, Function<Subscription, Transport> transports, ExecutorService lanes,
             ScheduledExecutorService timer, ExecutorService database, RandomGenerator random,
-            Predicate<Lane> roomElsewhere) {
+            Predicate<Lane> starvingElsewhere) {
 
         /**
          * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
@@ -133,13 +133,15 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 Executors.newFixedThreadPool(threads, daemons("walhook-delivery")),
                 Executors.newSingleThreadScheduledExecutor(daemons("walhook-delivery-timer")),
                 Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random(),
-                this::roomElsewhere);
+                this::starvingElsewhere);
     }
 
-    /** Whether a lane other than {@code held} could take more events now (the first one found says so). */
-    private boolean roomElsewhere(Lane held) {
+    /** Whether a lane other than {@code held} starves while routing waits for it (the first one found says so). */
+    private boolean starvingElsewhere(Lane held) {
+        long now = System.nanoTime();
+        long window = context.settings().holdLimit().toNanos();
         for (Lane lane : lanes.values()) {
-            if (lane != held && lane.hasRoom()) {
+            if (lane != held && lane.starving(now, window)) {
                 return true;
             }
         }

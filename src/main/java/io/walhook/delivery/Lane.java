@@ -113,13 +113,19 @@ final class Lane {
     private final Object room = new Object();
     /** How long routing has waited for this lane's room since it last had room to spare (nanoseconds). */
     private final AtomicLong heldRouting = new AtomicLong();
-    /** Set by routing: this lane held it back past the hold limit while another lane had room. */
+    /** Counts each time the hold is forgotten: a wait under way then does not add its time to the new count. */
+    private final AtomicLong holdEpoch = new AtomicLong();
+    /** Set by routing: this lane held it back past the hold limit while another lane starved. */
     private volatile boolean holdsOthers;
+    /** When routing last handed this lane events (System.nanoTime). */
+    private volatile long handedOverNanos = System.nanoTime() - (1L << 62);
     /** Routing's own: jobs routed in the current chunk, handed over at its end. */
     final List<Job> routed = new ArrayList<>();
 
     // the lane's own
     private Mode mode = Mode.DURABLE;
+    /** {@link #mode} is direct, for routing's question of other lanes ({@link #starving}). */
+    private volatile boolean direct;
     private final KeyedQueue queue = new KeyedQueue();
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
@@ -150,7 +156,7 @@ final class Lane {
     private boolean exhausted;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
-    private boolean disabled;
+    private volatile boolean disabled;
     private volatile boolean deleted;
     /**
      * Set by {@link #close} at shutdown: the lane starts nothing more and acknowledges nothing it did
@@ -208,6 +214,7 @@ final class Lane {
             bytes += job.memoryBytes();
             job.handedOverNanos = now;
         }
+        handedOverNanos = now;
         volatileJobs.addAndGet(jobs.size());
         volatileBytes.addAndGet(bytes);
         post(() -> accept(jobs));
@@ -218,9 +225,24 @@ final class Lane {
         return volatileJobs.get() >= context.settings().bufferEvents() || volatileBytes.get() >= context.settings().bufferBytes();
     }
 
-    /** Whether routing could hand this lane more events now without waiting (for the other lanes' question). */
-    boolean hasRoom() {
-        return !full() && !closed;
+    /**
+     * Whether this lane starves while routing waits for another: it delivers directly, is not
+     * paused or disabled, was handed events within {@code window} (nanoseconds), and holds less
+     * than a tenth of its memory budget. An idle subscription (nothing for it lately) does not
+     * starve, nor does one as busy as the lane routing waits for (it is as full).
+     */
+    boolean starving(long now, long window) {
+        return direct && !closed && !deleted && !disabled && !context.paused().test(id)
+                && now - handedOverNanos < window
+                && volatileJobs.get() * 10 < context.settings().bufferEvents()
+                && volatileBytes.get() * 10 < context.settings().bufferBytes();
+    }
+
+    /** The hold is counted afresh: after a switch of mode, or once the lane had room to spare. */
+    private void forgetHold() {
+        holdEpoch.incrementAndGet();
+        heldRouting.set(0);
+        holdsOthers = false;
     }
 
     /**
@@ -236,20 +258,24 @@ final class Lane {
         }
         post(() -> { }); // a turn that sees the budget full and decides
         long since = System.nanoTime();
+        long epoch = holdEpoch.get();
         long limit = context.settings().holdLimit().toNanos();
         try {
             synchronized (room) {
                 while (full() && !deleted && !closed) {
                     room.wait(100);
-                    if (!holdsOthers && heldRouting.get() + (System.nanoTime() - since) >= limit
-                            && context.roomElsewhere().test(this)) {
+                    long now = System.nanoTime();
+                    if (direct && !holdsOthers && holdEpoch.get() == epoch && heldRouting.get() + (now - since) >= limit
+                            && context.starvingElsewhere().test(this)) {
                         holdsOthers = true;
                         post(() -> { }); // its turn sends it to the durable queue
                     }
                 }
             }
         } finally {
-            heldRouting.addAndGet(System.nanoTime() - since);
+            if (holdEpoch.get() == epoch) {
+                heldRouting.addAndGet(System.nanoTime() - since);
+            }
         }
     }
 
@@ -279,9 +305,10 @@ final class Lane {
         io.walhook.checkpoint.AckTracker.completeAll(acknowledgements);
         boolean wasFull = full();
         long left = volatileJobs.addAndGet(-acknowledgements.size());
-        volatileBytes.addAndGet(-bytes);
-        if (left * 2 < context.settings().bufferEvents()) {
-            heldRouting.set(0); // room to spare again: a later hold counts afresh
+        long leftBytes = volatileBytes.addAndGet(-bytes);
+        if (left * 2 < context.settings().bufferEvents() && leftBytes * 2 < context.settings().bufferBytes()
+                && heldRouting.get() > 0) {
+            forgetHold(); // room to spare again: a later hold counts afresh
         }
         if (wasFull && !full()) {
             synchronized (room) {
@@ -397,8 +424,8 @@ final class Lane {
             return outOfAttempts;
         }
         if (holdsOthers) {
-            return "it held the other subscriptions back for " + context.settings().holdLimit().toMillis() / 1000.0
-                    + " s: its destination takes events more slowly than the stream brings them";
+            return "it held routing back for " + context.settings().holdLimit().toMillis() / 1000.0 + " s while other"
+                    + " subscriptions ran out of events: its destination takes them more slowly than the stream brings them";
         }
         if (full() && heldByRate(now)) {
             // slower than the stream by the operator's choice: holding every subscription back to its rate is not back-pressure
@@ -455,8 +482,8 @@ final class Lane {
      */
     private void queueDurably(String why) {
         mode = Mode.DURABLE;
-        holdsOthers = false;
-        heldRouting.set(0);
+        direct = false;
+        forgetHold();
         queuedSince = context.clock().instant();
         outOfAttempts = null;
         failing.clear(); // windows and attempts count in direct mode only: queued, a request is retried as long as it fails
@@ -493,6 +520,8 @@ final class Lane {
         boolean allRead = exhausted && !writtenSinceRead;
         if (allRead && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held()) {
             mode = Mode.DIRECT;
+            direct = true;
+            forgetHold();
             backlog = 0;
             if (queuedSince != null) {
                 LOG.infof("subscription %s: its durable queue is empty after %s; delivering directly again",
