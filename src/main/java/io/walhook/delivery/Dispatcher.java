@@ -138,6 +138,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /** Whether a lane other than {@code held} starves while routing waits for it (the first one found says so). */
     private boolean starvingElsewhere(Lane held) {
+        if (lanes.size() < 2) {
+            return false; // one subscription draining a backlog: back-pressure is all there is
+        }
         long now = System.nanoTime();
         long window = context.settings().holdLimit().toNanos();
         for (Lane lane : lanes.values()) {

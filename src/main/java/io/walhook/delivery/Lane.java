@@ -667,8 +667,11 @@ final class Lane {
 
     /** Requests under way at once: the subscription's max_in_flight, else the global concurrency (AMQP: its window). */
     private int window() {
-        return subscription.limits().maxInFlight().orElseGet(() -> subscription.destination() instanceof Destination.Amqp
-                ? AMQP_WINDOW : context.settings().concurrency());
+        java.util.Optional<Integer> max = subscription.limits().maxInFlight();
+        if (max.isPresent()) {
+            return max.get();
+        }
+        return subscription.destination() instanceof Destination.Amqp ? AMQP_WINDOW : context.settings().concurrency();
     }
 
     /**
