@@ -250,7 +250,8 @@ final class Lane {
      * routing waits. That happens while its destination is slower than the stream but takes
      * events; a failing one has them written to the durable queue instead, and routing goes on.
      * So does one that held routing back for the settings' hold limit in all while another
-     * subscription had room: the others are not held to the pace of the slowest.
+     * subscription ran out of events ({@link #starving}): the others are not held to the pace of
+     * the slowest.
      */
     private void awaitRoom() throws InterruptedException {
         if (!full()) {
