@@ -213,11 +213,11 @@ public class SubscriptionResource {
         try {
             // the transport delivery uses, but for the status code: one attempt, nothing retried or recorded
             // an API-created subscription checks the address it connects to, as its deliveries do
-            boolean publicOnly = !subscription.readOnly() && !source.tuning().allowPrivateDestinations();
+            boolean publicOnly = !subscription.readOnly() && !config.allowPrivateDestinations();
             int status = io.walhook.delivery.WebhookClient.await(source.webhooks().postAsync(
                     (Destination.Webhook) subscription.destination(), eventId, body, "application/json",
-                    java.util.Map.of(), java.time.Instant.now().getEpochSecond(), source.tuning().requestTimeout(),
-                    publicOnly), source.tuning().requestTimeout()).status();
+                    java.util.Map.of(), java.time.Instant.now().getEpochSecond(), config.delivery().requestTimeout(),
+                    publicOnly), config.delivery().requestTimeout()).status();
             outcome.put("delivered", status >= 200 && status < 300);
             outcome.put("status", status);
         } catch (java.io.IOException e) {
@@ -240,7 +240,7 @@ public class SubscriptionResource {
         try {
             io.walhook.delivery.Transport.Attempt attempt = source.transport(subscription)
                     .attempt(new io.walhook.delivery.Transport.Request(eventId, body, "application/json", java.util.Map.of(),
-                            address), source.tuning().requestTimeout());
+                            address), config.delivery().requestTimeout());
             outcome.put("delivered", attempt.outcome() == io.walhook.delivery.Transport.Outcome.DELIVERED);
             if (attempt.outcome() != io.walhook.delivery.Transport.Outcome.DELIVERED) {
                 outcome.put("error", attempt.problem());
@@ -371,7 +371,7 @@ public class SubscriptionResource {
             throw new ApiProblem(400, "Bad Request", "/destination/type amqp needs a broker: walhook runs without"
                     + " WALHOOK_AMQP_URL", "/destination/type");
         }
-        if (subscription.destination() instanceof Destination.Webhook webhook && !source.tuning().allowPrivateDestinations()) {
+        if (subscription.destination() instanceof Destination.Webhook webhook && !config.allowPrivateDestinations()) {
             checkPublic(webhook.url());
         }
         if (subscriptions.configured().stream().anyMatch(s -> s.name().equals(subscription.name()))

@@ -95,7 +95,6 @@ public class StartupCheck {
             throw new ConfigException("WALHOOK_STATE_SCHEMA", "'" + config.stateSchema()
                     + "' is not a plain identifier: use lower-case letters, digits and underscores, 63 at most");
         }
-        Tuning.of(config);
         String tables = config.publication().tables().strip();
         if (!tables.equals("*")) {
             for (String table : tables.split(",", -1)) {

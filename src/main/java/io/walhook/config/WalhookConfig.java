@@ -1,16 +1,20 @@
 package io.walhook.config;
 
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 
 import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithConverter;
 import io.smallrye.config.WithDefault;
 
 /**
  * Everything an operator configures. Each property {@code walhook.a-b} is also the environment
- * variable {@code WALHOOK_A_B}; the README's reference table lists them all. Values that are not
- * plain text are mapped as text and read by {@link Tuning} (and subscriptions by
- * {@code SubscriptionConfigReader}), so that a bad one stops start-up naming its variable.
+ * variable {@code WALHOOK_A_B}; the README's reference table lists them all. Durations, numbers
+ * and flags are typed, each read by one of the strict {@link Converters}, with its bounds: a bad
+ * value stops start-up with one line naming its variable ({@link ConfigReport}). Subscriptions
+ * are mapped as text and read by {@code SubscriptionConfigReader}, which names the variable itself
+ * (their names are the operator's: {@code WALHOOK_SUBSCRIPTIONS_<NAME>_URL}).
  */
 @ConfigMapping(prefix = "walhook")
 public interface WalhookConfig {
@@ -43,18 +47,21 @@ public interface WalhookConfig {
 
     /** Allow webhook URLs that resolve to loopback or private addresses. */
     @WithDefault("false")
-    String allowPrivateDestinations();
+    @WithConverter(Converters.Flag.class)
+    boolean allowPrivateDestinations();
 
     /** {@code amqp://user:password@host:port} (or {@code amqps://}) of the AMQP 1.0 broker. */
     Optional<String> amqpUrl();
 
     /** How often a standby tries the active instance's lock (one active walhook per slot). */
     @WithDefault("2s")
-    String standbyPollInterval();
+    @WithConverter(Converters.UpToAnHour.class)
+    Duration standbyPollInterval();
 
     /** On SIGTERM, how long in-flight deliveries may take before the stream is acknowledged and closed. */
     @WithDefault("20s")
-    String shutdownGracePeriod();
+    @WithConverter(Converters.ZeroToAnHour.class)
+    Duration shutdownGracePeriod();
 
     /**
      * Subscriptions defined by configuration, by name: {@code WALHOOK_SUBSCRIPTIONS_<NAME>_URL} is
@@ -123,11 +130,13 @@ public interface WalhookConfig {
     interface Backfills {
         /** How long one chunk's query should take: chunks shrink when slower, grow back (to chunk_size) when quicker. */
         @WithDefault("500ms")
-        String chunkTarget();
+        @WithConverter(Converters.UpToAnHour.class)
+        Duration chunkTarget();
 
         /** The longest one chunk's query may run; past it, the chunk is read again four times smaller. */
         @WithDefault("30s")
-        String statementTimeout();
+        @WithConverter(Converters.UpToADay.class)
+        Duration statementTimeout();
     }
 
     /** How webhooks are delivered. */
@@ -136,26 +145,31 @@ public interface WalhookConfig {
     interface Delivery {
         /** How long one HTTP request may take. */
         @WithDefault("30s")
-        String requestTimeout();
+        @WithConverter(Converters.UpToAnHour.class)
+        Duration requestTimeout();
 
         /** The longest wait between two attempts (backoff doubles from 200 ms, with full jitter). */
         @WithDefault("60s")
-        String maxBackoff();
+        @WithConverter(Converters.UpToADay.class)
+        Duration maxBackoff();
 
         /**
          * How long a failing request is retried from memory before the subscription's events go to
          * its durable queue (in order, acknowledged) and are delivered from there.
          */
         @WithDefault("5m")
-        String retryWindow();
+        @WithConverter(Converters.UpToAWeek.class)
+        Duration retryWindow();
 
         /** Requests under way at once per subscription (AMQP: up to 100 messages); a row's changes are never under way together. */
         @WithDefault("4")
-        String concurrency();
+        @WithConverter(Converters.Concurrency.class)
+        int concurrency();
 
         /** The longest wait between attempts while every attempt at a destination fails. */
         @WithDefault("5m")
-        String parkedRetryInterval();
+        @WithConverter(Converters.UpToADay.class)
+        Duration parkedRetryInterval();
     }
 
     interface Source {
@@ -170,30 +184,36 @@ public interface WalhookConfig {
 
         /** How often walhook reports its position to the server; keep it below wal_sender_timeout / 2. */
         @WithDefault("10s")
-        String statusInterval();
+        @WithConverter(Converters.UpToAnHour.class)
+        Duration statusInterval();
 
         /** How long walhook may wait between acknowledging delivered positions (and persisting them). */
         @WithDefault("1s")
-        String checkpointInterval();
+        @WithConverter(Converters.UpToAnHour.class)
+        Duration checkpointInterval();
 
         /** Bytes of unfinished streamed transactions kept in memory; beyond, they are spilled to disk. */
         @WithDefault("67108864")
-        String streamMemoryBytes();
+        @WithConverter(Converters.Bytes.class)
+        long streamMemoryBytes();
 
         /** Where streamed transactions are spilled; the JVM's temporary directory when unset. */
         Optional<String> spillDirectory();
 
         /** Events handed from the reader to delivery before the reader waits (back-pressure). */
         @WithDefault("10000")
-        String handoffCapacity();
+        @WithConverter(Converters.HandoffEvents.class)
+        int handoffCapacity();
 
         /** Bytes of row values handed from the reader to delivery before the reader waits (back-pressure). */
         @WithDefault("33554432")
-        String handoffBytes();
+        @WithConverter(Converters.HandoffBytes.class)
+        long handoffBytes();
 
         /** The longest wait between reconnection attempts (backoff doubles from 1 s). */
         @WithDefault("30s")
-        String reconnectMaxBackoff();
+        @WithConverter(Converters.UpToAnHour.class)
+        Duration reconnectMaxBackoff();
     }
 
     interface Publication {

@@ -33,7 +33,6 @@ import io.walhook.config.AmqpUrl;
 import io.walhook.config.ConfigException;
 import io.walhook.config.SourceUrl;
 import io.walhook.config.StartupCheck;
-import io.walhook.config.Tuning;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.AmqpClient;
 import io.walhook.delivery.Dispatcher;
@@ -65,7 +64,6 @@ public class ReplicationSource {
     private static final Logger LOG = Logger.getLogger(ReplicationSource.class);
 
     private final WalhookConfig config;
-    private volatile Tuning tuning;
     private final AgroalDataSource dataSource;
     private final MeterRegistry metrics;
     private volatile ReplicationReader reader;
@@ -123,16 +121,6 @@ public class ReplicationSource {
                 .description("streamed transactions that outgrew memory and went to disk").register(metrics);
     }
 
-    /** The settings beyond source and subscriptions, read once ({@link StartupCheck} checked them first). */
-    public Tuning tuning() {
-        Tuning t = tuning;
-        if (t == null) {
-            t = Tuning.of(config);
-            tuning = t;
-        }
-        return t;
-    }
-
     private double is(SourceStatus.State state) {
         SourceStatus status = status();
         return status != null && status.state() == state ? 1 : 0;
@@ -179,7 +167,7 @@ public class ReplicationSource {
         }
         // standbys connect too (lazily, on first use): the API's test-fire works on every instance
         broker = config.amqpUrl().filter(url -> !url.isBlank())
-                .map(url -> new AmqpClient(vertx, AmqpUrl.parse(url), tuning().requestTimeout())).orElse(null);
+                .map(url -> new AmqpClient(vertx, AmqpUrl.parse(url), config.delivery().requestTimeout())).orElse(null);
         lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
         sourceJdbcUrl = source.jdbcUrl();
         sourceUser = source.user();
@@ -205,7 +193,7 @@ public class ReplicationSource {
         }
         role = Role.STANDBY;
         LOG.infof("another walhook is active on slot %s: standing by, trying its lock every %s", config.slot(),
-                tuning().standbyPollInterval());
+                config.standbyPollInterval());
         standby = new Thread(() -> standBy(source, database, extensions), "walhook-standby");
         standby.setDaemon(true);
         standby.start();
@@ -249,7 +237,7 @@ public class ReplicationSource {
         String lastProblem = null;
         while (!stopping) {
             try {
-                Thread.sleep(tuning().standbyPollInterval().toMillis());
+                Thread.sleep(config.standbyPollInterval().toMillis());
                 if (lock.tryAcquire()) {
                     LOG.infof("slot %s is free: this instance takes over from the persisted checkpoint", config.slot());
                     activate(source, database, extensions);
@@ -274,21 +262,23 @@ public class ReplicationSource {
     private void activate(SourceUrl source, SourceDatabase database, Map<String, String> extensions)
             throws SQLException, SourceSetupException {
         CheckpointStore checkpoints = new CheckpointStore(dataSource, config.stateSchema());
-        Tuning tuned = tuning();
+        WalhookConfig.Source stream = config.source();
+        WalhookConfig.Delivery delivery = config.delivery();
         // every step against the database before anything starts: each can be tried again
         ReplicationReader resumed = patiently(() -> {
             database.ensurePublication(config.publication().name(), config.publication().tables());
             database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
             ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
                     source.password(), config.slot(), config.publication().name(), config.stateSchema(),
-                    database.serverMajor(), tuned.statusInterval(), tuned.checkpointInterval(), tuned.reconnectMaxBackoff(),
-                    tuned.handoffCapacity(), tuned.handoffBytes(), Path.of(config.source().spillDirectory().orElse(System.getProperty("java.io.tmpdir"))),
-                    tuned.streamMemoryBytes());
+                    database.serverMajor(), stream.statusInterval(), stream.checkpointInterval(),
+                    stream.reconnectMaxBackoff(), stream.handoffCapacity(), stream.handoffBytes(),
+                    Path.of(stream.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))), stream.streamMemoryBytes());
             return ReplicationReader.resuming(settings, checkpoints);
         });
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
-        sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(tuned.requestTimeout(), tuned.maxBackoff(),
-                tuned.retryWindow(), tuned.parkedRetryInterval(), tuned.concurrency()), new ParkedEventStore(dataSource, config.stateSchema()),
+        sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
+                delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency()),
+                new ParkedEventStore(dataSource, config.stateSchema()),
                 deliveryMetrics, id -> registry.isPaused(id), this::transport);
         Dispatcher dispatcher = sender;
         patiently(() -> {
@@ -306,7 +296,7 @@ public class ReplicationSource {
                 deliveryMetrics, watermarks), "walhook-routing");
         io.walhook.backfill.BackfillRunner runner = new io.walhook.backfill.BackfillRunner(
                 new io.walhook.backfill.BackfillRunner.Settings(source.jdbcUrl(), source.user(), source.password(),
-                        config.publication().name(), tuned.backfillChunkTarget(), tuned.backfillStatementTimeout()),
+                        config.publication().name(), config.backfill().chunkTarget(), config.backfill().statementTimeout()),
                 backfills.store(), watermarks, () -> registry.router().subscriptions(),
                 (subscription, rows) -> metrics.counter("walhook.backfill.rows", "subscription", subscription.name(),
                         "subscription_id", subscription.id()).increment(rows));
@@ -360,8 +350,8 @@ public class ReplicationSource {
      */
     public Transport transport(Subscription subscription) {
         if (subscription.destination() instanceof Destination.Webhook webhook) {
-            return new WebhookTransport(webhooks(), webhook, Clock.systemUTC(), tuning().requestTimeout(),
-                    !subscription.readOnly() && !tuning().allowPrivateDestinations());
+            return new WebhookTransport(webhooks(), webhook, Clock.systemUTC(), config.delivery().requestTimeout(),
+                    !subscription.readOnly() && !config.allowPrivateDestinations());
         }
         Destination.Amqp amqp = (Destination.Amqp) subscription.destination();
         if (broker == null) {
@@ -524,7 +514,7 @@ public class ReplicationSource {
             backfillThread.interrupt();
         }
         if (reader != null) {
-            reader.drain(tuning().shutdownGracePeriod());
+            reader.drain(config.shutdownGracePeriod());
         }
         if (drain != null) {
             drain.interrupt();

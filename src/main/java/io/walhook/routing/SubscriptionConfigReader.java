@@ -17,6 +17,7 @@ import java.util.regex.Pattern;
 
 import io.walhook.change.Operation;
 import io.walhook.config.ConfigException;
+import io.walhook.config.Converters;
 import io.walhook.config.WalhookConfig;
 
 /**
@@ -170,9 +171,8 @@ public final class SubscriptionConfigReader {
         Optional<Integer> maxAttempts = c.retryMaxAttempts().filter(v -> !v.isBlank())
                 .map(v -> (int) number(prefix + "RETRY_MAX_ATTEMPTS", Optional.of(v), 0, 1, RetryPolicy.MAX_ATTEMPTS));
         Optional<java.time.Duration> maxBackoff = duration(prefix + "RETRY_MAX_BACKOFF", c.retryMaxBackoff(),
-                RetryPolicy.LONGEST_BACKOFF, "24h");
-        Optional<java.time.Duration> window = duration(prefix + "RETRY_WINDOW", c.retryWindow(),
-                RetryPolicy.LONGEST_WINDOW, "7d");
+                RetryPolicy.LONGEST_BACKOFF);
+        Optional<java.time.Duration> window = duration(prefix + "RETRY_WINDOW", c.retryWindow(), RetryPolicy.LONGEST_WINDOW);
         RetryPolicy policy = new RetryPolicy(maxAttempts, maxBackoff, window);
         if (policy.backoffExceedsWindow()) {
             throw new ConfigException(prefix + "RETRY_MAX_BACKOFF", "is " + c.retryMaxBackoff().get().strip()
@@ -184,11 +184,15 @@ public final class SubscriptionConfigReader {
 
     /** A Quarkus duration ({@code 30s}, {@code 500ms}, {@code 5m}, {@code 1h}, {@code 2d}, ISO-8601 {@code PT1M}). */
     private static Optional<java.time.Duration> duration(String variable, Optional<String> value,
-            java.time.Duration longest, String longestText) {
+            java.time.Duration longest) {
         if (value.isEmpty() || value.get().isBlank()) {
             return Optional.empty();
         }
-        return Optional.of(io.walhook.config.ConfigValues.duration(variable, value.get(), false, longest, longestText));
+        try {
+            return Optional.of(Converters.duration(value.get(), false, longest));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(variable, e.getMessage());
+        }
     }
 
     private static List<String> list(Optional<String> value, String whenUnset) {
@@ -266,7 +270,11 @@ public final class SubscriptionConfigReader {
         if (value.isEmpty() || value.get().isBlank()) {
             return whenUnset;
         }
-        return io.walhook.config.ConfigValues.number(variable, value.get(), min, max);
+        try {
+            return Converters.number(value.get(), min, max);
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(variable, e.getMessage());
+        }
     }
 
     /**

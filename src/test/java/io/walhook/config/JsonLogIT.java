@@ -67,6 +67,23 @@ class JsonLogIT {
     }
 
     @Test
+    void aValueQuarkusCannotMapIsOneJsonRecordNamingTheVariable() throws Exception {
+        try (WalhookProcess walhook = WalhookProcess.start(Map.of(SWITCH, "true", "WALHOOK_SOURCE_URL", UNREACHABLE,
+                "WALHOOK_DELIVERY_RETRY_WINDOW", "8d"))) {
+            int status = walhook.awaitExit(Duration.ofSeconds(60));
+            String output = walhook.output();
+            assertThat(status).as(output).isEqualTo(StartupCheck.EXIT_CONFIG);
+            List<JsonNode> naming = parseEveryLine(output).stream()
+                    .filter(r -> r.get("message").asText().contains("WALHOOK_DELIVERY_RETRY_WINDOW")).toList();
+            assertThat(naming).as(output).hasSize(1);
+            assertThat(naming.get(0).get("level").asText()).isEqualTo("ERROR");
+            assertThat(naming.get(0).get("message").asText())
+                    .isEqualTo("walhook cannot start: WALHOOK_DELIVERY_RETRY_WINDOW is 8d; it must be at most 7d");
+            assertThat(naming.get(0).get("loggerName").asText()).isEqualTo(StartupCheck.class.getName());
+        }
+    }
+
+    @Test
     void plainLinesByDefault() throws Exception {
         try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", UNREACHABLE))) {
             assertThat(walhook.awaitExit(Duration.ofSeconds(60))).isEqualTo(StartupCheck.EXIT_CONFIG);

@@ -15,7 +15,7 @@ class StartupCheckTest {
     private static WalhookConfig config(Map<String, String> properties) {
         Map<String, String> all = new HashMap<>(Map.of("walhook.source.url", "postgresql://app@db.internal:5432/app"));
         all.putAll(properties);
-        return TuningTest.mapping(all);
+        return WalhookConfigTest.mapping(all);
     }
 
     @ParameterizedTest
@@ -24,7 +24,6 @@ class StartupCheckTest {
         "walhook.state-schema=wal-hook   | WALHOOK_STATE_SCHEMA 'wal-hook' is not a plain identifier",
         "walhook.publication=Changes     | WALHOOK_PUBLICATION 'Changes' is not a plain identifier: use lower-case",
         "walhook.slot=Orders             | WALHOOK_SLOT 'Orders' is not a replication slot name",
-        "walhook.delivery.concurrency=65 | WALHOOK_DELIVERY_CONCURRENCY is 65; it must be between 1 and 64",
     })
     void aBadValueStopsStartupNamingItsVariable(String assignment, String problem) {
         String[] kv = assignment.split("=", 2);

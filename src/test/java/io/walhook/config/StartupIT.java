@@ -71,6 +71,27 @@ class StartupIT {
     }
 
     @Test
+    void everyValueQuarkusCannotMapIsOneLogLineNamingItsVariable() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase()),
+                "WALHOOK_DELIVERY_CONCURRENCY", "four", "WALHOOK_SOURCE_STATUS_INTERVAL", "2h", "QUARKUS_HTTP_PORT", "http");
+        try (WalhookProcess walhook = WalhookProcess.start(env)) {
+            int status = walhook.awaitExit(EXIT);
+            String output = walhook.output();
+            assertThat(status).as(output).isEqualTo(StartupCheck.EXIT_CONFIG);
+            assertThat(linesNaming(output, "WALHOOK_DELIVERY_CONCURRENCY")).as(output).singleElement().asString()
+                    .contains(" ERROR [io.walhook.config.StartupCheck] ")
+                    .endsWith("walhook cannot start: WALHOOK_DELIVERY_CONCURRENCY is 'four', not a whole number");
+            assertThat(linesNaming(output, "WALHOOK_SOURCE_STATUS_INTERVAL")).as(output).singleElement().asString()
+                    .endsWith("WALHOOK_SOURCE_STATUS_INTERVAL is 2h; it must be at most 1h");
+            assertThat(linesNaming(output, "QUARKUS_HTTP_PORT")).as(output).singleElement().asString()
+                    .contains("QUARKUS_HTTP_PORT is 'http': ");
+            assertThat(output).as("no stack trace, no SmallRye code").doesNotContain("\tat ").doesNotContain("Exception")
+                    .doesNotContain("SRCFG");
+        }
+    }
+
+    @Test
     void aFlagThatIsNeitherTrueNorFalseStopsStartupRatherThanMeaningFalse() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase()),
@@ -158,7 +179,8 @@ class StartupIT {
                 try (WalhookProcess blocked = WalhookProcess.start(onTakenPort)) {
                     int status = blocked.awaitExit(EXIT);
                     assertThat(status).as(blocked.output()).isNotZero();
-                    assertThat(blocked.output()).contains(Integer.toString(taken.getLocalPort()))
+                    assertThat(blocked.output()).contains("walhook cannot start: port " + taken.getLocalPort())
+                            .contains("is in use by another process; free it or set QUARKUS_HTTP_PORT")
                             .doesNotContain("streaming slot");
                 }
             }

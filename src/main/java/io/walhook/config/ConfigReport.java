@@ -1,0 +1,97 @@
+package io.walhook.config;
+
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import io.smallrye.config.ConfigValidationException;
+
+/**
+ * A configuration SmallRye could not map, as the lines an operator reads: one per bad value, the
+ * environment variable first, then what is wrong with it ({@code WALHOOK_DELIVERY_CONCURRENCY is
+ * 0; it must be between 1 and 64}). Quarkus maps the configuration before any of walhook's code
+ * runs, and before its logging is set up, so {@link WalhookMain} writes these lines itself when
+ * start-up fails, plain or JSON as the operator asked ({@link #logLine}).
+ */
+public final class ConfigReport {
+
+    /** SmallRye's words for a converter that refused a value (ConfigMessages.converterException). */
+    private static final Pattern CONVERSION = Pattern.compile(
+            "SRCFG00039: The config property (\\S+) with the config value \"(.*)\" threw an Exception whilst being converted (.*)",
+            Pattern.DOTALL);
+    /** SmallRye's message codes and the exception's class that its problems start with. */
+    private static final Pattern PREFIX = Pattern.compile("^(?:[\\w.$]+Exception: )?(?:SRCFG\\d+: )?");
+    /** Quarkus's default console pattern's date. */
+    private static final DateTimeFormatter PLAIN_TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss,SSS")
+            .withZone(ZoneId.systemDefault());
+
+    private ConfigReport() {
+    }
+
+    /** The lines of the configuration problems behind {@code failure}; empty when it is not one. */
+    public static List<String> lines(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof ConfigValidationException invalid) {
+                List<String> lines = new ArrayList<>();
+                for (int i = 0; i < invalid.getProblemCount(); i++) {
+                    lines.add(line(invalid.getProblem(i).getMessage()));
+                }
+                return lines;
+            }
+        }
+        return List.of();
+    }
+
+    /** One problem in one line; a value our {@link Converters} refused keeps their words. */
+    static String line(String problem) {
+        String text = problem.replaceAll("\\s*\\R\\s*", " ").strip();
+        Matcher conversion = CONVERSION.matcher(text);
+        if (!conversion.find()) {
+            return PREFIX.matcher(text).replaceFirst("");
+        }
+        String variable = variable(conversion.group(1));
+        String why = PREFIX.matcher(conversion.group(3)).replaceFirst("");
+        return why.startsWith("is ") ? variable + " " + why : variable + " is '" + conversion.group(2) + "': " + why;
+    }
+
+    /** {@code walhook.delivery.request-timeout} (or {@code %prod.walhook...}) as its variable. */
+    static String variable(String property) {
+        String name = property.startsWith("%") && property.indexOf('.') > 0 ? property.substring(property.indexOf('.') + 1)
+                : property;
+        return name.replaceAll("[^A-Za-z0-9]", "_").toUpperCase(Locale.ROOT);
+    }
+
+    /**
+     * Whether the operator asked for JSON logs ({@code QUARKUS_LOG_CONSOLE_JSON_ENABLED}, or its
+     * property), read directly: the configuration that says so is the one that failed to map.
+     */
+    static boolean jsonLogs(Map<String, String> environment, java.util.Properties properties) {
+        String value = properties.getProperty("quarkus.log.console.json.enabled",
+                environment.getOrDefault("QUARKUS_LOG_CONSOLE_JSON_ENABLED", "false"));
+        return value.strip().equalsIgnoreCase("true");
+    }
+
+    /**
+     * One ERROR record of {@code StartupCheck}'s logger, as Quarkus's console would print it: its
+     * default pattern, or a JSON object with the fields of its JSON format that name and date it.
+     */
+    static String logLine(String message, boolean json, Instant now) {
+        String logger = StartupCheck.class.getName();
+        if (json) {
+            ObjectNode record = JsonNodeFactory.instance.objectNode();
+            record.put("timestamp", now.toString()).put("loggerName", logger).put("level", "ERROR")
+                    .put("message", message).put("threadName", Thread.currentThread().getName());
+            return record.toString();
+        }
+        return PLAIN_TIME.format(now) + " ERROR [" + logger + "] (" + Thread.currentThread().getName() + ") " + message;
+    }
+}
