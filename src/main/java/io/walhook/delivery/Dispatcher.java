@@ -43,7 +43,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * Timeouts and limits of every lane: {@code concurrency} requests under way at once per
      * subscription (a row's changes are never under way together), its memory budget of
      * undelivered events ({@code bufferEvents}, {@code bufferBytes}), and {@code holdLimit}, how
-     * long its full budget may hold routing back, in all, while another subscription has room.
+     * long its full budget may hold routing back, in all, while another subscription starves: it
+     * was handed events lately, is under a tenth of its own budget, and gets nothing while routing waits.
      */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
             Duration parkedRetryInterval, int concurrency, int bufferEvents, long bufferBytes, Duration holdLimit) {

@@ -26,10 +26,6 @@ public record DeliveryLimits(Optional<Integer> maxInFlight, Optional<Rate> rate)
         rate = rate == null ? Optional.empty() : rate;
     }
 
-    public boolean isNone() {
-        return maxInFlight.isEmpty() && rate.isEmpty();
-    }
-
     /** The highest max_in_flight this destination's kind allows. */
     public static int maxInFlightFor(Destination destination) {
         return destination instanceof Destination.Amqp ? MAX_IN_FLIGHT_AMQP : MAX_IN_FLIGHT_WEBHOOK;
@@ -53,7 +49,10 @@ public record DeliveryLimits(Optional<Integer> maxInFlight, Optional<Rate> rate)
             }
         }
 
-        /** The least time between two request starts, rounded up: {@code requests} starts never fit in one period. */
+        /**
+         * The least time between two request starts, rounded up: at most {@code requests} starts fit
+         * in any one period, never {@code requests + 1}.
+         */
         public long spacingNanos() {
             long length = period.length.toNanos();
             return (length + requests - 1) / requests;

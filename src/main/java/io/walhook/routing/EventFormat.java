@@ -22,6 +22,11 @@ public enum EventFormat {
         return wireName;
     }
 
+    /** Whether a request may carry several events: binary CloudEvents carry one, in headers and body. */
+    public boolean batches() {
+        return this != CLOUDEVENTS_BINARY;
+    }
+
     /** @throws IllegalArgumentException listing the formats there are */
     public static EventFormat parse(String text) {
         for (EventFormat format : values()) {

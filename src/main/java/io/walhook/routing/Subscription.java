@@ -23,6 +23,10 @@ public record Subscription(String id, String name, List<TablePattern> tables, Se
 
     /** The id prefix of configured subscriptions. */
     public static final String CONFIGURED = "config:";
+    /** The most events one webhook request may carry ({@code batch.max_events}, {@code _BATCH_MAX_EVENTS}). */
+    public static final int MAX_BATCH_EVENTS = 10_000;
+    /** The longest a batch may wait to fill, in milliseconds ({@code batch.max_wait_ms}, {@code _BATCH_MAX_WAIT_MS}). */
+    public static final long MAX_BATCH_WAIT_MS = 60_000;
 
     public Subscription {
         tables = List.copyOf(tables);

@@ -130,9 +130,10 @@ public final class SubscriptionConfigReader {
         } catch (IllegalArgumentException e) {
             throw new ConfigException(prefix + "FORMAT", "has " + e.getMessage());
         }
-        int batchMaxEvents = (int) number(prefix + "BATCH_MAX_EVENTS", c.batchMaxEvents(), 1, 1, 10_000);
-        long batchMaxWaitMs = number(prefix + "BATCH_MAX_WAIT_MS", c.batchMaxWaitMs(), 0, 0, 60_000);
-        if (batchMaxEvents > 1 && format == EventFormat.CLOUDEVENTS_BINARY) {
+        int batchMaxEvents = (int) number(prefix + "BATCH_MAX_EVENTS", c.batchMaxEvents(), 1, 1,
+                Subscription.MAX_BATCH_EVENTS);
+        long batchMaxWaitMs = number(prefix + "BATCH_MAX_WAIT_MS", c.batchMaxWaitMs(), 0, 0, Subscription.MAX_BATCH_WAIT_MS);
+        if (batchMaxEvents > 1 && !format.batches()) {
             throw new ConfigException(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but binary CloudEvents carry"
                     + " one event per request; use FORMAT=cloudevents for batches (CloudEvents batched mode)");
         }

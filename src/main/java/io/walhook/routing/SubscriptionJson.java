@@ -97,9 +97,9 @@ public final class SubscriptionJson {
                 throw new SubscriptionException("/batch", "must be an object with max_events and max_wait_ms");
             }
             only(batch, "/batch", Set.of("max_events", "max_wait_ms"), "batch");
-            maxEvents = (int) integer(batch, "/batch/max_events", 1, 1, 10_000);
-            maxWait = integer(batch, "/batch/max_wait_ms", 0, 0, 60_000);
-            if (maxEvents > 1 && format == EventFormat.CLOUDEVENTS_BINARY) {
+            maxEvents = (int) integer(batch, "/batch/max_events", 1, 1, Subscription.MAX_BATCH_EVENTS);
+            maxWait = integer(batch, "/batch/max_wait_ms", 0, 0, Subscription.MAX_BATCH_WAIT_MS);
+            if (maxEvents > 1 && !format.batches()) {
                 throw new SubscriptionException("/batch/max_events", "must be 1 with format cloudevents-binary (one event"
                         + " per request); use cloudevents for batches");
             }
