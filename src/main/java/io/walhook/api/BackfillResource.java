@@ -87,7 +87,7 @@ public class BackfillResource {
         Subscription subscription = subscription(id);
         Backfills.Request request = body == null || body.length == 0 || new String(body, java.nio.charset.StandardCharsets.UTF_8).isBlank()
                 ? new Backfills.Request(null, null, null, null)
-                : request(SubscriptionResource.parse(contentType, body, "backfill"));
+                : request(JsonBody.parse(contentType, body, "backfill"));
         Backfill started = refusing(() -> backfills().start(subscription, request));
         return RestResponse.ResponseBuilder.<View>create(RestResponse.Status.ACCEPTED, View.of(started))
                 .location(URI.create("/subscriptions/" + pathSegment(subscription.id()) + "/backfills/" + started.id()))

@@ -16,13 +16,13 @@ import jakarta.ws.rs.Produces;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.agroal.api.AgroalDataSource;
+import io.quarkus.runtime.annotations.RegisterForReflection;
 import io.smallrye.common.annotation.Blocking;
 import io.vertx.core.http.HttpServerRequest;
 import io.walhook.config.WalhookConfig;
@@ -54,46 +54,56 @@ public class DeadLetterResource {
     }
 
     @GET
-    public ObjectNode deadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+    public Page deadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         QueryParameters query = QueryParameters.parse(request.query(), Set.of("after", "limit", "key"));
         long afterId = query.number("after", 0, Long.MAX_VALUE).orElse(0L);
         long pageSize = query.number("limit", 1, 1000).orElse(100L);
         Optional<String> rowKey = query.text("key").map(DeadLetterResource::rowKey);
         String subscriptionId = subscriptions.existingId(id);
         List<ParkedEventStore.Parked> page = parked.page(subscriptionId, afterId, (int) pageSize, rowKey);
-        ObjectNode body = JSON.createObjectNode();
-        ArrayNode items = body.putArray("items");
-        for (ParkedEventStore.Parked p : page) {
-            ObjectNode item = items.addObject();
-            item.put("id", p.id());
-            item.put("event_id", p.eventId());
-            item.put("commit_lsn", p.commitLsn().toString());
-            item.put("attempts", p.attempts());
-            item.put("last_error", p.lastError());
-            item.put("content_type", p.contentType());
-            try {
-                item.set("key", p.rowKey() == null ? null : JSON.readTree(p.rowKey()));
-            } catch (java.io.IOException notJson) {
-                item.putNull("key");
-            }
-            try {
-                item.set("event", JSON.readTree(p.body()));
-            } catch (java.io.IOException notJson) {
-                item.put("event_base64", java.util.Base64.getEncoder().encodeToString(p.body()));
-            }
+        String next = page.size() < pageSize ? null : "/subscriptions/" + SubscriptionLookup.canonical(id)
+                + "/dead-letters?after=" + page.get(page.size() - 1).id() + "&limit=" + pageSize
+                + rowKey.map(k -> "&key=" + java.net.URLEncoder.encode(k, StandardCharsets.UTF_8)).orElse("");
+        return new Page(page.stream().map(DeadLetterResource::deadLetter).toList(), next);
+    }
+
+    /** A page of dead letters, oldest first, and the link to the next while the page is full. */
+    @RegisterForReflection
+    public record Page(List<DeadLetter> items, String next) {
+    }
+
+    /**
+     * One queued event: its queue id (for {@code ?id=} and {@code after}), the event as it will be
+     * sent ({@code event}, or {@code event_base64} when the body is not JSON), its row's key, and
+     * what its attempts met so far; {@code last_error} and {@code key} are null rather than absent.
+     */
+    @RegisterForReflection
+    public record DeadLetter(long id, String eventId, String commitLsn, int attempts,
+            @JsonInclude(JsonInclude.Include.ALWAYS) String lastError, String contentType,
+            @JsonInclude(JsonInclude.Include.ALWAYS) JsonNode key, JsonNode event, String eventBase64) {
+    }
+
+    private static DeadLetter deadLetter(ParkedEventStore.Parked p) {
+        JsonNode key = null;
+        JsonNode event = null;
+        try {
+            key = p.rowKey() == null ? null : JSON.readTree(p.rowKey());
+        } catch (java.io.IOException notJson) {
+            // shown as null, like a change without a key
         }
-        if (page.size() == pageSize) {
-            body.put("next", "/subscriptions/" + SubscriptionLookup.canonical(id) + "/dead-letters?after=" + page.get(page.size() - 1).id()
-                    + "&limit=" + pageSize + rowKey.map(k -> "&key=" + java.net.URLEncoder.encode(k,
-                            StandardCharsets.UTF_8)).orElse(""));
+        try {
+            event = JSON.readTree(p.body());
+        } catch (java.io.IOException notJson) {
+            // shown as base64
         }
-        return body;
+        return new DeadLetter(p.id(), p.eventId(), p.commitLsn().toString(), p.attempts(), p.lastError(), p.contentType(),
+                key, event, event == null ? java.util.Base64.getEncoder().encodeToString(p.body()) : null);
     }
 
     /** Delivers queued events now (they are delivered on their own too, at the destination's pace), oldest first. */
     @POST
     @Path("replay")
-    public ObjectNode replay(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+    public Replaying replay(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         List<Long> ids = deadLetterIds(request);
         Subscription subscription = subscriptions.inForce(id);
         long replaying;
@@ -110,19 +120,25 @@ public class DeadLetterResource {
         }
         // the queue is delivered oldest first, so the named events go in their rows' order
         source.retryParkedNow(subscription);
-        ObjectNode body = JSON.createObjectNode();
-        body.put("replaying", replaying);
-        return body;
+        return new Replaying(replaying);
+    }
+
+    /** How many queued events a replay delivers now. */
+    @RegisterForReflection
+    public record Replaying(long replaying) {
     }
 
     /** Drops queued events for good: the ids given as {@code ?id=}, or every one of the subscription. */
     @DELETE
-    public ObjectNode dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+    public Dropped dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         List<Long> ids = deadLetterIds(request);
         String subscriptionId = subscriptions.existingId(id);
-        ObjectNode body = JSON.createObjectNode();
-        body.put("deleted", ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
-        return body;
+        return new Dropped(ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
+    }
+
+    /** How many queued events were dropped for good. */
+    @RegisterForReflection
+    public record Dropped(int deleted) {
     }
 
     /** A row key filter: a JSON object of the row's key columns, in the form the queue keeps it. */

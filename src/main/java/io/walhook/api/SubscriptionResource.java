@@ -3,8 +3,8 @@ package io.walhook.api;
 import java.net.InetAddress;
 import java.net.URI;
 import java.net.UnknownHostException;
-import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -23,15 +23,10 @@ import jakarta.ws.rs.core.MediaType;
 
 import org.jboss.resteasy.reactive.RestResponse;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.agroal.api.AgroalDataSource;
+import io.quarkus.runtime.annotations.RegisterForReflection;
 import io.smallrye.common.annotation.Blocking;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.ParkedEventStore;
@@ -52,12 +47,6 @@ import io.walhook.pipeline.ReplicationSource;
 @Blocking
 public class SubscriptionResource {
 
-    /** Bodies are small: a hostile one is refused while it is read, not after. */
-    private static final ObjectMapper JSON = new ObjectMapper();
-    static {
-        JSON.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(20)
-                .maxStringLength(20_000).maxNumberLength(30).build());
-    }
     private static final String CONFIGURED = SubscriptionLookup.CONFIGURED;
     /** The largest page {@code GET /subscriptions?limit=} gives. */
     static final long MAX_PAGE = 1000;
@@ -83,7 +72,7 @@ public class SubscriptionResource {
      * {@code Link: <...>; rel="next"} header while more follow.
      */
     @GET
-    public RestResponse<ArrayNode> list(@jakarta.ws.rs.core.Context io.vertx.core.http.HttpServerRequest request)
+    public RestResponse<List<SubscriptionView>> list(@jakarta.ws.rs.core.Context io.vertx.core.http.HttpServerRequest request)
             throws SQLException {
         QueryParameters query = QueryParameters.parse(request.query(), java.util.Set.of("limit", "after"));
         Optional<Long> limit = query.number("limit", 1, MAX_PAGE);
@@ -107,85 +96,85 @@ public class SubscriptionResource {
             }
         }
         int to = limit.map(l -> (int) Math.min(ids.size(), from + l)).orElse(ids.size());
-        ArrayNode list = JSON.createArrayNode();
+        List<SubscriptionView> list = new java.util.ArrayList<>();
         java.util.List<Subscription> configured = subscriptions.configured();
         for (int i = from; i < to; i++) {
             if (i < configured.size()) {
-                list.add(view(ids.get(i), configured.get(i), false));
+                list.add(SubscriptionView.of(ids.get(i), configured.get(i), false));
             } else {
                 SubscriptionStore.Stored s = stored.get(i - configured.size());
-                list.add(view(ids.get(i), s.subscription(), s.paused()));
+                list.add(SubscriptionView.of(ids.get(i), s.subscription(), s.paused()));
             }
         }
-        RestResponse.ResponseBuilder<ArrayNode> response = RestResponse.ResponseBuilder.ok(list);
+        RestResponse.ResponseBuilder<List<SubscriptionView>> response = RestResponse.ResponseBuilder.ok(list);
         if (limit.isPresent() && to < ids.size()) {
             response.header("Link", "</subscriptions?limit=" + limit.get() + "&after="
-                    + java.net.URLEncoder.encode(ids.get(to - 1), StandardCharsets.UTF_8) + ">; rel=\"next\"");
+                    + java.net.URLEncoder.encode(ids.get(to - 1), java.nio.charset.StandardCharsets.UTF_8) + ">; rel=\"next\"");
         }
         return response.build();
     }
 
     @GET
     @Path("{id}")
-    public ObjectNode read(@PathParam("id") String given) throws SQLException {
+    public SubscriptionView read(@PathParam("id") String given) throws SQLException {
         String id = SubscriptionLookup.canonical(given);
         Optional<Subscription> configured = subscriptions.configured(id);
         if (configured.isPresent()) {
-            return view(id, configured.get(), false);
+            return SubscriptionView.of(id, configured.get(), false);
         }
         SubscriptionStore.Stored stored = store.find(SubscriptionLookup.uuid(id)).orElseThrow(() -> SubscriptionLookup.notFound(id));
-        return view(id, stored.subscription(), stored.paused());
+        return SubscriptionView.of(id, stored.subscription(), stored.paused());
     }
 
     @POST
     @Consumes(MediaType.WILDCARD)
-    public RestResponse<ObjectNode> create(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, byte[] body)
+    public RestResponse<SubscriptionView> create(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, byte[] body)
             throws SQLException {
-        JsonNode json = parse(contentType, body);
+        JsonNode json = JsonBody.parse(contentType, body, "subscription");
         Subscription subscription = validate(json, null);
         UUID id = store.insert(json);
-        return RestResponse.ResponseBuilder.<ObjectNode>created(URI.create("/subscriptions/" + id))
-                .entity(view(id.toString(), subscription, false)).build();
+        return RestResponse.ResponseBuilder.<SubscriptionView>created(URI.create("/subscriptions/" + id))
+                .entity(SubscriptionView.of(id.toString(), subscription, false)).build();
     }
 
     @PUT
     @Path("{id}")
     @Consumes(MediaType.WILDCARD)
-    public ObjectNode replace(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String given,
+    public SubscriptionView replace(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String given,
             byte[] body) throws SQLException {
         String id = SubscriptionLookup.canonical(given);
         readOnly(id);
         UUID uuid = SubscriptionLookup.uuid(id);
         store.find(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
-        JsonNode json = parse(contentType, body);
+        JsonNode json = JsonBody.parse(contentType, body, "subscription");
         Subscription subscription = validate(json, uuid);
         if (!store.replace(uuid, json)) {
             throw SubscriptionLookup.notFound(id);
         }
-        return view(id, subscription, store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
+        return SubscriptionView.of(id, subscription, store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
     }
 
     @POST
     @Path("{id}/pause")
-    public ObjectNode pause(@PathParam("id") String id) throws SQLException {
+    public SubscriptionView pause(@PathParam("id") String id) throws SQLException {
         return setPaused(SubscriptionLookup.canonical(id), true);
     }
 
     @POST
     @Path("{id}/resume")
-    public ObjectNode resume(@PathParam("id") String id) throws SQLException {
+    public SubscriptionView resume(@PathParam("id") String id) throws SQLException {
         return setPaused(SubscriptionLookup.canonical(id), false);
     }
 
     /** Paused, a subscription's events are parked in order and acknowledged; resumed, they are delivered. */
-    private ObjectNode setPaused(String id, boolean paused) throws SQLException {
+    private SubscriptionView setPaused(String id, boolean paused) throws SQLException {
         readOnly(id);
         UUID uuid = SubscriptionLookup.uuid(id);
         if (!store.setPaused(uuid, paused)) {
             throw SubscriptionLookup.notFound(id);
         }
         SubscriptionStore.Stored stored = store.find(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
-        return view(id, stored.subscription(), stored.paused());
+        return SubscriptionView.of(id, stored.subscription(), stored.paused());
     }
 
     /**
@@ -194,63 +183,9 @@ public class SubscriptionResource {
      */
     @POST
     @Path("{id}/test")
-    public ObjectNode testFire(@PathParam("id") String id) throws SQLException {
-        Subscription subscription = subscriptions.inForce(id);
-        String name = subscription.name();
-        String eventId = "test_" + UUID.randomUUID();
-        ObjectNode event = JSON.createObjectNode();
-        event.put("id", eventId);
-        event.put("op", "test");
-        event.put("subscription", name);
-        event.put("time", java.time.Instant.now().toString());
-        byte[] body = event.toString().getBytes(StandardCharsets.UTF_8);
-        if (subscription.destination() instanceof Destination.Amqp amqp) {
-            return testFireAmqp(subscription, amqp, eventId, body);
-        }
-        ObjectNode outcome = JSON.createObjectNode();
-        outcome.put("event_id", eventId);
-        long start = System.nanoTime();
-        try {
-            // the transport delivery uses, but for the status code: one attempt, nothing retried or recorded
-            // an API-created subscription checks the address it connects to, as its deliveries do
-            boolean publicOnly = !subscription.readOnly() && !config.allowPrivateDestinations();
-            int status = io.walhook.delivery.WebhookClient.await(source.webhooks().postAsync(
-                    (Destination.Webhook) subscription.destination(), eventId, body, "application/json",
-                    java.util.Map.of(), java.time.Instant.now().getEpochSecond(), config.delivery().requestTimeout(),
-                    publicOnly), config.delivery().requestTimeout()).status();
-            outcome.put("delivered", status >= 200 && status < 300);
-            outcome.put("status", status);
-        } catch (java.io.IOException e) {
-            outcome.put("delivered", false);
-            outcome.put("error", e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ApiProblem(503, "Service Unavailable", "interrupted while test-firing", null);
-        }
-        outcome.put("latency_ms", (System.nanoTime() - start) / 1_000_000);
-        return outcome;
-    }
-
-    /** One message to the address the test event resolves to ({@code {schema}} and {@code {table}} empty, {@code {op}} test). */
-    private ObjectNode testFireAmqp(Subscription subscription, Destination.Amqp amqp, String eventId, byte[] body) {
-        String address = amqp.address().replace("{schema}", "").replace("{table}", "").replace("{op}", "test");
-        ObjectNode outcome = JSON.createObjectNode();
-        outcome.put("event_id", eventId);
-        long start = System.nanoTime();
-        try {
-            io.walhook.delivery.Transport.Attempt attempt = source.transport(subscription)
-                    .attempt(new io.walhook.delivery.Transport.Request(eventId, body, "application/json", java.util.Map.of(),
-                            address), config.delivery().requestTimeout());
-            outcome.put("delivered", attempt.outcome() == io.walhook.delivery.Transport.Outcome.DELIVERED);
-            if (attempt.outcome() != io.walhook.delivery.Transport.Outcome.DELIVERED) {
-                outcome.put("error", attempt.problem());
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ApiProblem(503, "Service Unavailable", "interrupted while test-firing", null);
-        }
-        outcome.put("latency_ms", (System.nanoTime() - start) / 1_000_000);
-        return outcome;
+    public TestFire.Outcome testFire(@PathParam("id") String id) throws SQLException {
+        return new TestFire(source, config.delivery().requestTimeout(), config.allowPrivateDestinations())
+                .fire(subscriptions.inForce(id));
     }
 
     /**
@@ -259,7 +194,7 @@ public class SubscriptionResource {
      */
     @DELETE
     @Path("{id}")
-    public ObjectNode delete(@PathParam("id") String id) throws SQLException {
+    public Deleted delete(@PathParam("id") String id) throws SQLException {
         readOnly(id);
         UUID uuid = SubscriptionLookup.uuid(id);
         if (!store.delete(uuid)) {
@@ -268,10 +203,12 @@ public class SubscriptionResource {
         // counted before the lane is told: it drops what it writes after this itself
         int discarded = parked.deleteAll(uuid.toString());
         source.deleted(uuid.toString());
-        ObjectNode body = JSON.createObjectNode();
-        body.put("id", uuid.toString());
-        body.put("discarded_events", discarded);
-        return body;
+        return new Deleted(uuid.toString(), discarded);
+    }
+
+    /** The answer to a delete: the subscription's id and how many events of its durable queue went with it. */
+    @RegisterForReflection
+    public record Deleted(String id, int discardedEvents) {
     }
 
     private void readOnly(String id) {
@@ -282,81 +219,6 @@ public class SubscriptionResource {
             throw new ApiProblem(409, "Conflict", "subscription " + id.substring(CONFIGURED.length())
                     + " is defined by configuration (WALHOOK_SUBSCRIPTIONS_*) and is read-only here; change its"
                     + " environment variables instead", null);
-        }
-    }
-
-    /**
-     * The body as one JSON value: sent as application/json, with nothing after the value (a second
-     * document or trailing garbage is not ignored), and no null anywhere, since no field of a
-     * subscription takes one (leaving a field out is how to not set it).
-     */
-    private static JsonNode parse(String contentType, byte[] body) {
-        return parse(contentType, body, "subscription");
-    }
-
-    /** As {@link #parse(String, byte[])}, for a body that is a {@code what} object. */
-    static JsonNode parse(String contentType, byte[] body, String what) {
-        if (!isJson(contentType)) {
-            throw new ApiProblem(415, "Unsupported Media Type", "send the " + what + " as application/json"
-                    + " (Content-Type: application/json), not " + (contentType == null ? "without a Content-Type"
-                    : "as " + contentType), null);
-        }
-        JsonNode json;
-        try (JsonParser parser = JSON.createParser(body)) {
-            json = JSON.readTree(parser);
-            if (json == null || json.isMissingNode()) {
-                throw new ApiProblem(400, "Bad Request", "the body is empty; send a " + what + " object", "");
-            }
-            long end = parser.currentLocation().getByteOffset();
-            if (goesOn(parser)) {
-                throw new ApiProblem(400, "Bad Request", "the body goes on after its JSON value, from byte " + end
-                        + ": send one " + what + " object and nothing after it", "");
-            }
-        } catch (JsonProcessingException e) {
-            throw new ApiProblem(400, "Bad Request", "the body is not valid JSON: " + e.getOriginalMessage(), "");
-        } catch (java.io.IOException | IllegalArgumentException e) {
-            throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
-        }
-        refuseNulls(json, "", what);
-        return json;
-    }
-
-    /** application/json, parameters (a charset) allowed; not a wildcard, another JSON type, or none. */
-    private static boolean isJson(String contentType) {
-        if (contentType == null) {
-            return false;
-        }
-        try {
-            MediaType type = MediaType.valueOf(contentType.strip());
-            return "application".equalsIgnoreCase(type.getType()) && "json".equalsIgnoreCase(type.getSubtype());
-        } catch (IllegalArgumentException notAMediaType) {
-            return false;
-        }
-    }
-
-    /** Whether anything but white space follows the value the parser read. */
-    private static boolean goesOn(JsonParser parser) throws java.io.IOException {
-        try {
-            return parser.nextToken() != null;
-        } catch (JsonProcessingException garbage) {
-            return true;
-        }
-    }
-
-    private static void refuseNulls(JsonNode node, String pointer, String what) {
-        if (node.isNull()) {
-            throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " is null; no field"
-                    + " of a " + what + " takes null: leave the field out instead", pointer);
-        }
-        if (node.isObject()) {
-            for (var fields = node.fields(); fields.hasNext(); ) {
-                var field = fields.next();
-                refuseNulls(field.getValue(), pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1"), what);
-            }
-        } else if (node.isArray()) {
-            for (int i = 0; i < node.size(); i++) {
-                refuseNulls(node.get(i), pointer + "/" + i, what);
-            }
         }
     }
 
@@ -399,56 +261,5 @@ public class SubscriptionResource {
                         "/destination/url");
             }
         }
-    }
-
-    /**
-     * The subscription as the API shows it: the secret replaced by whether one is set, the headers
-     * by their names, the URL without its query string.
-     */
-    private static ObjectNode view(String id, Subscription s, boolean paused) {
-        ObjectNode view = JSON.createObjectNode();
-        view.put("id", id);
-        view.put("name", s.name());
-        view.put("read_only", s.readOnly());
-        view.put("paused", paused);
-        ArrayNode tables = view.putArray("tables");
-        s.tables().forEach(t -> tables.add(t.text()));
-        ArrayNode operations = view.putArray("operations");
-        s.operations().stream().sorted().forEach(o -> operations.add(o.wireName()));
-        s.filter().ifPresent(f -> view.put("filter", f.expression()));
-        ObjectNode destination = view.putObject("destination");
-        if (s.destination() instanceof Destination.Webhook webhook) {
-            destination.put("type", "webhook");
-            // the query string and header values are credentials as often as the secret is: written, never shown
-            destination.put("url", webhook.redactedUrl());
-            destination.put("secret_set", !webhook.secrets().isEmpty());
-            ArrayNode headers = destination.putArray("headers_set");
-            webhook.headers().keySet().stream().sorted().forEach(headers::add);
-        } else if (s.destination() instanceof Destination.Amqp amqp) {
-            destination.put("type", "amqp");
-            destination.put("address", amqp.address());
-        }
-        view.put("format", s.format().wireName());
-        ObjectNode batch = view.putObject("batch");
-        batch.put("max_events", s.batchMaxEvents());
-        batch.put("max_wait_ms", s.batchMaxWaitMs());
-        if (!s.projection().isAll()) {
-            ObjectNode columns = view.putObject("columns");
-            ArrayNode include = columns.putArray("include");
-            s.projection().include().stream().sorted().forEach(include::add);
-            ArrayNode exclude = columns.putArray("exclude");
-            s.projection().exclude().stream().sorted().forEach(exclude::add);
-        }
-        if (!s.retry().isDefault()) {
-            // the subscription's own settings, as given: what it leaves out follows WALHOOK_DELIVERY_*
-            ObjectNode retry = view.putObject("retry");
-            s.retry().maxAttempts().ifPresent(n -> retry.put("max_attempts", n));
-            s.retry().maxBackoff().ifPresent(d -> retry.put("max_backoff_ms", d.toMillis()));
-            s.retry().window().ifPresent(d -> retry.put("window_ms", d.toMillis()));
-        }
-        s.limits().maxInFlight().ifPresent(n -> view.put("max_in_flight", n));
-        s.limits().rate().ifPresent(rate -> view.putObject("rate_limit").put("requests", rate.requests())
-                .put("per", rate.period().wireName()));
-        return view;
     }
 }

@@ -129,6 +129,11 @@ class SubscriptionApiDeliveryTest {
                     .then().statusCode(200).extract().jsonPath();
             assertThat(page.getList("items")).hasSize(4);
             assertThat(page.getInt("items[0].event.new.n")).isZero();
+            java.util.Map<String, Object> letter = page.getMap("items[0]");
+            assertThat(letter).as("every field but the base64 body, which is for bodies that are not JSON")
+                    .containsKeys("id", "event_id", "commit_lsn", "attempts", "last_error", "content_type", "key", "event")
+                    .doesNotContainKey("event_base64");
+            assertThat(page.getMap("items[0].key")).containsEntry("id", 1);
             assertThat(page.getString("next")).contains("after=");
             given().header("Authorization", "Bearer t").get(page.getString("next")).then().statusCode(200).body("items.size()", org.hamcrest.Matchers.equalTo(2));
             long first = page.getLong("items[0].id");

@@ -1,0 +1,97 @@
+package io.walhook.api;
+
+import jakarta.ws.rs.core.MediaType;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+/**
+ * Reads the JSON body of a write request (a subscription, a backfill) strictly, answering what
+ * is wrong with it as a problem naming the place: the wrong media type, no value, a value with
+ * something after it, invalid JSON, a null.
+ */
+final class JsonBody {
+
+    /** Bodies are small: a hostile one is refused while it is read, not after. */
+    private static final ObjectMapper JSON = new ObjectMapper();
+    static {
+        JSON.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(20)
+                .maxStringLength(20_000).maxNumberLength(30).build());
+    }
+
+    private JsonBody() {
+    }
+
+    /**
+     * The body as one JSON value, a {@code what} object: sent as application/json, with nothing
+     * after the value (a second document or trailing garbage is not ignored), and no null anywhere,
+     * since no field of walhook's requests takes one (leaving a field out is how to not set it).
+     */
+    static JsonNode parse(String contentType, byte[] body, String what) {
+        if (!isJson(contentType)) {
+            throw new ApiProblem(415, "Unsupported Media Type", "send the " + what + " as application/json"
+                    + " (Content-Type: application/json), not " + (contentType == null ? "without a Content-Type"
+                    : "as " + contentType), null);
+        }
+        JsonNode json;
+        try (JsonParser parser = JSON.createParser(body)) {
+            json = JSON.readTree(parser);
+            if (json == null || json.isMissingNode()) {
+                throw new ApiProblem(400, "Bad Request", "the body is empty; send a " + what + " object", "");
+            }
+            long end = parser.currentLocation().getByteOffset();
+            if (goesOn(parser)) {
+                throw new ApiProblem(400, "Bad Request", "the body goes on after its JSON value, from byte " + end
+                        + ": send one " + what + " object and nothing after it", "");
+            }
+        } catch (JsonProcessingException e) {
+            throw new ApiProblem(400, "Bad Request", "the body is not valid JSON: " + e.getOriginalMessage(), "");
+        } catch (java.io.IOException | IllegalArgumentException e) {
+            throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
+        }
+        refuseNulls(json, "", what);
+        return json;
+    }
+
+    /** application/json, parameters (a charset) allowed; not a wildcard, another JSON type, or none. */
+    private static boolean isJson(String contentType) {
+        if (contentType == null) {
+            return false;
+        }
+        try {
+            MediaType type = MediaType.valueOf(contentType.strip());
+            return "application".equalsIgnoreCase(type.getType()) && "json".equalsIgnoreCase(type.getSubtype());
+        } catch (IllegalArgumentException notAMediaType) {
+            return false;
+        }
+    }
+
+    /** Whether anything but white space follows the value the parser read. */
+    private static boolean goesOn(JsonParser parser) throws java.io.IOException {
+        try {
+            return parser.nextToken() != null;
+        } catch (JsonProcessingException garbage) {
+            return true;
+        }
+    }
+
+    private static void refuseNulls(JsonNode node, String pointer, String what) {
+        if (node.isNull()) {
+            throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " is null; no field"
+                    + " of a " + what + " takes null: leave the field out instead", pointer);
+        }
+        if (node.isObject()) {
+            for (var fields = node.fields(); fields.hasNext(); ) {
+                var field = fields.next();
+                refuseNulls(field.getValue(), pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1"), what);
+            }
+        } else if (node.isArray()) {
+            for (int i = 0; i < node.size(); i++) {
+                refuseNulls(node.get(i), pointer + "/" + i, what);
+            }
+        }
+    }
+}
