@@ -18,8 +18,6 @@ import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
 import io.agroal.api.AgroalDataSource;
-import io.micrometer.core.instrument.FunctionCounter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.PreventFurtherStepsException;
 import io.quarkus.runtime.Quarkus;
@@ -68,7 +66,7 @@ public class ReplicationSource {
     private final MeterRegistry metrics;
     private volatile ReplicationReader reader;
     private volatile Thread drain;
-    private volatile Thread poller;
+    private volatile SubscriptionPoller poller;
     private volatile SubscriptionRegistry registry;
     private volatile Dispatcher sender;
     private volatile AmqpClient broker;
@@ -83,13 +81,6 @@ public class ReplicationSource {
     private volatile String routingFailure;
     /** Completes when the first HTTP server listens; the pipeline starts then (see onListening). */
     private final CompletableFuture<Void> listening = new CompletableFuture<>();
-    /** The subscription poller's round, and how often the active instance checks its lock's session. */
-    static final long POLL_MILLIS = 2000;
-    private static final long LOCK_CHECK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
-    /** Where the poller's listening session connects (the source database, which holds the state tables). */
-    private volatile String sourceJdbcUrl;
-    private volatile String sourceUser;
-    private volatile String sourcePassword;
     private final io.vertx.core.Vertx vertx;
     /** Every webhook's HTTP client, delivery's and the API test-fire's (it connects on first use). */
     private final io.walhook.delivery.WebhookClient webhookClient;
@@ -102,33 +93,7 @@ public class ReplicationSource {
         this.config = config;
         this.dataSource = dataSource;
         this.metrics = metrics;
-        Gauge.builder("walhook.replication.streaming", this, s -> s.is(SourceStatus.State.STREAMING))
-                .description("1 while the replication stream runs").register(metrics);
-        Gauge.builder("walhook.replication.slot.invalid", this, s -> s.is(SourceStatus.State.SLOT_INVALID))
-                .description("1 when the slot is gone or invalidated: changes were lost to it").register(metrics);
-        Gauge.builder("walhook.replication.pending.transactions", this, s -> s.value(SourceStatus::pendingTransactions))
-                .description("transactions read but not yet fully delivered").register(metrics);
-        Gauge.builder("walhook.delivery.in.flight", this,
-                s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::queued).sum())
-                .description("events in memory not yet delivered or durably queued, all subscriptions").register(metrics);
-        Gauge.builder("walhook.delivery.parked.current", this,
-                s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::durableBacklog).sum())
-                .description("events in the durable queues now, all subscriptions").register(metrics);
-        FunctionCounter.builder("walhook.replication.events", this, s -> s.value(SourceStatus::events))
-                .description("events handed to delivery").register(metrics);
-        FunctionCounter.builder("walhook.replication.spilled.transactions", this,
-                s -> s.value(SourceStatus::spilledTransactions))
-                .description("streamed transactions that outgrew memory and went to disk").register(metrics);
-    }
-
-    private double is(SourceStatus.State state) {
-        SourceStatus status = status();
-        return status != null && status.state() == state ? 1 : 0;
-    }
-
-    private double value(java.util.function.ToDoubleFunction<SourceStatus> metric) {
-        SourceStatus status = status();
-        return status == null ? 0 : metric.applyAsDouble(status);
+        PipelineGauges.register(metrics, this);
     }
 
     void onStart(@Observes @Priority(20) StartupEvent event) {
@@ -169,17 +134,14 @@ public class ReplicationSource {
         broker = config.amqpUrl().filter(url -> !url.isBlank())
                 .map(url -> new AmqpClient(vertx, AmqpUrl.parse(url), config.delivery().requestTimeout())).orElse(null);
         lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
-        sourceJdbcUrl = source.jdbcUrl();
-        sourceUser = source.user();
-        sourcePassword = source.password();
         boolean active;
         try {
             active = patiently(lock::tryAcquire);
         } catch (SourceSetupException | SQLException e) {
             throw stop("cannot take the lock of slot " + config.slot() + " on " + source + ": " + e.getMessage());
         }
-        poller = new Thread(this::pollSubscriptions, "walhook-subscriptions");
-        poller.setDaemon(true);
+        poller = new SubscriptionPoller(source, registry, () -> sender, lock, config.slot(),
+                () -> role == Role.ACTIVE && !stopping);
         poller.start();
         if (active) {
             try {
@@ -361,72 +323,6 @@ public class ReplicationSource {
         return broker.transport(amqp);
     }
 
-    /**
-     * API writes land in the table; every instance picks them up here, for its next transaction:
-     * as they commit (their notification wakes it, {@link SubscriptionChanges}), or at the latest
-     * at its round every {@value #POLL_MILLIS} ms. The active instance also checks, every round,
-     * that the session holding its lock is alive.
-     */
-    private void pollSubscriptions() {
-        try (SubscriptionChanges changes = new SubscriptionChanges(sourceJdbcUrl, sourceUser, sourcePassword)) {
-            pollSubscriptions(changes);
-        }
-    }
-
-    private void pollSubscriptions(SubscriptionChanges changes) {
-        String lastProblem = null;
-        String lastLockProblem = null;
-        long lastLockCheck = System.nanoTime();
-        while (!Thread.currentThread().isInterrupted()) {
-            try {
-                // until a write is notified, or the next lock check is due
-                long untilCheck = LOCK_CHECK_NANOS - (System.nanoTime() - lastLockCheck);
-                changes.await(Duration.ofMillis(Math.max(1, Math.min(POLL_MILLIS, untilCheck / 1_000_000))));
-            } catch (InterruptedException e) {
-                return;
-            }
-            try {
-                if (registry.refresh() && sender != null) {
-                    sender.sync(registry.router().subscriptions());
-                }
-                lastProblem = null;
-            } catch (SQLException e) {
-                if (!e.getMessage().equals(lastProblem)) {
-                    LOG.warnf("cannot reload subscriptions: %s", e.getMessage());
-                    lastProblem = e.getMessage();
-                }
-            }
-            if (role == Role.ACTIVE && System.nanoTime() - lastLockCheck >= LOCK_CHECK_NANOS && !stopping) {
-                lastLockCheck = System.nanoTime();
-                try {
-                    if (!checkLock()) {
-                        return;
-                    }
-                    lastLockProblem = null;
-                } catch (SQLException e) {
-                    if (!e.getMessage().equals(lastLockProblem)) {
-                        LOG.warnf("cannot take the lock of slot %s again: %s", config.slot(), e.getMessage());
-                        lastLockProblem = e.getMessage();
-                    }
-                }
-            }
-        }
-    }
-
-    /** False when another instance holds the lock now; this one then stops, so two readers never race. */
-    private boolean checkLock() throws SQLException {
-        if (lock.stillHeld()) {
-            return true;
-        }
-        if (!lock.tryAcquire()) {
-            LOG.errorf("lost the lock of slot %s to another instance; stopping so that one stays active", config.slot());
-            Quarkus.asyncExit(1);
-            return false;
-        }
-        LOG.warnf("the session holding the lock of slot %s ended; took the lock again on a new session", config.slot());
-        return true;
-    }
-
     /** Retries the subscription's queued events now (the API's replay). */
     public void retryParkedNow(Subscription subscription) {
         if (sender != null) {
@@ -520,7 +416,7 @@ public class ReplicationSource {
             drain.interrupt();
         }
         if (poller != null) {
-            poller.interrupt();
+            poller.stop();
         }
         if (sender != null) {
             sender.close();

@@ -1,0 +1,123 @@
+package io.walhook.pipeline;
+
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+import org.jboss.logging.Logger;
+
+import io.quarkus.runtime.Quarkus;
+import io.walhook.config.SourceUrl;
+import io.walhook.delivery.Dispatcher;
+import io.walhook.routing.SubscriptionRegistry;
+import io.walhook.source.ActiveLock;
+import io.walhook.source.SubscriptionChanges;
+
+/**
+ * The thread that keeps an instance's subscriptions and its lock current. API writes land in the
+ * subscription table; every instance picks them up here, for its next transaction: as they commit
+ * (their notification wakes it, {@link SubscriptionChanges}), or at the latest at its round every
+ * {@value #ROUND_MILLIS} ms. While the instance is active it also checks, every round, that the
+ * session holding its lock is alive, takes the lock again on a new session when that one ended,
+ * and exits walhook when another instance took it, so that two readers never race.
+ */
+final class SubscriptionPoller {
+
+    private static final Logger LOG = Logger.getLogger(SubscriptionPoller.class);
+    /** The round, and how often the active instance checks its lock's session. */
+    static final long ROUND_MILLIS = 2000;
+    private static final long LOCK_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(ROUND_MILLIS);
+
+    private final SourceUrl source;
+    private final SubscriptionRegistry registry;
+    /** The dispatcher once the instance delivers (null before: a standby only keeps its registry current). */
+    private final Supplier<Dispatcher> dispatcher;
+    private final ActiveLock lock;
+    private final String slot;
+    /** Whether the lock is this instance's to keep: it is active and not stopping. */
+    private final BooleanSupplier keepsLock;
+    private final Thread thread;
+
+    SubscriptionPoller(SourceUrl source, SubscriptionRegistry registry, Supplier<Dispatcher> dispatcher, ActiveLock lock,
+            String slot, BooleanSupplier keepsLock) {
+        this.source = source;
+        this.registry = registry;
+        this.dispatcher = dispatcher;
+        this.lock = lock;
+        this.slot = slot;
+        this.keepsLock = keepsLock;
+        this.thread = new Thread(this::run, "walhook-subscriptions");
+        this.thread.setDaemon(true);
+    }
+
+    void start() {
+        thread.start();
+    }
+
+    void stop() {
+        thread.interrupt();
+    }
+
+    private void run() {
+        try (SubscriptionChanges changes = new SubscriptionChanges(source.jdbcUrl(), source.user(), source.password())) {
+            run(changes);
+        }
+    }
+
+    private void run(SubscriptionChanges changes) {
+        String lastProblem = null;
+        String lastLockProblem = null;
+        long lastLockCheck = System.nanoTime();
+        while (!Thread.currentThread().isInterrupted()) {
+            try {
+                // until a write is notified, or the next lock check is due
+                long untilCheck = LOCK_CHECK_NANOS - (System.nanoTime() - lastLockCheck);
+                changes.await(Duration.ofMillis(Math.max(1, Math.min(ROUND_MILLIS, untilCheck / 1_000_000))));
+            } catch (InterruptedException e) {
+                return;
+            }
+            try {
+                Dispatcher delivering = dispatcher.get();
+                if (registry.refresh() && delivering != null) {
+                    delivering.sync(registry.router().subscriptions());
+                }
+                lastProblem = null;
+            } catch (SQLException e) {
+                if (!e.getMessage().equals(lastProblem)) {
+                    LOG.warnf("cannot reload subscriptions: %s", e.getMessage());
+                    lastProblem = e.getMessage();
+                }
+            }
+            if (System.nanoTime() - lastLockCheck >= LOCK_CHECK_NANOS && keepsLock.getAsBoolean()) {
+                lastLockCheck = System.nanoTime();
+                try {
+                    if (!keepLock()) {
+                        return;
+                    }
+                    lastLockProblem = null;
+                } catch (SQLException e) {
+                    if (!e.getMessage().equals(lastLockProblem)) {
+                        LOG.warnf("cannot take the lock of slot %s again: %s", slot, e.getMessage());
+                        lastLockProblem = e.getMessage();
+                    }
+                }
+            }
+        }
+    }
+
+    /** False when another instance holds the lock now; this one then stops, so two readers never race. */
+    private boolean keepLock() throws SQLException {
+        if (lock.stillHeld()) {
+            return true;
+        }
+        if (!lock.tryAcquire()) {
+            LOG.errorf("lost the lock of slot %s to another instance; stopping so that one stays active", slot);
+            Quarkus.asyncExit(1);
+            return false;
+        }
+        LOG.warnf("the session holding the lock of slot %s ended; took the lock again on a new session", slot);
+        return true;
+    }
+}
