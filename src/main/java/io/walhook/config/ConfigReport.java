@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -30,6 +31,10 @@ public final class ConfigReport {
             Pattern.DOTALL);
     /** SmallRye's message codes and the exception's class that its problems start with. */
     private static final Pattern PREFIX = Pattern.compile("^(?:[\\w.$]+Exception: )?(?:SRCFG\\d+: )?");
+    /** SmallRye's other problems that start by naming the property. */
+    private static final Pattern NAMED = Pattern.compile("^The config property (\\S+) (.*)$", Pattern.DOTALL);
+    /** Variables whose values are credentials: never echoed. */
+    private static final Pattern SECRET = Pattern.compile("PASSWORD|SECRET|TOKEN|CREDENTIAL|KEY");
     /** Quarkus's default console pattern's date. */
     private static final DateTimeFormatter PLAIN_TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss,SSS")
             .withZone(ZoneId.systemDefault());
@@ -56,11 +61,25 @@ public final class ConfigReport {
         String text = problem.replaceAll("\\s*\\R\\s*", " ").strip();
         Matcher conversion = CONVERSION.matcher(text);
         if (!conversion.find()) {
-            return PREFIX.matcher(text).replaceFirst("");
+            // SmallRye's other problems (a required value missing, an empty one, an expression that
+            // does not expand) name the property too: as its variable, and without a secret's text
+            Matcher named = NAMED.matcher(PREFIX.matcher(text).replaceFirst(""));
+            if (!named.find()) {
+                return PREFIX.matcher(text).replaceFirst("");
+            }
+            String variable = variable(named.group(1));
+            String rest = named.group(2);
+            return variable + (SECRET.matcher(variable).find() ? " " + rest.replaceAll("\"[^\"]*\"", "(value hidden)")
+                    : " " + rest);
         }
         String variable = variable(conversion.group(1));
         String why = PREFIX.matcher(conversion.group(3)).replaceFirst("");
-        return why.startsWith("is ") ? variable + " " + why : variable + " is '" + conversion.group(2) + "': " + why;
+        boolean secret = SECRET.matcher(variable).find();
+        String value = secret ? "(value hidden)" : "'" + conversion.group(2) + "'";
+        if (secret) {
+            why = why.replace(conversion.group(2), "(value hidden)");
+        }
+        return why.startsWith("is ") ? variable + " " + why : variable + " is " + value + ": " + why;
     }
 
     /** {@code walhook.delivery.request-timeout} (or {@code %prod.walhook...}) as its variable. */
@@ -77,7 +96,8 @@ public final class ConfigReport {
     static boolean jsonLogs(Map<String, String> environment, java.util.Properties properties) {
         String value = properties.getProperty("quarkus.log.console.json.enabled",
                 environment.getOrDefault("QUARKUS_LOG_CONSOLE_JSON_ENABLED", "false"));
-        return value.strip().equalsIgnoreCase("true");
+        // the words SmallRye's boolean converter reads as true
+        return Set.of("true", "1", "yes", "y", "on").contains(value.strip().toLowerCase(Locale.ROOT));
     }
 
     /**

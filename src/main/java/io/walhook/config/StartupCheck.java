@@ -109,13 +109,15 @@ public class StartupCheck {
     }
 
     /**
-     * One log line naming the variable, then exit: thrown from a start-up observer, this
-     * exception makes Quarkus skip the remaining start-up steps without a stack trace.
+     * One log line naming the variable, then exit {@value #EXIT_CONFIG}: thrown from a start-up
+     * observer, the exception this returns makes Quarkus skip the remaining start-up steps without
+     * a stack trace. It carries no message: the line is logged, and {@link WalhookMain} reports a
+     * stop that carries one (Quarkus's own) itself.
      */
-    private static PreventFurtherStepsException stop(ConfigException problem) {
+    public static PreventFurtherStepsException stop(ConfigException problem) {
         LOG.error("walhook cannot start: " + problem.getMessage());
         Quarkus.asyncExit(EXIT_CONFIG);
-        return new PreventFurtherStepsException(problem.getMessage(), EXIT_CONFIG);
+        return new PreventFurtherStepsException(EXIT_CONFIG);
     }
 
     /**

@@ -43,7 +43,17 @@ public final class WalhookMain {
 
     /** Quarkus's last call, with the exit status and what failed (null when nothing did). */
     static void exit(int status, Throwable failure) {
-        System.exit(failure == null ? status : report(status, failure));
+        int code = status;
+        try {
+            if (failure != null) {
+                code = report(status, failure);
+            }
+        } catch (Throwable reporting) {
+            reporting.printStackTrace();
+            code = status == 0 ? 1 : status;
+        } finally {
+            System.exit(code);
+        }
     }
 
     /** Logs a failed start-up the way an operator can act on it; returns the exit status. */
@@ -52,18 +62,28 @@ public final class WalhookMain {
         if (!invalid.isEmpty()) {
             // Quarkus configures logging from the configuration it could not map: walhook writes the lines
             boolean json = ConfigReport.jsonLogs(System.getenv(), System.getProperties());
-            invalid.forEach(line -> System.err.println(ConfigReport.logLine("walhook cannot start: " + line, json,
+            invalid.forEach(line -> System.out.println(ConfigReport.logLine("walhook cannot start: " + line, json,
                     java.time.Instant.now())));
             return StartupCheck.EXIT_CONFIG;
         }
         Logger log = Logger.getLogger(StartupCheck.class);
         for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof PreventFurtherStepsException) {
-                return status; // StartupCheck logged why
+            if (t instanceof PreventFurtherStepsException stop) {
+                // walhook's own stops logged their line (StartupCheck.stop) and carry no message
+                if (stop.getMessage() != null && !stop.getMessage().isEmpty()) {
+                    log.info(stop.getMessage());
+                }
+                return status;
             }
             if (t instanceof QuarkusBindException bind) {
-                log.errorf("walhook cannot start: port %d on %s is in use by another process; free it or set"
-                        + " QUARKUS_HTTP_PORT", bind.getPort(), bind.getHost());
+                if (QuarkusBindException.isKnownHost(bind.getHost())) {
+                    log.errorf("walhook cannot start: port %d on %s is in use by another process (%s); free it or"
+                            + " choose another (QUARKUS_HTTP_PORT, or QUARKUS_MANAGEMENT_PORT for the management"
+                            + " interface)", bind.getPort(), bind.getHost(), bind.getMessage());
+                } else {
+                    log.errorf("walhook cannot start: cannot listen on %s port %d (%s); QUARKUS_HTTP_HOST must be an"
+                            + " address of this machine, or 0.0.0.0", bind.getHost(), bind.getPort(), bind.getMessage());
+                }
                 return status;
             }
         }

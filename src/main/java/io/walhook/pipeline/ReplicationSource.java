@@ -108,9 +108,7 @@ public class ReplicationSource {
             extensions = SubscriptionConfigReader.cloudEventsOverrides(System.getenv("K_CE_OVERRIDES"));
             initialBackfills = SubscriptionConfigReader.initialBackfills(config);
         } catch (ConfigException problem) {
-            LOG.error("walhook cannot start: " + problem.getMessage());
-            Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
-            throw new PreventFurtherStepsException(problem.getMessage(), StartupCheck.EXIT_CONFIG);
+            throw StartupCheck.stop(problem);
         }
         SourceDatabase database = new SourceDatabase(dataSource);
         try {
@@ -388,9 +386,7 @@ public class ReplicationSource {
     }
 
     private static PreventFurtherStepsException stop(String variable, String problem) {
-        LOG.error("walhook cannot start: " + variable + " " + problem);
-        Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
-        return new PreventFurtherStepsException(problem, StartupCheck.EXIT_CONFIG);
+        return StartupCheck.stop(new ConfigException(variable, problem));
     }
 
     /**

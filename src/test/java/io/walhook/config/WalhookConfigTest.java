@@ -166,4 +166,43 @@ class WalhookConfigTest {
         assertThat(ConfigReport.jsonLogs(Map.of("QUARKUS_LOG_CONSOLE_JSON_ENABLED", "true"), off))
                 .as("a system property wins over the environment, as in Quarkus").isFalse();
     }
+
+    /** A mapping with a credential SmallRye's own converter refuses. */
+    @ConfigMapping(prefix = "quarkus.vault")
+    interface WithSecret {
+        @WithDefault("1")
+        int tokenTtl();
+    }
+
+    @Test
+    void aCredentialsValueIsNeverEchoed() {
+        assertThatThrownBy(() -> new SmallRyeConfigBuilder().withMapping(WithSecret.class)
+                .withSources(new PropertiesConfigSource(Map.of("quarkus.vault.token-ttl", "hunter2"), "test", 500)).build())
+                .isInstanceOfSatisfying(ConfigValidationException.class, e -> assertThat(ConfigReport.lines(e))
+                        .singleElement().asString().startsWith("QUARKUS_VAULT_TOKEN_TTL is (value hidden): ")
+                        .doesNotContain("hunter2"));
+    }
+
+    @Test
+    void smallRyesOtherProblemsNameTheVariableToo() {
+        assertThat(ConfigReport.line("java.util.NoSuchElementException: SRCFG00014: The config property"
+                + " quarkus.datasource.username is required but it could not be found in any config source"))
+                .isEqualTo("QUARKUS_DATASOURCE_USERNAME is required but it could not be found in any config source");
+        assertThat(ConfigReport.line("SRCFG00040: The config property quarkus.http.port is defined as the empty String (\"\")"
+                + " which the following Converter considered to be null: io.smallrye.config.Converters$BuiltInConverter"))
+                .startsWith("QUARKUS_HTTP_PORT is defined as the empty String");
+        assertThat(ConfigReport.line("SRCFG00040: The config property quarkus.datasource.password is defined as \"x1\" here"))
+                .isEqualTo("QUARKUS_DATASOURCE_PASSWORD is defined as (value hidden) here");
+        assertThat(ConfigReport.line("SRCFG00050: walhook.bogus in System properties does not map to any root"))
+                .as("a problem that names no config property keeps its words").isEqualTo("walhook.bogus in System properties does not map to any root");
+    }
+
+    @Test
+    void jsonLogsAreOnForEveryWordQuarkusReadsAsTrue() {
+        java.util.Properties none = new java.util.Properties();
+        for (String on : List.of("true", "1", "YES", "y", "on")) {
+            assertThat(ConfigReport.jsonLogs(Map.of("QUARKUS_LOG_CONSOLE_JSON_ENABLED", on), none)).as(on).isTrue();
+        }
+        assertThat(ConfigReport.jsonLogs(Map.of("QUARKUS_LOG_CONSOLE_JSON_ENABLED", "0"), none)).isFalse();
+    }
 }
