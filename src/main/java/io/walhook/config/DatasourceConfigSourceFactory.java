@@ -13,8 +13,8 @@ import io.smallrye.config.PropertiesConfigSource;
 import org.eclipse.microprofile.config.spi.ConfigSource;
 
 /**
- * Derives Quarkus' datasource settings (JDBC for Flyway, reactive for queries) from
- * {@code WALHOOK_SOURCE_URL}, so operators set one variable. A URL that does not parse yields
+ * Derives Quarkus' datasource settings (JDBC for walhook's own tables and their migrations,
+ * reactive for /status) from {@code WALHOOK_SOURCE_URL}, so operators set one variable. A URL that does not parse yields
  * nothing here; {@link StartupCheck} then stops start-up with the reason.
  */
 public final class DatasourceConfigSourceFactory implements ConfigSourceFactory {

@@ -8,9 +8,9 @@ import jakarta.enterprise.inject.Instance;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 
-import org.flywaydb.core.Flyway;
 import org.jboss.logging.Logger;
 
+import io.agroal.api.AgroalDataSource;
 import io.quarkus.runtime.PreventFurtherStepsException;
 import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.StartupEvent;
@@ -38,13 +38,13 @@ public class StartupCheck {
     public static final java.time.Duration RESTART_PATIENCE = java.time.Duration.ofSeconds(60);
 
     private final WalhookConfig config;
-    /** An Instance: the datasource (and so Flyway) is inactive until the URL is valid. */
-    private final Instance<Flyway> flyway;
+    /** An Instance: the datasource is inactive until the URL is valid. */
+    private final Instance<AgroalDataSource> dataSource;
 
     @Inject
-    public StartupCheck(WalhookConfig config, Instance<Flyway> flyway) {
+    public StartupCheck(WalhookConfig config, Instance<AgroalDataSource> dataSource) {
         this.config = config;
-        this.flyway = flyway;
+        this.dataSource = dataSource;
     }
 
     void onStart(@Observes @Priority(10) StartupEvent event) {
@@ -57,9 +57,9 @@ public class StartupCheck {
         long deadline = System.nanoTime() + RESTART_PATIENCE.toNanos();
         for (int attempt = 1; ; attempt++) {
             try {
-                flyway.get().migrate();
+                SchemaMigrations.migrate(dataSource.get(), config.stateSchema());
                 break;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | java.sql.SQLException e) {
                 if (!restarting(e, attempt) || System.nanoTime() - deadline > 0) {
                     throw stop(new ConfigException(SourceUrl.VARIABLE, "points at " + source
                             + " where walhook cannot set up its schema '" + config.stateSchema() + "': " + firstLine(e)));

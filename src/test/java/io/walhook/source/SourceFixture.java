@@ -67,16 +67,7 @@ public final class SourceFixture implements AutoCloseable {
         dataSource.setUrl(server.jdbcUrl(database));
         dataSource.setUser(server.user());
         dataSource.setPassword(server.password());
-        sql("CREATE SCHEMA walhook");
-        // walhook's own migrations, as Flyway applies them
-        for (String version : List.of("V1__checkpoint.sql", "V2__subscription.sql", "V3__parked_event.sql",
-                "V4__parked_event_lane.sql", "V5__parked_event_address.sql", "V6__durable_queue.sql")) {
-            try (java.io.InputStream in = SourceFixture.class.getResourceAsStream("/db/migration/" + version)) {
-                sql(new String(in.readAllBytes(), StandardCharsets.UTF_8).replace("${flyway:defaultSchema}", "walhook"));
-            } catch (java.io.IOException e) {
-                throw new IllegalStateException("cannot read migration " + version, e);
-            }
-        }
+        io.walhook.config.SchemaMigrations.migrate(dataSource, "walhook"); // walhook's own schema, as it migrates it
         this.checkpoints = new CheckpointStore(dataSource, "walhook");
     }
 

@@ -1,0 +1,178 @@
+package io.walhook.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CyclicBarrier;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+
+/** walhook's schema migrations against a real PostgreSQL, in the record Flyway kept before them. */
+class SchemaMigrationsTest {
+
+    /**
+     * The rows Flyway 11 wrote for these files (read from a schema it migrated): the same
+     * checksums mean a schema either migrated is carried on by the other.
+     */
+    private static final List<String> FLYWAY_ROWS = List.of(
+            "0|null|<< Flyway Schema Creation >>|SCHEMA|\"walhook\"|null|true",
+            "1|1|checkpoint|SQL|db/migration/V1__checkpoint.sql|442512879|true",
+            "2|2|subscription|SQL|db/migration/V2__subscription.sql|888921365|true",
+            "3|3|parked event|SQL|db/migration/V3__parked_event.sql|331458587|true",
+            "4|4|parked event lane|SQL|db/migration/V4__parked_event_lane.sql|1308621896|true",
+            "5|5|parked event address|SQL|db/migration/V5__parked_event_address.sql|-963736934|true",
+            "6|6|durable queue|SQL|db/migration/V6__durable_queue.sql|2069406340|true",
+            "7|7|backfill|SQL|db/migration/V7__backfill.sql|-798378895|true");
+
+    private static PGSimpleDataSource database(String prefix) throws SQLException {
+        PostgresServer server = TestPostgres.shared();
+        String database = server.createDatabase(prefix);
+        PGSimpleDataSource dataSource = new PGSimpleDataSource();
+        dataSource.setUrl(server.jdbcUrl(database));
+        dataSource.setUser(server.user());
+        dataSource.setPassword(server.password());
+        return dataSource;
+    }
+
+    private static List<String> history(PGSimpleDataSource dataSource, String schema) throws SQLException {
+        List<String> rows = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+                ResultSet r = s.executeQuery("SELECT installed_rank, version, description, type, script, checksum, success"
+                        + " FROM " + schema + ".flyway_schema_history ORDER BY installed_rank")) {
+            while (r.next()) {
+                rows.add(r.getInt(1) + "|" + r.getString(2) + "|" + r.getString(3) + "|" + r.getString(4) + "|"
+                        + r.getString(5) + "|" + r.getObject(6) + "|" + r.getBoolean(7));
+            }
+        }
+        return rows;
+    }
+
+    private static void sql(PGSimpleDataSource dataSource, String statement) throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            s.execute(statement);
+        }
+    }
+
+    @Test
+    void everyFileInTheMigrationFolderIsListedInOrder() throws Exception {
+        try (Stream<Path> files = Files.list(Path.of("src/main/resources/db/migration"))) {
+            List<String> names = files.map(f -> f.getFileName().toString()).sorted(
+                    java.util.Comparator.comparingInt(n -> Integer.parseInt(n.substring(1, n.indexOf("__"))))).toList();
+            assertThat(SchemaMigrations.FILES).containsExactlyElementsOf(names);
+        }
+    }
+
+    @Test
+    void aFreshDatabaseIsMigratedAndRecordedAsFlywayRecordsIt() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_fresh");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(SchemaMigrations.FILES.size());
+        assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
+        sql(dataSource, "SELECT slot_name, end_lsn FROM walhook.checkpoint");
+        sql(dataSource, "SELECT id, subscription_id, ordering, row_key FROM walhook.parked_event");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("again: nothing to do").isZero();
+        assertThat(history(dataSource, "walhook")).hasSize(FLYWAY_ROWS.size());
+    }
+
+    @Test
+    void aSchemaPartlyMigratedGetsOnlyWhatItLacks() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_part");
+        SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "DROP TABLE walhook.backfill");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version = '7'");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(1);
+        assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
+        sql(dataSource, "SELECT count(*) FROM walhook.backfill");
+    }
+
+    @Test
+    void anotherSchemaNameIsMigratedUnderIt() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_named");
+        SchemaMigrations.migrate(dataSource, "cdc_state");
+        sql(dataSource, "SELECT count(*) FROM cdc_state.checkpoint");
+        assertThat(history(dataSource, "cdc_state").get(0)).contains("\"cdc_state\"");
+    }
+
+    @Test
+    void aRecordedMigrationWhoseFileChangedStopsNamingIt() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_edited");
+        SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "UPDATE walhook.flyway_schema_history SET checksum = 1 WHERE version = '2'");
+        assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
+                .hasMessageContaining("V2__subscription.sql").hasMessageContaining("checksum 1");
+    }
+
+    @Test
+    void aFailedMigrationStopsNamingIt() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_failed");
+        SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "UPDATE walhook.flyway_schema_history SET success = false WHERE version = '7'");
+        assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
+                .hasMessageContaining("V7__backfill.sql of schema walhook failed earlier");
+    }
+
+    @Test
+    void aSchemaANewerWalhookMigratedIsLeftAlone() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_newer");
+        SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
+                + " checksum, installed_by, execution_time, success) VALUES (8, '8', 'later', 'SQL',"
+                + " 'db/migration/V8__later.sql', 5, current_user, 1, true)");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isZero();
+    }
+
+    @Test
+    void aFailingMigrationLeavesNeitherItsChangesNorItsRecord() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_rollback");
+        SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version = '7'");
+        // V7 creates walhook.backfill, which exists: the migration fails, and its transaction with it
+        assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
+                .hasMessageContaining("backfill");
+        assertThat(history(dataSource, "walhook")).hasSize(FLYWAY_ROWS.size() - 1);
+    }
+
+    @Test
+    void instancesStartingTogetherMigrateOnce() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_race");
+        CyclicBarrier start = new CyclicBarrier(3);
+        List<CompletableFuture<Integer>> runs = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            runs.add(CompletableFuture.supplyAsync(() -> {
+                try {
+                    start.await();
+                    return SchemaMigrations.migrate(dataSource, "walhook");
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }));
+        }
+        int applied = 0;
+        for (CompletableFuture<Integer> run : runs) {
+            applied += run.get();
+        }
+        assertThat(applied).as("each migration applied by one of them").isEqualTo(SchemaMigrations.FILES.size());
+        assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
+    }
+
+    @Test
+    void theChecksumIsFlywaysOverLinesWithoutTheirBreaks() {
+        assertThat(SchemaMigrations.checksum("a\nb")).isEqualTo(SchemaMigrations.checksum("a\r\nb\n"));
+        assertThat(SchemaMigrations.checksum("\uFEFFa\nb")).as("a byte order mark does not count")
+                .isEqualTo(SchemaMigrations.checksum("a\nb"));
+        assertThat(SchemaMigrations.checksum("a\nb")).isNotEqualTo(SchemaMigrations.checksum("a b"));
+    }
+}
