@@ -27,7 +27,8 @@ import org.jboss.logging.Logger;
  * row that records it. The record is {@code <schema>.flyway_schema_history}, in the form Flyway
  * writes it (the same table, columns, rows and checksums): walhook migrated its schema with Flyway
  * before, and a schema either migrated is carried on by the other. Instances starting together
- * take turns (a session advisory lock). A recorded migration whose file has changed since, or one
+ * take turns (Flyway's session advisory lock). Each file runs in one transaction, so a statement
+ * that cannot (CREATE INDEX CONCURRENTLY) has no place in one. A recorded migration whose file has changed since, or one
  * that failed, stops start-up naming it; versions newer than this walhook's (a newer walhook
  * migrated the schema) are left as they are.
  */
@@ -42,6 +43,8 @@ public final class SchemaMigrations {
     public static final String HISTORY = "flyway_schema_history";
     /** The placeholder the files write for the schema, as Flyway spells it. */
     static final String SCHEMA_PLACEHOLDER = "${flyway:defaultSchema}";
+    /** How long an instance waits for another one migrating the schema. */
+    static final java.time.Duration LOCK_PATIENCE = java.time.Duration.ofMinutes(2);
 
     /** One migration file: {@code V3__parked_event.sql} is version 3, "parked event". */
     record Migration(int version, String description, String script, String sql, int checksum) {
@@ -60,6 +63,9 @@ public final class SchemaMigrations {
                     throw new IllegalStateException(LOCATION + file + " is not in the jar");
                 }
                 sql = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+                if (sql.startsWith("\uFEFF")) {
+                    sql = sql.substring(1); // a byte order mark is no SQL
+                }
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
@@ -73,17 +79,13 @@ public final class SchemaMigrations {
 
     /**
      * Flyway's checksum of a migration: the CRC-32 of its lines' UTF-8 bytes, without their line
-     * breaks (and without a byte order mark), as a signed int.
+     * breaks (a lone CR, LF or CRLF) and without a byte order mark, as a signed int.
      */
     static int checksum(String sql) {
         CRC32 crc = new CRC32();
         try (BufferedReader lines = new BufferedReader(new StringReader(sql))) {
-            String line = lines.readLine();
-            if (line != null && line.startsWith("\uFEFF")) {
-                line = line.substring(1);
-            }
-            for (; line != null; line = lines.readLine()) {
-                crc.update(line.getBytes(StandardCharsets.UTF_8));
+            for (String line = lines.readLine(); line != null; line = lines.readLine()) {
+                crc.update((line.startsWith("\uFEFF") ? line.substring(1) : line).getBytes(StandardCharsets.UTF_8));
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -102,60 +104,104 @@ public final class SchemaMigrations {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(true);
             long lock = lockKey(schema);
-            try (Statement s = c.createStatement()) {
-                s.execute("SELECT pg_advisory_lock(" + lock + ")");
-            }
+            takeLock(c, schema, lock);
+            boolean unlocked = false;
             try {
-                return migrate(c, schema, migrations);
-            } finally {
+                int applied = migrate(c, schema, migrations);
                 c.setAutoCommit(true);
                 try (Statement s = c.createStatement()) {
                     s.execute("SELECT pg_advisory_unlock(" + lock + ")");
+                }
+                unlocked = true;
+                return applied;
+            } finally {
+                if (!unlocked) {
+                    // the session's lock goes with it: a connection that may still hold it is not pooled again
+                    abort(c);
                 }
             }
         }
     }
 
-    private static int migrate(Connection c, String schema, List<Migration> migrations) throws SQLException {
-        String history = schema + "." + HISTORY;
-        boolean schemaExisted = exists(c, "SELECT 1 FROM pg_namespace WHERE nspname = ?", schema);
-        if (!exists(c, "SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = '" + HISTORY + "'", schema)) {
-            try (Statement s = c.createStatement()) {
-                s.execute("CREATE SCHEMA IF NOT EXISTS " + schema);
-                s.execute("CREATE TABLE " + history + " (installed_rank integer NOT NULL, version varchar(50),"
-                        + " description varchar(200) NOT NULL, type varchar(20) NOT NULL, script varchar(1000) NOT NULL,"
-                        + " checksum integer, installed_by varchar(100) NOT NULL,"
-                        + " installed_on timestamp NOT NULL DEFAULT now(), execution_time integer NOT NULL,"
-                        + " success boolean NOT NULL, CONSTRAINT " + HISTORY + "_pk PRIMARY KEY (installed_rank))");
-                s.execute("CREATE INDEX " + HISTORY + "_s_idx ON " + history + " (success)");
-                if (!schemaExisted) {
-                    s.execute("INSERT INTO " + history + " (installed_rank, version, description, type, script, checksum,"
-                            + " installed_by, execution_time, success) VALUES (0, NULL, '<< Flyway Schema Creation >>',"
-                            + " 'SCHEMA', '\"" + schema + "\"', NULL, current_user, 0, true)");
+    /**
+     * The session lock every instance (and Flyway, which walhook used before) takes to migrate the
+     * schema, waited for at most {@link #LOCK_PATIENCE}, saying so once.
+     */
+    private static void takeLock(Connection c, String schema, long lock) throws SQLException {
+        long deadline = System.nanoTime() + LOCK_PATIENCE.toNanos();
+        for (boolean said = false; ; ) {
+            try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT pg_try_advisory_lock(" + lock + ")")) {
+                r.next();
+                if (r.getBoolean(1)) {
+                    return;
                 }
             }
+            if (System.nanoTime() - deadline > 0) {
+                throw new SQLException("another session has been migrating schema " + schema + " for " + LOCK_PATIENCE
+                        + " (it holds advisory lock " + lock + "); see pg_locks, and end that session if it is stuck");
+            }
+            if (!said) {
+                LOG.infof("another instance is migrating schema %s: waiting for it", schema);
+                said = true;
+            }
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SQLException("interrupted while waiting to migrate schema " + schema, e);
+            }
+        }
+    }
+
+    private static void abort(Connection c) {
+        try {
+            c.abort(Runnable::run);
+        } catch (SQLException | RuntimeException e) {
+            LOG.debugf("closing the migration's session: %s", e.getMessage());
+        }
+    }
+
+    private static int migrate(Connection c, String schema, List<Migration> migrations) throws SQLException {
+        String history = schema + "." + HISTORY;
+        if (!exists(c, "SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = '" + HISTORY + "'", schema)) {
+            createHistory(c, schema, history);
         }
         Map<Integer, Integer> applied = new HashMap<>();
         int rank = 0;
         int newest = 0;
+        int baseline = 0;
         try (Statement s = c.createStatement();
-                ResultSet r = s.executeQuery("SELECT installed_rank, version, checksum, success, script FROM " + history
-                        + " ORDER BY installed_rank")) {
+                ResultSet r = s.executeQuery("SELECT installed_rank, version, checksum, success, script, type FROM "
+                        + history + " ORDER BY installed_rank")) {
             while (r.next()) {
                 rank = Math.max(rank, r.getInt(1));
                 if (!r.getBoolean(4)) {
                     throw new SQLException("the migration " + r.getString(5) + " of schema " + schema + " failed earlier"
                             + " (" + history + " says so): repair the schema by hand and delete that row");
                 }
-                if (r.getString(2) != null) {
-                    int version = Integer.parseInt(r.getString(2));
-                    applied.put(version, r.getObject(3) == null ? null : r.getInt(3));
-                    newest = Math.max(newest, version);
+                if (r.getString(2) == null) {
+                    continue; // the schema's creation, or a repeatable migration (walhook has none)
                 }
+                int version;
+                try {
+                    version = Integer.parseInt(r.getString(2));
+                } catch (NumberFormatException e) {
+                    throw new SQLException(history + " records version '" + r.getString(2) + "' (" + r.getString(5)
+                            + "): walhook's versions are whole numbers; this schema was migrated by something else");
+                }
+                if ("BASELINE".equals(r.getString(6))) {
+                    baseline = Math.max(baseline, version); // taken as migrated up to here
+                } else {
+                    applied.put(version, r.getObject(3) == null ? null : r.getInt(3));
+                }
+                newest = Math.max(newest, version);
             }
         }
         int count = 0;
         for (Migration m : migrations) {
+            if (m.version() <= baseline && !applied.containsKey(m.version())) {
+                continue;
+            }
             if (applied.containsKey(m.version())) {
                 Integer recorded = applied.get(m.version());
                 if (recorded == null || recorded != m.checksum()) {
@@ -179,11 +225,51 @@ public final class SchemaMigrations {
         return count;
     }
 
+    /**
+     * The schema (when missing) and its history, in one transaction, as Flyway makes them: a row of
+     * rank 0 records that it created the schema. A schema that exists with relations in it and no
+     * history is not walhook's: it is refused rather than migrated into.
+     */
+    private static void createHistory(Connection c, String schema, String history) throws SQLException {
+        boolean schemaExisted = exists(c, "SELECT 1 FROM pg_namespace WHERE nspname = ?", schema);
+        if (schemaExisted && exists(c, "SELECT 1 FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace"
+                + " WHERE n.nspname = ? LIMIT 1", schema)) {
+            throw new SQLException("schema " + schema + " holds tables but no " + HISTORY + ": it is not walhook's;"
+                    + " set WALHOOK_STATE_SCHEMA to a schema of walhook's own (it is created when missing)");
+        }
+        inTransaction(c, () -> {
+            try (Statement s = c.createStatement()) {
+                if (!schemaExisted) {
+                    // not IF NOT EXISTS: that needs CREATE on the database even for a schema a DBA made
+                    s.execute("CREATE SCHEMA " + schema);
+                }
+                s.execute("CREATE TABLE " + history + " (installed_rank integer NOT NULL, version varchar(50),"
+                        + " description varchar(200) NOT NULL, type varchar(20) NOT NULL, script varchar(1000) NOT NULL,"
+                        + " checksum integer, installed_by varchar(100) NOT NULL,"
+                        + " installed_on timestamp NOT NULL DEFAULT now(), execution_time integer NOT NULL,"
+                        + " success boolean NOT NULL, CONSTRAINT " + HISTORY + "_pk PRIMARY KEY (installed_rank))");
+                s.execute("CREATE INDEX " + HISTORY + "_s_idx ON " + history + " (success)");
+                if (!schemaExisted) {
+                    s.execute("INSERT INTO " + history + " (installed_rank, version, description, type, script, checksum,"
+                            + " installed_by, execution_time, success) VALUES (0, NULL, '<< Flyway Schema Creation >>',"
+                            + " 'SCHEMA', '\"" + schema + "\"', NULL, current_user, 0, true)");
+                }
+            }
+        });
+    }
+
     private static void apply(Connection c, String schema, String history, Migration m, int rank) throws SQLException {
         long start = System.nanoTime();
-        c.setAutoCommit(false);
-        try (Statement s = c.createStatement()) {
-            s.execute(m.sql().replace(SCHEMA_PLACEHOLDER, schema));
+        String sql = m.sql().replace(SCHEMA_PLACEHOLDER, schema);
+        if (sql.contains("${")) {
+            throw new IllegalStateException(m.script() + " has a placeholder walhook does not fill: "
+                    + sql.substring(sql.indexOf("${"), Math.min(sql.length(), sql.indexOf("${") + 40)));
+        }
+        inTransaction(c, () -> {
+            try (Statement s = c.createStatement()) {
+                s.execute("SET LOCAL search_path TO " + schema);
+                s.execute(sql);
+            }
             try (PreparedStatement insert = c.prepareStatement("INSERT INTO " + history + " (installed_rank, version,"
                     + " description, type, script, checksum, installed_by, execution_time, success)"
                     + " VALUES (?, ?, ?, 'SQL', ?, ?, current_user, ?, true)")) {
@@ -195,12 +281,29 @@ public final class SchemaMigrations {
                 insert.setInt(6, (int) ((System.nanoTime() - start) / 1_000_000));
                 insert.executeUpdate();
             }
+        });
+        LOG.infof("migrated schema %s to version %d (%s)", schema, m.version(), m.description());
+    }
+
+    private interface Work {
+        void run() throws SQLException;
+    }
+
+    /** {@code work} in one transaction: all of it, or (on any failure) none of it. */
+    private static void inTransaction(Connection c, Work work) throws SQLException {
+        c.setAutoCommit(false);
+        try {
+            work.run();
             c.commit();
-        } catch (SQLException e) {
-            c.rollback();
+        } catch (SQLException | RuntimeException e) {
+            try {
+                c.rollback();
+            } catch (SQLException rollback) {
+                e.addSuppressed(rollback);
+            }
             throw e;
         }
-        LOG.infof("migrated schema %s to version %d (%s)", schema, m.version(), m.description());
+        c.setAutoCommit(true);
     }
 
     private static boolean exists(Connection c, String query, String schema) throws SQLException {
@@ -212,10 +315,11 @@ public final class SchemaMigrations {
         }
     }
 
-    /** The advisory lock instances take while they migrate {@code schema}. */
+    /**
+     * The advisory lock instances take while they migrate {@code schema}: Flyway's own for the
+     * same history table, so that an instance still on a Flyway walhook and one on this take turns.
+     */
     static long lockKey(String schema) {
-        CRC32 crc = new CRC32();
-        crc.update(("walhook migrations " + schema).getBytes(StandardCharsets.UTF_8));
-        return crc.getValue();
+        return 77431708279161L + ("\"" + schema + "\".\"" + HISTORY + "\"").hashCode();
     }
 }

@@ -60,7 +60,7 @@ class ApplicationTest {
         String database = jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1);
         try (Connection c = server.connect(database); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT to_regclass('walhook.checkpoint') IS NOT NULL,"
-                     + " (SELECT max(version) FROM walhook.flyway_schema_history)")) {
+                     + " (SELECT max(version::int)::text FROM walhook.flyway_schema_history)")) {
             rs.next();
             assertThat(rs.getBoolean(1)).isTrue();
             assertThat(rs.getString(2)).isEqualTo(latestMigration());

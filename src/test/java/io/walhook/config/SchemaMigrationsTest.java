@@ -25,7 +25,7 @@ import io.walhook.testing.TestPostgres;
 class SchemaMigrationsTest {
 
     /**
-     * The rows Flyway 11 wrote for these files (read from a schema it migrated): the same
+     * The rows Flyway 12 wrote for these files (read from a schema it migrated): the same
      * checksums mean a schema either migrated is carried on by the other.
      */
     private static final List<String> FLYWAY_ROWS = List.of(
@@ -138,11 +138,76 @@ class SchemaMigrationsTest {
     void aFailingMigrationLeavesNeitherItsChangesNorItsRecord() throws Exception {
         PGSimpleDataSource dataSource = database("migrate_rollback");
         SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "DROP TABLE walhook.backfill");
         sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version = '7'");
-        // V7 creates walhook.backfill, which exists: the migration fails, and its transaction with it
+        // V7's last statement creates the index backfill_initial: a table of that name makes it fail
+        sql(dataSource, "CREATE TABLE walhook.backfill_initial ()");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
-                .hasMessageContaining("backfill");
+                .hasMessageContaining("backfill_initial");
+        assertThat(exists(dataSource, "walhook.backfill")).as("the file's first statements are undone too").isFalse();
         assertThat(history(dataSource, "walhook")).hasSize(FLYWAY_ROWS.size() - 1);
+        sql(dataSource, "DROP TABLE walhook.backfill_initial");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(1);
+    }
+
+    private static boolean exists(PGSimpleDataSource dataSource, String relation) throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+                ResultSet r = s.executeQuery("SELECT to_regclass('" + relation + "') IS NOT NULL")) {
+            r.next();
+            return r.getBoolean(1);
+        }
+    }
+
+    @Test
+    void aSchemaADbaCreatedForARoleThatCannotCreateSchemasIsMigrated() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_precreated");
+        String role = "limited_" + Long.toHexString(System.nanoTime());
+        sql(dataSource, "CREATE ROLE " + role + " LOGIN");
+        sql(dataSource, "CREATE SCHEMA walhook AUTHORIZATION " + role);
+        PGSimpleDataSource limited = new PGSimpleDataSource();
+        limited.setUrl(dataSource.getUrl());
+        limited.setUser(role);
+        assertThat(SchemaMigrations.migrate(limited, "walhook")).isEqualTo(SchemaMigrations.FILES.size());
+        assertThat(history(dataSource, "walhook")).as("no row for a schema walhook did not create")
+                .containsExactlyElementsOf(FLYWAY_ROWS.subList(1, FLYWAY_ROWS.size()));
+    }
+
+    @Test
+    void aSchemaThatHoldsTablesButNoHistoryIsNotWalhooksAndIsRefused() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_foreign");
+        sql(dataSource, "CREATE SCHEMA app");
+        sql(dataSource, "CREATE TABLE app.orders (id int)");
+        assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "app")).isInstanceOf(SQLException.class)
+                .hasMessageContaining("schema app holds tables but no flyway_schema_history");
+        assertThat(exists(dataSource, "app.checkpoint")).isFalse();
+    }
+
+    @Test
+    void aBaselinedSchemaIsTakenAsMigratedUpToItsBaseline() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_baseline");
+        SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version::int <= 6");
+        sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
+                + " checksum, installed_by, execution_time, success) VALUES (1, '6', '<< Flyway Baseline >>', 'BASELINE',"
+                + " '<< Flyway Baseline >>', NULL, current_user, 0, true)");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isZero();
+    }
+
+    @Test
+    void aVersionWalhookNeverWritesIsNamed() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_dotted");
+        SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
+                + " checksum, installed_by, execution_time, success) VALUES (8, '7.1', 'hotfix', 'SQL',"
+                + " 'V7_1__hotfix.sql', 5, current_user, 1, true)");
+        assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
+                .hasMessageContaining("version '7.1' (V7_1__hotfix.sql)");
+    }
+
+    @Test
+    void theLockIsFlywaysForTheSameHistoryTable() {
+        // Flyway's PostgreSQLAdvisoryLockTemplate: 77431708279161 + the table's quoted name's hash
+        assertThat(SchemaMigrations.lockKey("walhook")).isEqualTo(77431708279161L + "\"walhook\".\"flyway_schema_history\"".hashCode());
     }
 
     @Test
@@ -170,7 +235,11 @@ class SchemaMigrationsTest {
 
     @Test
     void theChecksumIsFlywaysOverLinesWithoutTheirBreaks() {
-        assertThat(SchemaMigrations.checksum("a\nb")).isEqualTo(SchemaMigrations.checksum("a\r\nb\n"));
+        assertThat(SchemaMigrations.checksum("a\nb")).isEqualTo(SchemaMigrations.checksum("a\r\nb\n"))
+                .isEqualTo(SchemaMigrations.checksum("a\rb"));
+        java.util.zip.CRC32 ab = new java.util.zip.CRC32();
+        ab.update("ab".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        assertThat(SchemaMigrations.checksum("a\nb")).as("the lines' bytes, one after the other").isEqualTo((int) ab.getValue());
         assertThat(SchemaMigrations.checksum("\uFEFFa\nb")).as("a byte order mark does not count")
                 .isEqualTo(SchemaMigrations.checksum("a\nb"));
         assertThat(SchemaMigrations.checksum("a\nb")).isNotEqualTo(SchemaMigrations.checksum("a b"));

@@ -40,7 +40,7 @@ class StartupCheckTest {
 
     @org.junit.jupiter.api.Test
     void aDatabaseRestartingWhileTheSchemaIsSetUpIsWaitedForButAWrongUrlIsNot() {
-        // what pgjdbc throws, wrapped as Flyway wraps it
+        // what pgjdbc throws, wrapped (as a pool or driver may wrap it; SchemaMigrations passes it on bare)
         java.util.function.Function<String, RuntimeException> failure = state -> new IllegalStateException("migration failed",
                 new org.postgresql.util.PSQLException("server said " + state, org.postgresql.util.PSQLState.UNKNOWN_STATE) {
                     @Override
@@ -49,6 +49,13 @@ class StartupCheckTest {
                     }
                 });
         assertThat(StartupCheck.restarting(failure.apply("57P01"), 1)).as("terminating connection due to administrator command").isTrue();
+        assertThat(StartupCheck.restarting(new org.postgresql.util.PSQLException("the database system is shutting down",
+                org.postgresql.util.PSQLState.UNKNOWN_STATE) {
+            @Override
+            public String getSQLState() {
+                return "57P03";
+            }
+        }, 1)).as("bare, as the schema migrations throw it").isTrue();
         assertThat(StartupCheck.restarting(failure.apply("57P03"), 1)).as("the database system is starting up").isTrue();
         assertThat(StartupCheck.restarting(failure.apply("08006"), 1)).as("the connection broke").isTrue();
         assertThat(StartupCheck.restarting(failure.apply("08003"), 1)).as("this connection has been closed").isTrue();
