@@ -48,10 +48,11 @@ public final class BackfillRunner implements Runnable {
     /** How often a table being read is described again from the catalog (its columns, key, publication). */
     static final Duration DESCRIBE_EVERY = Duration.ofSeconds(1);
     /**
-     * How often the table is looked at when nothing is running: for backfills another instance's API
-     * stored; this instance's are started at once ({@link #wake}).
+     * How often the table is looked at when nothing is running. Backfills are started at once: this
+     * instance's API wakes the runner ({@link #wake}), and another's notifies (BackfillStore.CHANNEL),
+     * which the subscription poller passes on; the round is for a notification that failed.
      */
-    private static final Duration IDLE_POLL = Duration.ofSeconds(2);
+    static final Duration IDLE_POLL = Duration.ofSeconds(30);
 
     /** What the runner needs to know. */
     public record Settings(String jdbcUrl, String user, String password, String publication,

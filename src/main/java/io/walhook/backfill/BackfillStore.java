@@ -35,6 +35,9 @@ public final class BackfillStore {
     private final String table;
 
     /** @param stateSchema a validated plain identifier */
+    /** What every instance's backfill writes notify, so that the active one starts or controls them at once. */
+    public static final String CHANNEL = "walhook_backfills";
+
     public BackfillStore(DataSource dataSource, String stateSchema) {
         this.dataSource = dataSource;
         this.table = stateSchema + ".backfill";
@@ -121,6 +124,20 @@ public final class BackfillStore {
             s.setNull(7, Types.INTEGER);
         } else {
             s.setInt(7, maxRowsPerSecond);
+        }
+    }
+
+    /**
+     * Tells every listening instance that a backfill was written (the write is committed: a failed
+     * notification costs only a wait for the active instance's slower round).
+     */
+    public void announce() {
+        try (Connection c = dataSource.getConnection(); java.sql.Statement s = c.createStatement()) {
+            s.execute("SELECT pg_notify('" + CHANNEL + "', '')");
+        } catch (SQLException e) {
+            org.jboss.logging.Logger.getLogger(BackfillStore.class).warnf(
+                    "backfill written; telling the other instances failed (the active one sees it within %s): %s",
+                    BackfillRunner.IDLE_POLL, e.getMessage());
         }
     }
 

@@ -110,6 +110,7 @@ public final class Backfills {
                     + holder.id() + ", " + holder.state().wireName() + "); cancel it or wait for it to end");
         }
         changed.run();
+        store.announce();
         return inserted.backfill();
     }
 
@@ -206,6 +207,7 @@ public final class Backfills {
                     + " paused backfill can be " + past(action));
         }
         changed.run();
+        store.announce();
         return find(subscription, id);
     }
 

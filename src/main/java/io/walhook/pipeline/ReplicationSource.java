@@ -139,7 +139,12 @@ public class ReplicationSource {
             throw stop("cannot take the lock of slot " + config.slot() + " on " + source + ": " + e.getMessage());
         }
         poller = new SubscriptionPoller(source, registry, () -> sender, lock, config.slot(),
-                () -> role == Role.ACTIVE && !stopping);
+                () -> role == Role.ACTIVE && !stopping, () -> {
+                    io.walhook.backfill.BackfillRunner running = backfillRunner;
+                    if (running != null) {
+                        running.wake();
+                    }
+                });
         poller.start();
         if (active) {
             try {

@@ -2,6 +2,8 @@ package io.walhook.pipeline;
 
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -9,19 +11,23 @@ import java.util.function.Supplier;
 import org.jboss.logging.Logger;
 
 import io.quarkus.runtime.Quarkus;
+import io.walhook.backfill.BackfillStore;
 import io.walhook.config.SourceUrl;
 import io.walhook.delivery.Dispatcher;
 import io.walhook.routing.SubscriptionRegistry;
+import io.walhook.routing.SubscriptionStore;
 import io.walhook.source.ActiveLock;
 import io.walhook.source.SubscriptionChanges;
 
 /**
- * The thread that keeps an instance's subscriptions and its lock current. API writes land in the
- * subscription table; every instance picks them up here, for its next transaction: as they commit
- * (their notification wakes it, {@link SubscriptionChanges}), or at the latest at its round every
- * {@value #ROUND_MILLIS} ms. While the instance is active it also checks, every round, that the
- * session holding its lock is alive, takes the lock again on a new session when that one ended,
- * and exits walhook when another instance took it, so that two readers never race.
+ * The thread that keeps an instance's subscriptions, backfills and lock current. API writes land
+ * in the subscription table; every instance picks them up here, for its next transaction, as they
+ * commit: their notification wakes it ({@link SubscriptionChanges}). It looks at the table itself
+ * only while it cannot listen, and every {@link #FALLBACK} in case a notification failed. A
+ * backfill another instance's API stored or changed wakes the backfill runner the same way. While
+ * the instance is active it also checks every {@value #ROUND_MILLIS} ms that the session holding
+ * its lock is alive, takes the lock again on a new session when that one ended, and exits walhook
+ * when another instance took it, so that two readers never race.
  */
 final class SubscriptionPoller {
 
@@ -29,6 +35,8 @@ final class SubscriptionPoller {
     /** The round, and how often the active instance checks its lock's session. */
     static final long ROUND_MILLIS = 2000;
     private static final long LOCK_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(ROUND_MILLIS);
+    /** How often the subscriptions are read though no notification said they changed. */
+    static final Duration FALLBACK = Duration.ofSeconds(30);
 
     private final SourceUrl source;
     private final SubscriptionRegistry registry;
@@ -38,16 +46,19 @@ final class SubscriptionPoller {
     private final String slot;
     /** Whether the lock is this instance's to keep: it is active and not stopping. */
     private final BooleanSupplier keepsLock;
+    /** Wakes this instance's backfill runner, if it runs one. */
+    private final Runnable backfillsChanged;
     private final Thread thread;
 
     SubscriptionPoller(SourceUrl source, SubscriptionRegistry registry, Supplier<Dispatcher> dispatcher, ActiveLock lock,
-            String slot, BooleanSupplier keepsLock) {
+            String slot, BooleanSupplier keepsLock, Runnable backfillsChanged) {
         this.source = source;
         this.registry = registry;
         this.dispatcher = dispatcher;
         this.lock = lock;
         this.slot = slot;
         this.keepsLock = keepsLock;
+        this.backfillsChanged = backfillsChanged;
         this.thread = new Thread(this::run, "walhook-subscriptions");
         this.thread.setDaemon(true);
     }
@@ -61,7 +72,8 @@ final class SubscriptionPoller {
     }
 
     private void run() {
-        try (SubscriptionChanges changes = new SubscriptionChanges(source.jdbcUrl(), source.user(), source.password())) {
+        try (SubscriptionChanges changes = new SubscriptionChanges(source.jdbcUrl(), source.user(), source.password(),
+                List.of(SubscriptionStore.CHANNEL, BackfillStore.CHANNEL))) {
             run(changes);
         }
     }
@@ -70,18 +82,27 @@ final class SubscriptionPoller {
         String lastProblem = null;
         String lastLockProblem = null;
         long lastLockCheck = System.nanoTime();
+        long lastRefresh = System.nanoTime();
         while (!Thread.currentThread().isInterrupted()) {
+            Set<String> notified;
             try {
                 // until a write is notified, or the next lock check is due
                 long untilCheck = LOCK_CHECK_NANOS - (System.nanoTime() - lastLockCheck);
-                changes.await(Duration.ofMillis(Math.max(1, Math.min(ROUND_MILLIS, untilCheck / 1_000_000))));
+                notified = changes.await(Duration.ofMillis(Math.max(1, Math.min(ROUND_MILLIS, untilCheck / 1_000_000))));
             } catch (InterruptedException e) {
                 return;
             }
+            if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
+                backfillsChanged.run();
+            }
             try {
-                Dispatcher delivering = dispatcher.get();
-                if (registry.refresh() && delivering != null) {
-                    delivering.sync(registry.router().subscriptions());
+                if (notified.contains(SubscriptionStore.CHANNEL) || !changes.listening() || lastProblem != null
+                        || System.nanoTime() - lastRefresh >= FALLBACK.toNanos()) {
+                    lastRefresh = System.nanoTime();
+                    Dispatcher delivering = dispatcher.get();
+                    if (registry.refresh() && delivering != null) {
+                        delivering.sync(registry.router().subscriptions());
+                    }
                 }
                 lastProblem = null;
             } catch (SQLException e) {

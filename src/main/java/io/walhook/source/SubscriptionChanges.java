@@ -5,20 +5,21 @@ import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
 
 import org.jboss.logging.Logger;
 import org.postgresql.PGConnection;
 
-import io.walhook.routing.SubscriptionStore;
-
 /**
- * What wakes the subscription poller: a session of its own that {@code LISTEN}s on
- * {@link SubscriptionStore#CHANNEL}, which every instance's API writes notify. A change made on
- * any instance is picked up as it commits, and the poller need not query the table twice a
- * second to notice one. Without the session (the server away, the connection broken) the wait is
- * the whole timeout: the poller's own round finds the change, and the session is opened again.
- * Used by one thread.
+ * What wakes the subscription poller: a session of its own that {@code LISTEN}s on the channels
+ * every instance's API writes notify (subscriptions, backfills). A change made on any instance is
+ * picked up as it commits, and no table need be queried every round to notice one. Without the
+ * session (the server away, the connection broken) the wait is the whole timeout and
+ * {@link #listening()} is false: the poller then looks at the tables itself, and the session is
+ * opened again. Used by one thread.
  */
 public final class SubscriptionChanges implements AutoCloseable {
 
@@ -26,27 +27,41 @@ public final class SubscriptionChanges implements AutoCloseable {
 
     private final String jdbcUrl;
     private final Properties properties;
+    private final List<String> channels;
     private Connection connection;
     private String lastProblem;
 
-    public SubscriptionChanges(String jdbcUrl, String user, String password) {
+    /** @param channels what to listen on: plain identifiers */
+    public SubscriptionChanges(String jdbcUrl, String user, String password, List<String> channels) {
         this.jdbcUrl = jdbcUrl;
         this.properties = ActiveLock.sessionProperties(user, password, "walhook-listen");
+        this.channels = List.copyOf(channels);
     }
 
-    /** Waits until a subscription was written (true) or {@code timeout} passed (false). */
-    public boolean await(Duration timeout) throws InterruptedException {
+    /**
+     * Waits until something was written, or {@code timeout} passed; returns the channels notified
+     * meanwhile (empty when none was).
+     */
+    public Set<String> await(Duration timeout) throws InterruptedException {
         try {
             if (connection == null) {
                 connection = DriverManager.getConnection(jdbcUrl, properties);
                 try (Statement s = connection.createStatement()) {
-                    s.execute("LISTEN " + SubscriptionStore.CHANNEL);
+                    for (String channel : channels) {
+                        s.execute("LISTEN " + channel);
+                    }
                 }
                 lastProblem = null;
             }
             org.postgresql.PGNotification[] notes = connection.unwrap(PGConnection.class)
                     .getNotifications((int) Math.max(1, timeout.toMillis()));
-            return notes != null && notes.length > 0;
+            Set<String> notified = new TreeSet<>();
+            if (notes != null) {
+                for (org.postgresql.PGNotification note : notes) {
+                    notified.add(note.getName());
+                }
+            }
+            return notified;
         } catch (SQLException e) {
             if (!String.valueOf(e.getMessage()).equals(lastProblem)) {
                 LOG.debugf("listening for subscription changes: %s; polling meanwhile", e.getMessage());
@@ -54,8 +69,16 @@ public final class SubscriptionChanges implements AutoCloseable {
             }
             close();
             Thread.sleep(timeout.toMillis());
-            return false;
+            return Set.of();
         }
+    }
+
+    /**
+     * Whether the session listens now. While it does, writes are announced as they commit, but for
+     * one whose notification failed after it (the writer logs it): a slower round finds those.
+     */
+    public boolean listening() {
+        return connection != null;
     }
 
     @Override

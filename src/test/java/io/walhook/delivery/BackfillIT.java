@@ -320,6 +320,8 @@ class BackfillIT {
                     assertThat(started.status()).as("a standby takes the request; the active instance runs it")
                             .isEqualTo(202);
                     String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                    // at once, not at the active instance's next look at its table (every 30 s): the write notifies it
+                    await().atMost(Duration.ofSeconds(10)).until(() -> api.get(path).body().get("rows_sent").asLong() > 0);
                     await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 1_000);
                     active.close(); // kill -9: the standby takes the slot over, and the backfill with it
                     await().atMost(WAIT).until(() -> "active".equals(api.get("/status").body().path("role").asText()));

@@ -104,7 +104,8 @@ class GuaranteesIT {
             String id = java.util.UUID.randomUUID().toString();
             pg.execute(database, "INSERT INTO walhook.subscription (id, name, body) VALUES ('" + id + "', 'rebound',"
                     + " '{\"name\": \"rebound\", \"tables\": [\"public.items\"], \"destination\": {\"type\": \"webhook\","
-                    + " \"url\": \"" + receiver.url("/rebound") + "\"}}')");
+                    + " \"url\": \"" + receiver.url("/rebound") + "\"}}')",
+                    "SELECT pg_notify('" + io.walhook.routing.SubscriptionStore.CHANNEL + "', '')"); // as the API's writes do
             await().atMost(WAIT).until(() -> api.status("rebound") != null);
             pg.execute(database, "INSERT INTO items VALUES (1, 0)");
             await().atMost(WAIT).until(() -> {

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 import io.walhook.routing.SubscriptionStore;
 import io.walhook.testing.TestPostgres;
 
-/** The poller's wake-up: every subscription write notifies, and a lost listening session comes back. */
+/** The poller's wake-up: every subscription and backfill write notifies, and a lost listening session comes back. */
 class SubscriptionChangesTest {
 
     private static final String BODY = "{\"name\": \"%s\", \"destination\": {\"type\": \"webhook\","
@@ -21,29 +21,35 @@ class SubscriptionChangesTest {
     void everyWriteWakesTheListenerAndALostSessionIsOpenedAgain() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "listen");
              SubscriptionChanges changes = new SubscriptionChanges(source.server.jdbcUrl(source.database),
-                     source.server.user(), source.server.password())) {
+                     source.server.user(), source.server.password(),
+                     java.util.List.of(SubscriptionStore.CHANNEL, io.walhook.backfill.BackfillStore.CHANNEL))) {
             source.prepare("*");
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
-            assertThat(changes.await(Duration.ofMillis(200))).as("nothing written: the wait times out").isFalse();
+            assertThat(changes.await(Duration.ofMillis(200))).as("nothing written: the wait times out").isEmpty();
+            assertThat(changes.listening()).isTrue();
 
             // each kind of write, seen as it commits: a minute-long wait that returned true did not time out
             UUID id = store.insert(SourceFixture.JSON.readTree(String.format(BODY, "a")));
-            assertThat(changes.await(Duration.ofMinutes(1))).as("insert").isTrue();
+            assertThat(changes.await(Duration.ofMinutes(1))).as("insert").containsExactly(SubscriptionStore.CHANNEL);
             store.replace(id, SourceFixture.JSON.readTree(String.format(BODY, "b")));
-            assertThat(changes.await(Duration.ofMinutes(1))).as("replace").isTrue();
+            assertThat(changes.await(Duration.ofMinutes(1))).as("replace").containsExactly(SubscriptionStore.CHANNEL);
             store.setPaused(id, true);
-            assertThat(changes.await(Duration.ofMinutes(1))).as("pause").isTrue();
+            assertThat(changes.await(Duration.ofMinutes(1))).as("pause").containsExactly(SubscriptionStore.CHANNEL);
             store.delete(id);
-            assertThat(changes.await(Duration.ofMinutes(1))).as("delete").isTrue();
+            assertThat(changes.await(Duration.ofMinutes(1))).as("delete").containsExactly(SubscriptionStore.CHANNEL);
             assertThat(store.delete(id)).as("deleting nothing").isFalse();
-            assertThat(changes.await(Duration.ofMillis(200))).as("notifies nothing").isFalse();
+            assertThat(changes.await(Duration.ofMillis(200))).as("notifies nothing").isEmpty();
+
+            // a backfill written through any instance's API is announced on its own channel
+            new io.walhook.backfill.BackfillStore(source.dataSource, "walhook").announce();
+            assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(io.walhook.backfill.BackfillStore.CHANNEL);
 
             // the session ends (a failover, a restart): the next waits open a new one
             source.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'walhook-listen'"
                     + " AND datname = '" + source.database + "'");
             await().atMost(Duration.ofMinutes(1)).until(() -> {
                 store.insert(SourceFixture.JSON.readTree(String.format(BODY, "c" + UUID.randomUUID())));
-                return changes.await(Duration.ofMillis(500));
+                return !changes.await(Duration.ofMillis(500)).isEmpty();
             });
         }
     }

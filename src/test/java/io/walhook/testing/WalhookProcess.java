@@ -25,10 +25,12 @@ public final class WalhookProcess implements AutoCloseable {
      * runs out (a restart resumes from the checkpoint); and on a machine of one or two cores, a JIT
      * that does less while a backlog warms it up: tier 2 instead of tier 3's full profiling while C2
      * is behind (Tier3DelayOn/Off), and C2 calls a callee it already compiled to over 300 bytes
-     * rather than compiling it again inline (InlineSmallCode). README "Drain" has the measurements.
+     * rather than compiling it again inline (InlineSmallCode); and no performance-data file, whose
+     * sampler woke the JVM 20 times a second while idle (UsePerfData; docs/benchmarks.md, idle).
+     * README "Drain" has the measurements.
      */
     public static final List<String> JVM_OPTIONS = List.of("-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-XX:InlineSmallCode=300",
-            "-XX:Tier3DelayOn=1", "-XX:Tier3DelayOff=1");
+            "-XX:Tier3DelayOn=1", "-XX:Tier3DelayOff=1", "-XX:-UsePerfData");
 
     private final Process process;
     private final Path output;
