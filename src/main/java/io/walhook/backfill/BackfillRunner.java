@@ -148,11 +148,20 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
-    /** Waits for {@link #IDLE_POLL}, or until woken. */
+    /**
+     * Waits for {@link #IDLE_POLL}, until woken, or until a backfill held by its rows-per-second
+     * limit may read its next chunk, whichever comes first.
+     */
     private void idle() throws InterruptedException {
         synchronized (idle) {
-            long deadline = System.nanoTime() + IDLE_POLL.toNanos();
-            for (long left = IDLE_POLL.toNanos(); !woken && !stopped && left > 0; left = deadline - System.nanoTime()) {
+            long now = System.nanoTime();
+            long deadline = now + IDLE_POLL.toNanos();
+            for (Run run : runs.values()) {
+                if (run.nextChunkAt != 0 && run.nextChunkAt - deadline < 0) {
+                    deadline = run.nextChunkAt;
+                }
+            }
+            for (long left = deadline - now; !woken && !stopped && left > 0; left = deadline - System.nanoTime()) {
                 java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(idle, left);
             }
             woken = false;
