@@ -101,7 +101,7 @@ public final class ReplicationReader {
         this.settings = settings;
         this.checkpoints = checkpoints;
         this.events = new HandOffQueue<>(settings.handoffCapacity(), settings.handoffBytes(),
-                pending -> pending.event().memoryBytes());
+                PendingEvent::bytes);
         this.tracker = new AckTracker(checkpoint);
         this.acknowledged = checkpoint;
         this.saved = checkpoint;
@@ -418,8 +418,9 @@ public final class ReplicationReader {
 
         @Override
         public void event(ChangeEvent event) {
-            staged.add(new PendingEvent(event, current));
-            stagedBytes += event.memoryBytes();
+            long bytes = event.memoryBytes();
+            staged.add(new PendingEvent(event, current, bytes));
+            stagedBytes += bytes;
             // a chunk, or a quarter of the hand-off's bytes: big rows do not pile up here either
             if (staged.size() >= CHUNK || stagedBytes >= settings.handoffBytes() / 4) {
                 handOver();
