@@ -6,8 +6,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 
 /**
- * Bounds-checked big-endian reads over one message, shared by {@link PgOutputDecoder} and
- * {@link ReplicationFrameDecoder}. Every read checks the bytes left first and fails with a
+ * Bounds-checked big-endian reads over one message, for {@link PgOutputDecoder} (and the tests'
+ * replication frame decoder). Every read checks the bytes left first and fails with a
  * {@link PgOutputException} naming the message type, the offset from the message start and the
  * field. Reads use absolute indexes on a private duplicate: the caller's buffer is not moved.
  */

@@ -3,8 +3,8 @@ package io.walhook.pgoutput;
 /**
  * Bytes that are not a well-formed pgoutput message or replication frame.
  *
- * <p>The one exception {@link PgOutputDecoder} and {@link ReplicationFrameDecoder} throw for bad
- * input, whatever the problem: truncation, an unknown message type or tuple kind, a length or count
+ * <p>The one exception {@link PgOutputDecoder} (and the tests' replication frame decoder) throws for
+ * bad input, whatever the problem: truncation, an unknown message type or tuple kind, a length or count
  * larger than the bytes left, a flags value the protocol does not define, trailing bytes, or a
  * message that is not allowed in the current stream state. Its message reads
  * {@code pgoutput 'R' at offset 17: string not terminated}.
