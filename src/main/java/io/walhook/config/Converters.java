@@ -141,8 +141,8 @@ public final class Converters {
         }
     }
 
-    /** Bytes the hand-off holds: at least 1 MiB, so that one large row always fits. */
-    public static final class HandoffBytes implements Converter<Long> {
+    /** Bytes the hand-off or delivery holds: at least 1 MiB, so that one large row always fits. */
+    public static final class AtLeastAMebibyte implements Converter<Long> {
         @Override
         public Long convert(String value) {
             return number(value, 1L << 20, Long.MAX_VALUE);

@@ -170,6 +170,14 @@ public interface WalhookConfig {
         @WithDefault("5m")
         @WithConverter(Converters.UpToADay.class)
         Duration parkedRetryInterval();
+
+        /**
+         * Bytes of undelivered events all subscriptions hold in memory together before routing
+         * waits (back-pressure); each subscription also has its own budget of 4,000 events.
+         */
+        @WithDefault("67108864")
+        @WithConverter(Converters.AtLeastAMebibyte.class)
+        long memoryBytes();
     }
 
     interface Source {
@@ -207,7 +215,7 @@ public interface WalhookConfig {
 
         /** Bytes of row values handed from the reader to delivery before the reader waits (back-pressure). */
         @WithDefault("33554432")
-        @WithConverter(Converters.HandoffBytes.class)
+        @WithConverter(Converters.AtLeastAMebibyte.class)
         long handoffBytes();
 
         /** The longest wait between reconnection attempts (backoff doubles from 1 s). */

@@ -44,17 +44,30 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * subscription (a row's changes are never under way together), its memory budget of
      * undelivered events ({@code bufferEvents}, {@code bufferBytes}), and {@code holdLimit}, how
      * long its full budget may hold routing back, in all, while another subscription starves: it
-     * was handed events lately, is under a tenth of its own budget, and gets nothing while routing waits.
+     * was handed events lately, is under a tenth of its own budget, and gets nothing while routing
+     * waits. {@code memoryBytes} bounds the undelivered events of all lanes together ({@link MemoryBudget}).
      */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
-            Duration parkedRetryInterval, int concurrency, int bufferEvents, long bufferBytes, Duration holdLimit) {
+            Duration parkedRetryInterval, int concurrency, int bufferEvents, long bufferBytes, Duration holdLimit,
+            long memoryBytes) {
         /** How long one slow subscription may hold the others back before it waits in its durable queue instead. */
         public static final Duration HOLD_LIMIT = Duration.ofSeconds(5);
+        /** A subscription's own memory budget: undelivered events, and their bytes. */
+        public static final int BUFFER_EVENTS = 4000;
+        public static final long BUFFER_BYTES = 64L << 20;
+        /** The undelivered events of all subscriptions together, in bytes (WALHOOK_DELIVERY_MEMORY_BYTES' default). */
+        public static final long MEMORY_BYTES = 64L << 20;
 
         public Settings {
             if (concurrency < 1) {
                 throw new IllegalArgumentException("concurrency must be at least 1, not " + concurrency);
             }
+        }
+
+        public Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow, Duration parkedRetryInterval,
+                int concurrency, int bufferEvents, long bufferBytes, Duration holdLimit) {
+            this(requestTimeout, maxBackoff, retryWindow, parkedRetryInterval, concurrency, bufferEvents, bufferBytes,
+                    holdLimit, MEMORY_BYTES);
         }
 
         public Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow, Duration parkedRetryInterval,
@@ -64,8 +77,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
 
         public Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow, Duration parkedRetryInterval,
+                int concurrency, long memoryBytes) {
+            this(requestTimeout, maxBackoff, retryWindow, parkedRetryInterval, concurrency, BUFFER_EVENTS, BUFFER_BYTES,
+                    HOLD_LIMIT, memoryBytes);
+        }
+
+        public Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow, Duration parkedRetryInterval,
                 int concurrency) {
-            this(requestTimeout, maxBackoff, retryWindow, parkedRetryInterval, concurrency, 4000, 64L << 20);
+            this(requestTimeout, maxBackoff, retryWindow, parkedRetryInterval, concurrency, MEMORY_BYTES);
         }
     }
 
@@ -87,7 +106,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     record Context(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
             Predicate<String> paused, Function<Subscription, Transport> transports, ExecutorService lanes,
             ScheduledExecutorService timer, ExecutorService database, RandomGenerator random,
-            Predicate<Lane> starvingElsewhere) {
+            Predicate<Lane> starvingElsewhere, MemoryBudget memory) {
 
         /**
          * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
@@ -122,6 +141,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     /** Routing's own: the lanes given jobs in the current chunk, and the last lane it looked up. */
     private final List<Lane> routedTo = new ArrayList<>();
     private Lane lastLane;
+    private volatile boolean closed;
 
     /**
      * @param paused whether a subscription (by id) is paused: its events wait in the durable queue until it resumes
@@ -134,7 +154,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 Executors.newFixedThreadPool(threads, daemons("walhook-delivery")),
                 Executors.newSingleThreadScheduledExecutor(daemons("walhook-delivery-timer")),
                 Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random(),
-                this::starvingElsewhere);
+                this::starvingElsewhere, new MemoryBudget(settings.memoryBytes()));
     }
 
     /** Whether a lane other than {@code held} starves while routing waits for it (the first one found says so). */
@@ -202,6 +222,33 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             routedTo.get(i).handOver();
         }
         routedTo.clear();
+        awaitMemory();
+    }
+
+    /**
+     * Back-pressure on all subscriptions together: while their undelivered events hold the whole
+     * memory budget, routing waits (and the reader behind it). Lanes delivering free it; the lanes
+     * holding it are asked to look again every second, so that those whose events cannot move
+     * (failing, paused, held by their rate) give them to their durable queue and routing goes on.
+     */
+    private void awaitMemory() throws InterruptedException {
+        MemoryBudget memory = context.memory();
+        if (!memory.spent()) {
+            return;
+        }
+        long nudged = 0;
+        while (!closed) {
+            long now = System.nanoTime();
+            if (now - nudged >= 1_000_000_000L) {
+                nudged = now;
+                for (Lane lane : lanes.values()) {
+                    lane.lookAgainIfHolding();
+                }
+            }
+            if (!memory.awaitRoom(100)) {
+                return;
+            }
+        }
     }
 
     private Lane lane(Subscription subscription) {
@@ -260,6 +307,15 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
+    /** Bytes of undelivered events all lanes hold in memory now, and the most they may ({@link MemoryBudget}). */
+    public long memoryInUse() {
+        return context.memory().used();
+    }
+
+    public long memoryLimit() {
+        return context.memory().limit();
+    }
+
     /** Per subscription with a lane, by name. */
     public List<DeliveryStatus> status() {
         List<DeliveryStatus> all = new ArrayList<>();
@@ -275,6 +331,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     @Override
     public void close() {
+        closed = true;
         lanes.values().forEach(Lane::close);
         context.timer().shutdownNow();
         context.lanes().shutdownNow();

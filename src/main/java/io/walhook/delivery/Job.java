@@ -26,6 +26,7 @@ final class Job {
     /** The AMQP address it resolved to; null for webhooks. */
     final String address;
     final Ordering ordering;
+    private final long memoryBytes;
     /** The table and operation of a job routed here (for its row key); null for one read from the durable queue. */
     io.walhook.change.RelationInfo relation;
     /** Its place in its lane's arrivals, and when routing handed it over (System.nanoTime). */
@@ -62,6 +63,7 @@ final class Job {
         this.headers = headers;
         this.address = address;
         this.ordering = ordering;
+        this.memoryBytes = memoryBytes(body, headers);
     }
 
     void addSuccessor(Job later) {
@@ -71,9 +73,21 @@ final class Job {
         successors.add(later);
     }
 
-    /** Bytes it holds in memory, roughly: its body and a fixed overhead. */
+    /**
+     * Bytes it holds in memory, roughly: its body, its headers' text, and a fixed overhead for the
+     * job, its ids, its ordering and its place in the lane's queue (about what a heap histogram of
+     * 10,000 tenant lanes shows per job).
+     */
     long memoryBytes() {
-        return body.length + 256L;
+        return memoryBytes;
+    }
+
+    private static long memoryBytes(byte[] body, Map<String, String> headers) {
+        long bytes = body.length + 640L;
+        for (Map.Entry<String, String> header : headers == null ? Map.<String, String>of().entrySet() : headers.entrySet()) {
+            bytes += header.getKey().length() + header.getValue().length() + 32;
+        }
+        return bytes;
     }
 
     @Override

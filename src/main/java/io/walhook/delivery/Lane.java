@@ -77,6 +77,8 @@ final class Lane {
         Instant firstFailure;
         Instant due;
         boolean underWay;
+        /** The destination's place it holds while under way ({@link DestinationGate}); null when it has none. */
+        DestinationGate gate;
 
         Outgoing(List<Job> jobs, int batchSize) {
             this.jobs = jobs;
@@ -121,12 +123,18 @@ final class Lane {
     private volatile long handedOverNanos = System.nanoTime() - (1L << 62);
     /** Routing's own: jobs routed in the current chunk, handed over at its end. */
     final List<Job> routed = new ArrayList<>();
+    /** What a destination's gate calls to give this lane a place it waited for: taken on its next turn. */
+    private final java.util.function.Consumer<DestinationGate> granted = gate -> post(() -> this.grants.add(gate));
 
     // the lane's own
     private Mode mode = Mode.DURABLE;
     /** {@link #mode} is direct, for routing's question of other lanes ({@link #starving}). */
     private volatile boolean direct;
     private final KeyedQueue queue = new KeyedQueue();
+    /** Places granted by destination gates and not used yet: used by this turn's requests, or left at its end. */
+    private final List<DestinationGate> grants = new ArrayList<>(1);
+    /** The place {@link #reserve} took for the request {@link #start} starts next. */
+    private DestinationGate reserved;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -217,12 +225,34 @@ final class Lane {
         handedOverNanos = now;
         volatileJobs.addAndGet(jobs.size());
         volatileBytes.addAndGet(bytes);
+        context.memory().take(bytes);
         post(() -> accept(jobs));
         awaitRoom();
     }
 
     private boolean full() {
         return volatileJobs.get() >= context.settings().bufferEvents() || volatileBytes.get() >= context.settings().bufferBytes();
+    }
+
+    /**
+     * Its own budget is full, or all lanes' together ({@link MemoryBudget}) while it holds some of
+     * it: either way what it holds must move, to its destination or to its durable queue.
+     */
+    private boolean pressed() {
+        return full() || volatileJobs.get() > 0 && context.memory().spent();
+    }
+
+    /** Which budget {@link #pressed} says is full, for the log line that sends it to its durable queue. */
+    private String pressedBudget() {
+        return full() ? "its memory budget (" + context.settings().bufferEvents() + " events or "
+                + (context.settings().bufferBytes() >> 20) + " MiB)" : "delivery's memory (" + context.memory() + ")";
+    }
+
+    /** Routing waits for all lanes' memory: a lane holding some of it looks at its events again. */
+    void lookAgainIfHolding() {
+        if (volatileJobs.get() > 0) {
+            post(() -> { });
+        }
     }
 
     /**
@@ -307,6 +337,7 @@ final class Lane {
         boolean wasFull = full();
         long left = volatileJobs.addAndGet(-acknowledgements.size());
         long leftBytes = volatileBytes.addAndGet(-bytes);
+        context.memory().release(bytes);
         if (left * 2 < context.settings().bufferEvents() && leftBytes * 2 < context.settings().bufferBytes()
                 && heldRouting.get() > 0) {
             forgetHold(); // room to spare again: a later hold counts afresh
@@ -354,6 +385,10 @@ final class Lane {
             } catch (RuntimeException e) {
                 contained(e);
             }
+            for (DestinationGate unused : grants) {
+                unused.leave(); // to the next lane waiting
+            }
+            grants.clear();
             last = snapshot();
         } finally {
             MDC.remove("subscription");
@@ -428,11 +463,9 @@ final class Lane {
             return "it held routing back for " + context.settings().holdLimit().toMillis() / 1000.0 + " s while other"
                     + " subscriptions ran out of events: its destination takes them more slowly than the stream brings them";
         }
-        if (full() && heldByRate(now)) {
+        if (pressed() && heldByRate(now)) {
             // slower than the stream by the operator's choice: holding every subscription back to its rate is not back-pressure
-            return "its memory budget (" + context.settings().bufferEvents() + " events or "
-                    + (context.settings().bufferBytes() >> 20) + " MiB) is full behind its rate limit of "
-                    + subscription.limits().rate().get();
+            return pressedBudget() + " is full behind its rate limit of " + subscription.limits().rate().get();
         }
         if (failing.isEmpty()) {
             return null;
@@ -442,16 +475,14 @@ final class Lane {
         if (!now.isBefore(first.firstFailure.plus(window))) {
             return first.id + " still failing after its retry window of " + window + " (" + lastError + ")";
         }
-        if (full()) {
+        if (pressed()) {
             // full while the destination takes some events is back-pressure; full of what cannot move is not
             if (schedule.everyAttemptFailing(now)) {
-                return "its memory budget (" + context.settings().bufferEvents() + " events) is full and its destination"
-                        + " takes nothing (" + lastError + ")";
+                return pressedBudget() + " is full and its destination takes nothing (" + lastError + ")";
             }
             long stuck = queue.heldBack() + retryingJobs();
             if (stuck * 2 >= volatileJobs.get() && !now.isBefore(first.firstFailure.plus(STUCK_AFTER))) {
-                return "most of its memory budget (" + context.settings().bufferEvents() + " events) waits behind failing"
-                        + " requests (" + lastError + ")";
+                return pressedBudget() + " is full and most of its events wait behind failing requests (" + lastError + ")";
             }
         }
         return null;
@@ -715,6 +746,9 @@ final class Lane {
             if (schedule.everyAttemptFailing(now) && underWay > 0) {
                 return;
             }
+            if (!reserve()) {
+                return; // the destination's gate calls back when a request to it ends
+            }
             retrying.poll();
             start(o);
         }
@@ -737,6 +771,9 @@ final class Lane {
                     return;
                 }
             }
+            if (!reserve()) {
+                return; // meanwhile events gather here, into batches, not in the connection pool's queue
+            }
             List<Job> jobs = queue.take(batch, batch > 1);
             Outgoing o = new Outgoing(jobs, batch);
             outgoing.add(o);
@@ -755,7 +792,22 @@ final class Lane {
         return best;
     }
 
+    /**
+     * A place at the destination for the next request: one granted earlier, or one free now; false
+     * when the destination has every request it takes under way (the gate gives one when it can).
+     */
+    private boolean reserve() {
+        DestinationGate gate = transport(subscription).gate();
+        if (gate == null || grants.remove(gate) || gate.tryEnter(granted)) {
+            reserved = gate;
+            return true;
+        }
+        return false;
+    }
+
     private void start(Outgoing o) {
+        o.gate = reserved;
+        reserved = null;
         lastStartNanos = System.nanoTime();
         startedOnce = true;
         o.underWay = true;
@@ -768,15 +820,7 @@ final class Lane {
 
     /** The request as the subscription sends it now: a batch is always a JSON array, AMQP a message per job in turn. */
     private CompletableFuture<Attempt> send(Subscription current, Outgoing o) {
-        if (transportFor != current) {
-            if (transportFor == null || !transportFor.destination().equals(current.destination())) {
-                transport = context.transports().apply(current);
-            }
-            transportFor = current;
-            schedule.limits(current.retry().maxBackoff().orElse(context.settings().maxBackoff()),
-                    context.settings().parkedRetryInterval());
-        }
-        Transport carrier = transport;
+        Transport carrier = transport(current);
         if (current.destination() instanceof Destination.Amqp) {
             CompletableFuture<Attempt> chain = CompletableFuture.completedFuture(Attempt.DELIVERED);
             for (Job job : o.jobs) {
@@ -792,6 +836,19 @@ final class Lane {
             return carrier.send(new Transport.Request(job.eventId, job.body, job.contentType, job.headers, null));
         }
         return carrier.send(batch(o.id, o.jobs));
+    }
+
+    /** The transport for the subscription as it is now, made again when its destination changed. */
+    private Transport transport(Subscription current) {
+        if (transportFor != current) {
+            if (transportFor == null || !transportFor.destination().equals(current.destination())) {
+                transport = context.transports().apply(current);
+            }
+            transportFor = current;
+            schedule.limits(current.retry().maxBackoff().orElse(context.settings().maxBackoff()),
+                    context.settings().parkedRetryInterval());
+        }
+        return transport;
     }
 
     /** A JSON array of the jobs' bodies (CloudEvents batched mode for structured CloudEvents). */
@@ -818,6 +875,10 @@ final class Lane {
     }
 
     private void outcome(Outgoing o, Attempt attempt) {
+        if (o.gate != null) {
+            o.gate.leave(); // its place goes to the next lane waiting for the destination
+            o.gate = null;
+        }
         o.underWay = false;
         underWay--;
         underWayJobs -= o.jobs.size();
@@ -1015,6 +1076,9 @@ final class Lane {
         doomed = true;
         post(() -> {
             deleted = true;
+            if (transport != null && transport.gate() != null) {
+                transport.gate().forget(granted);
+            }
             for (Job job : queue.removeUntaken()) {
                 settled(job);
             }

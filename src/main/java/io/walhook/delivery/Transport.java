@@ -35,6 +35,14 @@ public interface Transport {
     record Request(String id, byte[] body, String contentType, Map<String, String> headers, String address) {
     }
 
+    /**
+     * The limit on requests under way to this destination that lanes share, or null when there is
+     * none (AMQP: one connection per subscription, with its own credit).
+     */
+    default DestinationGate gate() {
+        return null;
+    }
+
     /** Sends the request once; the future completes with its outcome, never exceptionally. */
     CompletableFuture<Attempt> send(Request request);
 

@@ -57,6 +57,9 @@ public final class WebhookClient implements AutoCloseable {
     /** How often each client's pool looks for connections idle past their keep-alive. */
     static final int POOL_CLEANER_MILLIS = 10_000;
     private final Map<URI, java.net.URL> urls = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Per scheme, host and port: requests under way to it, at most the connections the pools keep to it. */
+    private final Map<String, DestinationGate> gates = new java.util.concurrent.ConcurrentHashMap<>();
+    private final int perDestination;
 
     /** Trusts what the JVM trusts (its cacerts, or {@code -Djavax.net.ssl.trustStore}). */
     public WebhookClient(Vertx vertx) {
@@ -65,6 +68,11 @@ public final class WebhookClient implements AutoCloseable {
 
     /** Trusts {@code trust} instead of the JVM's certificates (tests: a self-signed receiver); null: the JVM's. */
     WebhookClient(Vertx vertx, TrustOptions trust) {
+        this(vertx, trust, 0);
+    }
+
+    /** {@code perDestination}: requests under way to one destination at once; 0 for the connections the pools keep. */
+    WebhookClient(Vertx vertx, TrustOptions trust, int perDestination) {
         this.vertx = vertx;
         // the pool closes connections idle past their keep-alive (60 s) at its next look: every 10 s, not
         // every second (Vert.x's default), so that an idle walhook's event loop is not woken for it
@@ -76,6 +84,7 @@ public final class WebhookClient implements AutoCloseable {
             tlsOptions.setTrustOptions(trust);
         }
         this.channels = new Channel[Math.max(1, Runtime.getRuntime().availableProcessors())];
+        this.perDestination = perDestination > 0 ? perDestination : POOL_SIZE * channels.length;
         for (int i = 0; i < channels.length; i++) {
             channels[i] = new Channel(((VertxInternal) vertx).createEventLoopContext(),
                     vertx.createHttpClient(options().setProtocolVersion(HttpVersion.HTTP_1_1), pool),
@@ -86,6 +95,17 @@ public final class WebhookClient implements AutoCloseable {
     private static HttpClientOptions options() {
         return new HttpClientOptions().setConnectTimeout((int) CONNECT_TIMEOUT.toMillis()).setKeepAlive(true)
                 .setDecompressionSupported(false).setName("walhook-webhooks");
+    }
+
+    /**
+     * The gate of {@code url}'s scheme, host and port, shared by every subscription posting there:
+     * as many requests under way as the pools of all channels keep connections to it.
+     */
+    DestinationGate gate(URI url) {
+        String scheme = url.getScheme() == null ? "" : url.getScheme().toLowerCase(java.util.Locale.ROOT);
+        String host = url.getHost() == null ? "" : url.getHost().toLowerCase(java.util.Locale.ROOT);
+        String origin = scheme + "://" + host + ":" + url.getPort();
+        return gates.computeIfAbsent(origin, o -> new DestinationGate(perDestination));
     }
 
     /** A response's status and its {@code Retry-After} header (null when absent). */

@@ -30,6 +30,7 @@ public final class WebhookTransport implements Transport {
     private final Clock clock;
     private final Duration timeout;
     private final boolean publicOnly;
+    private final DestinationGate gate;
 
     public WebhookTransport(WebhookClient http, Destination.Webhook destination, Clock clock, Duration timeout,
             boolean publicOnly) {
@@ -38,6 +39,12 @@ public final class WebhookTransport implements Transport {
         this.clock = clock;
         this.timeout = timeout;
         this.publicOnly = publicOnly;
+        this.gate = http.gate(destination.url());
+    }
+
+    @Override
+    public DestinationGate gate() {
+        return gate;
     }
 
     @Override

@@ -242,7 +242,7 @@ public class ReplicationSource {
         });
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
-                delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency()),
+                delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
                 new ParkedEventStore(dataSource, config.stateSchema()),
                 deliveryMetrics, id -> registry.isPaused(id), this::transport);
         Dispatcher dispatcher = sender;
@@ -338,6 +338,12 @@ public class ReplicationSource {
         if (sender != null) {
             sender.deleted(id);
         }
+    }
+
+    /** Bytes of undelivered events in memory, all subscriptions; 0 before start. */
+    public long deliveryMemoryBytes() {
+        Dispatcher s = sender;
+        return s == null ? 0 : s.memoryInUse();
     }
 
     /** Per-subscription delivery state; empty before start. */

@@ -353,7 +353,7 @@ public final class Bench {
     }
 
     /** WALHOOK_BENCH_JAVA_OPTIONS, split: JVM options after walhook's own. */
-    private static final List<String> EXTRA_JVM_OPTIONS = List.of(System.getenv()
+    static final List<String> EXTRA_JVM_OPTIONS = List.of(System.getenv()
             .getOrDefault("WALHOOK_BENCH_JAVA_OPTIONS", "").strip().split("\\s+")).stream().filter(o -> !o.isEmpty()).toList();
 
     /** Every JVM option walhook's process gets, as one line. */

@@ -31,7 +31,9 @@ import io.walhook.testing.WalhookProcess;
  * <p>With {@code --api} the tenant subscriptions (all but the one-subscription baseline) are
  * created through {@code POST /subscriptions} of an instance on a slot of its own, so the drain's
  * instance loads them from its state tables at start: the way to have 10,000 of them (as
- * environment variables they exceed what Linux passes to a process).
+ * environment variables they exceed what Linux passes to a process). The drain's walhook takes
+ * {@code WALHOOK_BENCH_JAVA_OPTIONS} after its own JVM options, as {@code scripts/bench} does (a GC
+ * log, a flight recording).
  */
 public final class FanOutBench {
 
@@ -161,7 +163,7 @@ public final class FanOutBench {
         }
         say(String.format(Locale.ROOT, "draining into %,d tenant subscriptions ...", tenants));
         long exec = System.nanoTime();
-        try (WalhookProcess walhook = WalhookProcess.start(env, heap)) {
+        try (WalhookProcess walhook = WalhookProcess.start(env, heap, Bench.EXTRA_JVM_OPTIONS)) {
             walhook.awaitReady(Duration.ofSeconds(300));
             Map<Long, ProcStats.ThreadTicks> before = ProcStats.threads(walhook.pid());
             long start = System.nanoTime();

@@ -56,6 +56,7 @@ class WalhookConfigTest {
         assertThat(c.source().streamMemoryBytes()).isEqualTo(67_108_864L);
         assertThat(c.source().handoffCapacity()).isEqualTo(10_000);
         assertThat(c.source().handoffBytes()).isEqualTo(33_554_432L);
+        assertThat(c.delivery().memoryBytes()).isEqualTo(67_108_864L);
         assertThat(c.source().reconnectMaxBackoff()).isEqualTo(Duration.ofSeconds(30));
         assertThat(c.backfill().chunkTarget()).isEqualTo(Duration.ofMillis(500));
         assertThat(c.backfill().statementTimeout()).isEqualTo(Duration.ofSeconds(30));
@@ -98,6 +99,7 @@ class WalhookConfigTest {
         "walhook.source.handoff-capacity=0          | WALHOOK_SOURCE_HANDOFF_CAPACITY is 0; it must be between 1 and 10000000",
         "walhook.source.handoff-bytes=1000          | WALHOOK_SOURCE_HANDOFF_BYTES is 1000; it must be at least 1048576",
         "walhook.source.handoff-bytes=32MiB         | WALHOOK_SOURCE_HANDOFF_BYTES is '32MiB', not a whole number",
+        "walhook.delivery.memory-bytes=65535        | WALHOOK_DELIVERY_MEMORY_BYTES is 65535; it must be at least 1048576",
         "walhook.source.reconnect-max-backoff=-1s   | WALHOOK_SOURCE_RECONNECT_MAX_BACKOFF is -1s; it must be longer than zero",
         "walhook.backfill.chunk-target=2h           | WALHOOK_BACKFILL_CHUNK_TARGET is 2h; it must be at most 1h",
         "walhook.backfill.statement-timeout=never   | WALHOOK_BACKFILL_STATEMENT_TIMEOUT is 'never', not a duration",

@@ -96,10 +96,16 @@ class DispatcherTest {
     }
 
     private Dispatcher dispatcher(Duration retryWindow, int bufferEvents, Duration holdLimit) throws Exception {
+        return dispatcher(retryWindow, bufferEvents, holdLimit, Dispatcher.Settings.MEMORY_BYTES);
+    }
+
+    private Dispatcher dispatcher(Duration retryWindow, int bufferEvents, Duration holdLimit, long memoryBytes)
+            throws Exception {
         database = new SourceFixture(TestPostgres.shared(), "dispatch");
         store = new ParkedEventStore(database.dataSource, "walhook");
         Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4, bufferEvents, 64L << 20, holdLimit), store,
+                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4, bufferEvents, 64L << 20, holdLimit,
+                memoryBytes), store,
                 DeliveryMetrics.NONE, paused::contains,
                 s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
                         Duration.ofSeconds(2), false));
@@ -112,6 +118,18 @@ class DispatcherTest {
         receiver.respond(respond);
         receivers.add(receiver);
         return receiver;
+    }
+
+    /** A receiver answering {@code status} while {@code down}, then 204, keeping what it accepted. */
+    private WebhookReceiver failingWhile(java.util.concurrent.atomic.AtomicBoolean down, int status,
+            List<WebhookReceiver.Request> accepted) {
+        return receiver(request -> {
+            if (down.get()) {
+                return status;
+            }
+            accepted.add(request);
+            return 204;
+        });
     }
 
     private static Subscription webhook(String id, String name, WebhookReceiver receiver, int batch) {
@@ -211,13 +229,7 @@ class DispatcherTest {
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(500));
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            if (down.get()) {
-                return 503;
-            }
-            accepted.add(request);
-            return 204;
-        });
+        WebhookReceiver receiver = failingWhile(down, 503, accepted);
         Subscription subscription = webhook("config:down", "down", receiver, 10);
         send(dispatcher, subscription, 10, 30);
         // acknowledged once durably queued, though nothing was delivered
@@ -265,13 +277,7 @@ class DispatcherTest {
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            if (down.get()) {
-                return 500;
-            }
-            accepted.add(request);
-            return 204;
-        });
+        WebhookReceiver receiver = failingWhile(down, 500, accepted);
         String id = "6f1c2b6e-0000-4000-8000-000000000001";
         Subscription before = webhook(id, "before", receiver, 1);
         send(dispatcher, before, 5, 4);
@@ -388,7 +394,8 @@ class DispatcherTest {
                     Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
                     64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
                     sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
-                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false);
+                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false,
+                    new MemoryBudget(64L << 20));
             String id = "6f1c2b6e-0000-4000-8000-000000000002";
             Lane lane = new Lane(webhook(id, "held", receiver, 1), context);
             hand(lane, 100);
@@ -701,6 +708,147 @@ class DispatcherTest {
         assertThat(aheadOfDelivery).as("a and b acknowledged before delivery: one went to its durable queue").isEmpty();
         assertThat(dispatcher.status()).filteredOn(s -> !s.name().equals("asleep"))
                 .allSatisfy(s -> assertThat(s.mode()).isEqualTo("direct"));
+    }
+
+    /** Routes {@code rows} rows' versions to every one of {@code subscriptions}, a flush every 100 copies; after each flush, {@code afterFlush}. */
+    private void sendToAll(Dispatcher dispatcher, List<Subscription> subscriptions, int rows, int versions,
+            Runnable afterFlush) throws Exception {
+        int copies = 0;
+        for (int v = 0; v < versions; v++) {
+            for (int row = 1; row <= rows; row++) {
+                int version = this.versions.merge(row, 1, Integer::sum) - 1;
+                ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(row), Integer.toString(version));
+                for (Subscription s : subscriptions) {
+                    dispatcher.send(s, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                            acknowledged::incrementAndGet);
+                    if (++copies % 100 == 0) {
+                        dispatcher.flush();
+                        afterFlush.run();
+                    }
+                }
+            }
+        }
+        dispatcher.flush();
+        afterFlush.run();
+    }
+
+    /** Each tenant got each of its {@code rows} rows' two versions, in commit order. */
+    private static void assertEachInCommitOrder(List<WebhookReceiver.Request> accepted, List<Subscription> tenants, int rows)
+            throws Exception {
+        for (Subscription tenant : tenants) {
+            List<WebhookReceiver.Request> its = accepted.stream().filter(r -> r.path().equals("/" + tenant.name())).toList();
+            assertThat(acceptedByRow(its)).as(tenant.name()).hasSize(rows).allSatisfy((row, versions) -> assertThat(versions)
+                    .as("%s row %d in commit order", tenant.name(), row).containsExactly(0, 1));
+        }
+    }
+
+    /** The changes {@code tenant} accepted, each once. */
+    private static int acceptedOf(List<WebhookReceiver.Request> accepted, Subscription tenant) {
+        List<WebhookReceiver.Request> its = accepted.stream().filter(r -> r.path().equals("/" + tenant.name())).toList();
+        try {
+            return acceptedByRow(its).values().stream().mapToInt(List::size).sum();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static List<Subscription> tenants(WebhookReceiver receiver, int count) {
+        List<Subscription> all = new ArrayList<>();
+        for (int i = 1; i <= count; i++) {
+            all.add(webhook("config:tenant" + i, "tenant" + i, receiver, 1));
+        }
+        return all;
+    }
+
+    @Test
+    void allSubscriptionsTogetherHoldAtMostDeliverysMemoryThoughEachIsFarUnderItsOwnBudget() throws Exception {
+        long limit = 32 << 10; // a few dozen of these events; each subscription may hold 4,000
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            try {
+                Thread.sleep(20); // slower than routing: without a bound in all, the whole backlog waits in memory
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            accepted.add(request);
+            return 204;
+        });
+        List<Subscription> tenants = tenants(receiver, 20);
+        List<Long> heldAfterFlush = new CopyOnWriteArrayList<>();
+        sendToAll(dispatcher, tenants, 15, 2, () -> heldAfterFlush.add(dispatcher.memoryInUse()));
+        // routing went on only once the lanes together held less than the limit
+        assertThat(heldAfterFlush).hasSize(7).allSatisfy(held -> assertThat(held).isLessThan(limit));
+        await().atMost(WAIT).until(() -> acknowledged.get() == 600);
+        assertThat(dispatcher.memoryInUse()).isZero();
+        assertThat(dispatcher.status()).allSatisfy(s -> assertThat(s.mode()).isEqualTo("direct"));
+        assertEachInCommitOrder(accepted, tenants, 15);
+    }
+
+    @Test
+    void failingDestinationsHoldingDeliverysMemoryTogetherQueueDurablyAndRoutingGoesOn() throws Exception {
+        long limit = 32 << 10;
+        // a retry window of 10 minutes and room for 4,000 each: only the memory of all together is full
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = failingWhile(down, 500, accepted);
+        List<Subscription> tenants = tenants(receiver, 10);
+        java.util.concurrent.CompletableFuture<Void> routed = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                sendToAll(dispatcher, tenants, 20, 2, () -> { });
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // every destination fails, yet routing gets through: the lanes' events went to their durable queues
+        await().atMost(WAIT).until(() -> routed.isDone() && acknowledged.get() == 400);
+        assertThat(routed).isCompleted();
+        assertThat(accepted).isEmpty();
+        assertThat(dispatcher.status()).hasSize(10).allSatisfy(s -> assertThat(s.mode()).isEqualTo("durable"));
+        down.set(false);
+        await().atMost(WAIT).until(() -> tenants.stream().mapToInt(tenant -> acceptedOf(accepted, tenant)).sum() == 400);
+        assertEachInCommitOrder(accepted, tenants, 20);
+    }
+
+    @Test
+    void subscriptionsOfOneDestinationShareItsPlacesAndGatherWhatWaitsIntoBatches() throws Exception {
+        // three requests under way to the receiver at most, for all 30 subscriptions (each may have 4)
+        try (WebhookClient gated = new WebhookClient(vertx, null, 3)) {
+            database = new SourceFixture(TestPostgres.shared(), "dispatch");
+            store = new ParkedEventStore(database.dataSource, "walhook");
+            Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                    Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4), store,
+                    DeliveryMetrics.NONE, paused::contains,
+                    s -> new WebhookTransport(gated, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                            Duration.ofSeconds(2), false));
+            dispatchers.add(dispatcher);
+            AtomicInteger underWay = new AtomicInteger();
+            AtomicInteger most = new AtomicInteger();
+            List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+            WebhookReceiver receiver = receiver(request -> {
+                most.accumulateAndGet(underWay.incrementAndGet(), Math::max);
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    underWay.decrementAndGet();
+                }
+                accepted.add(request);
+                return 204;
+            });
+            List<Subscription> tenants = new ArrayList<>();
+            for (int i = 1; i <= 30; i++) {
+                tenants.add(webhook("config:tenant" + i, "tenant" + i, receiver, 10));
+            }
+            sendToAll(dispatcher, tenants, 10, 2, () -> { });
+            await().atMost(WAIT).until(() -> acknowledged.get() == 600);
+            assertThat(most.get()).as("requests under way at the receiver at once").isLessThanOrEqualTo(3);
+            // waiting for a place, each lane's events gathered into batches
+            assertThat(accepted.size()).as("requests for 600 events").isLessThan(300);
+            assertEachInCommitOrder(accepted, tenants, 10);
+        }
     }
 
     private static long deliveryThreadsCpuNanos() {

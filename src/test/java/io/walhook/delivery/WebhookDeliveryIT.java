@@ -130,7 +130,7 @@ class WebhookDeliveryIT {
                 assertThat(metrics).contains("walhook_delivery_events_total{subscription=\"shop\",subscription_id=\"config:shop\"} 4.0")
                         .contains("walhook_delivery_retries_total{subscription=\"shop\",subscription_id=\"config:shop\"} 2.0")
                         .contains("walhook_delivery_latency_seconds_count{subscription=\"shop\",subscription_id=\"config:shop\"}")
-                        .contains("walhook_delivery_in_flight 0.0");
+                        .contains("walhook_delivery_in_flight 0.0").contains("walhook_delivery_memory_bytes 0.0");
                 // a later change: the healthy subscription gets it, the disabled one parks it unsent
                 int hookRequests = receiver.requests("/hook").size();
                 pg.execute(database, "INSERT INTO orders VALUES (3, 'new', 5)");

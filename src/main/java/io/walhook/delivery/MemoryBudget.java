@@ -1,0 +1,71 @@
+package io.walhook.delivery;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The memory every lane's undelivered events take together, and routing's wait while it is
+ * spent. A lane's own budget bounds one subscription; with thousands of them, each far under its
+ * own budget, this one bounds the whole: a backlog drained into 10,000 tenant subscriptions no
+ * longer lands in the heap at once.
+ *
+ * <p>Lanes add what routing hands them and release what they deliver or durably queue. Counted
+ * roughly, as the lanes count ({@link Job#memoryBytes()}). A single chunk may take it past its
+ * limit; routing waits after that chunk until it is back under.
+ */
+final class MemoryBudget {
+
+    private final long limit;
+    private final AtomicLong used = new AtomicLong();
+    private final Object room = new Object();
+
+    MemoryBudget(long limit) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("a memory budget takes at least one byte, not " + limit);
+        }
+        this.limit = limit;
+    }
+
+    long limit() {
+        return limit;
+    }
+
+    long used() {
+        return used.get();
+    }
+
+    /** Whether it is spent: routing waits, and lanes whose events cannot move give them to their durable queue. */
+    boolean spent() {
+        return used.get() >= limit;
+    }
+
+    void take(long bytes) {
+        used.addAndGet(bytes);
+    }
+
+    void release(long bytes) {
+        long left = used.addAndGet(-bytes);
+        if (left < limit && left + bytes >= limit) {
+            synchronized (room) {
+                room.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Waits while it is spent, at most {@code millis}; returns whether it is spent still. The
+     * caller decides what to do between waits (nudge the lanes holding it, stop).
+     */
+    boolean awaitRoom(long millis) throws InterruptedException {
+        synchronized (room) {
+            if (spent()) {
+                room.wait(millis);
+            }
+        }
+        return spent();
+    }
+
+    @Override
+    public String toString() {
+        return (limit >= 1 << 20 ? (limit >> 20) + " MiB" : limit + " bytes") + " for all subscriptions";
+    }
+}
