@@ -69,8 +69,4 @@ public final class DestinationGate {
     synchronized int waiting() {
         return waiting.size();
     }
-
-    int limit() {
-        return limit;
-    }
 }

@@ -307,13 +307,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
-    /** Bytes of undelivered events all lanes hold in memory now, and the most they may ({@link MemoryBudget}). */
+    /** Bytes of undelivered events all lanes hold in memory now ({@link MemoryBudget}). */
     public long memoryInUse() {
         return context.memory().used();
-    }
-
-    public long memoryLimit() {
-        return context.memory().limit();
     }
 
     /** Per subscription with a lane, by name. */

@@ -84,8 +84,10 @@ final class Job {
 
     private static long memoryBytes(byte[] body, Map<String, String> headers) {
         long bytes = body.length + 640L;
-        for (Map.Entry<String, String> header : headers == null ? Map.<String, String>of().entrySet() : headers.entrySet()) {
-            bytes += header.getKey().length() + header.getValue().length() + 32;
+        if (headers != null) {
+            for (Map.Entry<String, String> header : headers.entrySet()) {
+                bytes += header.getKey().length() + header.getValue().length() + 32;
+            }
         }
         return bytes;
     }

@@ -25,10 +25,6 @@ final class MemoryBudget {
         this.limit = limit;
     }
 
-    long limit() {
-        return limit;
-    }
-
     long used() {
         return used.get();
     }
