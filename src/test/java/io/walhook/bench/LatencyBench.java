@@ -146,11 +146,13 @@ public final class LatencyBench {
         int seconds = 20;
         List<String> jvm = List.of();
         Map<String, String> extraEnv = new LinkedHashMap<>();
+        boolean warmReceiver = true;
         String jar = WalhookProcess.jar().toString();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rates" -> rates = Arrays.stream(args[++i].split(",")).map(s -> Integer.parseInt(s.strip())).toList();
                 case "--seconds" -> seconds = Integer.parseInt(args[++i]);
+                case "--cold-receiver" -> warmReceiver = false;
                 case "--jvm" -> jvm = List.of(args[++i].strip().split("\\s+"));
                 case "--env" -> {
                     String[] kv = args[++i].split("=", 2);
@@ -158,7 +160,7 @@ public final class LatencyBench {
                 }
                 default -> {
                     System.err.println("usage: scripts/bench-latency [--rates 1000,5000] [--seconds 20] [--jvm OPTIONS]"
-                            + " [--env NAME=VALUE]");
+                            + " [--env NAME=VALUE] [--cold-receiver]");
                     System.exit(2);
                 }
             }
@@ -178,7 +180,7 @@ public final class LatencyBench {
             AtomicLong ids = new AtomicLong();
             for (int rate : rates) {
                 results.add(recvlogical(postgres, database, rate, seconds, ids));
-                results.add(walhook(postgres, database, rate, seconds, ids, jvm, extraEnv));
+                results.add(walhook(postgres, database, rate, seconds, ids, jvm, extraEnv, warmReceiver));
             }
         } finally {
             postgres.stop();
@@ -223,6 +225,11 @@ public final class LatencyBench {
         process.destroy();
         process.waitFor(10, TimeUnit.SECONDS);
         try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+            // its walsender may outlive it by a moment: the slot is dropped once it is released
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (active(c, slot) && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
             s.execute("SELECT pg_drop_replication_slot('" + slot + "')");
         }
         say("  worst latency (ms) of each 250 ms of the first 5 s: " + samples.timeline());
@@ -250,7 +257,7 @@ public final class LatencyBench {
     // --- walhook ------------------------------------------------------------------------------
 
     private static Result walhook(EmbeddedPostgres postgres, String database, int rate, int seconds, AtomicLong ids,
-            List<String> jvm, Map<String, String> extraEnv) throws Exception {
+            List<String> jvm, Map<String, String> extraEnv, boolean warmReceiver) throws Exception {
         String slot = "walhook_" + rate;
         try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
             s.execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
@@ -266,6 +273,13 @@ public final class LatencyBench {
         receiver.createContext("/", exchange -> arrived(exchange, current[0]));
         receiver.start();
         int batch = rate > 1000 ? 100 : 1;
+        if (warmReceiver) {
+            // a destination in production is a warm server of its own: the receiver in this JVM takes as many
+            // requests as the measured load before walhook starts, so its own JIT does not count as walhook's
+            current[0] = new Samples(Instant.now());
+            warm(receiver.getAddress().getPort(), rate * seconds);
+            current[0] = null;
+        }
         Map<String, String> env = new LinkedHashMap<>();
         env.put("WALHOOK_SOURCE_URL", postgres.sourceUrl(database));
         env.put("WALHOOK_SLOT", slot);
@@ -276,7 +290,10 @@ public final class LatencyBench {
                 seconds, batch));
         long exec = System.nanoTime();
         List<String> options = new ArrayList<>(WalhookProcess.JVM_OPTIONS);
-        options.add("-XX:SharedArchiveFile=app-cds.jsa");
+        if (jvm.stream().noneMatch(o -> o.startsWith("-XX:SharedArchiveFile") || o.startsWith("-XX:AOTCache")
+                || o.startsWith("-Xshare"))) {
+            options.add("-XX:SharedArchiveFile=app-cds.jsa"); // the JVM allows only one archive option
+        }
         options.addAll(jvm);
         try (WalhookProcess walhook = WalhookProcess.start(env, "256m", options, true)) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
@@ -290,8 +307,11 @@ public final class LatencyBench {
             Instant start = Instant.now();
             current[0] = new Samples(start);
             Map<Long, ProcStats.ThreadTicks> before = ProcStats.threads(walhook.pid());
+            long benchBefore = ProcStats.cpuTicks(ProcessHandle.current().pid());
             double achieved = load(postgres, database, rate, seconds, start, ids);
             Map<Long, ProcStats.ThreadTicks> after = ProcStats.threads(walhook.pid());
+            say("  CPU of this benchmark (load and receiver) over the load: "
+                    + ProcStats.ticksToMicros(ProcStats.cpuTicks(ProcessHandle.current().pid()) - benchBefore) / 1000 + " ms");
             say("  CPU by thread over the load: " + after.entrySet().stream()
                     .map(e -> Map.entry(e.getValue().name(), e.getValue().ticks()
                             - (before.containsKey(e.getKey()) ? before.get(e.getKey()).ticks() : 0)))
@@ -312,6 +332,35 @@ public final class LatencyBench {
                 s.execute("SELECT pg_drop_replication_slot('" + slot + "')");
                 s.execute("DROP SCHEMA IF EXISTS walhook CASCADE"); // the next run starts as fresh as this one
             }
+        }
+    }
+
+    /** {@code requests} POSTs of an event like walhook's, from four threads, as walhook would send them. */
+    private static void warm(int port, int requests) throws Exception {
+        java.net.http.HttpClient client = java.net.http.HttpClient.newBuilder()
+                .version(java.net.http.HttpClient.Version.HTTP_1_1).build();
+        String body = "{\"id\":\"0000000001A2B3C0-0001\",\"op\":\"insert\",\"schema\":\"public\",\"table\":\"ticks\","
+                + "\"key\":null,\"new\":{\"id\":1,\"note\":\"tick\"},\"old\":null,\"lsn\":\"0/1A2B3B08\",\"tx\":{\"xid\":7781,"
+                + "\"commit_lsn\":\"0/1A2B3C0\",\"commit_time\":\"2026-11-29T16:00:00.123456Z\",\"seq\":1}}";
+        java.net.http.HttpRequest request = java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create("http://127.0.0.1:" + port + "/ticks"))
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build();
+        ExecutorService senders = Executors.newFixedThreadPool(4);
+        try {
+            List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                done.add(senders.submit(() -> {
+                    for (int i = 0; i < requests / 4; i++) {
+                        client.send(request, java.net.http.HttpResponse.BodyHandlers.discarding());
+                    }
+                    return null;
+                }));
+            }
+            for (var f : done) {
+                f.get();
+            }
+        } finally {
+            senders.shutdownNow();
         }
     }
 
