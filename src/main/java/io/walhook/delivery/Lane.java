@@ -124,7 +124,10 @@ final class Lane {
     /** Routing's own: jobs routed in the current chunk, handed over at its end. */
     final List<Job> routed = new ArrayList<>();
     /** What a destination's gate calls to give this lane a place it waited for: taken on its next turn. */
-    private final java.util.function.Consumer<DestinationGate> granted = gate -> post(() -> this.grants.add(gate));
+    private final java.util.function.Consumer<DestinationGate> granted = gate -> post(() -> {
+        this.grants.add(gate);
+        this.awaitingPlace = false;
+    });
 
     // the lane's own
     private Mode mode = Mode.DURABLE;
@@ -135,6 +138,8 @@ final class Lane {
     private final List<DestinationGate> grants = new ArrayList<>(1);
     /** The place {@link #reserve} took for the request {@link #start} starts next. */
     private DestinationGate reserved;
+    /** {@link #reserve} found no place: the gate posts a turn with one ({@link #granted}), nothing else need wake the lane. */
+    private boolean awaitingPlace;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -154,6 +159,8 @@ final class Lane {
     /** Since when events go through the durable queue, when something sent them there (not at start-up). */
     private Instant queuedSince;
     private final ArrayDeque<Job> toWrite = new ArrayDeque<>();
+    /** The chunk the durable queue's write under way holds: acknowledged once written, or when the subscription is deleted. */
+    private List<Job> writing = List.of();
     private final List<Job> toDelete = new ArrayList<>();
     private final Map<String, List<String>> toFail = new LinkedHashMap<>();
     /** Durable jobs in memory whose rows the cursor has not passed: a read of the queue skips them. */
@@ -628,7 +635,9 @@ final class Lane {
         }
         String error = lastError;
         int attempts = chunk.stream().mapToInt(job -> job.attempts).max().orElse(0);
+        writing = chunk;
         database(() -> context.store().append(id, subscription.name(), entries, attempts, error), added -> {
+            writing = List.of();
             backlog += added;
             writtenSinceRead = true;
             settleAll(chunk);
@@ -802,6 +811,7 @@ final class Lane {
             reserved = gate;
             return true;
         }
+        awaitingPlace = true;
         return false;
     }
 
@@ -814,7 +824,14 @@ final class Lane {
         underWay++;
         underWayJobs += o.jobs.size();
         Subscription current = subscription;
-        send(current, o).whenComplete((attempt, failure) -> post(() -> outcome(o, attempt != null ? attempt
+        CompletableFuture<Attempt> sending;
+        try {
+            sending = send(current, o);
+        } catch (RuntimeException e) {
+            // refused before it left (a header the client rejects): an attempt that failed, which gives back its place
+            sending = CompletableFuture.failedFuture(e);
+        }
+        sending.whenComplete((attempt, failure) -> post(() -> outcome(o, attempt != null ? attempt
                 : Attempt.retry("internal error: " + failure))));
     }
 
@@ -996,9 +1013,11 @@ final class Lane {
     private void scheduleWake(Instant now) {
         Instant next = null;
         Outgoing soonest = retrying.peek();
-        // a due retry that waits for a free request is started by the outcome that frees one: waking
-        // for it now would only turn the lane over and over until then
-        if (soonest != null && underWay < window() && !(schedule.everyAttemptFailing(now) && underWay > 0)) {
+        // a due retry that waits for a free request, or for a place at its destination, is started by
+        // the outcome that frees one, or the gate's grant: waking for it now would only turn the lane
+        // over and over until then
+        if (soonest != null && underWay < window() && !(schedule.everyAttemptFailing(now) && underWay > 0)
+                && !(awaitingPlace && !now.isBefore(soonest.due))) {
             next = soonest.due;
             long rateWait = rateWaitNanos();
             if (rateWait > 0 && next.isBefore(now.plusNanos(rateWait))) {
@@ -1090,6 +1109,8 @@ final class Lane {
             failing.clear();
             toWrite.forEach(this::settled);
             toWrite.clear();
+            writing.forEach(this::settled); // its write, under way, is dropped with the queue
+            writing = List.of();
             if (wake != null) {
                 wake.cancel(false);
             }

@@ -113,6 +113,22 @@ class DispatcherTest {
         return dispatcher;
     }
 
+    /** A dispatcher of default settings whose webhooks go through {@code webhooks} (a client with its own gate). */
+    private Dispatcher dispatcher(WebhookClient webhooks) throws Exception {
+        return dispatcher(s -> new WebhookTransport(webhooks, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                Duration.ofSeconds(2), false));
+    }
+
+    private Dispatcher dispatcher(java.util.function.Function<Subscription, Transport> transports) throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "dispatch");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4), store,
+                DeliveryMetrics.NONE, paused::contains, transports);
+        dispatchers.add(dispatcher);
+        return dispatcher;
+    }
+
     private WebhookReceiver receiver(ToIntFunction<WebhookReceiver.Request> respond) {
         WebhookReceiver receiver = WebhookReceiver.start();
         receiver.respond(respond);
@@ -421,6 +437,46 @@ class DispatcherTest {
         }
     }
 
+    @Test
+    void aSubscriptionDeletedWhileItsDurableQueueIsBeingWrittenAcknowledgesAndFreesWhatWasBeingWritten() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "deleting");
+        GatedDataSource gated = new GatedDataSource(database.dataSource);
+        store = new ParkedEventStore(gated, "walhook");
+        java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ExecutorService durable = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        MemoryBudget memory = new MemoryBudget(64L << 20);
+        try {
+            WebhookReceiver receiver = receiver(request -> 204);
+            Dispatcher.Context context = new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(
+                    Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
+                    64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
+                    sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
+                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false, memory);
+            String id = "6f1c2b6e-0000-4000-8000-000000000003";
+            Lane lane = new Lane(webhook(id, "doomed", receiver, 1), context);
+            hand(lane, 100);
+            await().atMost(WAIT).until(() -> store.count(id) == 100 && acknowledged.get() == 100);
+
+            // the next write waits on the state database when the API deletes the subscription
+            gated.shut();
+            hand(lane, 10);
+            await().atMost(WAIT).until(() -> gated.waiting.get() > 0);
+            lane.delete();
+            gated.open();
+
+            // discarded as the API said: acknowledged (the slot moves on), its memory freed, its queue dropped
+            await().atMost(WAIT).until(() -> acknowledged.get() == 110 && store.count(id) == 0);
+            assertThat(memory.used()).isZero();
+            assertThat(receiver.requests()).isEmpty();
+        } finally {
+            gated.open();
+            lanes.shutdownNow();
+            durable.shutdownNow();
+            timer.shutdownNow();
+        }
+    }
+
     /** Hands {@code count} new row changes to a lane, as routing does. */
     private void hand(Lane lane, int count) throws InterruptedException {
         for (int i = 0; i < count; i++) {
@@ -558,6 +614,74 @@ class DispatcherTest {
         double busy = (deliveryThreadsCpuNanos() - cpuBefore) / (double) (System.nanoTime() - wallBefore);
         // a lane that woke at once for its due retry while the slot was taken spun a core for the whole request
         assertThat(busy).as("delivery threads' CPU over the wait, as a share of one core").isLessThan(0.3);
+    }
+
+    @Test
+    void aDueRetryWaitingForAPlaceAtItsDestinationDoesNotTurnTheLaneOverAndOver() throws Exception {
+        // two requests under way to the receiver at most; the subscription itself may have four
+        try (WebhookClient gated = new WebhookClient(vertx, null, 2)) {
+            Dispatcher dispatcher = dispatcher(gated);
+            Set<String> failedOnce = ConcurrentHashMap.newKeySet();
+            java.util.concurrent.CountDownLatch hanging = new java.util.concurrent.CountDownLatch(2);
+            WebhookReceiver receiver = receiver(request -> {
+                if (mentionsRow(request, 1) && failedOnce.add("1")) {
+                    return 503; // row 1 fails once and is due again in a second (Retry-After)
+                }
+                if ((mentionsRow(request, 2) || mentionsRow(request, 3)) && hanging.getCount() > 0) {
+                    hanging.countDown();
+                    try {
+                        Thread.sleep(1_800); // rows 2 and 3 hold both places meanwhile (the request timeout is 2 s)
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return 204;
+            });
+            receiver.respondHeaders(request -> Map.of("Retry-After", "1"));
+            send(dispatcher, webhook("config:one", "one", receiver, 1), 3, 1);
+            assertThat(hanging.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            long cpuBefore = deliveryThreadsCpuNanos();
+            long wallBefore = System.nanoTime();
+            await().atMost(WAIT).until(() -> acknowledged.get() == 3);
+            double busy = (deliveryThreadsCpuNanos() - cpuBefore) / (double) (System.nanoTime() - wallBefore);
+            // a lane that woke at once for its due retry while the destination had no place spun a core until one came
+            assertThat(busy).as("delivery threads' CPU over the wait, as a share of one core").isLessThan(0.3);
+        }
+    }
+
+    @Test
+    void aRequestWhoseTransportThrowsIsRetriedAndGivesBackItsPlaceAtTheDestination() throws Exception {
+        // one request under way to the receiver at a time: a place kept by the failed start would stop it for good
+        try (WebhookClient gated = new WebhookClient(vertx, null, 1)) {
+            List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+            WebhookReceiver receiver = receiver(request -> {
+                accepted.add(request);
+                return 204;
+            });
+            AtomicInteger throwsLeft = new AtomicInteger(2);
+            Dispatcher dispatcher = dispatcher(s -> {
+                Transport real = new WebhookTransport(gated, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false);
+                return new Transport() {
+                    @Override
+                    public DestinationGate gate() {
+                        return real.gate();
+                    }
+
+                    @Override
+                    public java.util.concurrent.CompletableFuture<Attempt> send(Request request) {
+                        if (throwsLeft.getAndDecrement() > 0) {
+                            throw new IllegalArgumentException("a header value the client refuses");
+                        }
+                        return real.send(request);
+                    }
+                };
+            });
+            send(dispatcher, webhook("config:one", "one", receiver, 1), 5, 2);
+            await().atMost(WAIT).until(() -> acknowledged.get() == 10);
+            assertThat(acceptedByRow(accepted)).hasSize(5).allSatisfy((row, seen) -> assertThat(seen).containsExactly(0, 1));
+            assertThat(gated.gate(URI.create(receiver.url("/one"))).inUse()).isZero();
+        }
     }
 
     @Test
@@ -815,14 +939,7 @@ class DispatcherTest {
     void subscriptionsOfOneDestinationShareItsPlacesAndGatherWhatWaitsIntoBatches() throws Exception {
         // three requests under way to the receiver at most, for all 30 subscriptions (each may have 4)
         try (WebhookClient gated = new WebhookClient(vertx, null, 3)) {
-            database = new SourceFixture(TestPostgres.shared(), "dispatch");
-            store = new ParkedEventStore(database.dataSource, "walhook");
-            Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                    Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4), store,
-                    DeliveryMetrics.NONE, paused::contains,
-                    s -> new WebhookTransport(gated, (Destination.Webhook) s.destination(), Clock.systemUTC(),
-                            Duration.ofSeconds(2), false));
-            dispatchers.add(dispatcher);
+            Dispatcher dispatcher = dispatcher(gated);
             AtomicInteger underWay = new AtomicInteger();
             AtomicInteger most = new AtomicInteger();
             List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
