@@ -173,7 +173,8 @@ public interface WalhookConfig {
 
         /**
          * Bytes of undelivered events all subscriptions hold in memory together before routing
-         * waits (back-pressure); each subscription also has its own budget of 4,000 events.
+         * waits (back-pressure); each subscription also has its own budget of 4,000 events, and
+         * events read back from durable queues take at most a quarter of this again.
          */
         @WithDefault("67108864")
         @WithConverter(Converters.AtLeastAMebibyte.class)

@@ -45,7 +45,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * undelivered events ({@code bufferEvents}, {@code bufferBytes}), and {@code holdLimit}, how
      * long its full budget may hold routing back, in all, while another subscription starves: it
      * was handed events lately, is under a tenth of its own budget, and gets nothing while routing
-     * waits. {@code memoryBytes} bounds the undelivered events of all lanes together ({@link MemoryBudget}).
+     * waits. {@code memoryBytes} bounds the undelivered events of all lanes together ({@link MemoryBudget}),
+     * and a quarter of it those they read back from their durable queues.
      */
     public record Settings(Duration requestTimeout, Duration maxBackoff, Duration retryWindow,
             Duration parkedRetryInterval, int concurrency, int bufferEvents, long bufferBytes, Duration holdLimit,
@@ -106,7 +107,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     record Context(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
             Predicate<String> paused, Function<Subscription, Transport> transports, ExecutorService lanes,
             ScheduledExecutorService timer, ExecutorService database, RandomGenerator random,
-            Predicate<Lane> starvingElsewhere, MemoryBudget memory) {
+            Predicate<Lane> starvingElsewhere, MemoryBudget memory, MemoryBudget readBack) {
 
         /**
          * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
@@ -154,7 +155,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 Executors.newFixedThreadPool(threads, daemons("walhook-delivery")),
                 Executors.newSingleThreadScheduledExecutor(daemons("walhook-delivery-timer")),
                 Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random(),
-                this::starvingElsewhere, new MemoryBudget(settings.memoryBytes()));
+                this::starvingElsewhere, new MemoryBudget(settings.memoryBytes()),
+                new MemoryBudget(Math.max(1, settings.memoryBytes() / 4)));
     }
 
     /** Whether a lane other than {@code held} starves while routing waits for it (the first one found says so). */
@@ -307,9 +309,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
-    /** Bytes of undelivered events all lanes hold in memory now ({@link MemoryBudget}). */
+    /** Bytes of undelivered events all lanes hold in memory now, as routing handed them ({@link MemoryBudget}). */
     public long memoryInUse() {
         return context.memory().used();
+    }
+
+    /** Bytes of events all lanes read back from their durable queues and hold in memory now. */
+    public long readBackInUse() {
+        return context.readBack().used();
     }
 
     /** Per subscription with a lane, by name. */

@@ -51,6 +51,11 @@ final class Lane {
     /** Durable jobs kept in memory at most: the next page is read once fewer are. */
     static final int RESIDENT_LIMIT = 4 * PAGE;
     /**
+     * What a row read back from the durable queue is taken to hold in memory before it is read: a
+     * page is only as long as the room left in all lanes' read-back memory at this much a row.
+     */
+    static final long ROW_ESTIMATE = 2048;
+    /**
      * How long the oldest failing request must have failed before a full memory budget, most of it
      * behind failing requests, sends the events to the durable queue: a destination failing only
      * some requests keeps them in memory (and routing waits); one row failing for good does not.
@@ -119,6 +124,8 @@ final class Lane {
     private final AtomicLong holdEpoch = new AtomicLong();
     /** Set by routing: this lane held it back past the hold limit while another lane starved. */
     private volatile boolean holdsOthers;
+    /** Set at the end of each turn: events wait to start (for a free request, or a place at the destination). */
+    private volatile boolean backlogged;
     /** When routing last handed this lane events (System.nanoTime). */
     private volatile long handedOverNanos = System.nanoTime() - (1L << 62);
     /** Routing's own: jobs routed in the current chunk, handed over at its end. */
@@ -166,6 +173,10 @@ final class Lane {
     /** Durable jobs in memory whose rows the cursor has not passed: a read of the queue skips them. */
     private final Set<String> resident = new HashSet<>();
     private int durableInMemory;
+    /** The memory those durable jobs take ({@link Job#memoryBytes()}): this lane's part of the read-back budget. */
+    private long residentBytes;
+    /** Read-back memory taken for the page being read, {@link #ROW_ESTIMATE} a row, until the page is in. */
+    private long readReserved;
     private boolean busy;
     private long cursor;
     private boolean exhausted;
@@ -230,15 +241,28 @@ final class Lane {
             job.handedOverNanos = now;
         }
         handedOverNanos = now;
-        volatileJobs.addAndGet(jobs.size());
+        if (volatileJobs.getAndAdd(jobs.size()) == 0) {
+            context.memory().holding(1);
+        }
         volatileBytes.addAndGet(bytes);
         context.memory().take(bytes);
         post(() -> accept(jobs));
         awaitRoom();
     }
 
-    private boolean full() {
+    /** Its own budget is full: {@code bufferEvents} undelivered events, or {@code bufferBytes} of them. */
+    private boolean ownFull() {
         return volatileJobs.get() >= context.settings().bufferEvents() || volatileBytes.get() >= context.settings().bufferBytes();
+    }
+
+    /**
+     * Full: its own budget, or its share of all lanes' memory while that is spent. Either way
+     * routing waits for it, and a lane that holds routing back so for the hold limit while another
+     * starves goes to its durable queue: slow subscriptions that each hold far less than their own
+     * budget, but together all the memory there is, do not hold the others to their pace.
+     */
+    private boolean full() {
+        return ownFull() || context.memory().spent() && volatileBytes.get() >= context.memory().share();
     }
 
     /**
@@ -251,7 +275,7 @@ final class Lane {
 
     /** Which budget {@link #pressed} says is full, for the log line that sends it to its durable queue. */
     private String pressedBudget() {
-        return full() ? "its memory budget (" + context.settings().bufferEvents() + " events or "
+        return ownFull() ? "its memory budget (" + context.settings().bufferEvents() + " events or "
                 + (context.settings().bufferBytes() >> 20) + " MiB)" : "delivery's memory (" + context.memory() + ")";
     }
 
@@ -264,12 +288,13 @@ final class Lane {
 
     /**
      * Whether this lane starves while routing waits for another: it delivers directly, is not
-     * paused or disabled, was handed events within {@code window} (nanoseconds), and holds less
+     * paused or disabled, has nothing waiting to start (for a free request or a place at its
+     * destination), was handed events within {@code window} (nanoseconds), and holds less
      * than a tenth of its memory budget. An idle subscription (nothing for it lately) does not
      * starve, nor does one as busy as the lane routing waits for (it is as full).
      */
     boolean starving(long now, long window) {
-        return direct && !closed && !deleted && !disabled && !context.paused().test(id)
+        return direct && !closed && !deleted && !disabled && !backlogged && !context.paused().test(id)
                 && now - handedOverNanos < window
                 && volatileJobs.get() * 10 < context.settings().bufferEvents()
                 && volatileBytes.get() * 10 < context.settings().bufferBytes();
@@ -299,15 +324,21 @@ final class Lane {
         long epoch = holdEpoch.get();
         long limit = context.settings().holdLimit().toNanos();
         try {
-            synchronized (room) {
-                while (full() && !deleted && !closed) {
-                    room.wait(100);
-                    long now = System.nanoTime();
-                    if (direct && !holdsOthers && holdEpoch.get() == epoch && heldRouting.get() + (now - since) >= limit
-                            && context.starvingElsewhere().test(this)) {
-                        holdsOthers = true;
-                        post(() -> { }); // its turn sends it to the durable queue
+            while (full() && !deleted && !closed) {
+                if (ownFull()) {
+                    synchronized (room) {
+                        if (ownFull() && !deleted && !closed) {
+                            room.wait(100);
+                        }
                     }
+                } else {
+                    context.memory().awaitRoom(100); // its share of all lanes' memory: any lane delivering may end the wait
+                }
+                long now = System.nanoTime();
+                if (direct && !holdsOthers && holdEpoch.get() == epoch && heldRouting.get() + (now - since) >= limit
+                        && context.starvingElsewhere().test(this)) {
+                    holdsOthers = true;
+                    post(() -> { }); // its turn sends it to the durable queue
                 }
             }
         } finally {
@@ -343,11 +374,14 @@ final class Lane {
         io.walhook.checkpoint.AckTracker.completeAll(acknowledgements);
         boolean wasFull = full();
         long left = volatileJobs.addAndGet(-acknowledgements.size());
+        if (left == 0) {
+            context.memory().holding(-1);
+        }
         long leftBytes = volatileBytes.addAndGet(-bytes);
         context.memory().release(bytes);
         if (left * 2 < context.settings().bufferEvents() && leftBytes * 2 < context.settings().bufferBytes()
-                && heldRouting.get() > 0) {
-            forgetHold(); // room to spare again: a later hold counts afresh
+                && leftBytes * 2 < context.memory().share() && heldRouting.get() > 0) {
+            forgetHold(); // room to spare again, in its own budget and its share of all: a later hold counts afresh
         }
         if (wasFull && !full()) {
             synchronized (room) {
@@ -396,6 +430,7 @@ final class Lane {
                 unused.leave(); // to the next lane waiting
             }
             grants.clear();
+            backlogged = queue.hasReady() || awaitingPlace;
             last = snapshot();
         } finally {
             MDC.remove("subscription");
@@ -449,7 +484,7 @@ final class Lane {
             }
         }
         if (mode == Mode.DURABLE && !busy) {
-            durableWork();
+            durableWork(now);
         }
         if (!held()) {
             sendDue(now);
@@ -551,7 +586,7 @@ final class Lane {
      * are written only behind rows not yet read; once every row was read they wait in memory while
      * the last ones are delivered, and the lane then goes direct with them.
      */
-    private void durableWork() {
+    private void durableWork(Instant now) {
         if (mustWrite > 0) {
             writeNext();
             return;
@@ -575,15 +610,37 @@ final class Lane {
         // two kinds of round trip, taking turns: writing what arrived, and syncing (deleting what was
         // delivered, counting failed attempts, reading the next page), so neither starves the other
         boolean wantsWrite = !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect());
-        boolean wantsRead = !held() && durableInMemory < RESIDENT_LIMIT && !allRead;
-        boolean wantsSync = wantsRead || !toDelete.isEmpty() || !toFail.isEmpty();
+        int rows = allRead ? 0 : rowsToRead(now);
+        boolean wantsSync = rows > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {
             writeTurn = false;
             writeNext();
         } else if (wantsSync) {
             writeTurn = true;
-            sync(wantsRead);
+            sync(rows);
         }
+    }
+
+    /**
+     * How many rows of the durable queue to read into memory now. A lane keeps up to
+     * {@link #RESIDENT_LIMIT} of them, one whose every attempt fails only what its next probe
+     * sends; and all lanes together stay within their read-back memory (a quarter of delivery's
+     * memory, apart from what routing holds): when it is spent a lane reads a row only if it has none, so
+     * each makes progress and thousands of failing destinations cannot read their queues back into
+     * the heap.
+     */
+    private int rowsToRead(Instant now) {
+        if (held()) {
+            return 0;
+        }
+        int keep = schedule.everyAttemptFailing(now) ? batchSize() : RESIDENT_LIMIT;
+        if (durableInMemory >= keep) {
+            return 0;
+        }
+        MemoryBudget readBack = context.readBack();
+        long room = Math.max(0, readBack.limit() - readBack.used());
+        int rows = (int) Math.min(Math.min(PAGE, keep - durableInMemory), room / ROW_ESTIMATE);
+        return rows == 0 && durableInMemory == 0 ? 1 : rows;
     }
 
     /**
@@ -607,7 +664,7 @@ final class Lane {
     }
 
     /** One round trip: the delivered rows deleted, failed attempts counted, and (when {@code read}) the next page. */
-    private void sync(boolean read) {
+    private void sync(int rows) {
         List<Job> gone = new ArrayList<>(toDelete);
         toDelete.clear();
         List<String> goneIds = new ArrayList<>(gone.size());
@@ -615,14 +672,16 @@ final class Lane {
         Map<String, List<String>> failures = new LinkedHashMap<>(toFail);
         toFail.clear();
         long after = cursor;
-        if (read) {
+        if (rows > 0) {
             writtenSinceRead = false;
+            readReserved = rows * ROW_ESTIMATE;
+            context.readBack().take(readReserved);
         }
-        database(() -> context.store().sync(id, goneIds, failures, after, read ? PAGE : 0), synced -> {
+        database(() -> context.store().sync(id, goneIds, failures, after, rows), synced -> {
             backlog = Math.max(0, backlog - synced.deleted());
             gone.forEach(job -> resident.remove(job.eventId));
-            if (read) {
-                loaded(synced.page());
+            if (rows > 0) {
+                loaded(synced.page(), rows);
             }
         });
     }
@@ -651,6 +710,8 @@ final class Lane {
                         toDelete.add(job); // delivered while it was being written
                     } else {
                         durableInMemory++;
+                        residentBytes += job.memoryBytes();
+                        context.readBack().take(job.memoryBytes());
                     }
                 }
             }
@@ -658,7 +719,10 @@ final class Lane {
     }
 
     /** A page read from the durable queue joins the jobs in memory, behind what is there for its rows. */
-    private void loaded(List<ParkedEventStore.Parked> page) {
+    private void loaded(List<ParkedEventStore.Parked> page, int asked) {
+        context.readBack().release(readReserved); // what the page takes is counted instead
+        readReserved = 0;
+        long bytes = 0;
         for (ParkedEventStore.Parked row : page) {
             cursor = Math.max(cursor, row.id());
             if (resident.contains(row.eventId())) {
@@ -672,9 +736,12 @@ final class Lane {
             job.arrival = ++arrivals;
             resident.add(job.eventId);
             durableInMemory++;
+            bytes += job.memoryBytes();
             queue.add(job);
         }
-        exhausted = page.size() < PAGE;
+        residentBytes += bytes;
+        context.readBack().take(bytes);
+        exhausted = page.size() < asked;
         if (!page.isEmpty() && queuedSince == null) {
             queuedSince = context.clock().instant(); // rows from before a restart
         }
@@ -930,13 +997,19 @@ final class Lane {
         outgoing.remove(o);
         failing.remove(o);
         int fromQueue = 0;
+        long readBackBytes = 0;
         for (Job job : o.jobs) {
             queue.finish(job);
             if (job.durable) {
                 fromQueue++;
                 durableInMemory--;
+                readBackBytes += job.memoryBytes();
                 toDelete.add(job);
             }
+        }
+        if (readBackBytes > 0) {
+            residentBytes -= readBackBytes;
+            context.readBack().release(readBackBytes);
         }
         settleAll(o.jobs);
         delivered += o.jobs.size();
@@ -1111,6 +1184,9 @@ final class Lane {
             toWrite.clear();
             writing.forEach(this::settled); // its write, under way, is dropped with the queue
             writing = List.of();
+            context.readBack().release(residentBytes + readReserved); // what was read back goes too
+            residentBytes = 0;
+            readReserved = 0;
             if (wake != null) {
                 wake.cancel(false);
             }
@@ -1161,7 +1237,7 @@ final class Lane {
                 break;
             }
         }
-        long inMemory = volatileJobs.get();
+        long inMemory = volatileJobs.get() + durableInMemory; // routed and not yet acknowledged, and read back from the queue
         return new Status(id, subscription.name(), mode.name().toLowerCase(java.util.Locale.ROOT), inMemory, underWayJobs,
                 retrying.size(), queue.heldBack(), Math.max(backlog, durableInMemory), oldestParked, drainRate, delivered, lastError,
                 disabled, context.paused().test(id));

@@ -16,6 +16,8 @@ final class MemoryBudget {
 
     private final long limit;
     private final AtomicLong used = new AtomicLong();
+    /** Lanes holding some of it now. */
+    private final java.util.concurrent.atomic.AtomicInteger holders = new java.util.concurrent.atomic.AtomicInteger();
     private final Object room = new Object();
 
     MemoryBudget(long limit) {
@@ -27,6 +29,24 @@ final class MemoryBudget {
 
     long used() {
         return used.get();
+    }
+
+    long limit() {
+        return limit;
+    }
+
+    /** A lane starts holding some of it ({@code +1}), or holds none any more ({@code -1}). */
+    void holding(int change) {
+        holders.addAndGet(change);
+    }
+
+    /**
+     * A lane's share of it: the limit divided among the lanes holding some. While it is spent, a
+     * lane holding its share or more is as full as one whose own budget is ({@link Lane}): routing
+     * waits for it in turn, and one that holds routing back so while others starve goes durable.
+     */
+    long share() {
+        return limit / Math.max(1, holders.get());
     }
 
     /** Whether it is spent: routing waits, and lanes whose events cannot move give them to their durable queue. */

@@ -27,8 +27,9 @@ final class PipelineGauges {
                 s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::queued).sum())
                 .description("events in memory not yet delivered or durably queued, all subscriptions").register(metrics);
         Gauge.builder("walhook.delivery.memory", source, ReplicationSource::deliveryMemoryBytes).baseUnit("bytes")
-                .description("bytes of undelivered events in memory, all subscriptions (at most WALHOOK_DELIVERY_MEMORY_BYTES"
-                        + " after each routed chunk)").register(metrics);
+                .description("bytes of undelivered events in memory, all subscriptions: routed (at most"
+                        + " WALHOOK_DELIVERY_MEMORY_BYTES after each routed chunk) and read back from durable queues (a quarter"
+                        + " of that)").register(metrics);
         Gauge.builder("walhook.delivery.parked.current", source,
                 s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::durableBacklog).sum())
                 .description("events in the durable queues now, all subscriptions").register(metrics);

@@ -340,10 +340,10 @@ public class ReplicationSource {
         }
     }
 
-    /** Bytes of undelivered events in memory, all subscriptions; 0 before start. */
+    /** Bytes of undelivered events in memory, all subscriptions, routed and read back from durable queues; 0 before start. */
     public long deliveryMemoryBytes() {
         Dispatcher s = sender;
-        return s == null ? 0 : s.memoryInUse();
+        return s == null ? 0 : s.memoryInUse() + s.readBackInUse();
     }
 
     /** Per-subscription delivery state; empty before start. */
