@@ -1,65 +1,137 @@
 package io.walhook.delivery;
 
+import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
-import java.util.Set;
+import java.util.Map;
 import java.util.function.Consumer;
 
 /**
  * How many requests may be under way to one destination (scheme, host and port) at once, for all
  * subscriptions together: as many as the client keeps connections to it. A lane asks before it
- * starts a request; when the destination is at its limit the lane waits its turn, in the order
- * lanes asked, and its events stay in the lane, where they batch, instead of piling up in the
- * connection pool's queue (10,000 tenant lanes of one receiver had 40,000 requests queued there,
- * each with its timeout running).
+ * starts a request; when the destination is at its limit the lane waits its turn and its events
+ * stay in the lane, where they batch, instead of piling up in the connection pool's queue (10,000
+ * tenant lanes of one receiver had 40,000 requests queued there, each with its timeout running).
  *
- * <p>A request that ends hands its place straight to the first lane waiting ({@code granted}
- * receives the gate), so a place is never free while a lane waits; a lane given a place it no
- * longer needs leaves it at once, which hands it on.
+ * <p>A request that ends hands its place straight to a lane waiting ({@code granted} receives the
+ * gate), so a place is never free while a lane waits; a lane given a place it no longer needs
+ * leaves it at once, which hands it on. Lanes holding no place go first, in the order they asked,
+ * then lanes that hold some: a tenant whose endpoint is slow, and whose requests therefore hold
+ * their places long, gets a second place only when no other lane waits for its first, so a few
+ * slow tenants of a shared host cannot take every place and hold the others to their pace.
+ *
+ * <p>A lane is known by its {@code granted} callback, the same object on every call.
  */
 public final class DestinationGate {
 
     private final int limit;
     private int inUse;
-    private final Set<Consumer<DestinationGate>> waiting = new LinkedHashSet<>();
+    /** Places each lane holds now; a lane holding none has no entry. */
+    private final Map<Consumer<DestinationGate>, int[]> held = new HashMap<>();
+    /** Lanes waiting that hold no place, in the order they asked. */
+    private final LinkedHashSet<Consumer<DestinationGate>> waitingFirst = new LinkedHashSet<>();
+    /** Lanes waiting for one more place, in the order they asked: served when no lane waits for its first. */
+    private final LinkedHashSet<Consumer<DestinationGate>> waitingMore = new LinkedHashSet<>();
+    /** Requests under way through each channel of the client (its event loops and pools), for {@link #channel}. */
+    private final int[] byChannel;
 
     DestinationGate(int limit) {
+        this(limit, 1);
+    }
+
+    DestinationGate(int limit, int channels) {
         if (limit < 1) {
             throw new IllegalArgumentException("a destination takes at least one request at a time, not " + limit);
         }
         this.limit = limit;
+        this.byChannel = new int[Math.max(1, channels)];
     }
 
     /**
-     * A place for one request now, or false: then {@code granted} (the same object for a lane,
-     * so a lane waits once) gets one as soon as a request ends, and must use or leave it.
+     * A place for one request now, or false: then {@code lane} gets one as soon as a request ends
+     * (it waits once, however often it asks), and must use or leave it.
      */
-    synchronized boolean tryEnter(Consumer<DestinationGate> granted) {
-        if (waiting.isEmpty() && inUse < limit) {
+    synchronized boolean tryEnter(Consumer<DestinationGate> lane) {
+        if (waitingFirst.isEmpty() && waitingMore.isEmpty() && inUse < limit) {
             inUse++;
+            hold(lane, 1);
             return true;
         }
-        waiting.add(granted);
+        if (!waitingFirst.contains(lane) && !waitingMore.contains(lane)) {
+            (held.containsKey(lane) ? waitingMore : waitingFirst).add(lane);
+        }
         return false;
     }
 
-    /** A request ended, or a place granted is not needed: the first lane waiting gets it. */
-    void leave() {
+    /** {@code lane}'s request ended, or it does not need a place it was granted: a lane waiting gets it. */
+    void leave(Consumer<DestinationGate> lane) {
         Consumer<DestinationGate> next;
         synchronized (this) {
-            var first = waiting.iterator();
-            if (!first.hasNext()) {
+            hold(lane, -1);
+            if (!held.containsKey(lane) && waitingMore.remove(lane)) {
+                waitingFirst.add(lane); // it holds none now: it waits for its first again
+            }
+            next = first(waitingFirst);
+            if (next == null) {
+                next = first(waitingMore);
+            }
+            if (next == null) {
                 inUse--;
                 return;
             }
-            next = first.next();
-            first.remove();
+            hold(next, 1);
         }
         next.accept(this);
     }
 
-    /** A lane that stops (its subscription deleted) waits no more. */
-    synchronized void forget(Consumer<DestinationGate> granted) {
-        waiting.remove(granted);
+    /** A lane that stops (its subscription deleted) waits no more; its requests under way still leave. */
+    synchronized void forget(Consumer<DestinationGate> lane) {
+        waitingFirst.remove(lane);
+        waitingMore.remove(lane);
+    }
+
+    /**
+     * The channel the next request goes through, the one with the fewest requests to this
+     * destination under way: with the gate's limit at the channels' pools together, no pool gets
+     * more than its share, whichever threads start the requests. Paired with {@link #channelDone}.
+     */
+    synchronized int channel() {
+        int best = 0;
+        for (int i = 1; i < byChannel.length; i++) {
+            if (byChannel[i] < byChannel[best]) {
+                best = i;
+            }
+        }
+        byChannel[best]++;
+        return best;
+    }
+
+    synchronized void channelDone(int channel) {
+        byChannel[channel]--;
+    }
+
+    private void hold(Consumer<DestinationGate> lane, int change) {
+        int[] count = held.get(lane);
+        if (count == null) {
+            if (change > 0) {
+                held.put(lane, new int[] {change});
+            }
+            return;
+        }
+        count[0] += change;
+        if (count[0] <= 0) {
+            held.remove(lane);
+        }
+    }
+
+    private static Consumer<DestinationGate> first(LinkedHashSet<Consumer<DestinationGate>> waiting) {
+        Iterator<Consumer<DestinationGate>> first = waiting.iterator();
+        if (!first.hasNext()) {
+            return null;
+        }
+        Consumer<DestinationGate> lane = first.next();
+        first.remove();
+        return lane;
     }
 
     synchronized int inUse() {
@@ -67,6 +139,6 @@ public final class DestinationGate {
     }
 
     synchronized int waiting() {
-        return waiting.size();
+        return waitingFirst.size() + waitingMore.size();
     }
 }

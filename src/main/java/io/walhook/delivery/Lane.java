@@ -427,7 +427,7 @@ final class Lane {
                 contained(e);
             }
             for (DestinationGate unused : grants) {
-                unused.leave(); // to the next lane waiting
+                unused.leave(granted); // to the next lane waiting
             }
             grants.clear();
             backlogged = queue.hasReady() || awaitingPlace;
@@ -960,7 +960,7 @@ final class Lane {
 
     private void outcome(Outgoing o, Attempt attempt) {
         if (o.gate != null) {
-            o.gate.leave(); // its place goes to the next lane waiting for the destination
+            o.gate.leave(granted); // its place goes to the next lane waiting for the destination
             o.gate = null;
         }
         o.underWay = false;

@@ -105,7 +105,7 @@ public final class WebhookClient implements AutoCloseable {
         String scheme = url.getScheme() == null ? "" : url.getScheme().toLowerCase(java.util.Locale.ROOT);
         String host = url.getHost() == null ? "" : url.getHost().toLowerCase(java.util.Locale.ROOT);
         String origin = scheme + "://" + host + ":" + url.getPort();
-        return gates.computeIfAbsent(origin, o -> new DestinationGate(perDestination));
+        return gates.computeIfAbsent(origin, o -> new DestinationGate(perDestination, channels.length));
     }
 
     /** A response's status and its {@code Retry-After} header (null when absent). */
@@ -147,6 +147,13 @@ public final class WebhookClient implements AutoCloseable {
      */
     public CompletableFuture<Response> postAsync(Destination.Webhook destination, String id, byte[] body,
             String contentType, Map<String, String> formatHeaders, long timestamp, Duration timeout, boolean publicOnly) {
+        return postAsync(gate(destination.url()), destination, id, body, contentType, formatHeaders, timestamp, timeout,
+                publicOnly);
+    }
+
+    /** {@link #postAsync}, with the destination's gate at hand ({@link #gate}): it picks the channel. */
+    CompletableFuture<Response> postAsync(DestinationGate gate, Destination.Webhook destination, String id, byte[] body,
+            String contentType, Map<String, String> formatHeaders, long timestamp, Duration timeout, boolean publicOnly) {
         URI url = destination.url();
         CompletableFuture<Response> result = new CompletableFuture<>();
         RequestOptions options;
@@ -166,8 +173,11 @@ public final class WebhookClient implements AutoCloseable {
         }
         formatHeaders.forEach(options::putHeader);
         destination.headers().forEach(options::putHeader);
-        // a calling thread always uses the same channel
-        Channel channel = channels[(int) Math.floorMod(Thread.currentThread().getId(), (long) channels.length)];
+        // the channel with the fewest requests to this destination under way: no pool gets more than its
+        // share of the gate's places (by calling thread, two lane threads of one parity sent all to one pool)
+        int picked = gate.channel();
+        result.whenComplete((r, e) -> gate.channelDone(picked));
+        Channel channel = channels[picked];
         HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? channel.tls() : channel.plain();
         channel.context().runOnContext(start -> {
             try {

@@ -49,7 +49,7 @@ public final class WebhookTransport implements Transport {
 
     @Override
     public CompletableFuture<Attempt> send(Request request) {
-        return http.postAsync(destination, request.id(), request.body(), request.contentType(), request.headers(),
+        return http.postAsync(gate, destination, request.id(), request.body(), request.contentType(), request.headers(),
                 clock.instant().getEpochSecond(), timeout, publicOnly).handle((response, failure) -> {
                     if (failure != null) {
                         Throwable cause = failure instanceof CompletionException && failure.getCause() != null

@@ -15,7 +15,10 @@ import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
 
-/** The places of one destination shared by lanes: never more under way than its limit, handed on in the order asked. */
+/**
+ * The places of one destination shared by lanes: never more under way than its limit, handed on in
+ * the order asked, to lanes holding none before lanes holding some.
+ */
 class DestinationGateTest {
 
     @Test
@@ -32,14 +35,14 @@ class DestinationGateTest {
         assertThat(gate.tryEnter(c)).as("a lane waits once").isFalse();
         assertThat(gate.waiting()).isEqualTo(2);
 
-        gate.leave(); // handed straight to c, the first to wait: still two under way
+        gate.leave(b); // handed straight to c, the first to wait: still two under way
         assertThat(grants).containsExactly("c");
         assertThat(gate.inUse()).isEqualTo(2);
-        gate.leave();
+        gate.leave(a); // a holds none now, and waits for one
         assertThat(grants).containsExactly("c", "a");
         assertThat(gate.waiting()).isZero();
         // nobody waits: a place is free, and a new lane takes it without waiting
-        gate.leave();
+        gate.leave(c);
         assertThat(gate.inUse()).isEqualTo(1);
         assertThat(gate.tryEnter(b)).isTrue();
     }
@@ -48,14 +51,70 @@ class DestinationGateTest {
     void aNewcomerDoesNotOvertakeALaneThatWaits() {
         DestinationGate gate = new DestinationGate(1);
         List<String> grants = new ArrayList<>();
-        assertThat(gate.tryEnter(g -> grants.add("first"))).isTrue();
+        Consumer<DestinationGate> first = g -> grants.add("first");
+        assertThat(gate.tryEnter(first)).isTrue();
         Consumer<DestinationGate> waiter = g -> grants.add("waiter");
         assertThat(gate.tryEnter(waiter)).isFalse();
         gate.forget(waiter); // its subscription was deleted
         assertThat(gate.waiting()).isZero();
         assertThat(gate.tryEnter(waiter)).isFalse();
-        gate.leave();
+        gate.leave(first);
         assertThat(grants).containsExactly("waiter");
+    }
+
+    @Test
+    void aLaneHoldingPlacesGetsAnotherOnlyWhenNoLaneWaitsForItsFirst() {
+        DestinationGate gate = new DestinationGate(2);
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> slow = g -> grants.add("slow");
+        Consumer<DestinationGate> fast1 = g -> grants.add("fast1");
+        Consumer<DestinationGate> fast2 = g -> grants.add("fast2");
+        assertThat(gate.tryEnter(slow)).isTrue();
+        assertThat(gate.tryEnter(slow)).isTrue(); // a slow tenant's requests hold both places
+        assertThat(gate.tryEnter(slow)).isFalse(); // it asked first for a third
+        assertThat(gate.tryEnter(fast1)).isFalse();
+        assertThat(gate.tryEnter(fast2)).isFalse();
+
+        gate.leave(slow); // one of its requests ends: the lanes holding none go first
+        assertThat(grants).containsExactly("fast1");
+        gate.leave(fast1);
+        assertThat(grants).containsExactly("fast1", "fast2");
+        gate.leave(fast2); // nobody waits for a first place: the slow one gets its second
+        assertThat(grants).containsExactly("fast1", "fast2", "slow");
+        assertThat(gate.waiting()).isZero();
+        assertThat(gate.inUse()).isEqualTo(2);
+    }
+
+    @Test
+    void aLaneWhoseLastRequestEndsWaitsForItsFirstPlaceAgain() {
+        DestinationGate gate = new DestinationGate(1);
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> a = g -> grants.add("a");
+        Consumer<DestinationGate> b = g -> grants.add("b");
+        Consumer<DestinationGate> c = g -> grants.add("c");
+        assertThat(gate.tryEnter(a)).isTrue();
+        assertThat(gate.tryEnter(a)).isFalse(); // waits for a second place
+        assertThat(gate.tryEnter(b)).isFalse();
+        gate.leave(a); // a holds none now: it waits for its first, behind b
+        assertThat(gate.tryEnter(c)).isFalse();
+        assertThat(grants).containsExactly("b");
+        gate.leave(b);
+        gate.leave(a);
+        assertThat(grants).containsExactly("b", "a", "c");
+    }
+
+    @Test
+    void requestsGoThroughTheChannelWithTheFewestToTheDestination() {
+        DestinationGate gate = new DestinationGate(4, 2);
+        assertThat(gate.channel()).isZero();
+        assertThat(gate.channel()).isEqualTo(1);
+        assertThat(gate.channel()).isZero();
+        gate.channelDone(1);
+        assertThat(gate.channel()).isEqualTo(1);
+        assertThat(gate.channel()).isEqualTo(1);
+        gate.channelDone(0);
+        gate.channelDone(0);
+        assertThat(gate.channel()).isZero();
     }
 
     @Test
@@ -87,7 +146,7 @@ class DestinationGateTest {
                         if (left == 0) {
                             DestinationGate unused;
                             while ((unused = granted.poll()) != null) {
-                                unused.leave();
+                                unused.leave(onGrant);
                             }
                             return;
                         }
@@ -97,7 +156,7 @@ class DestinationGateTest {
                             pool.execute(() -> {
                                 underWay.decrementAndGet();
                                 done.incrementAndGet();
-                                gate.leave();
+                                gate.leave(onGrant);
                                 finished.countDown();
                                 next();
                             });

@@ -965,6 +965,38 @@ class DispatcherTest {
     }
 
     @Test
+    void aSlowTenantOfASharedHostDoesNotTakeEveryPlaceThere() throws Exception {
+        // four requests under way to the host at most; the slow tenant may have four of its own
+        try (WebhookClient gated = new WebhookClient(vertx, null, 4)) {
+            Dispatcher dispatcher = dispatcher(gated);
+            List<WebhookReceiver.Request> slowAccepted = new CopyOnWriteArrayList<>();
+            List<WebhookReceiver.Request> fastAccepted = new CopyOnWriteArrayList<>();
+            AtomicInteger slowStarted = new AtomicInteger();
+            WebhookReceiver receiver = receiver(request -> {
+                if (request.path().equals("/slow")) {
+                    slowStarted.incrementAndGet();
+                    try {
+                        Thread.sleep(1_500); // answers, slowly (the request timeout is 2 s)
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    slowAccepted.add(request);
+                } else {
+                    fastAccepted.add(request);
+                }
+                return 204;
+            });
+            send(dispatcher, webhook("config:slow", "slow", receiver, 1), 40, 1);
+            await().atMost(WAIT).until(() -> slowStarted.get() == 4); // it asked first: all four places
+            sendToAll(dispatcher, tenants(receiver, 10), 10, 1, () -> { });
+            // each place the slow one's requests give back goes to a tenant holding none: the ten fast ones get
+            // three of the four places while the slow one holds one (taking places in turn, it held them all)
+            await().atMost(WAIT).until(() -> fastAccepted.size() == 100);
+            assertThat(slowAccepted.size()).as("delivered to the slow tenant when the others had all").isLessThanOrEqualTo(8);
+        }
+    }
+
+    @Test
     void subscriptionsOfOneDestinationShareItsPlacesAndGatherWhatWaitsIntoBatches() throws Exception {
         // three requests under way to the receiver at most, for all 30 subscriptions (each may have 4)
         try (WebhookClient gated = new WebhookClient(vertx, null, 3)) {
