@@ -38,6 +38,8 @@ final class Job {
     Runnable done;
     /** Whether it has a row in the durable queue. */
     boolean durable;
+    /** Its row's id in the durable queue, when it was read from there (0 otherwise). */
+    long rowId;
     /** Attempts already made at it (a durable job's count comes from its row). */
     int attempts;
     /** A backfill's row: sent when no live change is ready ({@link KeyedQueue}). */

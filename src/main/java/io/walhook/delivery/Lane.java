@@ -51,10 +51,12 @@ final class Lane {
     /** Durable jobs kept in memory at most: the next page is read once fewer are. */
     static final int RESIDENT_LIMIT = 4 * PAGE;
     /**
-     * What a row read back from the durable queue is taken to hold in memory before it is read: a
-     * page is only as long as the room left in all lanes' read-back memory at this much a row.
+     * What a row read back from the durable queue holds in memory besides its body, counted
+     * generously (a job, its ids, headers and place in the queue: {@link Job#memoryBytes()} counts
+     * 640 and the headers' text): a page's rows take at most half the room it is read into, its
+     * bodies the other half.
      */
-    static final long ROW_ESTIMATE = 2048;
+    static final long ROW_OVERHEAD = 1024;
     /**
      * How long the oldest failing request must have failed before a full memory budget, most of it
      * behind failing requests, sends the events to the durable queue: a destination failing only
@@ -175,8 +177,10 @@ final class Lane {
     private int durableInMemory;
     /** The memory those durable jobs take ({@link Job#memoryBytes()}): this lane's part of the read-back budget. */
     private long residentBytes;
-    /** Read-back memory taken for the page being read, {@link #ROW_ESTIMATE} a row, until the page is in. */
+    /** Read-back memory taken for the page being read (the room it may fill), until the page is in. */
     private long readReserved;
+    /** The last read found its next row too big for the room it had: no read until this lane frees some. */
+    private boolean nextRowTooBig;
     private boolean busy;
     private long cursor;
     private boolean exhausted;
@@ -379,14 +383,17 @@ final class Lane {
         }
         long leftBytes = volatileBytes.addAndGet(-bytes);
         context.memory().release(bytes);
-        if (left * 2 < context.settings().bufferEvents() && leftBytes * 2 < context.settings().bufferBytes()
-                && leftBytes * 2 < context.memory().share() && heldRouting.get() > 0) {
-            forgetHold(); // room to spare again, in its own budget and its share of all: a later hold counts afresh
+        // room to spare again, in its own budget and its share of all (whether or not that is spent now: routing
+        // took the room back at once), or nothing held at all: a later hold counts afresh
+        if ((left == 0 || left * 2 < context.settings().bufferEvents() && leftBytes * 2 < context.settings().bufferBytes()
+                && leftBytes * 2 < context.memory().share()) && heldRouting.get() > 0) {
+            forgetHold();
         }
         if (wasFull && !full()) {
             synchronized (room) {
                 room.notifyAll();
             }
+            context.memory().wake(); // routing may wait for its share on the budget's monitor
         }
     }
 
@@ -610,37 +617,90 @@ final class Lane {
         // two kinds of round trip, taking turns: writing what arrived, and syncing (deleting what was
         // delivered, counting failed attempts, reading the next page), so neither starves the other
         boolean wantsWrite = !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect());
-        int rows = allRead ? 0 : rowsToRead(now);
-        boolean wantsSync = rows > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
+        boolean failingAll = schedule.everyAttemptFailing(now);
+        if (held() || failingAll && !retrying.isEmpty()) {
+            evictUntaken(); // what it cannot send now is read again when it can (a failing one probes with a retry)
+        }
+        int keep = failingAll ? batchSize() : RESIDENT_LIMIT;
+        long room = allRead || durableInMemory >= keep ? 0 : readRoom();
+        boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {
             writeTurn = false;
             writeNext();
         } else if (wantsSync) {
             writeTurn = true;
-            sync(rows);
+            sync(room, keep - durableInMemory);
         }
     }
 
     /**
-     * How many rows of the durable queue to read into memory now. A lane keeps up to
-     * {@link #RESIDENT_LIMIT} of them, one whose every attempt fails only what its next probe
-     * sends; and all lanes together stay within their read-back memory (a quarter of delivery's
-     * memory, apart from what routing holds): when it is spent a lane reads a row only if it has none, so
-     * each makes progress and thousands of failing destinations cannot read their queues back into
-     * the heap.
+     * Durable jobs read back and not taken go from memory, its queue's cursor back before the first
+     * of them: a paused or disabled subscription, or one whose every attempt fails, does not keep
+     * read-back memory it cannot use while others could. Runs between reads only (a page under way
+     * would move the cursor past them again). Jobs taken stay: they are the first of their rows.
      */
-    private int rowsToRead(Instant now) {
-        if (held()) {
-            return 0;
+    private void evictUntaken() {
+        if (queue.size() == queue.taken()) {
+            return;
         }
-        int keep = schedule.everyAttemptFailing(now) ? batchSize() : RESIDENT_LIMIT;
-        if (durableInMemory >= keep) {
+        long bytes = 0;
+        int evicted = 0;
+        for (Job job : queue.removeUntaken()) {
+            // untaken jobs in the durable mode's queue were all read back: routed ones wait in toWrite
+            resident.remove(job.eventId);
+            cursor = Math.min(cursor, job.rowId - 1);
+            bytes += job.memoryBytes();
+            evicted++;
+        }
+        durableInMemory -= evicted;
+        exhausted = false;
+        readBackReleased(bytes);
+    }
+    /**
+     * The bytes of read-back memory the next page may fill, 0 to read nothing now. All lanes'
+     * read-back memory (a quarter of delivery's memory, apart from what routing holds) is shared:
+     * a lane fills at most its share of it (divided among the lanes holding some, itself
+     * included), and only what is left. A lane with nothing in memory reads a row even when none
+     * is left, so each makes progress, one row at a time. A paused or disabled lane reads nothing;
+     * how many rows a lane keeps at most is its caller's (what its next attempt sends while every
+     * attempt fails, else {@link #RESIDENT_LIMIT}).
+     */
+    private long readRoom() {
+        if (held() || nextRowTooBig && durableInMemory > 0) {
             return 0;
         }
         MemoryBudget readBack = context.readBack();
-        long room = Math.max(0, readBack.limit() - readBack.used());
-        int rows = (int) Math.min(Math.min(PAGE, keep - durableInMemory), room / ROW_ESTIMATE);
-        return rows == 0 && durableInMemory == 0 ? 1 : rows;
+        long share = readBack.limit() / Math.max(1, readBack.holders() + (residentBytes == 0 ? 1 : 0));
+        long room = Math.min(share - residentBytes, readBack.limit() - readBack.used());
+        if (room < 2 * ROW_OVERHEAD) {
+            return durableInMemory == 0 ? 1 : 0;
+        }
+        return room;
+    }
+
+    /** Read-back memory this lane now holds more of: durable jobs in memory. */
+    private void readBackTaken(long bytes) {
+        if (bytes <= 0) {
+            return;
+        }
+        if (residentBytes == 0) {
+            context.readBack().holding(1);
+        }
+        residentBytes += bytes;
+        context.readBack().take(bytes);
+    }
+
+    /** Read-back memory this lane holds less of: durable jobs delivered or dropped from memory. */
+    private void readBackReleased(long bytes) {
+        if (bytes <= 0) {
+            return;
+        }
+        residentBytes -= bytes;
+        nextRowTooBig = false;
+        context.readBack().release(bytes);
+        if (residentBytes == 0) {
+            context.readBack().holding(-1);
+        }
     }
 
     /**
@@ -663,8 +723,11 @@ final class Lane {
         return true;
     }
 
-    /** One round trip: the delivered rows deleted, failed attempts counted, and (when {@code read}) the next page. */
-    private void sync(int rows) {
+    /**
+     * One round trip: the delivered rows deleted, failed attempts counted, and (when {@code room} >
+     * 0) the next page, at most {@code maxRows} rows filling at most {@code room} bytes.
+     */
+    private void sync(long room, int maxRows) {
         List<Job> gone = new ArrayList<>(toDelete);
         toDelete.clear();
         List<String> goneIds = new ArrayList<>(gone.size());
@@ -672,16 +735,22 @@ final class Lane {
         Map<String, List<String>> failures = new LinkedHashMap<>(toFail);
         toFail.clear();
         long after = cursor;
-        if (rows > 0) {
+        // half the room for the rows' bookkeeping, half for their bodies; a lane with none in memory
+        // reads its next row whatever its size (it makes progress), one with some only what fits
+        int rows = room <= 1 ? 1 : (int) Math.min(Math.min(PAGE, maxRows), Math.max(1, room / 2 / ROW_OVERHEAD));
+        long bodies = room / 2;
+        boolean firstAnyway = durableInMemory == 0;
+        if (room > 0) {
             writtenSinceRead = false;
-            readReserved = rows * ROW_ESTIMATE;
+            readReserved = room;
             context.readBack().take(readReserved);
         }
-        database(() -> context.store().sync(id, goneIds, failures, after, rows), synced -> {
+        int limit = room > 0 ? rows : 0;
+        database(() -> context.store().sync(id, goneIds, failures, after, limit, bodies, firstAnyway), synced -> {
             backlog = Math.max(0, backlog - synced.deleted());
             gone.forEach(job -> resident.remove(job.eventId));
-            if (rows > 0) {
-                loaded(synced.page(), rows);
+            if (room > 0) {
+                loaded(synced);
             }
         });
     }
@@ -710,8 +779,7 @@ final class Lane {
                         toDelete.add(job); // delivered while it was being written
                     } else {
                         durableInMemory++;
-                        residentBytes += job.memoryBytes();
-                        context.readBack().take(job.memoryBytes());
+                        readBackTaken(job.memoryBytes());
                     }
                 }
             }
@@ -719,29 +787,34 @@ final class Lane {
     }
 
     /** A page read from the durable queue joins the jobs in memory, behind what is there for its rows. */
-    private void loaded(List<ParkedEventStore.Parked> page, int asked) {
+    private void loaded(ParkedEventStore.Synced synced) {
         context.readBack().release(readReserved); // what the page takes is counted instead
         readReserved = 0;
+        List<ParkedEventStore.Parked> page = synced.page();
         long bytes = 0;
-        for (ParkedEventStore.Parked row : page) {
-            cursor = Math.max(cursor, row.id());
-            if (resident.contains(row.eventId())) {
-                continue; // in memory already
+        try {
+            for (ParkedEventStore.Parked row : page) {
+                cursor = Math.max(cursor, row.id());
+                if (resident.contains(row.eventId())) {
+                    continue; // in memory already
+                }
+                Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
+                        row.headers(), row.address(), Ordering.decode(row.ordering()));
+                job.durable = true;
+                job.rowId = row.id();
+                job.attempts = row.attempts();
+                job.rowKey = row.rowKey();
+                job.arrival = ++arrivals;
+                resident.add(job.eventId);
+                durableInMemory++;
+                bytes += job.memoryBytes();
+                queue.add(job);
             }
-            Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
-                    row.headers(), row.address(), Ordering.decode(row.ordering()));
-            job.durable = true;
-            job.attempts = row.attempts();
-            job.rowKey = row.rowKey();
-            job.arrival = ++arrivals;
-            resident.add(job.eventId);
-            durableInMemory++;
-            bytes += job.memoryBytes();
-            queue.add(job);
+        } finally {
+            readBackTaken(bytes); // what joined the queue, even if a row further on could not
         }
-        residentBytes += bytes;
-        context.readBack().take(bytes);
-        exhausted = page.size() < asked;
+        exhausted = !synced.more();
+        nextRowTooBig = page.isEmpty() && synced.more();
         if (!page.isEmpty() && queuedSince == null) {
             queuedSince = context.clock().instant(); // rows from before a restart
         }
@@ -1007,10 +1080,7 @@ final class Lane {
                 toDelete.add(job);
             }
         }
-        if (readBackBytes > 0) {
-            residentBytes -= readBackBytes;
-            context.readBack().release(readBackBytes);
-        }
+        readBackReleased(readBackBytes);
         settleAll(o.jobs);
         delivered += o.jobs.size();
         deliveredFromQueue += fromQueue;
@@ -1184,8 +1254,8 @@ final class Lane {
             toWrite.clear();
             writing.forEach(this::settled); // its write, under way, is dropped with the queue
             writing = List.of();
-            context.readBack().release(residentBytes + readReserved); // what was read back goes too
-            residentBytes = 0;
+            readBackReleased(residentBytes); // what was read back goes too
+            context.readBack().release(readReserved);
             readReserved = 0;
             if (wake != null) {
                 wake.cancel(false);

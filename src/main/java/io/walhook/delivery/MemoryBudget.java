@@ -49,6 +49,11 @@ final class MemoryBudget {
         return limit / Math.max(1, holders.get());
     }
 
+    /** Lanes holding some of it now. */
+    int holders() {
+        return holders.get();
+    }
+
     /** Whether it is spent: routing waits, and lanes whose events cannot move give them to their durable queue. */
     boolean spent() {
         return used.get() >= limit;
@@ -64,6 +69,13 @@ final class MemoryBudget {
             synchronized (room) {
                 room.notifyAll();
             }
+        }
+    }
+
+    /** Wakes whoever waits for room (a lane under its share again, though the budget is still spent). */
+    void wake() {
+        synchronized (room) {
+            room.notifyAll();
         }
     }
 

@@ -137,9 +137,17 @@ public final class ParkedEventStore {
     }
 
     private static List<Parked> rows(PreparedStatement query) throws SQLException {
+        return rows(query, null);
+    }
+
+    /** The rows; {@code count}, when given, gets the long in the column after the row's (the same on every row). */
+    private static List<Parked> rows(PreparedStatement query, long[] count) throws SQLException {
         List<Parked> parked = new ArrayList<>();
         try (ResultSet rs = query.executeQuery()) {
             while (rs.next()) {
+                if (count != null) {
+                    count[0] = rs.getLong(14);
+                }
                 Timestamp commitTime = rs.getTimestamp(5);
                 parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getString(3), Lsn.parse(rs.getString(4)),
                         commitTime == null ? null : commitTime.toInstant(), rs.getString(6),
@@ -206,17 +214,22 @@ public final class ParkedEventStore {
         }
     }
 
-    /** What {@link #sync} did: how many delivered rows it deleted, and the page it read (empty when none was asked). */
-    public record Synced(int deleted, List<Parked> page) {
+    /**
+     * What {@link #sync} did: how many delivered rows it deleted, the page it read (empty when none
+     * was asked), and whether rows after it are left.
+     */
+    public record Synced(int deleted, List<Parked> page, boolean more) {
     }
 
     /**
      * A lane's round trip, in one transaction: deletes the rows of these delivered events, counts
-     * another failed attempt at these (by error text), then reads the next page after {@code afterId}
-     * ({@code limit} 0: none).
+     * another failed attempt at these (by error text), then reads the next page after {@code afterId}:
+     * at most {@code limit} rows (0: none), and only as many as fit in {@code maxBodyBytes} of
+     * bodies (with {@code firstAnyway}, the first whatever its size), so what a lane reads back is
+     * bounded in bytes.
      */
     public Synced sync(String subscriptionId, List<String> delivered, Map<String, List<String>> failed, long afterId,
-            int limit) throws SQLException {
+            int limit, long maxBodyBytes, boolean firstAnyway) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
@@ -243,17 +256,39 @@ public final class ParkedEventStore {
                     }
                 }
                 List<Parked> page = List.of();
+                boolean more = false;
                 if (limit > 0) {
-                    try (PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
-                            + " WHERE subscription_id = ? AND id > ? ORDER BY id LIMIT ?")) {
+                    // a body's length is read from its TOAST pointer: rows left out are not fetched
+                    try (PreparedStatement s = c.prepareStatement("WITH candidates AS (SELECT id, octet_length(body) AS len"
+                            + " FROM " + table + " WHERE subscription_id = ? AND id > ? ORDER BY id LIMIT ?),"
+                            + " fitting AS (SELECT id, sum(len) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS upto, len"
+                            + " FROM candidates)"
+                            + " SELECT " + COLUMNS + ", (SELECT count(*) FROM candidates) FROM " + table
+                            + " JOIN fitting USING (id) WHERE fitting.upto <= ? OR (? AND fitting.upto = fitting.len)"
+                            + " ORDER BY id")) {
                         s.setString(1, subscriptionId);
                         s.setLong(2, afterId);
                         s.setInt(3, limit);
-                        page = rows(s);
+                        s.setLong(4, maxBodyBytes);
+                        s.setBoolean(5, firstAnyway);
+                        long[] candidates = new long[1];
+                        page = rows(s, candidates);
+                        more = candidates[0] == limit || page.size() < candidates[0];
+                    }
+                    if (page.isEmpty()) {
+                        // no row fitted (or none is left): the count came with none, so ask
+                        try (PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM " + table
+                                + " WHERE subscription_id = ? AND id > ?)")) {
+                            s.setString(1, subscriptionId);
+                            s.setLong(2, afterId);
+                            try (ResultSet rs = s.executeQuery()) {
+                                more = rs.next() && rs.getBoolean(1);
+                            }
+                        }
                     }
                 }
                 c.commit();
-                return new Synced(deleted, page);
+                return new Synced(deleted, page, more);
             } catch (SQLException | RuntimeException e) {
                 c.rollback();
                 throw e;

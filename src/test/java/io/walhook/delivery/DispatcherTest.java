@@ -988,12 +988,79 @@ class DispatcherTest {
             });
             send(dispatcher, webhook("config:slow", "slow", receiver, 1), 40, 1);
             await().atMost(WAIT).until(() -> slowStarted.get() == 4); // it asked first: all four places
-            sendToAll(dispatcher, tenants(receiver, 10), 10, 1, () -> { });
+            sendToAll(dispatcher, tenants(receiver, 10), 20, 1, () -> { });
             // each place the slow one's requests give back goes to a tenant holding none: the ten fast ones get
             // three of the four places while the slow one holds one (taking places in turn, it held them all)
-            await().atMost(WAIT).until(() -> fastAccepted.size() == 100);
+            await().atMost(WAIT).until(() -> fastAccepted.size() == 200);
             assertThat(slowAccepted.size()).as("delivered to the slow tenant when the others had all").isLessThanOrEqualTo(8);
         }
+    }
+
+    @Test
+    void largeEventsReadBackFromADurableQueueStayWithinReadBackMemoryInBytes() throws Exception {
+        long limit = 1 << 20; // events read back from durable queues: 256 KB
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = failingWhile(down, 500, accepted);
+        Subscription big = webhook("config:big", "big", receiver, 1);
+        TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4).column("body", TestEvents.TEXT);
+        String text = "x".repeat(100_000);
+        for (int row = 1; row <= 30; row++) {
+            ChangeEvent event = docs.insertAt(nextLsn += 0x100, Integer.toString(row), text);
+            dispatcher.send(big, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+            dispatcher.flush();
+        }
+        await().atMost(WAIT).until(() -> acknowledged.get() == 30);
+        // 3 MB in its durable queue: what is in memory to retry it is bounded in bytes (at 2 KB a row, 128 of
+        // these events would fit in 256 KB), by what was in memory when it went durable (delivery's memory, 1 MiB)
+        // and the read-back memory with one row
+        await().during(Duration.ofSeconds(3)).atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.memoryInUse()
+                + dispatcher.readBackInUse()).as("bytes in memory").isLessThanOrEqualTo(limit + (256 << 10) + 110_000));
+        down.set(false);
+        await().atMost(WAIT).until(() -> accepted.stream().map(r -> r.header("webhook-id")).distinct().count() == 30);
+        await().atMost(WAIT).until(() -> dispatcher.readBackInUse() == 0);
+    }
+
+    @Test
+    void aPausedSubscriptionGivesBackWhatItReadFromItsDurableQueue() throws Exception {
+        long limit = 1 << 20; // events read back from durable queues: 256 KB, about 230 of these
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (down.get()) {
+                return 500;
+            }
+            try {
+                Thread.sleep(100); // back, and slow: what it read back waits in memory
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription slow = webhook("config:slow", "slow", receiver, 1);
+        send(dispatcher, slow, 150, 2);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 300); // in its durable queue
+        down.set(false);
+        await().atMost(WAIT).until(() -> queuedOf(dispatcher, "slow") > 50); // read back, delivered four at a time
+        paused.add(slow.id());
+        // paused, it gives back what it read and cannot send (260 stayed); what waits to be tried again stays: the
+        // requests that failed before it went durable (it stops taking more after 10 failures in a row) and were
+        // not tried again yet
+        await().during(Duration.ofSeconds(2)).atMost(WAIT).untilAsserted(() -> assertThat(queuedOf(dispatcher, "slow"))
+                .as("events in memory for the paused subscription").isLessThanOrEqualTo(20));
+        paused.remove(slow.id());
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).values().stream().mapToInt(List::size).sum() == 300);
+        assertThat(acceptedByRow(accepted)).hasSize(150).allSatisfy((row, versions) -> assertThat(versions)
+                .as("row %d in commit order", row).containsExactly(0, 1));
+        await().atMost(WAIT).until(() -> dispatcher.readBackInUse() == 0);
+    }
+
+    private static long queuedOf(Dispatcher dispatcher, String name) {
+        return dispatcher.status().stream().filter(s -> s.name().equals(name)).mapToLong(Dispatcher.DeliveryStatus::queued)
+                .sum();
     }
 
     @Test
@@ -1029,13 +1096,16 @@ class DispatcherTest {
         }
     }
 
-    /** Waits for {@code count} acknowledgements; the delivery threads used under 0.3 of a core meanwhile. */
+    /**
+     * Waits for {@code count} acknowledgements; the delivery threads used under a tenth of a core
+     * meanwhile (a lane turning over and over took 0.4 to 1).
+     */
     private void assertLanesMostlyIdleUntilAcknowledged(int count) {
         long cpuBefore = deliveryThreadsCpuNanos();
         long wallBefore = System.nanoTime();
         await().atMost(WAIT).until(() -> acknowledged.get() == count);
         double busy = (deliveryThreadsCpuNanos() - cpuBefore) / (double) (System.nanoTime() - wallBefore);
-        assertThat(busy).as("delivery threads' CPU over the wait, as a share of one core").isLessThan(0.3);
+        assertThat(busy).as("delivery threads' CPU over the wait, as a share of one core").isLessThan(0.1);
     }
 
     private static long deliveryThreadsCpuNanos() {

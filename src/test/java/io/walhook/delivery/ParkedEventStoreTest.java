@@ -1,0 +1,81 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.walhook.pgoutput.Lsn;
+import io.walhook.source.SourceFixture;
+import io.walhook.testing.TestPostgres;
+
+/** A lane's page of its durable queue, on a real PostgreSQL: bounded in rows and in the bytes of its bodies. */
+class ParkedEventStoreTest {
+
+    private static final String ID = "6f1c2b6e-0000-4000-8000-0000000000aa";
+
+    private SourceFixture database;
+    private ParkedEventStore store;
+
+    @BeforeEach
+    void start() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "parked");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        // bodies of 100, 200, 300, 400 and 500 bytes, in this order
+        List<ParkedEventStore.Entry> entries = new ArrayList<>();
+        for (int i = 1; i <= 5; i++) {
+            entries.add(new ParkedEventStore.Entry("event-" + i, Lsn.of(0x1000L * i), Instant.EPOCH, "application/json",
+                    Map.of(), null, new byte[100 * i], null, null));
+        }
+        store.append(ID, "pages", entries, 0, null);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        database.close();
+    }
+
+    private List<String> ids(ParkedEventStore.Synced synced) {
+        return synced.page().stream().map(ParkedEventStore.Parked::eventId).toList();
+    }
+
+    @Test
+    void aPageHoldsTheRowsWhoseBodiesFitTogether() throws Exception {
+        ParkedEventStore.Synced synced = store.sync(ID, List.of(), Map.of(), 0, 1000, 650, false);
+        assertThat(ids(synced)).containsExactly("event-1", "event-2", "event-3"); // 600 bytes; the fourth would be 1,000
+        assertThat(synced.more()).isTrue();
+        long after = synced.page().get(2).id();
+        assertThat(ids(store.sync(ID, List.of(), Map.of(), after, 1000, 5000, false))).containsExactly("event-4", "event-5");
+    }
+
+    @Test
+    void aRowTooBigForThePageIsLeftForLaterAndSaysSo() throws Exception {
+        ParkedEventStore.Synced synced = store.sync(ID, List.of(), Map.of(), 0, 1000, 50, false);
+        assertThat(synced.page()).isEmpty();
+        assertThat(synced.more()).as("rows are left, though none fitted").isTrue();
+        // a lane with nothing in memory takes its next row whatever its size
+        synced = store.sync(ID, List.of(), Map.of(), 0, 1000, 50, true);
+        assertThat(ids(synced)).containsExactly("event-1");
+        assertThat(synced.more()).isTrue();
+    }
+
+    @Test
+    void theLastPageSaysNothingIsLeft() throws Exception {
+        ParkedEventStore.Synced synced = store.sync(ID, List.of(), Map.of(), 0, 5, 1 << 20, false);
+        assertThat(synced.page()).hasSize(5);
+        assertThat(synced.more()).as("as many rows as the limit: more may be left").isTrue();
+        long after = synced.page().get(4).id();
+        synced = store.sync(ID, List.of(), Map.of(), after, 5, 1 << 20, true);
+        assertThat(synced.page()).isEmpty();
+        assertThat(synced.more()).isFalse();
+        synced = store.sync(ID, List.of(), Map.of(), 0, 10, 1 << 20, false);
+        assertThat(synced.page()).hasSize(5);
+        assertThat(synced.more()).isFalse();
+    }
+}
