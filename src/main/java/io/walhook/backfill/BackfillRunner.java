@@ -155,17 +155,32 @@ public final class BackfillRunner implements Runnable {
     private void idle() throws InterruptedException {
         synchronized (idle) {
             long now = System.nanoTime();
-            long deadline = now + IDLE_POLL.toNanos();
+            long[] due = new long[runs.size()];
+            int i = 0;
             for (Run run : runs.values()) {
-                if (run.nextChunkAt != 0 && run.nextChunkAt - deadline < 0) {
-                    deadline = run.nextChunkAt;
-                }
+                due[i++] = run.nextChunkAt;
             }
+            long deadline = idleDeadline(now, due);
             for (long left = deadline - now; !woken && !stopped && left > 0; left = deadline - System.nanoTime()) {
                 java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(idle, left);
             }
             woken = false;
         }
+    }
+
+    /**
+     * When an idle round ends (System.nanoTime): after {@link #IDLE_POLL}, or when the first
+     * backfill held by its rows-per-second limit may read its next chunk ({@code nextChunkAt}, 0
+     * for one that is not held), whichever comes first.
+     */
+    static long idleDeadline(long now, long... nextChunkAt) {
+        long deadline = now + IDLE_POLL.toNanos();
+        for (long due : nextChunkAt) {
+            if (due != 0 && due - deadline < 0) {
+                deadline = due;
+            }
+        }
+        return deadline;
     }
 
     @Override

@@ -6,7 +6,10 @@ import java.util.UUID;
 
 import org.junit.jupiter.api.Test;
 
-/** The parts of the runner that need no database: read event ids and a snapshot's in-progress xids. */
+/**
+ * The parts of the runner that need no database: read event ids, a snapshot's in-progress xids, and
+ * when an idle round ends.
+ */
 class BackfillRunnerTest {
 
     private static final UUID BACKFILL = UUID.fromString("5f0c2a8e-1111-4222-8333-944455556666");
@@ -22,6 +25,22 @@ class BackfillRunnerTest {
         assertThat(BackfillRunner.eventId(UUID.randomUUID(), "public.orders", "42")).doesNotStartWith(BACKFILL.toString());
         assertThat(BackfillRunner.eventId(BACKFILL, "public.accounts", "acme\0" + "7"))
                 .isNotEqualTo(BackfillRunner.eventId(BACKFILL, "public.accounts", "acme7"));
+    }
+
+    @Test
+    void anIdleRoundEndsWhenABackfillHeldByItsRateMayReadItsNextChunk() {
+        long now = 1_000_000_000_000L;
+        long poll = BackfillRunner.IDLE_POLL.toNanos();
+        assertThat(BackfillRunner.idleDeadline(now)).isEqualTo(now + poll);
+        assertThat(BackfillRunner.idleDeadline(now, 0, 0)).as("none held by its rate").isEqualTo(now + poll);
+        // held by 1,000 rows a second for a chunk of 500: due in half a second, not after the whole round
+        assertThat(BackfillRunner.idleDeadline(now, 0, now + 500_000_000L, now + 2_000_000_000L))
+                .isEqualTo(now + 500_000_000L);
+        assertThat(BackfillRunner.idleDeadline(now, now + poll + 1)).as("due after the round").isEqualTo(now + poll);
+        assertThat(BackfillRunner.idleDeadline(now, now - 5)).as("due already: no wait").isEqualTo(now - 5);
+        // System.nanoTime may be negative and wrap: compared by difference
+        long negative = Long.MIN_VALUE + 10;
+        assertThat(BackfillRunner.idleDeadline(negative, negative + 100)).isEqualTo(negative + 100);
     }
 
     @Test
