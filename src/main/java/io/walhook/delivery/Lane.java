@@ -57,6 +57,8 @@ final class Lane {
      * bodies the other half.
      */
     static final long ROW_OVERHEAD = 1024;
+    /** {@link #ROW_OVERHEAD}, or more when this lane's rows were seen to hold more (their headers: CloudEvents'). */
+    private long rowOverhead = ROW_OVERHEAD;
     /**
      * How long the oldest failing request must have failed before a full memory budget, most of it
      * behind failing requests, sends the events to the durable queue: a destination failing only
@@ -86,6 +88,8 @@ final class Lane {
         boolean underWay;
         /** The destination's place it holds while under way ({@link DestinationGate}); null when it has none. */
         DestinationGate gate;
+        /** Started as a new event's try while every attempt failed ({@link #nextNewTry}). */
+        boolean newTry;
 
         Outgoing(List<Job> jobs, int batchSize) {
             this.jobs = jobs;
@@ -149,6 +153,15 @@ final class Lane {
     private DestinationGate reserved;
     /** {@link #reserve} found no place: the gate posts a turn with one ({@link #granted}), nothing else need wake the lane. */
     private boolean awaitingPlace;
+    /**
+     * While every attempt fails, new events are tried too, one request at a time like the retries,
+     * and paced as they are: not before this, which the failures of such tries in a row push back,
+     * and only while fewer than {@link RetrySchedule#STREAK} requests wait to be retried (memory). A
+     * row the destination refuses for good, failing alone again and again, looks like a destination
+     * that is down: the changes to other rows after it must still be tried, and then flow.
+     */
+    private Instant nextNewTry = Instant.MIN;
+    private int newTriesFailed;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -617,19 +630,22 @@ final class Lane {
         // two kinds of round trip, taking turns: writing what arrived, and syncing (deleting what was
         // delivered, counting failed attempts, reading the next page), so neither starves the other
         boolean wantsWrite = !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect());
+        // held, it sends nothing; while every attempt fails, only its next new probe (a batch) besides its retries
         boolean failingAll = schedule.everyAttemptFailing(now);
-        if (held() || failingAll && !retrying.isEmpty()) {
-            evictUntaken(); // what it cannot send now is read again when it can (a failing one probes with a retry)
+        int untaken = queue.size() - queue.taken();
+        if (held() || failingAll && untaken > batchSize()) {
+            evictUntaken(); // what it cannot send now is read again when it can
+            untaken = 0;
         }
-        int keep = failingAll ? batchSize() : RESIDENT_LIMIT;
-        long room = allRead || durableInMemory >= keep ? 0 : readRoom();
+        int maxRows = held() ? 0 : failingAll ? batchSize() - untaken : RESIDENT_LIMIT - durableInMemory;
+        long room = allRead || maxRows <= 0 ? 0 : readRoom(untaken == 0);
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {
             writeTurn = false;
             writeNext();
         } else if (wantsSync) {
             writeTurn = true;
-            sync(room, keep - durableInMemory);
+            sync(room, maxRows, untaken == 0);
         }
     }
 
@@ -659,21 +675,24 @@ final class Lane {
     /**
      * The bytes of read-back memory the next page may fill, 0 to read nothing now. All lanes'
      * read-back memory (a quarter of delivery's memory, apart from what routing holds) is shared:
-     * a lane fills at most its share of it (divided among the lanes holding some, itself
-     * included), and only what is left. A lane with nothing in memory reads a row even when none
-     * is left, so each makes progress, one row at a time. A paused or disabled lane reads nothing;
-     * how many rows a lane keeps at most is its caller's (what its next attempt sends while every
-     * attempt fails, else {@link #RESIDENT_LIMIT}).
+     * a lane fills its share of it (divided among the lanes holding some, itself included), or
+     * half of what is free if that is more (lanes holding a little, one failing request each,
+     * leave the rest to those draining), never more than is free. A lane with nothing to send in
+     * memory ({@code nothingWaiting}: all it holds is under way or to be retried) reads its next
+     * row even when none is free and whatever its size, so each makes progress past a row that
+     * fails for good; one with rows waiting reads nothing once its next row did not fit, until it
+     * frees some. How many rows it keeps at most is its caller's.
      */
-    private long readRoom() {
-        if (held() || nextRowTooBig && durableInMemory > 0) {
+    private long readRoom(boolean nothingWaiting) {
+        if (held() || nextRowTooBig && !nothingWaiting) {
             return 0;
         }
         MemoryBudget readBack = context.readBack();
+        long free = readBack.limit() - readBack.used();
         long share = readBack.limit() / Math.max(1, readBack.holders() + (residentBytes == 0 ? 1 : 0));
-        long room = Math.min(share - residentBytes, readBack.limit() - readBack.used());
-        if (room < 2 * ROW_OVERHEAD) {
-            return durableInMemory == 0 ? 1 : 0;
+        long room = Math.min(free, Math.max(share - residentBytes, free / 2));
+        if (room < 2 * rowOverhead) {
+            return nothingWaiting ? 1 : 0;
         }
         return room;
     }
@@ -725,9 +744,10 @@ final class Lane {
 
     /**
      * One round trip: the delivered rows deleted, failed attempts counted, and (when {@code room} >
-     * 0) the next page, at most {@code maxRows} rows filling at most {@code room} bytes.
+     * 0) the next page, at most {@code maxRows} rows filling at most {@code room} bytes, its first
+     * row whatever its size when {@code firstAnyway}.
      */
-    private void sync(long room, int maxRows) {
+    private void sync(long room, int maxRows, boolean firstAnyway) {
         List<Job> gone = new ArrayList<>(toDelete);
         toDelete.clear();
         List<String> goneIds = new ArrayList<>(gone.size());
@@ -735,11 +755,9 @@ final class Lane {
         Map<String, List<String>> failures = new LinkedHashMap<>(toFail);
         toFail.clear();
         long after = cursor;
-        // half the room for the rows' bookkeeping, half for their bodies; a lane with none in memory
-        // reads its next row whatever its size (it makes progress), one with some only what fits
-        int rows = room <= 1 ? 1 : (int) Math.min(Math.min(PAGE, maxRows), Math.max(1, room / 2 / ROW_OVERHEAD));
+        // half the room for the rows' bookkeeping, half for their bodies
+        int rows = room <= 1 ? 1 : (int) Math.min(Math.min(PAGE, maxRows), Math.max(1, room / 2 / rowOverhead));
         long bodies = room / 2;
-        boolean firstAnyway = durableInMemory == 0;
         if (room > 0) {
             writtenSinceRead = false;
             readReserved = room;
@@ -808,6 +826,7 @@ final class Lane {
                 resident.add(job.eventId);
                 durableInMemory++;
                 bytes += job.memoryBytes();
+                rowOverhead = Math.max(rowOverhead, job.memoryBytes() - job.body.length);
                 queue.add(job);
             }
         } finally {
@@ -904,8 +923,9 @@ final class Lane {
     }
 
     private void sendNew(Instant now) {
-        if (schedule.everyAttemptFailing(now)) {
-            return;
+        boolean failingAll = schedule.everyAttemptFailing(now);
+        if (failingAll && (underWay > 0 || !mayTryNew(now))) {
+            return; // one request at a time, new events paced like retries (nextNewTry)
         }
         int batch = batchSize();
         while (underWay < window() && queue.hasReady() && rateAllows()) {
@@ -927,7 +947,22 @@ final class Lane {
             Outgoing o = new Outgoing(jobs, batch);
             outgoing.add(o);
             start(o);
+            if (failingAll) {
+                o.newTry = true;
+                return; // one at a time
+            }
         }
+    }
+
+    /**
+     * While every attempt fails, whether a new event may try the destination now: its time came
+     * ({@link #nextNewTry}), fewer than {@link RetrySchedule#STREAK} requests wait to be retried, and
+     * (read back from the durable queue) the read-back memory is not spent: a lane whose tries keep
+     * failing holds no more than that in memory.
+     */
+    private boolean mayTryNew(Instant now) {
+        return !now.isBefore(nextNewTry) && retrying.size() < RetrySchedule.STREAK
+                && (mode == Mode.DIRECT || !context.readBack().spent());
     }
 
     /** Where a batch splits into two halves of whole groups (no row on both sides), near its middle; 0 if it cannot. */
@@ -1058,6 +1093,8 @@ final class Lane {
     }
 
     private void delivered(Outgoing o, Instant now) {
+        newTriesFailed = 0;
+        nextNewTry = Instant.MIN;
         if (schedule.succeeded(now)) {
             // the destination is back after taking nothing: what waits, on backoffs grown long, goes now
             List<Outgoing> waiting = new ArrayList<>(retrying);
@@ -1102,6 +1139,11 @@ final class Lane {
         context.metrics().retried(subscription);
         Duration wait = schedule.delay(o.attempts, attempt.retryAfter(), now, context.random());
         o.due = now.plus(wait);
+        if (o.newTry) {
+            o.newTry = false;
+            newTriesFailed++;
+            nextNewTry = now.plus(schedule.delay(newTriesFailed, attempt.retryAfter(), now, context.random()));
+        }
         if (mode == Mode.DIRECT) {
             failing.add(o);
             int maxAttempts = subscription.retry().maxAttempts().orElse(Integer.MAX_VALUE);
@@ -1166,6 +1208,9 @@ final class Lane {
             if (rateWait > 0 && next.isBefore(now.plusNanos(rateWait))) {
                 next = now.plusNanos(rateWait); // and one the rate limit holds back, when it lets it go
             }
+        }
+        if (underWay == 0 && queue.hasReady() && now.isBefore(nextNewTry) && schedule.everyAttemptFailing(now)) {
+            next = earlier(next, nextNewTry); // a new event's turn to try the destination
         }
         if (mode == Mode.DIRECT && !failing.isEmpty()) {
             Duration window = subscription.retry().window().orElse(context.settings().retryWindow());

@@ -223,6 +223,35 @@ class DispatcherTest {
     }
 
     @Test
+    void aRowRefusedForGoodAloneDoesNotHoldBackChangesToOtherRowsThatComeLater() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        AtomicInteger refusals = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (mentionsRow(request, 1)) {
+                refusals.incrementAndGet();
+                return 422; // row 1's change is refused, every time
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription one = webhook("config:one", "one", receiver, 1);
+        send(dispatcher, one, 1, 1);
+        // alone, it fails often enough (and long enough without a success) to look like a destination that is down
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 12 && System.nanoTime() - since > 3_000_000_000L);
+        versions.clear();
+        for (int row = 2; row <= 5; row++) {
+            ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(row), "0");
+            dispatcher.send(one, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        }
+        dispatcher.flush();
+        // the others go: tried as well as row 1's retries, each finds the destination takes them
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
+        assertThat(acknowledged.get()).isEqualTo(4);
+    }
+
+    @Test
     void aBatchThatKeepsFailingIsSplitSoOneBadEventDoesNotHoldBackTheOthers() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
@@ -328,6 +357,8 @@ class DispatcherTest {
         private final javax.sql.DataSource real;
         private volatile java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(0);
         private final AtomicInteger waiting = new AtomicInteger();
+        /** Connections asked for so far: each is one round trip of the state database. */
+        private final AtomicInteger connections = new AtomicInteger();
 
         GatedDataSource(javax.sql.DataSource real) {
             this.real = real;
@@ -343,6 +374,7 @@ class DispatcherTest {
 
         @Override
         public java.sql.Connection getConnection() throws java.sql.SQLException {
+            connections.incrementAndGet();
             waiting.incrementAndGet();
             try {
                 gate.await();
@@ -1061,6 +1093,62 @@ class DispatcherTest {
     private static long queuedOf(Dispatcher dispatcher, String name) {
         return dispatcher.status().stream().filter(s -> s.name().equals(name)).mapToLong(Dispatcher.DeliveryStatus::queued)
                 .sum();
+    }
+
+    @Test
+    void aSubscriptionWhoseEveryAttemptFailsDoesNotReadItsQueueOverAndOver() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "rereading");
+        GatedDataSource counted = new GatedDataSource(database.dataSource);
+        store = new ParkedEventStore(counted, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMillis(300), Duration.ofSeconds(5), 4), store, DeliveryMetrics.NONE,
+                paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(dispatcher);
+        AtomicInteger refusals = new AtomicInteger();
+        WebhookReceiver receiver = receiver(request -> {
+            refusals.incrementAndGet();
+            return 500;
+        });
+        Subscription batched = webhook("config:batched", "batched", receiver, 10);
+        send(dispatcher, batched, 3, 1);
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 12 && System.nanoTime() - since > 3_000_000_000L);
+        send(dispatcher, batched, 50, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 53); // in its durable queue
+        // every attempt fails: it keeps what its next attempts send, and reads more only as they go: what
+        // remains are its retries' (about 55 round trips; reading 7 rows, dropping them as more than it could send
+        // and reading them again without pause made about 300)
+        int before = counted.connections.get();
+        await().pollDelay(Duration.ofSeconds(3)).atMost(WAIT).until(() -> true);
+        assertThat(counted.connections.get() - before).as("state database round trips in 3 s").isLessThan(150);
+    }
+
+    @Test
+    void aRowRefusedForGoodDoesNotHoldBackABigRowBehindItInTheDurableQueue() throws Exception {
+        long limit = 400 << 10; // events read back from durable queues: 100 KB
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (down.get() || request.body().contains("\"new\":{\"id\":1,")) {
+                return 500; // row 1, for good
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription one = webhook("config:one", "one", receiver, 1);
+        TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4).column("body", TestEvents.TEXT);
+        for (int row = 1; row <= 20; row++) {
+            // row 2 does not fit in the half of the read-back memory a page's bodies may fill
+            ChangeEvent event = docs.insertAt(nextLsn += 0x100, Integer.toString(row), row == 2 ? "x".repeat(60_000) : "small");
+            dispatcher.send(one, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        }
+        dispatcher.flush();
+        await().atMost(WAIT).until(() -> acknowledged.get() == 20); // in its durable queue
+        down.set(false);
+        // row 1 in memory, failing for good; row 2 must still be read (it stayed in the queue, every read empty)
+        await().atMost(WAIT).until(() -> accepted.size() == 19);
     }
 
     @Test
