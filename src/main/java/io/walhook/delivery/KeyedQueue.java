@@ -169,10 +169,18 @@ final class KeyedQueue {
      * the taken ones stay, holding back what later arrives for their rows.
      */
     List<Job> removeUntaken() {
+        return removeAllBut(job -> true);
+    }
+
+    /**
+     * Takes every job out of the queue but the taken ones {@code keep} accepts, in arrival order;
+     * those stay, holding back what later arrives for their rows.
+     */
+    List<Job> removeAllBut(java.util.function.Predicate<Job> keep) {
         List<Job> removed = new ArrayList<>(size - taken);
         List<Job> kept = new ArrayList<>(taken);
         for (Job job = first; job != null; job = job.next) {
-            (job.taken ? kept : removed).add(job);
+            (job.taken && keep.test(job) ? kept : removed).add(job);
         }
         ready.clear();
         readyLater.clear();

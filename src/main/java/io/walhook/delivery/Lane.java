@@ -634,7 +634,7 @@ final class Lane {
         boolean failingAll = schedule.everyAttemptFailing(now);
         int untaken = queue.size() - queue.taken();
         if (held() || failingAll && untaken > batchSize()) {
-            evictUntaken(); // what it cannot send now is read again when it can
+            giveBack(held()); // what it cannot send now is read again when it can
             untaken = 0;
         }
         int maxRows = held() ? 0 : failingAll ? batchSize() - untaken : RESIDENT_LIMIT - durableInMemory;
@@ -650,19 +650,39 @@ final class Lane {
     }
 
     /**
-     * Durable jobs read back and not taken go from memory, its queue's cursor back before the first
-     * of them: a paused or disabled subscription, or one whose every attempt fails, does not keep
-     * read-back memory it cannot use while others could. Runs between reads only (a page under way
-     * would move the cursor past them again). Jobs taken stay: they are the first of their rows.
+     * Durable jobs in memory go back to the durable queue alone (its cursor moves back before the
+     * first of them, a job written while under way, with no row id of its own, back to the start),
+     * to be read again when the lane can send them: the jobs not taken yet, and with
+     * {@code retriesToo} (a paused or disabled subscription) those waiting to be retried as well,
+     * so that only requests under way stay. A lane that cannot use its read-back memory does not
+     * keep it while others could. Runs between database calls only (a page read meanwhile would
+     * move the cursor past them again), once every job in memory is durable (must-writes done).
      */
-    private void evictUntaken() {
-        if (queue.size() == queue.taken()) {
+    private void giveBack(boolean retriesToo) {
+        if (queue.size() == queue.taken() && (!retriesToo || retrying.isEmpty())) {
             return;
+        }
+        List<Job> removed;
+        if (retriesToo) {
+            Set<Job> keep = new HashSet<>();
+            for (java.util.Iterator<Outgoing> it = outgoing.iterator(); it.hasNext();) {
+                Outgoing o = it.next();
+                if (o.underWay || o.hasVolatile()) {
+                    keep.addAll(o.jobs);
+                } else {
+                    it.remove();
+                    retrying.remove(o);
+                    failing.remove(o);
+                }
+            }
+            removed = queue.removeAllBut(keep::contains);
+        } else {
+            removed = queue.removeUntaken();
         }
         long bytes = 0;
         int evicted = 0;
-        for (Job job : queue.removeUntaken()) {
-            // untaken jobs in the durable mode's queue were all read back: routed ones wait in toWrite
+        for (Job job : removed) {
+            // in the durable mode's queue every job is durable: routed ones wait in toWrite
             resident.remove(job.eventId);
             cursor = Math.min(cursor, job.rowId - 1);
             bytes += job.memoryBytes();
