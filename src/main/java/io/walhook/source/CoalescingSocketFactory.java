@@ -121,6 +121,7 @@ public final class CoalescingSocketFactory extends SocketFactory {
                 }
                 return true;
             } catch (SocketTimeoutException nothing) {
+                input.lastShort = false; // nothing came for the whole wait: the next read has nothing to wait for
                 return false;
             } finally {
                 setSoTimeout(before);
@@ -191,6 +192,11 @@ public final class CoalescingSocketFactory extends SocketFactory {
 
         int buffered() {
             return limit - position;
+        }
+
+        /** Whether the next read from the socket waits first (the last one was short). */
+        boolean waitsBeforeNextRead() {
+            return lastShort;
         }
 
         /** One read from the socket into the empty buffer; -1 at its end. */

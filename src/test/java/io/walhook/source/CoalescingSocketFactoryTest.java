@@ -127,7 +127,13 @@ class CoalescingSocketFactoryTest {
                 byte[] read = new byte[8];
                 assertThat(client.getInputStream().read(read)).isEqualTo(3);
                 assertThat(read).startsWith((byte) 1, (byte) 2, (byte) 3);
+                CoalescingSocketFactory.CoalescingInputStream input =
+                        (CoalescingSocketFactory.CoalescingInputStream) client.getInputStream();
+                assertThat(input.waitsBeforeNextRead()).as("after a short read, the next waits for more").isTrue();
                 assertThat(socket.awaitData(1)).as("the stream is still usable after a timeout").isFalse();
+                // nothing came for the whole wait: the next read does not wait a millisecond first (an idle
+                // reader woke for it every second)
+                assertThat(input.waitsBeforeNextRead()).isFalse();
                 peer.shutdownOutput();
                 // closed by the server: said, not left to pgjdbc's non-blocking read (which only says "nothing")
                 assertThatThrownBy(() -> socket.awaitData(60_000)).isInstanceOf(java.io.EOFException.class);
