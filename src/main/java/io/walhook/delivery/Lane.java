@@ -156,9 +156,9 @@ final class Lane {
     /**
      * While every attempt fails, new events are tried too, one request at a time like the retries,
      * and paced as they are: not before this, which the failures of such tries in a row push back,
-     * and only while fewer than {@link RetrySchedule#STREAK} requests wait to be retried (memory). A
-     * row the destination refuses for good, failing alone again and again, looks like a destination
-     * that is down: the changes to other rows after it must still be tried, and then flow.
+     * and within the lane's memory ({@link #mayTryNew}). A row the destination refuses for good,
+     * failing alone again and again, looks like a destination that is down: the changes to other
+     * rows after it must still be tried, and then flow.
      */
     private Instant nextNewTry = Instant.MIN;
     private int newTriesFailed;
@@ -632,12 +632,12 @@ final class Lane {
         boolean wantsWrite = !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect());
         // held, it sends nothing; while every attempt fails, only its next new probe (a batch) besides its retries
         boolean failingAll = schedule.everyAttemptFailing(now);
-        int untaken = queue.size() - queue.taken();
-        if (held() || failingAll && untaken > batchSize()) {
+        // ready: jobs it could send next (not those waiting behind an earlier change of their row)
+        if (held() || failingAll && queue.ready() > batchSize()) {
             giveBack(held()); // what it cannot send now is read again when it can
-            untaken = 0;
         }
-        int maxRows = held() ? 0 : failingAll ? batchSize() - untaken : RESIDENT_LIMIT - durableInMemory;
+        int untaken = queue.size() - queue.taken();
+        int maxRows = held() ? 0 : failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT - durableInMemory;
         long room = allRead || maxRows <= 0 ? 0 : readRoom(untaken == 0);
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {
@@ -976,13 +976,26 @@ final class Lane {
 
     /**
      * While every attempt fails, whether a new event may try the destination now: its time came
-     * ({@link #nextNewTry}), fewer than {@link RetrySchedule#STREAK} requests wait to be retried, and
-     * (read back from the durable queue) the read-back memory is not spent: a lane whose tries keep
-     * failing holds no more than that in memory.
+     * ({@link #nextNewTry}), and, delivering from its durable queue, what waits to be retried holds
+     * less than its share of the read-back memory (divided among the lanes holding some): a lane
+     * whose tries keep failing keeps no more than that in memory, however long the destination
+     * refuses (routed events, in direct mode, are bounded by delivery's memory and the retry window).
      */
     private boolean mayTryNew(Instant now) {
-        return !now.isBefore(nextNewTry) && retrying.size() < RetrySchedule.STREAK
-                && (mode == Mode.DIRECT || !context.readBack().spent());
+        if (now.isBefore(nextNewTry)) {
+            return false;
+        }
+        if (mode == Mode.DIRECT) {
+            return true;
+        }
+        long retried = 0;
+        for (Outgoing o : retrying) {
+            for (Job job : o.jobs) {
+                retried += job.memoryBytes();
+            }
+        }
+        MemoryBudget readBack = context.readBack();
+        return retried < readBack.limit() / Math.max(1, readBack.holders());
     }
 
     /** Where a batch splits into two halves of whole groups (no row on both sides), near its middle; 0 if it cannot. */
@@ -1287,6 +1300,8 @@ final class Lane {
             }
             disabled = false;
             schedule.reset();
+            newTriesFailed = 0;
+            nextNewTry = Instant.MIN;
             Instant now = context.clock().instant();
             List<Outgoing> waiting = new ArrayList<>(retrying);
             retrying.clear();

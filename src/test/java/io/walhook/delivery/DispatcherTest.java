@@ -251,6 +251,74 @@ class DispatcherTest {
         assertThat(acknowledged.get()).isEqualTo(4);
     }
 
+    /** Routes the first change of each of these rows (version 0), after whatever was routed before. */
+    private void sendRows(Dispatcher dispatcher, Subscription subscription, int from, int to, String note) throws Exception {
+        TestEvents.Table docs = TestEvents.table("public", "items").key("id", TestEvents.INT4).column("note", TestEvents.TEXT);
+        for (int row = from; row <= to; row++) {
+            ChangeEvent event = docs.insertAt(nextLsn += 0x100, Integer.toString(row), note);
+            dispatcher.send(subscription, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                    acknowledged::incrementAndGet);
+        }
+        dispatcher.flush();
+    }
+
+    /** A receiver refusing (422) every change of the rows up to {@code refused}, counting, and taking the others. */
+    private WebhookReceiver refusingRowsUpTo(int refused, AtomicInteger refusals, List<WebhookReceiver.Request> accepted) {
+        return receiver(request -> {
+            for (int row = 1; row <= refused; row++) {
+                if (mentionsRow(request, row)) {
+                    refusals.incrementAndGet();
+                    return 422;
+                }
+            }
+            accepted.add(request);
+            return 204;
+        });
+    }
+
+    @Test
+    void aRowRefusedForGoodWithALaterChangeOfItsOwnDoesNotHoldBackOtherRowsOfTheDurableQueue() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300)); // its retry window ends soon: durable
+        AtomicInteger refusals = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", refusingRowsUpTo(1, refusals, accepted), 1);
+        send(dispatcher, one, 1, 2); // row 1's first change is refused; its second waits behind it
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 12 && System.nanoTime() - since > 3_000_000_000L);
+        sendRows(dispatcher, one, 2, 5, "later");
+        // read back and tried though row 1's second change waits in memory, untaken (it counted as one to send)
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
+    }
+
+    @Test
+    void aBigRowBehindARowRefusedForGoodIsTriedThoughItFillsTheReadBackMemory() throws Exception {
+        long limit = 400 << 10; // read-back memory: 100 KB
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
+        AtomicInteger refusals = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", refusingRowsUpTo(1, refusals, accepted), 1);
+        sendRows(dispatcher, one, 1, 1, "refused");
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 12 && System.nanoTime() - since > 3_000_000_000L);
+        sendRows(dispatcher, one, 2, 2, "x".repeat(150_000)); // more than all the read-back memory
+        sendRows(dispatcher, one, 3, 5, "small");
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
+        await().atMost(WAIT).until(() -> dispatcher.readBackInUse() < (100 << 10));
+    }
+
+    @Test
+    void tenRowsRefusedForGoodDoNotHoldBackTheChangesToOtherRowsThatComeLater() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        AtomicInteger refusals = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", refusingRowsUpTo(10, refusals, accepted), 1);
+        sendRows(dispatcher, one, 1, 10, "refused"); // a receiver's schema check refusing a batch of rows
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 30 && System.nanoTime() - since > 3_000_000_000L);
+        sendRows(dispatcher, one, 11, 15, "fine");
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(11, 12, 13, 14, 15)));
+    }
+
     @Test
     void aBatchThatKeepsFailingIsSplitSoOneBadEventDoesNotHoldBackTheOthers() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
