@@ -161,6 +161,8 @@ final class Lane {
      * rows after it must still be tried, and then flow.
      */
     private Instant nextNewTry = Instant.MIN;
+    /** Requests waiting to be retried, at most, for a new event to be tried too ({@link #mayTryNew}). */
+    static final int TRIED_AT_MOST = 2 * RetrySchedule.STREAK;
     private int newTriesFailed;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
@@ -976,16 +978,18 @@ final class Lane {
 
     /**
      * While every attempt fails, whether a new event may try the destination now: its time came
-     * ({@link #nextNewTry}), and, delivering from its durable queue, what waits to be retried holds
-     * less than its share of the read-back memory (divided among the lanes holding some): a lane
-     * whose tries keep failing keeps no more than that in memory, however long the destination
-     * refuses (routed events, in direct mode, are bounded by delivery's memory and the retry window).
+     * ({@link #nextNewTry}), fewer than {@link #TRIED_AT_MOST} requests wait to be retried (each is
+     * tried again on its own backoff: a destination that is down gets at most that many requests
+     * per long interval from a lane), and, delivering from its durable queue with 4 or more of
+     * them, what waits to be retried holds less than its share of the read-back memory (divided
+     * among the lanes holding some): thousands of lanes whose destinations are down keep little in
+     * memory (routed events, in direct mode, are bounded by delivery's memory and the retry window).
      */
     private boolean mayTryNew(Instant now) {
-        if (now.isBefore(nextNewTry)) {
+        if (now.isBefore(nextNewTry) || retrying.size() >= TRIED_AT_MOST) {
             return false;
         }
-        if (mode == Mode.DIRECT) {
+        if (mode == Mode.DIRECT || retrying.size() < 4) {
             return true;
         }
         long retried = 0;

@@ -88,14 +88,11 @@ final class RetrySchedule {
      * {@code failedAttempts} times, given what the destination asked for.
      */
     Duration delay(int failedAttempts, Optional<Duration> retryAfter, java.time.Instant now, RandomGenerator random) {
-        boolean down = everyAttemptFailing(now);
-        long cap = down ? longIntervalMillis : maxBackoffMillis;
-        // the destination's failures in a row, or this request's own beyond its quick retries; while
-        // every attempt fails, the destination's alone: a request tried for the first time then (a new
-        // event, in its turn) does not start again from the short pace
+        long cap = everyAttemptFailing(now) ? longIntervalMillis : maxBackoffMillis;
+        // the destination's failures in a row, or this request's own beyond its quick retries
         long own = Math.max((long) failedAttempts - 1, 0);
         long grown = Math.max(Math.max(failuresInARow - 1, 0), own - QUICK_RETRIES);
-        int doublings = (int) Math.min(down ? grown : Math.min(own, grown), 40);
+        int doublings = (int) Math.min(Math.min(own, grown), 40);
         long backoff = Math.min(cap, FIRST_MILLIS << doublings);
         long wait = Math.max(random.nextLong(backoff + 1), Math.min(SHORTEST_MILLIS, backoff));
         if (retryAfter.isPresent()) {
