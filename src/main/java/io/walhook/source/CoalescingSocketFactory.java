@@ -42,6 +42,11 @@ public final class CoalescingSocketFactory extends SocketFactory {
     static final int SHORT_READ = 16 * 1024;
     /** The most one read takes from the socket. */
     static final int BUFFER = 64 * 1024;
+    /**
+     * The read timeout of pgjdbc's "is a message pending?" check, which reads with it and takes a
+     * timeout for "no".
+     */
+    static final int PEEK_TIMEOUT_MILLIS = 1;
 
     /** The socket this thread last made, until taken. */
     private static final ThreadLocal<CoalescingSocket> CREATED = new ThreadLocal<>();
@@ -91,13 +96,20 @@ public final class CoalescingSocketFactory extends SocketFactory {
     /** A socket whose input is a {@link CoalescingInputStream}, and which can be waited on for data. */
     static final class CoalescingSocket extends Socket {
         private CoalescingInputStream in;
+        private volatile int timeoutMillis;
 
         @Override
         public synchronized InputStream getInputStream() throws IOException {
             if (in == null) {
-                in = new CoalescingInputStream(super.getInputStream());
+                in = new CoalescingInputStream(super.getInputStream(), () -> timeoutMillis == PEEK_TIMEOUT_MILLIS);
             }
             return in;
+        }
+
+        @Override
+        public synchronized void setSoTimeout(int timeout) throws java.net.SocketException {
+            super.setSoTimeout(timeout);
+            timeoutMillis = timeout;
         }
 
         /**
@@ -136,16 +148,26 @@ public final class CoalescingSocketFactory extends SocketFactory {
 
     /**
      * Reads the socket in pieces of up to {@value #BUFFER} bytes (pgjdbc asks for 8 KiB at a time),
-     * and waits before a read that follows a short one.
+     * and waits before a read that follows a short one. pgjdbc's check for a pending message (a
+     * read with a timeout of {@value #PEEK_TIMEOUT_MILLIS} ms) finding nothing on the socket is
+     * answered "no" at once instead of after a wait on the socket: an idle reader, which blocks in
+     * {@link CoalescingSocket#awaitData} between checks, woke for that wait once a second.
      */
     static final class CoalescingInputStream extends FilterInputStream {
         private final byte[] buffer = new byte[BUFFER];
+        private final java.util.function.BooleanSupplier peeking;
         private int position;
         private int limit;
         private boolean lastShort;
+        private long peeksAnswered;
 
         CoalescingInputStream(InputStream in) {
+            this(in, () -> false);
+        }
+
+        CoalescingInputStream(InputStream in, java.util.function.BooleanSupplier peeking) {
             super(in);
+            this.peeking = peeking;
         }
 
         @Override
@@ -199,10 +221,19 @@ public final class CoalescingSocketFactory extends SocketFactory {
             return lastShort;
         }
 
+        /** Checks for a pending message answered "no" without waiting on the socket. */
+        long peeksAnswered() {
+            return peeksAnswered;
+        }
+
         /** One read from the socket into the empty buffer; -1 at its end. */
         private int fill() throws IOException {
             if (lastShort) {
                 LockSupport.parkNanos(WAIT_NANOS);
+            }
+            if (peeking.getAsBoolean() && in.available() == 0) {
+                peeksAnswered++;
+                throw new SocketTimeoutException("nothing to read");
             }
             return fillNow();
         }

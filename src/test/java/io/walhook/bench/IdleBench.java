@@ -21,7 +21,8 @@ import io.walhook.testing.WalhookProcess;
  * each figure is given as a median and as a ratio to the first jar's. Reported, never asserted.
  *
  * <pre>
- *   ./scripts/bench-idle                                  # this build, 3 runs, 30 s idle each
+ *   ./scripts/bench-idle                                  # this build as the README starts it (its AppCDS archive), 3 runs, 30 s idle each
+ *   ./scripts/bench-idle --log                            # and walhook's log up to readiness, run by run
  *   ./scripts/bench-idle --jars target/quarkus-app/quarkus-run.jar,/tmp/old/quarkus-run.jar --runs 5
  *   ./scripts/bench-idle --jars 'A,A@-XX:TieredStopAtLevel=1'   # JVM options after @
  *   ./scripts/bench-idle --jars 'A,cds:A'                       # A with the AppCDS archive beside it
@@ -36,16 +37,20 @@ public final class IdleBench {
     }
 
     public static void main(String[] args) throws Exception {
-        List<String> jars = List.of(WalhookProcess.jar().toString());
+        // by default as the README starts it: with the AppCDS archive the package step made beside the jar
+        Path built = WalhookProcess.jar();
+        List<String> jars = List.of((Files.exists(built.resolveSibling("app-cds.jsa")) ? "cds:" : "") + built);
         int runs = 3;
         int idleSeconds = 30;
+        boolean showLog = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--jars" -> jars = List.of(args[++i].split(","));
                 case "--runs" -> runs = Integer.parseInt(args[++i]);
                 case "--idle" -> idleSeconds = Integer.parseInt(args[++i]);
+                case "--log" -> showLog = true;
                 default -> {
-                    System.err.println("usage: scripts/bench-idle [--jars A,B] [--runs 3] [--idle 30]");
+                    System.err.println("usage: scripts/bench-idle [--jars A,B] [--runs 3] [--idle 30] [--log]");
                     System.exit(2);
                 }
             }
@@ -64,7 +69,7 @@ public final class IdleBench {
                     java.util.Collections.reverse(order);
                 }
                 for (String jar : order) {
-                    results.add(measure(postgres, database, sink, jar, idleSeconds));
+                    results.add(measure(postgres, database, sink, jar, idleSeconds, showLog));
                 }
             }
         } finally {
@@ -75,7 +80,7 @@ public final class IdleBench {
     }
 
     private static Run measure(EmbeddedPostgres postgres, String database, CountingSink sink, String jar,
-            int idleSeconds) throws Exception {
+            int idleSeconds, boolean showLog) throws Exception {
         // "path@option option": the jar, with JVM options after its own; "cds:path": with the AppCDS
         // archive the package step made beside it (-Dquarkus.package.jar.appcds.enabled=true), run in its directory
         boolean cds = jar.startsWith("cds:");
@@ -100,6 +105,9 @@ public final class IdleBench {
             }
             double ready = (System.nanoTime() - exec) / 1e9;
             long rss = rssKb(walhook.pid());
+            if (showLog) {
+                say("  its log up to readiness:\n" + walhook.output());
+            }
             // let start-up work (JIT, first polls) settle, then watch it idle
             Thread.sleep(SETTLE_SECONDS * 1000L);
             Map<String, Long> threadsBefore = switchesByThread(walhook.pid());

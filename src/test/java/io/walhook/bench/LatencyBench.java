@@ -47,7 +47,7 @@ import io.walhook.testing.WalhookProcess;
  *   ./scripts/bench-latency                          # 1,000 tx/s single events, then 5,000 tx/s batched; 20 s each
  *   ./scripts/bench-latency --rates 1000 --seconds 30
  *   ./scripts/bench-latency --jvm '-XX:TieredStopAtLevel=1'   # JVM options after walhook's own
- *   ./scripts/bench-latency --env WALHOOK_WARM_UP=false        # walhook's environment
+  *   ./scripts/bench-latency --env WALHOOK_DELIVERY_CONCURRENCY=16  # walhook's environment
  * </pre>
  *
  * <p>A rate of 1,000 or less goes to a subscription of single events; above, to one with

@@ -140,4 +140,34 @@ class CoalescingSocketFactoryTest {
             }
         }
     }
+
+    @Test
+    void pgjdbcsCheckForAPendingMessageFindingNothingIsAnsweredWithoutWaitingOnTheSocket() throws Exception {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Socket client = new CoalescingSocketFactory().createSocket();
+            CoalescingSocketFactory.takeCreated();
+            client.connect(server.getLocalSocketAddress());
+            try (client; Socket peer = server.accept()) {
+                CoalescingSocketFactory.CoalescingInputStream input =
+                        (CoalescingSocketFactory.CoalescingInputStream) client.getInputStream();
+                byte[] read = new byte[8];
+                // pgjdbc's check: a read with a 1 ms timeout, a timeout meaning "nothing pending"
+                client.setSoTimeout(CoalescingSocketFactory.PEEK_TIMEOUT_MILLIS);
+                assertThatThrownBy(() -> input.read(read)).isInstanceOf(java.net.SocketTimeoutException.class);
+                assertThat(input.peeksAnswered()).as("answered without a wait on the socket").isEqualTo(1);
+                // any other timeout is the socket's own wait
+                client.setSoTimeout(20);
+                assertThatThrownBy(() -> input.read(read)).isInstanceOf(java.net.SocketTimeoutException.class);
+                assertThat(input.peeksAnswered()).isEqualTo(1);
+                // with bytes on the socket the check reads them
+                peer.getOutputStream().write(new byte[] {7, 8});
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30))
+                        .until(() -> input.available() == 2);
+                client.setSoTimeout(CoalescingSocketFactory.PEEK_TIMEOUT_MILLIS);
+                assertThat(input.read(read)).isEqualTo(2);
+                assertThat(read).startsWith((byte) 7, (byte) 8);
+                assertThat(input.peeksAnswered()).isEqualTo(1);
+            }
+        }
+    }
 }
