@@ -278,6 +278,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         Set<String> ids = new HashSet<>();
         for (Subscription subscription : inForce) {
             ids.add(subscription.id());
+            context.metrics().inForce(subscription);
             Lane lane = lanes.get(subscription.id());
             if (lane != null) {
                 lane.follow(subscription);

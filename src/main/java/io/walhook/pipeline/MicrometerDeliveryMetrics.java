@@ -54,6 +54,11 @@ final class MicrometerDeliveryMetrics implements DeliveryMetrics {
     }
 
     @Override
+    public void inForce(Subscription subscription) {
+        of(subscription);
+    }
+
+    @Override
     public void delivered(Subscription subscription, int events, Duration sinceCommit) {
         Meters m = of(subscription);
         m.delivered().increment(events);

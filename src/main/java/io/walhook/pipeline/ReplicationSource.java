@@ -241,6 +241,7 @@ public class ReplicationSource {
             return ReplicationReader.resuming(settings, checkpoints);
         });
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
+        registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
                 new ParkedEventStore(dataSource, config.stateSchema()),

@@ -66,8 +66,11 @@ class SubscriptionApiDeliveryTest {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             String id = create("{\"name\": \"tickets\", \"tables\": [\"public.tickets\"], \"destination\": {\"type\": \"webhook\","
                             + " \"url\": \"" + receiver.url("/t") + "\"}}");
-            // the registry reloads twice a second: a change made a second later is routed to it
-            Thread.sleep(1000);
+            // in force once its counters are there, at zero before its first event (Prometheus's rate() counts
+            // the first one): a change made from then on is routed to it
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/q/metrics").then().statusCode(200)
+                    .body(org.hamcrest.Matchers.matchesPattern("(?s).*walhook_delivery_routed_total\\{subscription=\"tickets\",subscription_id=\""
+                            + id + "\"} 0.0.*")));
             sql("INSERT INTO tickets VALUES (1)");
             await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/t").size() == 1);
             assertThat(receiver.requests("/t").get(0).body()).contains("\"table\":\"tickets\"");
