@@ -1,0 +1,76 @@
+package io.walhook.pipeline;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.prometheus.PrometheusConfig;
+import io.micrometer.prometheus.PrometheusMeterRegistry;
+import io.walhook.change.Operation;
+import io.walhook.routing.Destination;
+import io.walhook.routing.EventFormat;
+import io.walhook.routing.Projection;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.TablePattern;
+
+/**
+ * The per-subscription delivery metrics as Prometheus scrapes them, through a composite registry as
+ * Quarkus has: there at zero from when a subscription comes into force, counting what is reported,
+ * and a renamed subscription's old series keeping their counts.
+ */
+class MicrometerDeliveryMetricsTest {
+
+    private final PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final MicrometerDeliveryMetrics metrics = new MicrometerDeliveryMetrics(new CompositeMeterRegistry().add(prometheus));
+
+    private static Subscription named(String name) {
+        return new Subscription(name, List.of(TablePattern.parse("public.*")), EnumSet.allOf(Operation.class),
+                Optional.empty(), new Destination.Webhook(URI.create("http://127.0.0.1:9/"), List.of(), Map.of()),
+                EventFormat.JSON, 1, 0, Projection.ALL, true).withId("7f1c");
+    }
+
+    private String series(String metric, String name) {
+        String prefix = metric + "{subscription=\"" + name + "\",subscription_id=\"7f1c\",} ";
+        return prometheus.scrape().lines().filter(line -> line.startsWith(prefix)).map(line -> line.substring(prefix.length()))
+                .findFirst().orElse("absent");
+    }
+
+    @Test
+    void countersAreThereAtZeroFromWhenTheSubscriptionIsInForce() {
+        assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("absent");
+        metrics.inForce(named("orders"));
+        metrics.inForce(named("orders"));
+        assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("0.0");
+        assertThat(series("walhook_delivery_events_total", "orders")).isEqualTo("0.0");
+        assertThat(series("walhook_delivery_retries_total", "orders")).isEqualTo("0.0");
+        assertThat(series("walhook_delivery_parked_total", "orders")).isEqualTo("0.0");
+    }
+
+    @Test
+    void countsWhatIsReportedAndARenamedSubscriptionsOldSeriesKeepTheirs() {
+        metrics.routed(named("orders"), 3);
+        metrics.delivered(named("orders"), 2, Duration.ofMillis(7));
+        metrics.retried(named("orders"));
+        metrics.parked(named("orders"), 1);
+        assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("3.0");
+        assertThat(series("walhook_delivery_events_total", "orders")).isEqualTo("2.0");
+        assertThat(series("walhook_delivery_retries_total", "orders")).isEqualTo("1.0");
+        assertThat(series("walhook_delivery_parked_total", "orders")).isEqualTo("1.0");
+        assertThat(series("walhook_delivery_latency_seconds_count", "orders")).isEqualTo("1.0");
+
+        metrics.routed(named("sales"), 1);
+        System.gc(); // a renamed subscription's old series are not let go
+        assertThat(series("walhook_delivery_routed_total", "sales")).isEqualTo("1.0");
+        assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("3.0");
+        metrics.routed(named("orders"), 1); // the old name given back: its series goes on
+        assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("4.0");
+    }
+}
