@@ -186,6 +186,7 @@ public final class FanOutBench {
                         Long.toString(walhook.pid()), "GC.class_histogram").redirectErrorStream(true).start();
                 String histogram = new String(jcmd.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
                 histogram.lines().limit(25).forEach(l -> say("  heap " + l));
+                histogram.lines().filter(l -> l.startsWith("Total")).forEach(l -> say("  heap " + l));
             }
             long rss = ProcStats.peakRssKb(walhook.pid());
             // a drain every tenant keeps pace with holds no one back: none of them should go through its durable queue
