@@ -11,10 +11,10 @@ public interface DeliveryMetrics {
     };
 
     /**
-     * The subscription is in force: its count of routed events exists from now, at zero, before its
-     * first event (a counter that appears with its first increment loses that increment to
-     * Prometheus's {@code rate()}, and making 10,000 tenants' meters one by one slowed the routing
-     * of their first events). Called again for the same subscription, it does nothing.
+     * The subscription is in force: its counters exist from now, at zero, before its first event (a
+     * counter that appears with its first increment loses that increment to Prometheus's {@code
+     * rate()}, and making 10,000 tenants' meters one by one slowed the routing of their first
+     * events). Called again for the same subscription, it does nothing.
      */
     default void inForce(Subscription subscription) {
     }

@@ -241,12 +241,13 @@ public class ReplicationSource {
             return ReplicationReader.resuming(settings, checkpoints);
         });
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
-        registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
                 new ParkedEventStore(dataSource, config.stateSchema()),
                 deliveryMetrics, id -> registry.isPaused(id), this::transport);
         Dispatcher dispatcher = sender;
+        // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync
+        registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         patiently(() -> {
             dispatcher.resumeParked(registry.router().subscriptions()); // lanes are created once: it can be tried again
             return null;

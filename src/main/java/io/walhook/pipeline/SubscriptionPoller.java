@@ -99,9 +99,11 @@ final class SubscriptionPoller {
                 if (notified.contains(SubscriptionStore.CHANNEL) || !changes.listening() || lastProblem != null
                         || System.nanoTime() - lastRefresh >= FALLBACK.toNanos()) {
                     lastRefresh = System.nanoTime();
-                    Dispatcher delivering = dispatcher.get();
-                    if (registry.refresh() && delivering != null) {
-                        delivering.sync(registry.router().subscriptions());
+                    if (registry.refresh()) {
+                        Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
+                        if (delivering != null) {
+                            delivering.sync(registry.router().subscriptions());
+                        }
                     }
                 }
                 lastProblem = null;

@@ -43,8 +43,9 @@ public final class CoalescingSocketFactory extends SocketFactory {
     /** The most one read takes from the socket. */
     static final int BUFFER = 64 * 1024;
     /**
-     * The read timeout of pgjdbc's "is a message pending?" check, which reads with it and takes a
-     * timeout for "no".
+     * The read timeout of pgjdbc's "is a message pending?" check, which sets it in place of the
+     * connection's own, reads, takes a timeout for "no", and sets the connection's back. (A
+     * connection whose own timeout is this, a status interval of 1 ms, is never taken for the check.)
      */
     static final int PEEK_TIMEOUT_MILLIS = 1;
 
@@ -96,20 +97,22 @@ public final class CoalescingSocketFactory extends SocketFactory {
     /** A socket whose input is a {@link CoalescingInputStream}, and which can be waited on for data. */
     static final class CoalescingSocket extends Socket {
         private CoalescingInputStream in;
-        private volatile int timeoutMillis;
+        /** The timeout is pgjdbc's check's, set in place of another. */
+        private volatile boolean peeking;
 
         @Override
         public synchronized InputStream getInputStream() throws IOException {
             if (in == null) {
-                in = new CoalescingInputStream(super.getInputStream(), () -> timeoutMillis == PEEK_TIMEOUT_MILLIS);
+                in = new CoalescingInputStream(super.getInputStream(), () -> peeking);
             }
             return in;
         }
 
         @Override
         public synchronized void setSoTimeout(int timeout) throws java.net.SocketException {
+            int before = getSoTimeout();
             super.setSoTimeout(timeout);
-            timeoutMillis = timeout;
+            peeking = timeout == PEEK_TIMEOUT_MILLIS && before != PEEK_TIMEOUT_MILLIS;
         }
 
         /**

@@ -23,8 +23,8 @@ import io.walhook.routing.TablePattern;
 
 /**
  * The per-subscription delivery metrics as Prometheus scrapes them, through a composite registry as
- * Quarkus has: the routed count there at zero from when a subscription comes into force, the others
- * from their first event, counting what is reported,
+ * Quarkus has: the counters there at zero from when a subscription comes into force, the latency
+ * histogram from its first sample, counting what is reported,
  * and a renamed subscription's old series keeping their counts.
  */
 class MicrometerDeliveryMetricsTest {
@@ -45,18 +45,21 @@ class MicrometerDeliveryMetricsTest {
     }
 
     @Test
-    void theRoutedCountIsThereAtZeroFromWhenTheSubscriptionIsInForceTheOthersFromTheirFirstEvent() {
+    void countersAreThereAtZeroFromWhenTheSubscriptionIsInForceTheHistogramFromItsFirstSample() {
         assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("absent");
         metrics.inForce(named("orders"));
         metrics.inForce(named("orders"));
         assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("0.0");
-        // made for every tenant in force, they doubled an idle subscription's memory
-        assertThat(series("walhook_delivery_events_total", "orders")).isEqualTo("absent");
+        assertThat(series("walhook_delivery_events_total", "orders")).isEqualTo("0.0");
+        assertThat(series("walhook_delivery_retries_total", "orders")).isEqualTo("0.0");
+        assertThat(series("walhook_delivery_parked_total", "orders")).isEqualTo("0.0");
+        // made for every tenant in force, it was most of what the meters added to an idle subscription's memory
         assertThat(series("walhook_delivery_latency_seconds_count", "orders")).isEqualTo("absent");
         metrics.delivered(named("orders"), 1, Duration.ZERO);
         assertThat(series("walhook_delivery_events_total", "orders")).isEqualTo("1.0");
         assertThat(series("walhook_delivery_latency_seconds_count", "orders")).as("no commit time, no sample").isEqualTo("absent");
-        assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("0.0");
+        metrics.delivered(named("orders"), 1, Duration.ofMillis(3));
+        assertThat(series("walhook_delivery_latency_seconds_count", "orders")).isEqualTo("1.0");
     }
 
     @Test

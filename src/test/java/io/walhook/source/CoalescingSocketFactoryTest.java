@@ -167,6 +167,11 @@ class CoalescingSocketFactoryTest {
                 assertThat(input.read(read)).isEqualTo(2);
                 assertThat(read).startsWith((byte) 7, (byte) 8);
                 assertThat(input.peeksAnswered()).isEqualTo(1);
+                // a connection whose own timeout is 1 ms (a status interval of 1 ms) reads it as set: a
+                // message's second half is waited for, not answered "nothing" in a spin
+                client.setSoTimeout(CoalescingSocketFactory.PEEK_TIMEOUT_MILLIS); // pgjdbc's check, the same value
+                assertThatThrownBy(() -> input.read(read)).isInstanceOf(java.net.SocketTimeoutException.class);
+                assertThat(input.peeksAnswered()).isEqualTo(1);
             }
         }
     }
