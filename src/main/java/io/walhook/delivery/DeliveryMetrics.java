@@ -1,6 +1,7 @@
 package io.walhook.delivery;
 
 import java.time.Duration;
+import java.util.Set;
 
 import io.walhook.routing.Subscription;
 
@@ -17,6 +18,13 @@ public interface DeliveryMetrics {
      * events). Called again for the same subscription, it does nothing.
      */
     default void inForce(Subscription subscription) {
+    }
+
+    /**
+     * These are all the subscriptions in force, by id: the meters of any other (deleted) go, its
+     * series with them, so that tenants coming and going do not grow the registry and the scrape.
+     */
+    default void onlyInForce(Set<String> ids) {
     }
 
     /** {@code events} were routed to the subscription and handed to its sender (events in). */

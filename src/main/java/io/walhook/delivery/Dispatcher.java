@@ -290,6 +290,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 deleted(id);
             }
         }
+        context.metrics().onlyInForce(ids);
     }
 
     /** A subscription was deleted: its delivery stops at once and what its lane wrote to the queue goes. */

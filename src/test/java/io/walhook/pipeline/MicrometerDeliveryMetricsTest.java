@@ -8,6 +8,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 
@@ -25,7 +26,7 @@ import io.walhook.routing.TablePattern;
  * The per-subscription delivery metrics as Prometheus scrapes them, through a composite registry as
  * Quarkus has: the counters there at zero from when a subscription comes into force, the latency
  * histogram from its first sample, counting what is reported,
- * and a renamed subscription's old series keeping their counts.
+ * a renamed subscription's old series keeping their counts, and a deleted one's all going.
  */
 class MicrometerDeliveryMetricsTest {
 
@@ -33,13 +34,21 @@ class MicrometerDeliveryMetricsTest {
     private final MicrometerDeliveryMetrics metrics = new MicrometerDeliveryMetrics(new CompositeMeterRegistry().add(prometheus));
 
     private static Subscription named(String name) {
+        return named(name, "7f1c");
+    }
+
+    private static Subscription named(String name, String id) {
         return new Subscription(name, List.of(TablePattern.parse("public.*")), EnumSet.allOf(Operation.class),
                 Optional.empty(), new Destination.Webhook(URI.create("http://127.0.0.1:9/"), List.of(), Map.of()),
-                EventFormat.JSON, 1, 0, Projection.ALL, true).withId("7f1c");
+                EventFormat.JSON, 1, 0, Projection.ALL, true).withId(id);
     }
 
     private String series(String metric, String name) {
-        String prefix = metric + "{subscription=\"" + name + "\",subscription_id=\"7f1c\",} ";
+        return series(metric, name, "7f1c");
+    }
+
+    private String series(String metric, String name, String id) {
+        String prefix = metric + "{subscription=\"" + name + "\",subscription_id=\"" + id + "\",} ";
         return prometheus.scrape().lines().filter(line -> line.startsWith(prefix)).map(line -> line.substring(prefix.length()))
                 .findFirst().orElse("absent");
     }
@@ -80,5 +89,32 @@ class MicrometerDeliveryMetricsTest {
         assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("3.0");
         metrics.routed(named("orders"), 1); // the old name given back: its series goes on
         assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("4.0");
+    }
+
+    @Test
+    void aDeletedSubscriptionsSeriesLeaveTheScrapeUnderEveryNameItHad() {
+        metrics.inForce(named("orders"));
+        metrics.delivered(named("orders"), 2, Duration.ofMillis(7));
+        metrics.routed(named("sales"), 1); // renamed: the old series stay while it is in force
+        metrics.inForce(named("billing", "9a2e"));
+        metrics.routed(named("billing", "9a2e"), 5);
+        metrics.onlyInForce(Set.of("7f1c", "9a2e"));
+        assertThat(series("walhook_delivery_routed_total", "orders")).isEqualTo("0.0");
+        assertThat(series("walhook_delivery_events_total", "orders")).isEqualTo("2.0");
+
+        metrics.onlyInForce(Set.of("9a2e")); // 7f1c deleted
+        assertThat(prometheus.scrape()).doesNotContain("subscription_id=\"7f1c\"");
+        assertThat(series("walhook_delivery_routed_total", "billing", "9a2e")).isEqualTo("5.0");
+        assertThat(series("walhook_delivery_events_total", "billing", "9a2e")).isEqualTo("0.0");
+
+        // an event routed to it as it went (the routing thread had it in hand) makes its meters again:
+        // the next change of the subscriptions in force takes them away
+        metrics.routed(named("sales"), 1);
+        assertThat(series("walhook_delivery_routed_total", "sales")).isEqualTo("1.0");
+        metrics.onlyInForce(Set.of("9a2e"));
+        assertThat(prometheus.scrape()).doesNotContain("subscription_id=\"7f1c\"");
+        // the same id in force again (a restore): its counters start again at zero
+        metrics.inForce(named("sales"));
+        assertThat(series("walhook_delivery_routed_total", "sales")).isEqualTo("0.0");
     }
 }
