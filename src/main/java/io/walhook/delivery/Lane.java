@@ -163,6 +163,11 @@ final class Lane {
     private Instant nextNewTry = Instant.MIN;
     /** Requests waiting to be retried, at most, for a new event to be tried too ({@link #mayTryNew}). */
     static final int TRIED_AT_MOST = 2 * RetrySchedule.STREAK;
+    /**
+     * Requests waiting to be retried below which a durable lane may try a new event without weighing
+     * their memory ({@link #mayTryNew}): a few requests are small next to any lane's share.
+     */
+    private static final int RETRIED_UNWEIGHED = 4;
     private int newTriesFailed;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
@@ -980,8 +985,8 @@ final class Lane {
      * While every attempt fails, whether a new event may try the destination now: its time came
      * ({@link #nextNewTry}), fewer than {@link #TRIED_AT_MOST} requests wait to be retried (each is
      * tried again on its own backoff: a destination that is down gets at most that many requests
-     * per long interval from a lane), and, delivering from its durable queue with 4 or more of
-     * them, what waits to be retried holds less than its share of the read-back memory (divided
+     * per long interval from a lane), and, delivering from its durable queue with {@link
+     * #RETRIED_UNWEIGHED} or more of them, what waits to be retried holds less than its share of the read-back memory (divided
      * among the lanes holding some): thousands of lanes whose destinations are down keep little in
      * memory (routed events, in direct mode, are bounded by delivery's memory and the retry window).
      */
@@ -989,7 +994,7 @@ final class Lane {
         if (now.isBefore(nextNewTry) || retrying.size() >= TRIED_AT_MOST) {
             return false;
         }
-        if (mode == Mode.DIRECT || retrying.size() < 4) {
+        if (mode == Mode.DIRECT || retrying.size() < RETRIED_UNWEIGHED) {
             return true;
         }
         long retried = 0;
