@@ -40,6 +40,9 @@ public final class FanOutBench {
     private record Result(int tenants, double seconds, double toReady, long threads, long peakRssKb, long requests) {
     }
 
+    /** {@code --env NAME=VALUE}: set for every drain's walhook, after the bench's own settings. */
+    private static final Map<String, String> EXTRA_ENV = new LinkedHashMap<>();
+
     public static void main(String[] args) throws Exception {
         long rows = 100_000;
         int batch = 100;
@@ -47,6 +50,11 @@ public final class FanOutBench {
         List<Integer> counts = List.of(1, 100, 1000);
         boolean api = false;
         for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--env") && i + 1 < args.length && args[i + 1].contains("=")) {
+                String[] setting = args[++i].split("=", 2);
+                EXTRA_ENV.put(setting[0], setting[1]); // every drain's walhook, e.g. WALHOOK_DELIVERY_MEMORY_BYTES=16777216
+                continue;
+            }
             switch (args[i]) {
                 case "--rows" -> rows = Long.parseLong(args[++i].replace("_", "").replace(",", ""));
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
@@ -63,7 +71,7 @@ public final class FanOutBench {
                 }
                 default -> {
                     System.err.println("usage: scripts/bench-fanout [--rows 100000] [--batch 100] [--heap 512m]"
-                            + " [--tenants 1,100,1000] [--api]");
+                            + " [--tenants 1,100,1000] [--api] [--env NAME=VALUE]...");
                     System.exit(2);
                 }
             }
@@ -161,6 +169,7 @@ public final class FanOutBench {
             env.put(prefix + "OPERATIONS", "insert");
             env.put(prefix + "FILTER", "new.tenant_id == " + t);
         }
+        env.putAll(EXTRA_ENV);
         say(String.format(Locale.ROOT, "draining into %,d tenant subscriptions ...", tenants));
         long exec = System.nanoTime();
         try (WalhookProcess walhook = WalhookProcess.start(env, heap, Bench.EXTRA_JVM_OPTIONS)) {
