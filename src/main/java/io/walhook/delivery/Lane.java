@@ -230,14 +230,21 @@ final class Lane {
     private long rateMarkNanos = System.nanoTime();
     private volatile double drainRate;
 
-    Lane(Subscription subscription, Dispatcher.Context context) {
+    /** @param queueEmpty its durable queue is known to be empty: it starts direct, without reading it */
+    Lane(Subscription subscription, Dispatcher.Context context, boolean queueEmpty) {
         this.id = subscription.id();
         this.subscription = subscription;
         this.context = context;
         this.schedule = new RetrySchedule(subscription.retry().maxBackoff().orElse(context.settings().maxBackoff()),
                 context.settings().parkedRetryInterval());
-        // the queue may hold rows from before a restart: read it first (direct at once if it is empty)
-        post(() -> { });
+        if (queueEmpty) {
+            mode = Mode.DIRECT;
+            direct = true;
+            exhausted = true;
+        } else {
+            // the queue may hold rows from before a restart: read it first (direct at once if it is empty)
+            post(() -> { });
+        }
     }
 
     Subscription subscription() {

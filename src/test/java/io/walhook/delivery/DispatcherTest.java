@@ -29,6 +29,7 @@ import io.vertx.core.Vertx;
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.Operation;
 import io.walhook.change.TestEvents;
+import io.walhook.pgoutput.Lsn;
 import io.walhook.routing.DeliveryLimits;
 import io.walhook.routing.Destination;
 import io.walhook.routing.EventEncoder;
@@ -516,7 +517,7 @@ class DispatcherTest {
                             Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false,
                     new MemoryBudget(64L << 20), new MemoryBudget(64L << 20));
             String id = "6f1c2b6e-0000-4000-8000-000000000002";
-            Lane lane = new Lane(webhook(id, "held", receiver, 1), context);
+            Lane lane = new Lane(webhook(id, "held", receiver, 1), context, false);
             hand(lane, 100);
             await().atMost(WAIT).until(() -> store.count(id) == 100 && acknowledged.get() == 100);
 
@@ -558,7 +559,7 @@ class DispatcherTest {
                             Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false, memory,
                     new MemoryBudget(64L << 20));
             String id = "6f1c2b6e-0000-4000-8000-000000000003";
-            Lane lane = new Lane(webhook(id, "doomed", receiver, 1), context);
+            Lane lane = new Lane(webhook(id, "doomed", receiver, 1), context, false);
             hand(lane, 100);
             await().atMost(WAIT).until(() -> store.count(id) == 100 && acknowledged.get() == 100);
 
@@ -1165,16 +1166,68 @@ class DispatcherTest {
                 .sum();
     }
 
-    @Test
-    void aSubscriptionWhoseEveryAttemptFailsDoesNotReadItsQueueOverAndOver() throws Exception {
-        database = new SourceFixture(TestPostgres.shared(), "rereading");
+    /** A state database of its own whose connections are counted: each is one round trip. */
+    private GatedDataSource countingStateDatabase(String name) throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), name);
         GatedDataSource counted = new GatedDataSource(database.dataSource);
         store = new ParkedEventStore(counted, "walhook");
+        return counted;
+    }
+
+    /** A dispatcher of this retry window on {@link #countingStateDatabase}'s store. */
+    private Dispatcher countedDispatcher(Duration retryWindow) {
         Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), Duration.ofMillis(300), Duration.ofSeconds(5), 4), store, DeliveryMetrics.NONE,
+                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(5), 4), store, DeliveryMetrics.NONE,
                 paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
                         Duration.ofSeconds(2), false));
         dispatchers.add(dispatcher);
+        return dispatcher;
+    }
+
+    @Test
+    void aLaneMadeAfterTheStartsLookAtTheQueuesStartsDirectWithoutReadingItsQueue() throws Exception {
+        GatedDataSource counted = countingStateDatabase("directstart");
+        Dispatcher dispatcher = countedDispatcher(Duration.ofMinutes(10));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            accepted.add(request);
+            return 204;
+        });
+        // one subscription's queue holds a request from before a restart; 40 tenants' queues are empty
+        Subscription left = webhook("config:left", "left", receiver, 1);
+        store.append(left.id(), left.name(), List.of(new ParkedEventStore.Entry("before-restart", Lsn.of(0x10),
+                java.time.Instant.EPOCH, "application/json", Map.of(), null,
+                "{\"left\":true}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
+        List<Subscription> tenants = new ArrayList<>();
+        for (int t = 1; t <= 40; t++) {
+            tenants.add(webhook("config:t" + t, "t" + t, receiver, 1));
+        }
+        List<Subscription> all = new ArrayList<>(tenants);
+        all.add(left);
+        dispatcher.resumeParked(all);
+        await().atMost(WAIT).until(() -> accepted.size() == 1 && store.count(left.id()) == 0);
+
+        // each tenant's first event: its lane is made now, and knows its queue is empty
+        int before = counted.connections.get();
+        for (Subscription tenant : tenants) {
+            send(dispatcher, tenant, 1, 1);
+        }
+        await().atMost(WAIT).until(() -> acknowledged.get() == 40 && accepted.size() == 41);
+        assertThat(counted.connections.get() - before).as("state database round trips for 40 new lanes").isZero();
+        assertThat(dispatcher.status()).allSatisfy(s -> assertThat(s.mode()).isEqualTo("direct"));
+
+        // one paused from the start still keeps its events in its queue
+        Subscription asleep = webhook("config:asleep", "asleep", receiver, 1);
+        paused.add(asleep.id());
+        send(dispatcher, asleep, 1, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 41 && store.count(asleep.id()) == 1);
+        assertThat(accepted).hasSize(41);
+    }
+
+    @Test
+    void aSubscriptionWhoseEveryAttemptFailsDoesNotReadItsQueueOverAndOver() throws Exception {
+        GatedDataSource counted = countingStateDatabase("rereading");
+        Dispatcher dispatcher = countedDispatcher(Duration.ofMillis(300));
         AtomicInteger refusals = new AtomicInteger();
         WebhookReceiver receiver = receiver(request -> {
             refusals.incrementAndGet();
