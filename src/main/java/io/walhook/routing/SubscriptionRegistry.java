@@ -22,7 +22,8 @@ public final class SubscriptionRegistry {
     private final SubscriptionStore store;
     private volatile Router router;
     private volatile Set<String> paused = Set.of();
-    private String version;
+    /** The stored subscriptions' ids and when each was written, as last loaded: the same again, nothing changed. */
+    private List<SubscriptionStore.Written> version;
     /** The stored subscriptions last loaded, by id: those not written since are not parsed again. */
     private java.util.Map<java.util.UUID, SubscriptionStore.Stored> known = java.util.Map.of();
 
@@ -52,7 +53,7 @@ public final class SubscriptionRegistry {
         if (store == null) {
             return false;
         }
-        String current = store.version();
+        List<SubscriptionStore.Written> current = store.written();
         if (current.equals(version)) {
             return false;
         }
@@ -60,7 +61,7 @@ public final class SubscriptionRegistry {
         Set<String> names = new HashSet<>();
         configured.forEach(s -> names.add(s.name()));
         Set<String> nowPaused = new HashSet<>();
-        List<SubscriptionStore.Stored> rows = store.list(known);
+        List<SubscriptionStore.Stored> rows = store.list(current, known);
         java.util.Map<java.util.UUID, SubscriptionStore.Stored> loaded = new java.util.HashMap<>();
         rows.forEach(row -> loaded.put(row.id(), row));
         known = loaded;

@@ -37,14 +37,25 @@ public final class SubscriptionStore {
         this.table = stateSchema + ".subscription";
     }
 
-    /** Changes whenever a subscription is created, changed, paused, resumed or deleted. */
-    public String version() throws SQLException {
+    /** A stored subscription's id, when it was last written (created, changed, paused or resumed), and whether it is paused. */
+    public record Written(UUID id, String written, boolean paused) {
+    }
+
+    /**
+     * Every stored subscription's id and when it was last written, oldest first: a narrow read that
+     * changes whenever one is created, changed, paused, resumed or deleted, and says which to read
+     * again ({@link #list(List, java.util.Map)}). With 10,000 subscriptions, reading every body at
+     * each change took about 50 ms, and a hash of them all 20 ms more.
+     */
+    public List<Written> written() throws SQLException {
+        List<Written> listed = new ArrayList<>();
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT count(*) || ':' || coalesce(md5(string_agg(id::text || updated_at::text"
-                     + " || paused::text, ',' ORDER BY id)), '') FROM " + table)) {
-            rs.next();
-            return rs.getString(1);
+             ResultSet rs = s.executeQuery("SELECT id, updated_at::text, paused FROM " + table + " ORDER BY created_at, id")) {
+            while (rs.next()) {
+                listed.add(new Written(rs.getObject(1, UUID.class), rs.getString(2), rs.getBoolean(3)));
+            }
         }
+        return listed;
     }
 
     /**
@@ -70,16 +81,49 @@ public final class SubscriptionStore {
      * one should not compile them all again).
      */
     public List<Stored> list(java.util.Map<UUID, Stored> known) throws SQLException {
-        List<Stored> subscriptions = new ArrayList<>();
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT id, name, body::text, paused, updated_at::text FROM " + table
-                     + " ORDER BY created_at, id")) {
-            while (rs.next()) {
-                Stored parsed = parsed(rs, known);
-                if (parsed != null) {
-                    subscriptions.add(parsed);
+        return list(written(), known);
+    }
+
+    /**
+     * The subscriptions {@code listed} (by {@link #written()}), in its order: those {@code known} as
+     * written then taken from it, the others read in one statement and parsed. One deleted since
+     * the listing is left out; one written again since is read as it is now.
+     */
+    public List<Stored> list(List<Written> listed, java.util.Map<UUID, Stored> known) throws SQLException {
+        List<UUID> unknown = new ArrayList<>();
+        for (Written w : listed) {
+            Stored before = known.get(w.id());
+            if (before == null || !before.written().equals(w.written())) {
+                unknown.add(w.id());
+            }
+        }
+        java.util.Map<UUID, Stored> read = new java.util.HashMap<>();
+        if (!unknown.isEmpty()) {
+            try (Connection c = dataSource.getConnection();
+                 PreparedStatement s = c.prepareStatement("SELECT id, name, body::text, paused, updated_at::text FROM "
+                         + table + " WHERE id = ANY (?)")) {
+                s.setArray(1, c.createArrayOf("uuid", unknown.toArray()));
+                try (ResultSet rs = s.executeQuery()) {
+                    while (rs.next()) {
+                        Stored parsed = parsed(rs, java.util.Map.of());
+                        if (parsed != null) {
+                            read.put(parsed.id(), parsed);
+                        }
+                    }
                 }
             }
+        }
+        List<Stored> subscriptions = new ArrayList<>(listed.size());
+        for (Written w : listed) {
+            Stored stored = read.get(w.id());
+            if (stored == null) {
+                Stored before = known.get(w.id());
+                if (before == null || !before.written().equals(w.written())) {
+                    continue; // deleted since the listing, or does not parse
+                }
+                stored = before.paused() == w.paused() ? before : new Stored(w.id(), before.subscription(), w.paused(), w.written());
+            }
+            subscriptions.add(stored);
         }
         return subscriptions;
     }

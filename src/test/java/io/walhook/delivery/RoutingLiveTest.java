@@ -136,6 +136,17 @@ class RoutingLiveTest {
             assertThat(store.find(first).orElseThrow().subscription().filter().orElseThrow().expression())
                     .isEqualTo("new.tenant_id == 11");
             assertThat(store.find(java.util.UUID.randomUUID())).isEmpty();
+
+            // a refresh reads the bodies of those written since it last read (when each was written says which):
+            // a body changed by hand without that mark is not read again; paused by hand, or deleted, is seen
+            source.sql("UPDATE walhook.subscription SET body = '{}' WHERE name = 't2'");
+            assertThat(registry.refresh()).as("nothing written since, as far as the table says").isFalse();
+            source.sql("UPDATE walhook.subscription SET paused = true WHERE name = 't2'",
+                    "DELETE FROM walhook.subscription WHERE name = 't3'");
+            assertThat(registry.refresh()).isTrue();
+            assertThat(registry.router().subscriptions()).extracting(Subscription::name).containsExactly("t1", "t2");
+            assertThat(registry.router().subscriptions().get(1)).isSameAs(before.get(1));
+            assertThat(registry.isPaused(before.get(1).id())).isTrue();
         }
     }
 }
