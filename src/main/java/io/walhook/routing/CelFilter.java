@@ -11,6 +11,7 @@ import dev.cel.common.CelOptions;
 import dev.cel.common.CelSourceLocation;
 import dev.cel.common.CelValidationException;
 import dev.cel.common.CelValidationResult;
+import dev.cel.common.ast.CelExpr;
 import dev.cel.common.types.CelKind;
 import dev.cel.common.types.CelType;
 import dev.cel.common.types.MapType;
@@ -127,6 +128,12 @@ public final class CelFilter {
             .setOptions(OPTIONS)
             .build();
 
+    /** Checked expressions by shape ({@link #checked}), at most {@link #MAX_SHAPES}. */
+    private static final java.util.Map<String, CelAbstractSyntaxTree> CHECKED_SHAPES =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    private static final int MAX_SHAPES = 1_000;
+    private static final AtomicLong TYPE_CHECKS = new AtomicLong();
+
     /** CEL's overload errors end with a list of candidate signatures in its internal notation. */
     private static final Pattern CANDIDATES = Pattern.compile("\\s*\\(candidates: .*\\)$");
     private static final Pattern SPACES = Pattern.compile("\\s+");
@@ -162,11 +169,7 @@ public final class CelFilter {
             if (parsed.hasError()) {
                 throw problem("syntax error", parsed.getErrors());
             }
-            CelValidationResult checked = COMPILER.check(parsed.getAst());
-            if (checked.hasError()) {
-                throw problem("type error", checked.getErrors());
-            }
-            CelAbstractSyntaxTree ast = checked.getAst();
+            CelAbstractSyntaxTree ast = checked(parsed.getAst());
             CelType result = ast.getResultType();
             if (result.kind() != CelKind.BOOL && result.kind() != CelKind.DYN) {
                 throw new CelFilterException("filter must be a boolean expression, is " + result.name());
@@ -176,6 +179,107 @@ public final class CelFilter {
             // not reached: getAst() throws only when hasError(), and planning a checked AST does not fail
             throw new CelFilterException("filter: " + oneLine(e.getMessage()));
         }
+    }
+
+    /**
+     * The parsed expression type-checked, by CEL's checker or from the check of an earlier one of
+     * the same shape: the same tree, identifiers, functions and node ids, its constants of the same
+     * kinds but other values ({@code new.tenant_id == 42} and {@code == 43}). CEL's checker builds
+     * its whole standard environment at every check, nine tenths of a filter's compilation: 10,000
+     * tenant filters took seconds at start-up. Types depend on constants' kinds, not their values;
+     * a shape whose check rewrote the tree is not reused.
+     */
+    private static CelAbstractSyntaxTree checked(CelAbstractSyntaxTree parsed) throws CelValidationException {
+        String shape = shape(parsed.getExpr(), new StringBuilder()).toString();
+        boolean reusable = shape.indexOf(UNSHAPED) < 0;
+        CelAbstractSyntaxTree same = reusable ? CHECKED_SHAPES.get(shape) : null;
+        if (same != null) {
+            return CelAbstractSyntaxTree.newCheckedAst(parsed.getExpr(), parsed.getSource(), same.getReferenceMap(),
+                    same.getTypeMap());
+        }
+        TYPE_CHECKS.incrementAndGet();
+        CelValidationResult checked = COMPILER.check(parsed);
+        if (checked.hasError()) {
+            throw problem("type error", checked.getErrors());
+        }
+        CelAbstractSyntaxTree ast = checked.getAst();
+        if (reusable && ast.getExpr().equals(parsed.getExpr())) {
+            if (CHECKED_SHAPES.size() >= MAX_SHAPES) {
+                CHECKED_SHAPES.clear(); // filters of that many shapes gain little from it
+            }
+            CHECKED_SHAPES.put(shape, ast);
+        }
+        return ast;
+    }
+
+    /** The expression's shape: everything but its constants' values ({@link #checked}). */
+    private static StringBuilder shape(CelExpr expr, StringBuilder out) {
+        out.append('#').append(expr.id());
+        switch (expr.getKind()) {
+            case CONSTANT -> out.append("c:").append(expr.constant().getKind());
+            case IDENT -> name(out.append("i:"), expr.ident().name());
+            case SELECT -> {
+                name(out.append("s:"), expr.select().field()).append(expr.select().testOnly() ? "?(" : "(");
+                shape(expr.select().operand(), out).append(')');
+            }
+            case CALL -> {
+                name(out.append("f:"), expr.call().function()).append('(');
+                if (expr.call().target().isPresent()) {
+                    shape(expr.call().target().get(), out).append(';');
+                }
+                for (CelExpr arg : expr.call().args()) {
+                    shape(arg, out).append(',');
+                }
+                out.append(')');
+            }
+            case LIST -> {
+                out.append("l:").append(expr.list().optionalIndices()).append('[');
+                for (CelExpr element : expr.list().elements()) {
+                    shape(element, out).append(',');
+                }
+                out.append(']');
+            }
+            case MAP -> {
+                out.append("m:{");
+                for (CelExpr.CelMap.Entry entry : expr.map().entries()) {
+                    out.append('#').append(entry.id()).append(entry.optionalEntry() ? "?" : "");
+                    shape(entry.key(), out).append(':');
+                    shape(entry.value(), out).append(',');
+                }
+                out.append('}');
+            }
+            case STRUCT -> {
+                name(out.append("o:"), expr.struct().messageName()).append('{');
+                for (CelExpr.CelStruct.Entry entry : expr.struct().entries()) {
+                    name(out.append('#').append(entry.id()).append(entry.optionalEntry() ? "?" : ""), entry.fieldKey());
+                    shape(entry.value(), out).append(',');
+                }
+                out.append('}');
+            }
+            case COMPREHENSION -> {
+                CelExpr.CelComprehension c = expr.comprehension();
+                name(name(name(out.append("x:"), c.iterVar()), c.iterVar2()), c.accuVar()).append('(');
+                for (CelExpr part : List.of(c.iterRange(), c.accuInit(), c.loopCondition(), c.loopStep(), c.result())) {
+                    shape(part, out).append(';');
+                }
+                out.append(')');
+            }
+            default -> out.append(UNSHAPED);
+        }
+        return out;
+    }
+
+    /** Marks an expression {@link #shape} cannot describe: its check is not reused. */
+    private static final char UNSHAPED = '\u0000';
+
+    /** A name, its length first: no two different sequences of names read the same. */
+    private static StringBuilder name(StringBuilder out, String name) {
+        return out.append(name.length()).append(':').append(name);
+    }
+
+    /** Type checks CEL's checker made (the others came from {@link #checked}'s shapes), for tests. */
+    static long typeChecks() {
+        return TYPE_CHECKS.get();
     }
 
     /** The expression as given. */
