@@ -40,6 +40,7 @@ final class MicrometerDeliveryMetrics implements DeliveryMetrics {
      * so two threads making one get the same.
      */
     private final class Meters {
+        private final String id;
         private final String name;
         private final Tags tags;
         private final Counter routed;
@@ -49,6 +50,7 @@ final class MicrometerDeliveryMetrics implements DeliveryMetrics {
         private volatile Timer latency;
 
         Meters(Subscription subscription) {
+            this.id = subscription.id();
             this.name = subscription.name();
             this.tags = Tags.of("subscription", subscription.name(), "subscription_id", subscription.id());
             this.routed = registry.counter("walhook.delivery.routed", tags);
@@ -59,9 +61,15 @@ final class MicrometerDeliveryMetrics implements DeliveryMetrics {
 
         Timer latency() {
             Timer t = latency;
-            return t != null ? t : (latency = Timer.builder("walhook.delivery.latency")
-                    .description("from commit to the destination's 2xx, for events delivered straight from memory").tags(tags)
-                    .serviceLevelObjectives(LATENCY_BUCKETS).register(registry));
+            if (t == null) {
+                t = latency = Timer.builder("walhook.delivery.latency")
+                        .description("from commit to the destination's 2xx, for events delivered straight from memory")
+                        .tags(tags).serviceLevelObjectives(LATENCY_BUCKETS).register(registry);
+                if (meters.get(id) != this) {
+                    registry.remove(t); // its subscription went meanwhile ({@link #onlyInForce})
+                }
+            }
+            return t;
         }
     }
 

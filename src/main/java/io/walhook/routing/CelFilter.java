@@ -128,10 +128,15 @@ public final class CelFilter {
             .setOptions(OPTIONS)
             .build();
 
-    /** Checked expressions by shape ({@link #checked}), at most {@link #MAX_SHAPES}. */
-    private static final java.util.Map<String, CelAbstractSyntaxTree> CHECKED_SHAPES =
-            new java.util.concurrent.ConcurrentHashMap<>();
+    /** What a check found, by node id: all that an expression of the same shape takes from it. */
+    private record Checked(java.util.Map<Long, dev.cel.common.ast.CelReference> references,
+            java.util.Map<Long, CelType> types) {
+    }
+
+    /** Checks by shape ({@link #checked}), at most {@link #MAX_SHAPES}, of shapes of at most {@link #MAX_SHAPE_LENGTH} characters. */
+    private static final java.util.Map<String, Checked> CHECKED_SHAPES = new java.util.concurrent.ConcurrentHashMap<>();
     private static final int MAX_SHAPES = 1_000;
+    private static final int MAX_SHAPE_LENGTH = 2_000;
     private static final AtomicLong TYPE_CHECKS = new AtomicLong();
 
     /** CEL's overload errors end with a list of candidate signatures in its internal notation. */
@@ -186,16 +191,18 @@ public final class CelFilter {
      * the same shape: the same tree, identifiers, functions and node ids, its constants of the same
      * kinds but other values ({@code new.tenant_id == 42} and {@code == 43}). CEL's checker builds
      * its whole standard environment at every check, nine tenths of a filter's compilation: 10,000
-     * tenant filters took seconds at start-up. Types depend on constants' kinds, not their values;
-     * a shape whose check rewrote the tree is not reused.
+     * tenant filters took seconds at start-up. Types depend on constants' kinds, not their values,
+     * in this environment: no optional syntax (whose {@code _?._} reads a string constant as a field
+     * name), no declared constants, no container; a shape whose check rewrote the tree is not reused.
      */
     private static CelAbstractSyntaxTree checked(CelAbstractSyntaxTree parsed) throws CelValidationException {
         String shape = shape(parsed.getExpr(), new StringBuilder()).toString();
-        boolean reusable = shape.indexOf(UNSHAPED) < 0;
-        CelAbstractSyntaxTree same = reusable ? CHECKED_SHAPES.get(shape) : null;
+        // a long expression is rarely shared, and its shape would hold memory for nothing
+        boolean reusable = shape.indexOf(UNSHAPED) < 0 && shape.length() <= MAX_SHAPE_LENGTH;
+        Checked same = reusable ? CHECKED_SHAPES.get(shape) : null;
         if (same != null) {
-            return CelAbstractSyntaxTree.newCheckedAst(parsed.getExpr(), parsed.getSource(), same.getReferenceMap(),
-                    same.getTypeMap());
+            return CelAbstractSyntaxTree.newCheckedAst(parsed.getExpr(), parsed.getSource(), same.references(),
+                    same.types());
         }
         TYPE_CHECKS.incrementAndGet();
         CelValidationResult checked = COMPILER.check(parsed);
@@ -207,7 +214,7 @@ public final class CelFilter {
             if (CHECKED_SHAPES.size() >= MAX_SHAPES) {
                 CHECKED_SHAPES.clear(); // filters of that many shapes gain little from it
             }
-            CHECKED_SHAPES.put(shape, ast);
+            CHECKED_SHAPES.put(shape, new Checked(ast.getReferenceMap(), ast.getTypeMap()));
         }
         return ast;
     }
