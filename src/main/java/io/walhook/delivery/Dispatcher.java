@@ -6,16 +6,18 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Queue;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
@@ -139,15 +141,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     /** Lanes by subscription id, made on first use. */
     private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
     /**
-     * Subscriptions whose durable queue held rows when {@link #resumeParked} looked (null until it
-     * did): a lane made for any other starts direct, its queue known to be empty.
+     * Lanes made since the last look at their durable queues ({@link #probeQueues}): each waits for
+     * the answer before it sends, whether rows from before a restart come first.
      */
-    private volatile Set<String> queuedAtStart;
-    /**
-     * The subscriptions of the last {@link #sync}, by id (the poller's thread): one written since
-     * (changed, paused, resumed) is a new object, and only its lane is woken.
-     */
-    private Map<String, Subscription> synced = Map.of();
+    private final Queue<Lane> toProbe = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean probeSubmitted = new AtomicBoolean();
+    /** The subscriptions paused at the last {@link #sync} (the poller's thread): a lane is woken when that changes. */
+    private Set<String> pausedAtSync = Set.of();
     /** Ids of subscriptions deleted while this instance ran: events routed to them are dropped. */
     private final Set<String> deleted = ConcurrentHashMap.newKeySet();
     /** Routing's own: the lanes given jobs in the current chunk, and the last lane it looked up. */
@@ -194,25 +194,60 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         };
     }
 
-    /**
-     * Starts the lanes of subscriptions with rows in their durable queue, so those are delivered
-     * without new events. From then on a lane made for any other subscription starts direct,
-     * without reading its queue first: only lanes write to queues, and those with rows are all
-     * started here (10,000 tenants' first events made 10,000 round trips to the state database).
-     */
+    /** Starts the lanes of subscriptions with rows in their durable queue, so those are delivered without new events. */
     public void resumeParked(Collection<Subscription> subscriptions) throws SQLException {
+        resumeParked(subscriptions, Set.of());
+    }
+
+    /**
+     * As {@link #resumeParked(Collection)}; {@code unreadable}: ids of stored subscriptions whose
+     * body this instance cannot read (written by a newer walhook during a rolling upgrade): not
+     * deleted, their queues stay.
+     */
+    public void resumeParked(Collection<Subscription> subscriptions, Set<String> unreadable) throws SQLException {
         Set<String> queued = new HashSet<>(context.store().subscriptionsWithParkedEvents());
-        queuedAtStart = Set.copyOf(queued);
         for (Subscription subscription : subscriptions) {
             if (queued.remove(subscription.id())) {
                 lane(subscription);
             }
         }
+        queued.removeAll(unreadable);
         for (String orphan : queued) {
             // a subscription of the API deleted while rows were still being written: nothing will deliver them
             if (!orphan.startsWith(Subscription.CONFIGURED)) {
                 LOG.infof("dropped %d queued events of deleted subscription %s", context.store().deleteAll(orphan), orphan);
             }
+        }
+    }
+
+    /**
+     * Asks whether the lane's durable queue holds rows (from before a restart, or written by an
+     * instance that lost the slot) before it sends anything: the lanes made meanwhile are asked
+     * about together, in one statement, one probe of the queue's index each. Asked one by one,
+     * 10,000 tenants' first events made 10,000 round trips to the state database in the middle of
+     * a drain.
+     */
+    private void probe(Lane lane) {
+        toProbe.add(lane);
+        if (probeSubmitted.compareAndSet(false, true)) {
+            context.database().submit(this::probeQueues);
+        }
+    }
+
+    private void probeQueues() {
+        probeSubmitted.set(false); // a lane added from now on is taken below or submits the next look
+        List<Lane> probed = new ArrayList<>();
+        for (Lane lane = toProbe.poll(); lane != null; lane = toProbe.poll()) {
+            probed.add(lane);
+        }
+        if (probed.isEmpty()) {
+            return;
+        }
+        List<String> ids = new ArrayList<>(probed.size());
+        probed.forEach(lane -> ids.add(lane.subscription().id()));
+        Set<String> withRows = context.untilDone(() -> context.store().withRows(ids), () -> false, problem -> { });
+        if (withRows != null) {
+            probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id())));
         }
     }
 
@@ -280,9 +315,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             if (deleted.contains(subscription.id())) {
                 return null;
             }
-            Set<String> queued = queuedAtStart;
-            lane = lanes.computeIfAbsent(subscription.id(),
-                    id -> new Lane(subscription, context, queued != null && !queued.contains(id)));
+            boolean[] made = new boolean[1];
+            lane = lanes.computeIfAbsent(subscription.id(), id -> {
+                made[0] = true;
+                return new Lane(subscription, context, true);
+            });
+            if (made[0]) {
+                probe(lane);
+            }
         }
         lane.follow(subscription);
         lastLane = lane;
@@ -294,22 +334,33 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * of subscriptions no longer in force stop.
      */
     public void sync(Collection<Subscription> inForce) {
-        Set<String> ids = new HashSet<>();
-        Map<String, Subscription> now = new HashMap<>();
+        sync(inForce, Set.of());
+    }
+
+    /**
+     * As {@link #sync(Collection)}; {@code unreadable}: ids of stored subscriptions whose body this
+     * instance cannot read (written by a newer walhook during a rolling upgrade, or by hand): not
+     * deleted, their lanes go on as they were and their queues stay.
+     */
+    public void sync(Collection<Subscription> inForce, Set<String> unreadable) {
+        Set<String> ids = new HashSet<>(unreadable);
+        Set<String> pausedNow = new HashSet<>();
         for (Subscription subscription : inForce) {
             ids.add(subscription.id());
-            now.put(subscription.id(), subscription);
-            if (synced.get(subscription.id()) == subscription) {
-                continue; // not written since: with 10,000 tenants, one change does not wake every lane
-            }
             context.metrics().inForce(subscription);
+            boolean paused = context.paused().test(subscription.id());
+            if (paused) {
+                pausedNow.add(subscription.id());
+            }
             Lane lane = lanes.get(subscription.id());
-            if (lane != null) {
+            // only the lanes of those written, paused or resumed since: with 10,000 tenants one change does
+            // not wake every lane; the lane's own object, as routing may have handed it an older one since
+            if (lane != null && (lane.subscription() != subscription || paused != pausedAtSync.contains(subscription.id()))) {
                 lane.follow(subscription);
                 lane.nudge();
             }
         }
-        synced = now;
+        pausedAtSync = pausedNow;
         for (String id : List.copyOf(lanes.keySet())) {
             if (!ids.contains(id)) {
                 deleted(id);

@@ -204,6 +204,8 @@ final class Lane {
     private boolean busy;
     private long cursor;
     private boolean exhausted;
+    /** Made, it waits for the dispatcher's answer whether its durable queue holds rows ({@link #probed}). */
+    private boolean probing;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
@@ -230,19 +232,19 @@ final class Lane {
     private long rateMarkNanos = System.nanoTime();
     private volatile double drainRate;
 
-    /** @param queueEmpty its durable queue is known to be empty: it starts direct, without reading it */
-    Lane(Subscription subscription, Dispatcher.Context context, boolean queueEmpty) {
+    /**
+     * @param probed the dispatcher asks whether its durable queue holds rows, together with other
+     *     new lanes' ({@link #probed}); else it reads its queue itself
+     */
+    Lane(Subscription subscription, Dispatcher.Context context, boolean probed) {
         this.id = subscription.id();
         this.subscription = subscription;
         this.context = context;
         this.schedule = new RetrySchedule(subscription.retry().maxBackoff().orElse(context.settings().maxBackoff()),
                 context.settings().parkedRetryInterval());
-        if (queueEmpty) {
-            mode = Mode.DIRECT;
-            direct = true;
-            exhausted = true;
-        } else {
-            // the queue may hold rows from before a restart: read it first (direct at once if it is empty)
+        // the queue may hold rows from before a restart: they go first (direct once it is known empty)
+        probing = probed;
+        if (!probed) {
             post(() -> { });
         }
     }
@@ -621,6 +623,9 @@ final class Lane {
      * the last ones are delivered, and the lane then goes direct with them.
      */
     private void durableWork(Instant now) {
+        if (probing) {
+            return; // what arrives waits in memory until the dispatcher says whether the queue holds rows
+        }
         if (mustWrite > 0) {
             writeNext();
             return;
@@ -1301,6 +1306,20 @@ final class Lane {
             return;
         }
         subscription = latest;
+    }
+
+    /**
+     * The dispatcher's look at its durable queue ({@link #probing}) answered: with no rows, it goes
+     * direct at this turn, what arrived meanwhile with it; with rows, it reads them first.
+     */
+    void probed(boolean queueHasRows) {
+        post(() -> {
+            probing = false;
+            if (!queueHasRows) {
+                exhausted = true; // read to its end, and this lane wrote nothing while it waited
+                writtenSinceRead = false;
+            }
+        });
     }
 
     /** Wakes the lane: pause or resume changed. */

@@ -249,7 +249,7 @@ public class ReplicationSource {
         // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync
         registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         patiently(() -> {
-            dispatcher.resumeParked(registry.router().subscriptions()); // lanes are created once: it can be tried again
+            dispatcher.resumeParked(registry.router().subscriptions(), registry.unreadable()); // lanes are created once: it can be tried again
             return null;
         });
         patiently(() -> {

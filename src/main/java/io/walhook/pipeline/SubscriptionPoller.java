@@ -102,7 +102,7 @@ final class SubscriptionPoller {
                     if (registry.refresh()) {
                         Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
                         if (delivering != null) {
-                            delivering.sync(registry.router().subscriptions());
+                            delivering.sync(registry.router().subscriptions(), registry.unreadable());
                         }
                     }
                 }

@@ -22,6 +22,7 @@ public final class SubscriptionRegistry {
     private final SubscriptionStore store;
     private volatile Router router;
     private volatile Set<String> paused = Set.of();
+    private volatile Set<String> unreadable = Set.of();
     /** The stored subscriptions' ids and when each was written, as last loaded: the same again, nothing changed. */
     private List<SubscriptionStore.Written> version;
     /** The stored subscriptions last loaded, by id: those not written since are not parsed again. */
@@ -32,6 +33,15 @@ public final class SubscriptionRegistry {
         this.configured = List.copyOf(configured);
         this.store = store;
         this.router = new Router(this.configured);
+    }
+
+    /**
+     * Ids of stored subscriptions whose body does not read as a subscription here (written by a
+     * newer walhook during a rolling upgrade, or by hand): left out of routing, but not gone, so
+     * delivery keeps their queues.
+     */
+    public Set<String> unreadable() {
+        return unreadable;
     }
 
     public Router router() {
@@ -65,6 +75,12 @@ public final class SubscriptionRegistry {
         java.util.Map<java.util.UUID, SubscriptionStore.Stored> loaded = new java.util.HashMap<>();
         rows.forEach(row -> loaded.put(row.id(), row));
         known = loaded;
+        Set<String> missing = new HashSet<>();
+        for (SubscriptionStore.Written w : current) {
+            if (!loaded.containsKey(w.id())) {
+                missing.add(w.id().toString());
+            }
+        }
         for (SubscriptionStore.Stored row : rows) {
             Subscription stored = row.subscription();
             if (row.paused()) {
@@ -78,6 +94,7 @@ public final class SubscriptionRegistry {
         }
         router = new Router(all);
         paused = Set.copyOf(nowPaused);
+        unreadable = Set.copyOf(missing);
         version = current;
         if (all.size() <= 20) {
             LOG.infof("subscriptions: %s", all.stream().map(Subscription::name).toList());
