@@ -230,7 +230,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private void probe(Lane lane) {
         toProbe.add(lane);
         if (probeSubmitted.compareAndSet(false, true)) {
-            context.database().submit(this::probeQueues);
+            try {
+                context.database().execute(this::probeQueues);
+            } catch (java.util.concurrent.RejectedExecutionException stopping) {
+                probeSubmitted.set(false); // walhook stops: what is undelivered is read again on restart
+            }
         }
     }
 
@@ -245,7 +249,15 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
         List<String> ids = new ArrayList<>(probed.size());
         probed.forEach(lane -> ids.add(lane.subscription().id()));
-        Set<String> withRows = context.untilDone(() -> context.store().withRows(ids), () -> false, problem -> { });
+        Set<String> withRows;
+        try {
+            withRows = context.untilDone(() -> context.store().withRows(ids), () -> false, problem -> { });
+        } catch (RuntimeException e) {
+            // not left waiting: each reads its queue itself, which is always right
+            LOG.warnf(e, "cannot ask whether %d new lanes' durable queues hold rows; each reads its own", probed.size());
+            probed.forEach(lane -> lane.probed(true));
+            return;
+        }
         if (withRows != null) {
             probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id())));
         }

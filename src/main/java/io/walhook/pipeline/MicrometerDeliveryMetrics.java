@@ -65,7 +65,7 @@ final class MicrometerDeliveryMetrics implements DeliveryMetrics {
                 t = latency = Timer.builder("walhook.delivery.latency")
                         .description("from commit to the destination's 2xx, for events delivered straight from memory")
                         .tags(tags).serviceLevelObjectives(LATENCY_BUCKETS).register(registry);
-                if (meters.get(id) != this) {
+                if (!meters.containsKey(id)) {
                     registry.remove(t); // its subscription went meanwhile ({@link #onlyInForce})
                 }
             }

@@ -249,7 +249,8 @@ public class ReplicationSource {
         // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync
         registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         patiently(() -> {
-            dispatcher.resumeParked(registry.router().subscriptions(), registry.unreadable()); // lanes are created once: it can be tried again
+            SubscriptionRegistry.InForce now = registry.inForce(); // read once: the two go together
+            dispatcher.resumeParked(now.subscriptions(), now.unreadable()); // lanes are created once: it can be tried again
             return null;
         });
         patiently(() -> {

@@ -49,6 +49,9 @@ final class SubscriptionPoller {
     /** Wakes this instance's backfill runner, if it runs one. */
     private final Runnable backfillsChanged;
     private final Thread thread;
+    /** The dispatcher last told of the subscriptions in force, and the refresh that made them. */
+    private Dispatcher syncedDispatcher;
+    private long syncedGeneration = -1;
 
     SubscriptionPoller(SourceUrl source, SubscriptionRegistry registry, Supplier<Dispatcher> dispatcher, ActiveLock lock,
             String slot, BooleanSupplier keepsLock, Runnable backfillsChanged) {
@@ -99,11 +102,14 @@ final class SubscriptionPoller {
                 if (notified.contains(SubscriptionStore.CHANNEL) || !changes.listening() || lastProblem != null
                         || System.nanoTime() - lastRefresh >= FALLBACK.toNanos()) {
                     lastRefresh = System.nanoTime();
-                    if (registry.refresh()) {
-                        Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
-                        if (delivering != null) {
-                            delivering.sync(registry.router().subscriptions(), registry.unreadable());
-                        }
+                    registry.refresh();
+                    // by the refresh that made them, not by whether this one did: the API's threads refresh too
+                    SubscriptionRegistry.InForce now = registry.inForce();
+                    Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
+                    if (delivering != null && (delivering != syncedDispatcher || now.generation() != syncedGeneration)) {
+                        delivering.sync(now.subscriptions(), now.unreadable());
+                        syncedDispatcher = delivering;
+                        syncedGeneration = now.generation();
                     }
                 }
                 lastProblem = null;

@@ -22,7 +22,7 @@ public final class SubscriptionRegistry {
     private final SubscriptionStore store;
     private volatile Router router;
     private volatile Set<String> paused = Set.of();
-    private volatile Set<String> unreadable = Set.of();
+    private volatile InForce inForce;
     /** The stored subscriptions' ids and when each was written, as last loaded: the same again, nothing changed. */
     private List<SubscriptionStore.Written> version;
     /** The stored subscriptions last loaded, by id: those not written since are not parsed again. */
@@ -33,15 +33,25 @@ public final class SubscriptionRegistry {
         this.configured = List.copyOf(configured);
         this.store = store;
         this.router = new Router(this.configured);
+        this.inForce = new InForce(this.configured, Set.of(), 0);
     }
 
     /**
-     * Ids of stored subscriptions whose body does not read as a subscription here (written by a
-     * newer walhook during a rolling upgrade, or by hand): left out of routing, but not gone, so
-     * delivery keeps their queues.
+     * The subscriptions in force with, read together, the ids of stored subscriptions whose body
+     * does not read as a subscription here (written by a newer walhook during a rolling upgrade,
+     * or by hand: left out of routing, but not gone, so delivery keeps their queues), and the
+     * number of the refresh that made them (one whoever called it: delivery follows each).
      */
+    public record InForce(List<Subscription> subscriptions, Set<String> unreadable, long generation) {
+    }
+
+    public InForce inForce() {
+        return inForce;
+    }
+
+    /** As in {@link #inForce()}. */
     public Set<String> unreadable() {
-        return unreadable;
+        return inForce.unreadable();
     }
 
     public Router router() {
@@ -94,7 +104,7 @@ public final class SubscriptionRegistry {
         }
         router = new Router(all);
         paused = Set.copyOf(nowPaused);
-        unreadable = Set.copyOf(missing);
+        inForce = new InForce(router.subscriptions(), Set.copyOf(missing), inForce.generation() + 1);
         version = current;
         if (all.size() <= 20) {
             LOG.infof("subscriptions: %s", all.stream().map(Subscription::name).toList());

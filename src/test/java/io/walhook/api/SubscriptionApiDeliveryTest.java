@@ -249,6 +249,26 @@ class SubscriptionApiDeliveryTest {
     }
 
     @Test
+    void aChangeTheApiReloadedFirstStillReachesDelivery() throws Exception {
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String body = "{\"name\": \"%s\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
+                    + " \"url\": \"" + receiver.url("/r") + "\"}}";
+            String gone = create(body.formatted("gone-by-hand"));
+            String other = create(body.formatted("fired-at"));
+            String series = "subscription_id=\"" + gone + "\"";
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/q/metrics").then().statusCode(200)
+                    .body(org.hamcrest.Matchers.containsString(series)));
+            // deleted by hand (no notification), then a test-fire reloads the subscriptions on the API's thread:
+            // the poller's own reload then finds nothing new, and delivery must still hear of the deletion
+            sql("DELETE FROM walhook.subscription WHERE id = '" + gone + "'");
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + other + "/test").then().statusCode(200);
+            sql("SELECT pg_notify('walhook_subscriptions', '')");
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/q/metrics").then().statusCode(200)
+                    .body(org.hamcrest.Matchers.not(org.hamcrest.Matchers.containsString(series))));
+        }
+    }
+
+    @Test
     void testFireSendsASignedTestEventAndReportsTheOutcome() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.respond(request -> request.path().equals("/down") ? 503 : 202);
