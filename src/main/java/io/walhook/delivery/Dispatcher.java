@@ -346,15 +346,18 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * of subscriptions no longer in force stop.
      */
     public void sync(Collection<Subscription> inForce) {
-        sync(inForce, Set.of());
+        sync(inForce, Set.of(), id -> false);
     }
 
     /**
      * As {@link #sync(Collection)}; {@code unreadable}: ids of stored subscriptions whose body this
      * instance cannot read (written by a newer walhook during a rolling upgrade, or by hand): not
-     * deleted, their lanes go on as they were and their queues stay.
+     * deleted, their lanes go on as they were and their queues stay. {@code inForceNow}: whether
+     * a subscription is in force in the latest refresh, asked before a lane is stopped (routing may
+     * already route with a refresh newer than {@code inForce}, and have made a lane for a
+     * subscription it adds).
      */
-    public void sync(Collection<Subscription> inForce, Set<String> unreadable) {
+    public void sync(Collection<Subscription> inForce, Set<String> unreadable, Predicate<String> inForceNow) {
         Set<String> ids = new HashSet<>(unreadable);
         Set<String> pausedNow = new HashSet<>();
         for (Subscription subscription : inForce) {
@@ -375,7 +378,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         pausedAtSync = pausedNow;
         for (String id : List.copyOf(lanes.keySet())) {
             if (!ids.contains(id)) {
-                deleted(id);
+                if (inForceNow.test(id)) {
+                    ids.add(id); // newer than this sync: kept, its meters too
+                } else {
+                    deleted(id);
+                }
             }
         }
         context.metrics().onlyInForce(ids);

@@ -33,16 +33,19 @@ public final class SubscriptionRegistry {
         this.configured = List.copyOf(configured);
         this.store = store;
         this.router = new Router(this.configured);
-        this.inForce = new InForce(this.configured, Set.of(), 0);
+        Set<String> ids = new HashSet<>();
+        this.configured.forEach(subscription -> ids.add(subscription.id()));
+        this.inForce = new InForce(this.configured, Set.of(), Set.copyOf(ids), 0);
     }
 
     /**
      * The subscriptions in force with, read together, the ids of stored subscriptions whose body
      * does not read as a subscription here (written by a newer walhook during a rolling upgrade,
-     * or by hand: left out of routing, but not gone, so delivery keeps their queues), and the
-     * number of the refresh that made them (one whoever called it: delivery follows each).
+     * or by hand: left out of routing, but not gone, so delivery keeps their queues), the ids of
+     * both, and the number of the refresh that made them (one whoever called it: delivery follows
+     * each).
      */
-    public record InForce(List<Subscription> subscriptions, Set<String> unreadable, long generation) {
+    public record InForce(List<Subscription> subscriptions, Set<String> unreadable, Set<String> ids, long generation) {
     }
 
     public InForce inForce() {
@@ -102,9 +105,13 @@ public final class SubscriptionRegistry {
                 LOG.warnf("stored subscription %s is shadowed by the configured one of the same name", stored.name());
             }
         }
-        router = new Router(all);
+        Router next = new Router(all);
+        Set<String> ids = new HashSet<>(missing);
+        all.forEach(subscription -> ids.add(subscription.id()));
+        // before the router: whoever routes with this refresh's subscriptions finds them here too
+        inForce = new InForce(next.subscriptions(), Set.copyOf(missing), Set.copyOf(ids), inForce.generation() + 1);
         paused = Set.copyOf(nowPaused);
-        inForce = new InForce(router.subscriptions(), Set.copyOf(missing), inForce.generation() + 1);
+        router = next;
         version = current;
         if (all.size() <= 20) {
             LOG.infof("subscriptions: %s", all.stream().map(Subscription::name).toList());
