@@ -105,7 +105,7 @@ public final class SubscriptionStore {
                 s.setArray(1, c.createArrayOf("uuid", unknown.toArray()));
                 try (ResultSet rs = s.executeQuery()) {
                     while (rs.next()) {
-                        Stored parsed = parsed(rs, java.util.Map.of());
+                        Stored parsed = parsed(rs);
                         if (parsed != null) {
                             read.put(parsed.id(), parsed);
                         }
@@ -134,20 +134,16 @@ public final class SubscriptionStore {
                      + table + " WHERE id = ?")) {
             s.setObject(1, id);
             try (ResultSet rs = s.executeQuery()) {
-                return rs.next() ? java.util.Optional.ofNullable(parsed(rs, java.util.Map.of())) : java.util.Optional.empty();
+                return rs.next() ? java.util.Optional.ofNullable(parsed(rs)) : java.util.Optional.empty();
             }
         }
     }
 
     /** The row at the result set's cursor; null (and logged) when it does not parse. */
-    private static Stored parsed(ResultSet rs, java.util.Map<UUID, Stored> known) throws SQLException {
+    private static Stored parsed(ResultSet rs) throws SQLException {
         UUID id = rs.getObject(1, UUID.class);
         String written = rs.getString(5);
         boolean paused = rs.getBoolean(4);
-        Stored before = known.get(id);
-        if (before != null && before.written().equals(written)) {
-            return new Stored(id, before.subscription(), paused, written);
-        }
         try {
             return new Stored(id, SubscriptionJson.parse(JSON.readTree(rs.getString(3))).withId(id.toString()), paused,
                     written);
