@@ -146,8 +146,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      */
     private final Queue<Lane> toProbe = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean probeSubmitted = new AtomicBoolean();
-    /** The subscriptions paused at the last {@link #sync} (the poller's thread): a lane is woken when that changes. */
+    /** The subscriptions paused or held at the last {@link #sync} (the poller's thread): a lane is woken when that changes. */
     private Set<String> pausedAtSync = Set.of();
+    /**
+     * Stored subscriptions held out of force, not deleted ({@link #sync(Collection, Set, Predicate)}):
+     * their lanes hold as paused ones do.
+     */
+    private volatile Set<String> held = Set.of();
     /** Ids of subscriptions deleted while this instance ran: events routed to them are dropped. */
     private final Set<String> deleted = ConcurrentHashMap.newKeySet();
     /** Routing's own: the lanes given jobs in the current chunk, and the last lane it looked up. */
@@ -162,7 +167,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     public Dispatcher(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
             Predicate<String> paused, Function<Subscription, Transport> transports) {
         int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
-        this.context = new Context(clock, settings, store, metrics, paused, transports,
+        this.context = new Context(clock, settings, store, metrics, id -> held.contains(id) || paused.test(id), transports,
                 Executors.newFixedThreadPool(threads, daemons("walhook-delivery")),
                 Executors.newSingleThreadScheduledExecutor(daemons("walhook-delivery-timer")),
                 Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random(),
@@ -200,18 +205,19 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     }
 
     /**
-     * As {@link #resumeParked(Collection)}; {@code unreadable}: ids of stored subscriptions whose
-     * body this instance cannot read (written by a newer walhook during a rolling upgrade): not
-     * deleted, their queues stay.
+     * As {@link #resumeParked(Collection)}; {@code held}: ids of stored subscriptions held out of
+     * force (a body this instance cannot read, written by a newer walhook during a rolling upgrade;
+     * or shadowed by a configured subscription of the same name): not deleted, their queues stay.
      */
-    public void resumeParked(Collection<Subscription> subscriptions, Set<String> unreadable) throws SQLException {
+    public void resumeParked(Collection<Subscription> subscriptions, Set<String> held) throws SQLException {
+        this.held = Set.copyOf(held);
         Set<String> queued = new HashSet<>(context.store().subscriptionsWithParkedEvents());
         for (Subscription subscription : subscriptions) {
             if (queued.remove(subscription.id())) {
                 lane(subscription);
             }
         }
-        queued.removeAll(unreadable);
+        queued.removeAll(held);
         for (String orphan : queued) {
             // a subscription of the API deleted while rows were still being written: nothing will deliver them
             if (!orphan.startsWith(Subscription.CONFIGURED)) {
@@ -324,14 +330,20 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
         Lane lane = lanes.get(subscription.id());
         if (lane == null) {
-            if (deleted.contains(subscription.id())) {
-                return null;
-            }
             boolean[] made = new boolean[1];
+            // the deleted set is asked inside the map's atomic step: a deletion either finds the lane made
+            // (and stops it) or is seen here; asked before it, a lane could be made after its deletion and deliver
+            // until the next change of the subscriptions
             lane = lanes.computeIfAbsent(subscription.id(), id -> {
+                if (deleted.contains(id)) {
+                    return null;
+                }
                 made[0] = true;
                 return new Lane(subscription, context, true);
             });
+            if (lane == null) {
+                return null;
+            }
             if (made[0]) {
                 probe(lane);
             }
@@ -350,16 +362,26 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     }
 
     /**
-     * As {@link #sync(Collection)}; {@code unreadable}: ids of stored subscriptions whose body this
-     * instance cannot read (written by a newer walhook during a rolling upgrade, or by hand): not
-     * deleted, their lanes go on as they were and their queues stay. {@code inForceNow}: whether
-     * a subscription is in force in the latest refresh, asked before a lane is stopped (routing may
+     * As {@link #sync(Collection)}; {@code held}: ids of stored subscriptions held out of force (a
+     * body this instance cannot read, written by a newer walhook during a rolling upgrade or by
+     * hand; or shadowed by a configured subscription of the same name): not deleted, their lanes
+     * hold their events as a paused one does, in the durable queue, which stays; nothing of them is
+     * sent with a configuration that is no longer theirs. {@code inForceNow}: whether a
+     * subscription is in force in the latest refresh, asked before a lane is stopped (routing may
      * already route with a refresh newer than {@code inForce}, and have made a lane for a
      * subscription it adds).
      */
-    public void sync(Collection<Subscription> inForce, Set<String> unreadable, Predicate<String> inForceNow) {
-        Set<String> ids = new HashSet<>(unreadable);
-        Set<String> pausedNow = new HashSet<>();
+    public void sync(Collection<Subscription> inForce, Set<String> held, Predicate<String> inForceNow) {
+        Set<String> heldBefore = this.held;
+        this.held = Set.copyOf(held);
+        Set<String> ids = new HashSet<>(held);
+        Set<String> pausedNow = new HashSet<>(held);
+        for (String id : held) {
+            Lane lane = lanes.get(id);
+            if (lane != null && !pausedAtSync.contains(id)) {
+                lane.nudge(); // held from now on: what it holds goes to its queue
+            }
+        }
         for (Subscription subscription : inForce) {
             ids.add(subscription.id());
             context.metrics().inForce(subscription);
@@ -368,6 +390,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 pausedNow.add(subscription.id());
             }
             Lane lane = lanes.get(subscription.id());
+            if (lane == null && heldBefore.contains(subscription.id())) {
+                lane(subscription); // in force again: what waits in its queue goes without waiting for its next event
+                continue;
+            }
             // only the lanes of those written, paused or resumed since: with 10,000 tenants one change does
             // not wake every lane; the lane's own object, as routing may have handed it an older one since
             if (lane != null && (lane.subscription() != subscription || paused != pausedAtSync.contains(subscription.id()))) {

@@ -250,7 +250,7 @@ public class ReplicationSource {
         registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         patiently(() -> {
             SubscriptionRegistry.InForce now = registry.inForce(); // read once: the two go together
-            dispatcher.resumeParked(now.subscriptions(), now.unreadable()); // lanes are created once: it can be tried again
+            dispatcher.resumeParked(now.subscriptions(), now.held()); // lanes are created once: it can be tried again
             return null;
         });
         patiently(() -> {

@@ -107,7 +107,7 @@ final class SubscriptionPoller {
                     SubscriptionRegistry.InForce now = registry.inForce();
                     Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
                     if (delivering != null && (delivering != syncedDispatcher || now.generation() != syncedGeneration)) {
-                        delivering.sync(now.subscriptions(), now.unreadable(), id -> registry.inForce().ids().contains(id));
+                        delivering.sync(now.subscriptions(), now.held(), id -> registry.inForce().ids().contains(id));
                         syncedDispatcher = delivering;
                         syncedGeneration = now.generation();
                     }

@@ -27,6 +27,8 @@ public final class SubscriptionRegistry {
     private List<SubscriptionStore.Written> version;
     /** The stored subscriptions last loaded, by id: those not written since are not parsed again. */
     private java.util.Map<java.util.UUID, SubscriptionStore.Stored> known = java.util.Map.of();
+    /** The ids held at the last refresh: a shadowed subscription is warned of once, not at every refresh. */
+    private Set<String> heldBefore = Set.of();
 
     /** @param store null when only configured subscriptions exist */
     public SubscriptionRegistry(List<Subscription> configured, SubscriptionStore store) {
@@ -39,13 +41,14 @@ public final class SubscriptionRegistry {
     }
 
     /**
-     * The subscriptions in force with, read together, the ids of stored subscriptions whose body
-     * does not read as a subscription here (written by a newer walhook during a rolling upgrade,
-     * or by hand: left out of routing, but not gone, so delivery keeps their queues), the ids of
-     * both, and the number of the refresh that made them (one whoever called it: delivery follows
-     * each).
+     * The subscriptions in force with, read together, the ids of stored subscriptions held out of
+     * force but not gone ({@code held}: delivery keeps their queues and sends nothing of them),
+     * the ids of both, and the number of the refresh that made them (one whoever called it:
+     * delivery follows each). A stored subscription is held when its body does not read as a
+     * subscription here (written by a newer walhook during a rolling upgrade, or by hand), or when
+     * a configured subscription of the same name shadows it.
      */
-    public record InForce(List<Subscription> subscriptions, Set<String> unreadable, Set<String> ids, long generation) {
+    public record InForce(List<Subscription> subscriptions, Set<String> held, Set<String> ids, long generation) {
     }
 
     public InForce inForce() {
@@ -53,8 +56,8 @@ public final class SubscriptionRegistry {
     }
 
     /** As in {@link #inForce()}. */
-    public Set<String> unreadable() {
-        return inForce.unreadable();
+    public Set<String> held() {
+        return inForce.held();
     }
 
     public Router router() {
@@ -88,10 +91,10 @@ public final class SubscriptionRegistry {
         java.util.Map<java.util.UUID, SubscriptionStore.Stored> loaded = new java.util.HashMap<>();
         rows.forEach(row -> loaded.put(row.id(), row));
         known = loaded;
-        Set<String> missing = new HashSet<>();
+        Set<String> held = new HashSet<>();
         for (SubscriptionStore.Written w : current) {
             if (!loaded.containsKey(w.id())) {
-                missing.add(w.id().toString());
+                held.add(w.id().toString()); // its body does not read here
             }
         }
         for (SubscriptionStore.Stored row : rows) {
@@ -102,14 +105,19 @@ public final class SubscriptionRegistry {
             if (names.add(stored.name())) {
                 all.add(stored);
             } else {
-                LOG.warnf("stored subscription %s is shadowed by the configured one of the same name", stored.name());
+                held.add(stored.id());
+                if (!heldBefore.contains(stored.id())) {
+                    LOG.warnf("stored subscription %s (%s) is shadowed by the configured one of the same name: its"
+                            + " events wait in its durable queue until either is renamed or removed", stored.name(), stored.id());
+                }
             }
         }
         Router next = new Router(all);
-        Set<String> ids = new HashSet<>(missing);
+        Set<String> ids = new HashSet<>(held);
         all.forEach(subscription -> ids.add(subscription.id()));
+        heldBefore = held;
         // before the router: whoever routes with this refresh's subscriptions finds them here too
-        inForce = new InForce(next.subscriptions(), Set.copyOf(missing), Set.copyOf(ids), inForce.generation() + 1);
+        inForce = new InForce(next.subscriptions(), Set.copyOf(held), Set.copyOf(ids), inForce.generation() + 1);
         paused = Set.copyOf(nowPaused);
         router = next;
         version = current;

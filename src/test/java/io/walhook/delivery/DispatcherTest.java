@@ -1231,26 +1231,42 @@ class DispatcherTest {
     }
 
     @Test
-    void aStoredSubscriptionThisInstanceCannotReadIsNotTakenForDeleted() throws Exception {
+    void aStoredSubscriptionHeldOutOfForceKeepsItsQueueAndSendsNothingOfIt() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
-        WebhookReceiver receiver = receiver(request -> 503);
+        java.util.concurrent.atomic.AtomicBoolean up = new java.util.concurrent.atomic.AtomicBoolean();
+        WebhookReceiver receiver = receiver(request -> up.get() ? 204 : 503);
         String id = "6f1c2b6e-0000-4000-8000-0000000000bb";
         Subscription stored = webhook(id, "stored", receiver, 1);
         store.append(id, "stored", List.of(new ParkedEventStore.Entry("queued", Lsn.of(0x10), java.time.Instant.EPOCH,
                 "application/json", Map.of(), null, "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)),
                 0, null);
-        // at start its body does not read here (written by a newer walhook): its queue is not a deleted one's
+        // held at start (its body does not read here, written by a newer walhook; or a configured subscription
+        // of its name shadows it): its queue is not a deleted one's
         dispatcher.resumeParked(List.of(), Set.of(id));
         assertThat(store.count(id)).isEqualTo(1);
-        // read, it delivers (its destination fails); then its body no longer reads: lane and queue stay
-        dispatcher.resumeParked(List.of(stored), Set.of());
+        assertThat(dispatcher.status()).isEmpty();
+        // in force: its queue is delivered without waiting for an event (its destination fails)
+        dispatcher.sync(List.of(stored), Set.of(), x -> false);
         await().atMost(WAIT).until(() -> receiver.requests().size() >= 1);
+        // held again: lane and queue stay, and nothing is sent with a configuration that is no longer its own,
+        // though its destination takes events now
         dispatcher.sync(List.of(), Set.of(id), x -> false);
-        await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> store.count(id) == 1 && dispatcher.status().size() == 1);
+        await().atMost(WAIT).until(() -> dispatcher.status().size() == 1 && dispatcher.status().get(0).inFlight() == 0);
+        int sent = receiver.requests().size();
+        up.set(true);
+        await().during(Duration.ofMillis(2500)).atMost(WAIT)
+                .until(() -> store.count(id) == 1 && receiver.requests().size() == sent && dispatcher.status().size() == 1);
         // left out of an older refresh than routing's (it routes with a newer one, which has it): kept
         dispatcher.sync(List.of(), Set.of(), id::equals);
-        await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> store.count(id) == 1 && dispatcher.status().size() == 1);
+        assertThat(dispatcher.status()).hasSize(1);
+        // in force again: delivered
+        dispatcher.sync(List.of(stored), Set.of(), x -> false);
+        await().atMost(WAIT).until(() -> store.count(id) == 0);
         // gone from the table: deleted, its queue with it
+        store.append(id, "stored", List.of(new ParkedEventStore.Entry("queued-2", Lsn.of(0x20), java.time.Instant.EPOCH,
+                "application/json", Map.of(), null, "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)),
+                0, null);
+        dispatcher.sync(List.of(), Set.of(id), x -> false);
         dispatcher.sync(List.of());
         await().atMost(WAIT).until(() -> store.count(id) == 0 && dispatcher.status().isEmpty());
     }

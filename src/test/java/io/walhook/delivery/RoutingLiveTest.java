@@ -153,7 +153,35 @@ class RoutingLiveTest {
                     + " 'future', '{\"name\": \"future\", \"destination\": {\"type\": \"carrier-pigeon\"}}')");
             assertThat(registry.refresh()).isTrue();
             assertThat(registry.router().subscriptions()).extracting(Subscription::name).containsExactly("t1", "t2");
-            assertThat(registry.unreadable()).containsExactly("6f1c2b6e-0000-4000-8000-0000000000cc");
+            assertThat(registry.held()).containsExactly("6f1c2b6e-0000-4000-8000-0000000000cc");
+            assertThat(registry.inForce().ids()).contains("6f1c2b6e-0000-4000-8000-0000000000cc");
+        }
+    }
+
+    @Test
+    void aStoredSubscriptionShadowedByAConfiguredOneIsHeldNotGone() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_shadowed")) {
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            String body = "{\"name\": \"%s\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/%s\"}}";
+            java.util.UUID stored = store.insert(SourceFixture.JSON.readTree(String.format(body, "orders", "stored")));
+            store.insert(SourceFixture.JSON.readTree(String.format(body, "other", "other")));
+            // an operator configures a subscription of the stored one's name: the configured one wins
+            Subscription configured = io.walhook.routing.SubscriptionJson.parse(
+                    SourceFixture.JSON.readTree(String.format(body, "orders", "configured"))).withId(Subscription.CONFIGURED + "orders");
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(configured), store);
+            assertThat(registry.refresh()).isTrue();
+            assertThat(registry.router().subscriptions()).extracting(Subscription::id)
+                    .containsExactly(Subscription.CONFIGURED + "orders", registry.router().subscriptions().get(1).id());
+            assertThat(registry.router().subscriptions().get(1).name()).isEqualTo("other");
+            // the stored one is held: out of routing, but in force as far as its queue goes
+            assertThat(registry.held()).containsExactly(stored.toString());
+            assertThat(registry.inForce().ids()).contains(stored.toString(), Subscription.CONFIGURED + "orders");
+            // renamed by the API: in force again, held no more
+            store.replace(stored, SourceFixture.JSON.readTree(String.format(body, "orders-2", "stored")));
+            assertThat(registry.refresh()).isTrue();
+            assertThat(registry.held()).isEmpty();
+            assertThat(registry.router().subscriptions()).extracting(Subscription::id).contains(stored.toString());
         }
     }
 }
