@@ -52,13 +52,30 @@ public final class ParkedEventStore {
     private static final String COLUMNS = "id, subscription_id, event_id, commit_lsn::text, commit_time, content_type,"
             + " headers::text, address, body, attempts, last_error, ordering, row_key::text";
 
+    /**
+     * Checks, in an append's transaction before it writes, that this instance may still write
+     * (it holds the slot's lock); throws if not, and nothing is written.
+     */
+    public interface Fence {
+        Fence NONE = connection -> { };
+
+        void check(Connection transaction) throws SQLException;
+    }
+
     private final DataSource dataSource;
     private final String table;
+    private final Fence fence;
 
     /** @param stateSchema a validated plain identifier */
     public ParkedEventStore(DataSource dataSource, String stateSchema) {
+        this(dataSource, stateSchema, Fence.NONE);
+    }
+
+    /** @param fence what each append checks before it writes (an instance that lost the slot's lock writes nothing) */
+    public ParkedEventStore(DataSource dataSource, String stateSchema, Fence fence) {
         this.dataSource = dataSource;
         this.table = stateSchema + ".parked_event";
+        this.fence = fence;
     }
 
     /**
@@ -71,29 +88,32 @@ public final class ParkedEventStore {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
-            try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription_id, subscription,"
-                    + " event_id, commit_lsn, commit_time, content_type, headers, body, attempts, last_error, address,"
-                    + " ordering, row_key) VALUES (?, ?, ?, ?::pg_lsn, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?::jsonb)"
-                    + " ON CONFLICT (subscription_id, event_id) DO NOTHING")) {
-                for (Entry entry : entries) {
-                    s.setString(1, subscriptionId);
-                    s.setString(2, name);
-                    s.setString(3, entry.eventId());
-                    s.setString(4, entry.commitLsn().toString());
-                    s.setTimestamp(5, entry.commitTime() == null ? null : Timestamp.from(entry.commitTime()));
-                    s.setString(6, entry.contentType());
-                    s.setString(7, JSON.writeValueAsString(entry.headers()));
-                    s.setBytes(8, entry.body());
-                    s.setInt(9, attempts);
-                    s.setString(10, lastError);
-                    s.setString(11, entry.address());
-                    s.setArray(12, entry.ordering() == null ? null : c.createArrayOf("bigint", boxed(entry.ordering())));
-                    s.setString(13, entry.rowKey());
-                    s.addBatch();
-                }
+            try {
+                fence.check(c); // in the transaction: holds until it commits
                 int added = 0;
-                for (int count : s.executeBatch()) {
-                    added += Math.max(count, 0);
+                try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription_id, subscription,"
+                        + " event_id, commit_lsn, commit_time, content_type, headers, body, attempts, last_error, address,"
+                        + " ordering, row_key) VALUES (?, ?, ?, ?::pg_lsn, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?::jsonb)"
+                        + " ON CONFLICT (subscription_id, event_id) DO NOTHING")) {
+                    for (Entry entry : entries) {
+                        s.setString(1, subscriptionId);
+                        s.setString(2, name);
+                        s.setString(3, entry.eventId());
+                        s.setString(4, entry.commitLsn().toString());
+                        s.setTimestamp(5, entry.commitTime() == null ? null : Timestamp.from(entry.commitTime()));
+                        s.setString(6, entry.contentType());
+                        s.setString(7, JSON.writeValueAsString(entry.headers()));
+                        s.setBytes(8, entry.body());
+                        s.setInt(9, attempts);
+                        s.setString(10, lastError);
+                        s.setString(11, entry.address());
+                        s.setArray(12, entry.ordering() == null ? null : c.createArrayOf("bigint", boxed(entry.ordering())));
+                        s.setString(13, entry.rowKey());
+                        s.addBatch();
+                    }
+                    for (int count : s.executeBatch()) {
+                        added += Math.max(count, 0);
+                    }
                 }
                 c.commit();
                 return added;

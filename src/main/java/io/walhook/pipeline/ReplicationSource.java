@@ -243,7 +243,7 @@ public class ReplicationSource {
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
-                new ParkedEventStore(dataSource, config.stateSchema()),
+                new ParkedEventStore(dataSource, config.stateSchema(), lock::fence), // an instance that lost the lock writes nothing
                 deliveryMetrics, id -> registry.isPaused(id), this::transport);
         Dispatcher dispatcher = sender;
         // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync

@@ -14,23 +14,43 @@ import org.jboss.logging.Logger;
  * held on a connection of its own for as long as the instance is active. The server releases it
  * when that session ends, a crash or {@code kill -9} included, so a standby polling
  * {@link #tryAcquire()} takes over within its poll interval.
+ *
+ * <p>It also fences the writes to the durable queues ({@link #fence}): an instance whose lock
+ * session is gone learns it at its next look (within about 2 s) and meanwhile still holds events;
+ * had it written them to a queue whose new lane already looked at it, they would be delivered
+ * after newer changes of their rows. Each write checks, in its own transaction and under a shared
+ * lock of the slot's second key, that its instance's lock session still holds the lock; a new
+ * holder takes that second key alone once, so writes that checked before it took over are
+ * committed (or ended) before it looks at a queue, and later ones find the lock gone.
  */
 public final class ActiveLock implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(ActiveLock.class);
     /** The lock's first key, 'walh': apart from other applications' advisory locks. */
     static final int NAMESPACE = 0x77616c68;
+    /** The fence's first key, 'walq': shared by each write to a durable queue, taken alone by a new holder. */
+    static final int FENCE = 0x77616c71;
+    /** How long a new holder waits for writes of the instance before it to end, before it ends them. */
+    static final java.time.Duration FENCE_PATIENCE = java.time.Duration.ofSeconds(10);
 
     private final String jdbcUrl;
     private final Properties properties;
     private final String slot;
+    private final java.time.Duration fencePatience;
     private Connection connection;
     private boolean held;
+    /** The backend of the lock's session while held, 0 when not: what a fenced write checks. */
+    private volatile int holder;
 
     public ActiveLock(String jdbcUrl, String user, String password, String slot) {
+        this(jdbcUrl, user, password, slot, FENCE_PATIENCE);
+    }
+
+    ActiveLock(String jdbcUrl, String user, String password, String slot, java.time.Duration fencePatience) {
         this.jdbcUrl = jdbcUrl;
         this.properties = sessionProperties(user, password, "walhook-lock");
         this.slot = slot;
+        this.fencePatience = fencePatience;
     }
 
     /** A plain session of walhook's own (not the pool's), named for {@code pg_stat_activity}. */
@@ -53,15 +73,107 @@ public final class ActiveLock implements AutoCloseable {
         if (connection == null || connection.isClosed()) {
             connection = DriverManager.getConnection(jdbcUrl, properties);
         }
-        try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?, hashtext(?))")) {
+        int pid;
+        try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?, hashtext(?)), pg_backend_pid()")) {
             s.setInt(1, NAMESPACE);
             s.setString(2, slot);
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 held = rs.getBoolean(1);
+                pid = rs.getInt(2);
             }
         }
+        if (held) {
+            try {
+                awaitFencedWrites();
+            } catch (SQLException e) {
+                close(); // taken again at the next try, fence and all
+                throw e;
+            }
+            holder = pid;
+        }
         return held;
+    }
+
+    /**
+     * Waits for the writes to durable queues under way as this instance took the lock (those of an
+     * instance that just lost it, which checked its lock before it was gone) by taking the fence's
+     * key alone, once. A write that hangs (its instance frozen, its connection cut without the
+     * server knowing) is ended after {@code fencePatience}: what it wrote is rolled back, and the
+     * slot, which it never acknowledged, has it still.
+     */
+    private void awaitFencedWrites() throws SQLException {
+        try (PreparedStatement s = connection.prepareStatement("SELECT set_config('lock_timeout', ?, false)")) {
+            s.setString(1, Math.max(1, fencePatience.toMillis()) + "ms");
+            s.execute();
+        }
+        try {
+            fenceAlone();
+        } catch (SQLException e) {
+            if (!"55P03".equals(e.getSQLState())) {
+                throw e;
+            }
+            try (PreparedStatement s = connection.prepareStatement("SELECT count(pg_terminate_backend(pid)) FROM pg_locks"
+                    + " WHERE locktype = 'advisory' AND granted AND classid = ?::oid AND objid = hashtext(?)::oid"
+                    + " AND objsubid = 2 AND pid <> pg_backend_pid()")) {
+                s.setInt(1, FENCE);
+                s.setString(2, slot);
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    LOG.warnf("ended %d writes to durable queues of the instance that held slot %s before, which did not"
+                            + " end within %s; what they wrote is rolled back and read again from the slot", rs.getLong(1),
+                            slot, fencePatience);
+                }
+            }
+            fenceAlone();
+        } finally {
+            try (PreparedStatement s = connection.prepareStatement("SELECT set_config('lock_timeout', '0', false)")) {
+                s.execute();
+            }
+        }
+    }
+
+    private void fenceAlone() throws SQLException {
+        try (PreparedStatement s = connection.prepareStatement(
+                "SELECT pg_advisory_lock(?, hashtext(?)), pg_advisory_unlock(?, hashtext(?))")) {
+            s.setInt(1, FENCE);
+            s.setString(2, slot);
+            s.setInt(3, FENCE);
+            s.setString(4, slot);
+            s.execute();
+        }
+    }
+
+    /**
+     * Fences a write to a durable queue, on the connection of the write's transaction (not in
+     * autocommit), before it writes: throws if this instance no longer holds the lock, so that
+     * nothing is written (and nothing acknowledged: the slot keeps the events for whoever holds it).
+     */
+    public void fence(Connection write) throws SQLException {
+        int pid = holder;
+        try (PreparedStatement s = write.prepareStatement("SELECT pg_advisory_xact_lock_shared(?, hashtext(?))")) {
+            s.setInt(1, FENCE);
+            s.setString(2, slot);
+            s.execute();
+        }
+        boolean holds = false;
+        if (pid != 0) {
+            try (PreparedStatement s = write.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype ="
+                    + " 'advisory' AND granted AND pid = ? AND classid = ?::oid AND objid = hashtext(?)::oid AND objsubid = 2)")) {
+                s.setInt(1, pid);
+                s.setInt(2, NAMESPACE);
+                s.setString(3, slot);
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    holds = rs.getBoolean(1);
+                }
+            }
+        }
+        if (!holds) {
+            throw new SQLException("this instance no longer holds the lock of slot " + slot + " (its session ended):"
+                    + " nothing is written to the durable queue until it holds it again; another instance may be taking over",
+                    "55000");
+        }
     }
 
     /** Whether the session holding the lock is still there (a lost session has lost the lock). */
@@ -85,6 +197,7 @@ public final class ActiveLock implements AutoCloseable {
     @Override
     public synchronized void close() {
         held = false;
+        holder = 0;
         if (connection != null) {
             try {
                 connection.close();

@@ -117,6 +117,67 @@ class HighAvailabilityIT {
     }
 
     @Test
+    void anInstanceThatLostTheLockWritesNothingMoreToItsQueuesAndTheNextDeliversEveryChangeInOrder() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("fenced");
+        pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY, n int)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> 503);
+            Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                    "WALHOOK_API_TOKEN", TOKEN, "WALHOOK_SUBSCRIPTIONS_JOBS_URL", receiver.url("/jobs"),
+                    "WALHOOK_DELIVERY_RETRY_WINDOW", "500ms", "WALHOOK_DELIVERY_MAX_BACKOFF", "100ms");
+            try (WalhookProcess active = WalhookProcess.start(env);
+                    Connection other = pg.connect(database); Statement s = other.createStatement()) {
+                active.awaitReady(WAIT);
+                // its destination fails: the subscription's events go to its durable queue
+                pg.execute(database, "INSERT INTO jobs VALUES (1, 1)");
+                await().atMost(WAIT).until(() -> parked(pg, database) == 1);
+                // its lock session ends and another session takes the lock; the instance has yet to look
+                await().atMost(Duration.ofSeconds(60)).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(300))
+                        .until(() -> {
+                            s.execute(terminateLockSession(database));
+                            return tryLock(s, database);
+                        });
+                // changes it still reads meanwhile are not written to the queue, where the next instance's lanes
+                // may already have looked: they stay in the slot, which it cannot acknowledge them in
+                pg.execute(database, "UPDATE jobs SET n = 2 WHERE id = 1", "INSERT INTO jobs VALUES (2, 1)");
+                assertThat(active.awaitExit(Duration.ofSeconds(30))).as(active.output()).isEqualTo(1);
+                assertThat(parked(pg, database)).as(active.output()).isEqualTo(1);
+            }
+            int failed = receiver.requests("/jobs").size();
+            receiver.respond(request -> 204);
+            try (WalhookProcess next = WalhookProcess.start(env)) {
+                next.awaitReady(WAIT);
+                // each change once at least (again with its id if delivered twice), in order
+                java.util.function.Supplier<List<String>> delivered = () -> {
+                    Map<String, String> changes = new java.util.LinkedHashMap<>();
+                    List<WebhookReceiver.Request> requests = receiver.requests("/jobs");
+                    for (WebhookReceiver.Request request : requests.subList(failed, requests.size())) {
+                        try {
+                            JsonNode event = JSON.readTree(request.body());
+                            changes.putIfAbsent(request.header("webhook-id"),
+                                    event.at("/new/id").asInt() + ":" + event.at("/new/n").asInt());
+                        } catch (java.io.IOException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }
+                    return List.copyOf(changes.values());
+                };
+                await().atMost(WAIT).until(() -> delivered.get().size() >= 3 && parked(pg, database) == 0);
+                assertThat(delivered.get()).as(next.output()).containsExactly("1:1", "1:2", "2:1");
+            }
+        }
+    }
+
+    private static long parked(PostgresServer pg, String database) throws java.sql.SQLException {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement();
+                java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM walhook.parked_event")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    @Test
     void anActiveInstanceWhoseLockSessionEndsKeepsTryingWhileTheDatabaseRefusesItThenTakesTheLockAgain()
             throws Exception {
         PostgresServer pg = TestPostgres.shared();

@@ -1,0 +1,129 @@
+package io.walhook.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+
+import org.junit.jupiter.api.Test;
+
+import io.walhook.delivery.ParkedEventStore;
+import io.walhook.pgoutput.Lsn;
+import io.walhook.testing.TestPostgres;
+
+/**
+ * The slot's lock against a real PostgreSQL: an instance whose lock session is gone writes
+ * nothing to the durable queues, and one taking the lock waits for (or ends) the writes of the one
+ * before, so that whatever that one wrote is there when the new one's lanes look at their queues.
+ */
+class ActiveLockTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(30);
+
+    private static ActiveLock lock(SourceFixture source, Duration fencePatience) {
+        return new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(), source.server.password(),
+                source.slot, fencePatience);
+    }
+
+    private static List<ParkedEventStore.Entry> entry(String eventId) {
+        return List.of(new ParkedEventStore.Entry(eventId, Lsn.of(0x10), Instant.EPOCH, "application/json", Map.of(), null,
+                "{}".getBytes(StandardCharsets.UTF_8), null, null));
+    }
+
+    /** Ends the session holding walhook's lock of the slot, as a network cut or an administrator does. */
+    private static void endLockSession(SourceFixture source) throws SQLException {
+        source.sql("SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                + " AND classid = " + ActiveLock.NAMESPACE + " AND objid = hashtext('" + source.slot + "')::oid");
+    }
+
+    /** A write to a queue under way: fenced by {@code lock}, a row written, not committed. */
+    private static void beginWrite(ActiveLock lock, Connection write, String eventId) throws SQLException {
+        write.setAutoCommit(false);
+        lock.fence(write);
+        try (Statement s = write.createStatement()) {
+            s.execute("INSERT INTO walhook.parked_event (subscription_id, subscription, event_id, commit_lsn, content_type,"
+                    + " headers, body, attempts) VALUES ('s', 's', '" + eventId + "', '0/10', 'application/json', '{}',"
+                    + " '\\x7b7d', 0)");
+        }
+    }
+
+    @Test
+    void anInstanceWhoseLockSessionIsGoneWritesNothingToTheDurableQueue() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "fence_gone");
+                ActiveLock active = lock(source, ActiveLock.FENCE_PATIENCE)) {
+            ParkedEventStore store = new ParkedEventStore(source.dataSource, "walhook", active::fence);
+            assertThatThrownBy(() -> store.append("s", "s", entry("before"), 0, null))
+                    .as("not holding the lock yet").isInstanceOf(SQLException.class);
+            assertThat(active.tryAcquire()).isTrue();
+            assertThat(store.append("s", "s", entry("held"), 0, null)).isEqualTo(1);
+
+            endLockSession(source);
+            assertThatThrownBy(() -> store.append("s", "s", entry("after"), 0, null))
+                    .isInstanceOf(SQLException.class).hasMessageContaining("no longer holds the lock of slot " + source.slot);
+            assertThat(store.count("s")).isEqualTo(1);
+
+            // taken again (no one else took it): it writes again
+            assertThat(active.stillHeld()).isFalse();
+            assertThat(active.tryAcquire()).isTrue();
+            assertThat(store.append("s", "s", entry("again"), 0, null)).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aNewHolderWaitsForTheWritesThePreviousHolderBeganWhileItHeldTheLock() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "fence_wait");
+                ActiveLock before = lock(source, ActiveLock.FENCE_PATIENCE);
+                ActiveLock after = lock(source, ActiveLock.FENCE_PATIENCE);
+                Connection write = source.dataSource.getConnection()) {
+            assertThat(before.tryAcquire()).isTrue();
+            // the instance holding the lock begins a write to a queue: it checked its lock, and is slow to commit
+            beginWrite(before, write, "late");
+            // its lock session ends; another instance takes the lock, and waits for that write before it goes on
+            endLockSession(source);
+            CompletableFuture<Boolean> taking = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return after.tryAcquire();
+                } catch (SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> !taking.isDone());
+            write.commit();
+            assertThat(taking.get()).isTrue();
+            // so its lanes, looking at their queues from now on, find the row
+            ParkedEventStore store = new ParkedEventStore(source.dataSource, "walhook", after::fence);
+            assertThat(store.withRows(List.of("s"))).isEqualTo(Set.of("s"));
+            // and the one before writes nothing more
+            ParkedEventStore old = new ParkedEventStore(source.dataSource, "walhook", before::fence);
+            assertThatThrownBy(() -> old.append("s", "s", entry("later"), 0, null)).isInstanceOf(SQLException.class);
+            assertThat(store.append("s", "s", entry("new"), 0, null)).isEqualTo(1);
+            assertThat(store.count("s")).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void aNewHolderEndsAWriteOfThePreviousHolderThatHangs() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "fence_hang");
+                ActiveLock before = lock(source, ActiveLock.FENCE_PATIENCE);
+                ActiveLock after = lock(source, Duration.ofMillis(500));
+                Connection write = source.dataSource.getConnection()) {
+            assertThat(before.tryAcquire()).isTrue();
+            beginWrite(before, write, "hung");
+            endLockSession(source);
+            // the write never ends (its instance frozen): the new holder ends it after its patience, and its row is gone
+            assertThat(after.tryAcquire()).isTrue();
+            assertThatThrownBy(write::commit).isInstanceOf(SQLException.class);
+            assertThat(new ParkedEventStore(source.dataSource, "walhook").count("s")).isZero();
+        }
+    }
+}
