@@ -131,7 +131,7 @@ public class ReplicationSource {
         // standbys connect too (lazily, on first use): the API's test-fire works on every instance
         broker = config.amqpUrl().filter(url -> !url.isBlank())
                 .map(url -> new AmqpClient(vertx, AmqpUrl.parse(url), config.delivery().requestTimeout())).orElse(null);
-        lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot());
+        lock = new ActiveLock(source.jdbcUrl(), source.user(), source.password(), config.slot(), config.stateSchema());
         boolean active;
         try {
             active = patiently(lock::tryAcquire);

@@ -22,6 +22,11 @@ import org.jboss.logging.Logger;
  * lock of the slot's second key, that its instance's lock session still holds the lock; a new
  * holder takes that second key alone once, so writes that checked before it took over are
  * committed (or ended) before it looks at a queue, and later ones find the lock gone.
+ *
+ * <p>Each instance taking the lock counts an activation of the slot ({@code <state
+ * schema>.activation}). One whose lock session ended takes the lock again only if the count is
+ * still its own: had another instance been active in between, it may have queued or delivered
+ * events this one knows nothing of, so this one lets go and exits instead.
  */
 public final class ActiveLock implements AutoCloseable {
 
@@ -36,20 +41,26 @@ public final class ActiveLock implements AutoCloseable {
     private final String jdbcUrl;
     private final Properties properties;
     private final String slot;
+    private final String activationTable;
     private final java.time.Duration fencePatience;
+    /** The slot's activation count when this instance took the lock first; 0 before. */
+    private long activation;
     private Connection connection;
     private boolean held;
     /** The backend of the lock's session while held, 0 when not: what a fenced write checks. */
     private volatile int holder;
 
-    public ActiveLock(String jdbcUrl, String user, String password, String slot) {
-        this(jdbcUrl, user, password, slot, FENCE_PATIENCE);
+    /** @param stateSchema a validated plain identifier, the schema of walhook's own tables */
+    public ActiveLock(String jdbcUrl, String user, String password, String slot, String stateSchema) {
+        this(jdbcUrl, user, password, slot, stateSchema, FENCE_PATIENCE);
     }
 
-    ActiveLock(String jdbcUrl, String user, String password, String slot, java.time.Duration fencePatience) {
+    ActiveLock(String jdbcUrl, String user, String password, String slot, String stateSchema,
+            java.time.Duration fencePatience) {
         this.jdbcUrl = jdbcUrl;
         this.properties = sessionProperties(user, password, "walhook-lock");
         this.slot = slot;
+        this.activationTable = stateSchema + ".activation";
         this.fencePatience = fencePatience;
     }
 
@@ -84,15 +95,48 @@ public final class ActiveLock implements AutoCloseable {
             }
         }
         if (held) {
+            boolean ours;
             try {
                 awaitFencedWrites();
+                ours = countActivation();
             } catch (SQLException e) {
                 close(); // taken again at the next try, fence and all
                 throw e;
             }
+            if (!ours) {
+                LOG.errorf("another instance was active on slot %s while this one had lost its lock; letting it go", slot);
+                close();
+                return false;
+            }
             holder = pid;
         }
         return held;
+    }
+
+    /**
+     * Counts this instance's activation of the slot, the first time it takes the lock; after that,
+     * whether the count is still its own (no other instance was active since).
+     */
+    private boolean countActivation() throws SQLException {
+        if (activation == 0) {
+            try (PreparedStatement s = connection.prepareStatement("INSERT INTO " + activationTable + " AS a (slot_name,"
+                    + " activations) VALUES (?, 1) ON CONFLICT (slot_name) DO UPDATE SET activations = a.activations + 1,"
+                    + " activated_at = now() RETURNING activations")) {
+                s.setString(1, slot);
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    activation = rs.getLong(1);
+                }
+            }
+            return true;
+        }
+        try (PreparedStatement s = connection.prepareStatement("SELECT activations FROM " + activationTable
+                + " WHERE slot_name = ?")) {
+            s.setString(1, slot);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() && rs.getLong(1) == activation;
+            }
+        }
     }
 
     /**

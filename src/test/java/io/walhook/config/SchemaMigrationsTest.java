@@ -36,7 +36,9 @@ class SchemaMigrationsTest {
             "4|4|parked event lane|SQL|db/migration/V4__parked_event_lane.sql|1308621896|true",
             "5|5|parked event address|SQL|db/migration/V5__parked_event_address.sql|-963736934|true",
             "6|6|durable queue|SQL|db/migration/V6__durable_queue.sql|2069406340|true",
-            "7|7|backfill|SQL|db/migration/V7__backfill.sql|-798378895|true");
+            "7|7|backfill|SQL|db/migration/V7__backfill.sql|-798378895|true",
+            // from here on, files Flyway never ran here: their rows as walhook writes them, by Flyway's checksum
+            "8|8|activation|SQL|db/migration/V8__activation.sql|-1501265565|true");
 
     private static PGSimpleDataSource database(String prefix) throws SQLException {
         PostgresServer server = TestPostgres.shared();
@@ -92,8 +94,9 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_part");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "DROP TABLE walhook.backfill");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version = '7'");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(1);
+        sql(dataSource, "DROP TABLE walhook.activation");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8')");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(2);
         assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
         sql(dataSource, "SELECT count(*) FROM walhook.backfill");
     }
@@ -129,8 +132,8 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_newer");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (8, '8', 'later', 'SQL',"
-                + " 'db/migration/V8__later.sql', 5, current_user, 1, true)");
+                + " checksum, installed_by, execution_time, success) VALUES (9, '9', 'later', 'SQL',"
+                + " 'db/migration/V9__later.sql', 5, current_user, 1, true)");
         assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isZero();
     }
 
@@ -139,15 +142,17 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_rollback");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "DROP TABLE walhook.backfill");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version = '7'");
+        sql(dataSource, "DROP TABLE walhook.activation");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8')");
         // V7's last statement creates the index backfill_initial: a table of that name makes it fail
         sql(dataSource, "CREATE TABLE walhook.backfill_initial ()");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("backfill_initial");
         assertThat(exists(dataSource, "walhook.backfill")).as("the file's first statements are undone too").isFalse();
-        assertThat(history(dataSource, "walhook")).hasSize(FLYWAY_ROWS.size() - 1);
+        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 2);
+        assertThat(exists(dataSource, "walhook.activation")).isFalse();
         sql(dataSource, "DROP TABLE walhook.backfill_initial");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(1);
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(2);
     }
 
     private static boolean exists(PGSimpleDataSource dataSource, String relation) throws SQLException {
@@ -198,7 +203,7 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_dotted");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (8, '7.1', 'hotfix', 'SQL',"
+                + " checksum, installed_by, execution_time, success) VALUES (9, '7.1', 'hotfix', 'SQL',"
                 + " 'V7_1__hotfix.sql', 5, current_user, 1, true)");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("version '7.1' (V7_1__hotfix.sql)");

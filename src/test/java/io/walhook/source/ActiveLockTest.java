@@ -32,7 +32,7 @@ class ActiveLockTest {
 
     private static ActiveLock lock(SourceFixture source, Duration fencePatience) {
         return new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(), source.server.password(),
-                source.slot, fencePatience);
+                source.slot, "walhook", fencePatience);
     }
 
     private static List<ParkedEventStore.Entry> entry(String eventId) {
@@ -76,6 +76,27 @@ class ActiveLockTest {
             assertThat(active.stillHeld()).isFalse();
             assertThat(active.tryAcquire()).isTrue();
             assertThat(store.append("s", "s", entry("again"), 0, null)).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void anInstanceWhoseLockSessionEndedDoesNotTakeTheLockAgainIfAnotherWasActiveMeanwhile() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "lock_between");
+                ActiveLock first = lock(source, ActiveLock.FENCE_PATIENCE);
+                ActiveLock second = lock(source, ActiveLock.FENCE_PATIENCE);
+                ActiveLock third = lock(source, ActiveLock.FENCE_PATIENCE)) {
+            assertThat(first.tryAcquire()).isTrue();
+            assertThat(second.tryAcquire()).as("held by the first").isFalse();
+            // the first's lock session ends; the second takes over, and is gone before the first looks again
+            endLockSession(source);
+            assertThat(second.tryAcquire()).isTrue();
+            second.close();
+            assertThat(first.stillHeld()).isFalse();
+            assertThat(first.tryAcquire()).as("another instance was active in between").isFalse();
+            // it let go: a standby takes over
+            assertThat(third.tryAcquire()).isTrue();
+            assertThat(source.queryOne("SELECT activations FROM walhook.activation WHERE slot_name = '" + source.slot + "'"))
+                    .isEqualTo("3");
         }
     }
 
