@@ -145,13 +145,6 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * the answer before it sends, whether rows from before a restart come first.
      */
     private final Queue<Lane> toProbe = new ConcurrentLinkedQueue<>();
-    /**
-     * The subscriptions whose durable queues held rows at start ({@link #resumeParked}), when the
-     * writes to queues are fenced ({@link ParkedEventStore#fenced}): then no other instance writes
-     * to a queue after this one took the slot's lock, so a lane made later for a subscription not
-     * among these starts direct without asking. Null: every new lane asks.
-     */
-    private volatile Set<String> queuedAtStart;
     private final AtomicBoolean probeSubmitted = new AtomicBoolean();
     /** The subscriptions paused or held at the last {@link #sync} (the poller's thread): a lane is woken when that changes. */
     private Set<String> pausedAtSync = Set.of();
@@ -219,9 +212,6 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     public void resumeParked(Collection<Subscription> subscriptions, Set<String> held) throws SQLException {
         this.held = Set.copyOf(held);
         Set<String> queued = new HashSet<>(context.store().subscriptionsWithParkedEvents());
-        if (context.store().fenced()) {
-            queuedAtStart = Set.copyOf(queued);
-        }
         for (Subscription subscription : subscriptions) {
             if (queued.remove(subscription.id())) {
                 lane(subscription);
@@ -355,12 +345,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 return null;
             }
             if (made[0]) {
-                Set<String> known = queuedAtStart;
-                if (known != null && !known.contains(subscription.id())) {
-                    lane.probed(false); // its queue was empty at start, and only this instance writes to it
-                } else {
-                    probe(lane);
-                }
+                probe(lane);
             }
         }
         lane.follow(subscription);

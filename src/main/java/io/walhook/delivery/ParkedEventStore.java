@@ -79,14 +79,6 @@ public final class ParkedEventStore {
     }
 
     /**
-     * Whether appends are fenced: no instance but the one holding the slot's lock writes to the
-     * queues, so what they hold as it takes the lock changes only by its own writes.
-     */
-    public boolean fenced() {
-        return fence != Fence.NONE;
-    }
-
-    /**
      * Appends requests to a subscription's queue, in this order, in one transaction, with the
      * attempts already made at them; queueing an event twice (read again after a restart) keeps the
      * first. Returns how many rows were added.

@@ -1185,46 +1185,6 @@ class DispatcherTest {
     }
 
     @Test
-    void withQueuesFencedNewLanesOfSubscriptionsWhoseQueuesWereEmptyAtStartDeliverWithoutAsking() throws Exception {
-        database = new SourceFixture(TestPostgres.shared(), "fenced_start");
-        GatedDataSource counted = new GatedDataSource(database.dataSource);
-        // fenced: only the instance holding the slot's lock writes to the queues (the fence itself: ActiveLockTest)
-        store = new ParkedEventStore(counted, "walhook", transaction -> { });
-        Dispatcher dispatcher = countedDispatcher(Duration.ofMinutes(10));
-        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            accepted.add(request);
-            return 204;
-        });
-        List<Subscription> tenants = new ArrayList<>();
-        for (int t = 1; t <= 40; t++) {
-            tenants.add(webhook("config:t" + t, "t" + t, receiver, 1));
-        }
-        store.append("config:t7", "t7", List.of(new ParkedEventStore.Entry("queued-before", Lsn.of(0x10),
-                java.time.Instant.EPOCH, "application/json", Map.of(), null,
-                "{\"before\":true}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
-        dispatcher.resumeParked(tenants);
-        await().atMost(WAIT).until(() -> accepted.size() == 1 && store.count("config:t7") == 0);
-
-        // the state database stops answering: 40 tenants' first events are delivered all the same, as no new
-        // lane asks about its queue (empty at start, and no other instance writes to it since)
-        int before = counted.connections.get();
-        counted.shut();
-        try {
-            for (Subscription tenant : tenants) {
-                ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, "1", "0");
-                dispatcher.send(tenant, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
-                        acknowledged::incrementAndGet);
-            }
-            dispatcher.flush();
-            await().atMost(WAIT).until(() -> acknowledged.get() == 40 && accepted.size() == 41);
-            assertThat(counted.connections.get() - before).as("state database round trips for 40 new lanes").isZero();
-        } finally {
-            counted.open();
-        }
-    }
-
-    @Test
     void newLanesAskWhetherTheirQueuesHoldRowsTogetherAndOneThatDoesDeliversThemFirst() throws Exception {
         GatedDataSource counted = countingStateDatabase("probing");
         Dispatcher dispatcher = countedDispatcher(Duration.ofMinutes(10));
