@@ -153,6 +153,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * their lanes hold as paused ones do.
      */
     private volatile Set<String> held = Set.of();
+    /** How many {@link #sync}s ran (under this object's lock, as {@link #resumeParked}). */
+    private long syncs;
     /** Ids of subscriptions deleted while this instance ran: events routed to them are dropped. */
     private final Set<String> deleted = ConcurrentHashMap.newKeySet();
     /** Routing's own: the lanes given jobs in the current chunk, and the last lane it looked up. */
@@ -209,8 +211,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * force (a body this instance cannot read, written by a newer walhook during a rolling upgrade;
      * or shadowed by a configured subscription of the same name): not deleted, their queues stay.
      */
-    public void resumeParked(Collection<Subscription> subscriptions, Set<String> held) throws SQLException {
-        this.held = Set.copyOf(held);
+    public synchronized void resumeParked(Collection<Subscription> subscriptions, Set<String> held) throws SQLException {
+        if (syncs == 0) {
+            this.held = Set.copyOf(held); // a sync since had a newer refresh's
+        }
         Set<String> queued = new HashSet<>(context.store().subscriptionsWithParkedEvents());
         for (Subscription subscription : subscriptions) {
             if (queued.remove(subscription.id())) {
@@ -371,17 +375,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * already route with a refresh newer than {@code inForce}, and have made a lane for a
      * subscription it adds).
      */
-    public void sync(Collection<Subscription> inForce, Set<String> held, Predicate<String> inForceNow) {
+    public synchronized void sync(Collection<Subscription> inForce, Set<String> held, Predicate<String> inForceNow) {
+        syncs++;
         Set<String> heldBefore = this.held;
-        this.held = Set.copyOf(held);
         Set<String> ids = new HashSet<>(held);
         Set<String> pausedNow = new HashSet<>(held);
-        for (String id : held) {
-            Lane lane = lanes.get(id);
-            if (lane != null && !pausedAtSync.contains(id)) {
-                lane.nudge(); // held from now on: what it holds goes to its queue
-            }
-        }
+        List<Lane> toWake = new ArrayList<>();
+        List<Subscription> toStart = new ArrayList<>();
         for (Subscription subscription : inForce) {
             ids.add(subscription.id());
             context.metrics().inForce(subscription);
@@ -390,17 +390,28 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 pausedNow.add(subscription.id());
             }
             Lane lane = lanes.get(subscription.id());
-            if (lane == null && heldBefore.contains(subscription.id())) {
-                lane(subscription); // in force again: what waits in its queue goes without waiting for its next event
+            if (lane == null) {
+                if (heldBefore.contains(subscription.id())) {
+                    toStart.add(subscription); // in force again: what waits in its queue goes without its next event
+                }
                 continue;
             }
             // only the lanes of those written, paused or resumed since: with 10,000 tenants one change does
-            // not wake every lane; the lane's own object, as routing may have handed it an older one since
-            if (lane != null && (lane.subscription() != subscription || paused != pausedAtSync.contains(subscription.id()))) {
-                lane.follow(subscription);
-                lane.nudge();
+            // not wake every lane
+            if (lane.synced(subscription) || paused != pausedAtSync.contains(subscription.id())) {
+                toWake.add(lane);
             }
         }
+        // after the lanes have their latest configuration: one held until now sends nothing with its old one
+        this.held = Set.copyOf(held);
+        for (String id : held) {
+            Lane lane = lanes.get(id);
+            if (lane != null && !pausedAtSync.contains(id)) {
+                toWake.add(lane); // held from now on: what it holds goes to its queue
+            }
+        }
+        toWake.forEach(Lane::nudge);
+        toStart.forEach(this::lane);
         pausedAtSync = pausedNow;
         for (String id : List.copyOf(lanes.keySet())) {
             if (!ids.contains(id)) {

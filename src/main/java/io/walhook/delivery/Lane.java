@@ -113,6 +113,9 @@ final class Lane {
     final String id;
     private final Dispatcher.Context context;
     private volatile Subscription subscription;
+    /** The object of the registry's latest sync, null before one: routing does not replace it ({@link #follow}). */
+    private Subscription syncedTo;
+    private final Object followLock = new Object();
     private Transport transport;
     /** The subscription {@link #transport} was made for: it is made again when the destination changes. */
     private Subscription transportFor;
@@ -1300,12 +1303,34 @@ final class Lane {
 
     // --- control (from the registry and the API) -----------------------------------------------
 
-    /** A subscription replaced through the API (name, destination, batching, retries): from its next request on. */
-    void follow(Subscription latest) {
-        if (latest == subscription) {
-            return;
+    /**
+     * Routing's subscription object, for a lane made at its first event or one the registry has
+     * not synced yet; once synced, only a sync changes it ({@link #synced}): routing may still be
+     * at the end of a transaction routed with an older object, which would otherwise send this
+     * lane's retries and queue back to a destination the operator replaced, until its next event.
+     */
+    void follow(Subscription routed) {
+        synchronized (followLock) {
+            if (routed == subscription || (syncedTo != null && syncedTo != routed)) {
+                return;
+            }
+            subscription = routed;
         }
-        subscription = latest;
+    }
+
+    /**
+     * The registry's latest object of the subscription (replaced through the API: name,
+     * destination, batching, retries), from its next request on; returns whether it changed.
+     */
+    boolean synced(Subscription latest) {
+        synchronized (followLock) {
+            syncedTo = latest;
+            if (latest == subscription) {
+                return false;
+            }
+            subscription = latest;
+            return true;
+        }
     }
 
     /**

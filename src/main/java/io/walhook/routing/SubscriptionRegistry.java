@@ -107,8 +107,9 @@ public final class SubscriptionRegistry {
             } else {
                 held.add(stored.id());
                 if (!heldBefore.contains(stored.id())) {
-                    LOG.warnf("stored subscription %s (%s) is shadowed by the configured one of the same name: its"
-                            + " events wait in its durable queue until either is renamed or removed", stored.name(), stored.id());
+                    LOG.warnf("stored subscription %s (%s) is shadowed by the configured one of the same name: no change is"
+                            + " routed to it, and its durable queue waits until either is renamed or removed", stored.name(),
+                            stored.id());
                 }
             }
         }

@@ -35,6 +35,12 @@ public final class ActiveLock implements AutoCloseable {
     static final int NAMESPACE = 0x77616c68;
     /** The fence's first key, 'walq': shared by each write to a durable queue, taken alone by a new holder. */
     static final int FENCE = 0x77616c71;
+    /** This database, in pg_locks' terms: an advisory lock's keys are the same in every database of a cluster. */
+    private static final String DATABASE = "(SELECT oid FROM pg_database WHERE datname = current_database())";
+    /** When a backend started, in microseconds since the epoch (whatever the session's time zone). */
+    private static String started(String activity) {
+        return "(extract(epoch FROM " + activity + ".backend_start) * 1000000)::bigint";
+    }
     /** How long a new holder waits for writes of the instance before it to end, before it ends them. */
     static final java.time.Duration FENCE_PATIENCE = java.time.Duration.ofSeconds(10);
 
@@ -47,8 +53,14 @@ public final class ActiveLock implements AutoCloseable {
     private long activation;
     private Connection connection;
     private boolean held;
-    /** The backend of the lock's session while held, 0 when not: what a fenced write checks. */
-    private volatile int holder;
+    /**
+     * The lock's session while held (its backend's pid and start), null when not: what a fenced
+     * write checks. The start too, as a pid may be reused by a later backend.
+     */
+    private volatile Session holder;
+
+    private record Session(int pid, long startedMicros) {
+    }
 
     /** @param stateSchema a validated plain identifier, the schema of walhook's own tables */
     public ActiveLock(String jdbcUrl, String user, String password, String slot, String stateSchema) {
@@ -84,14 +96,15 @@ public final class ActiveLock implements AutoCloseable {
         if (connection == null || connection.isClosed()) {
             connection = DriverManager.getConnection(jdbcUrl, properties);
         }
-        int pid;
-        try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?, hashtext(?)), pg_backend_pid()")) {
+        Session session;
+        try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?, hashtext(?)), pg_backend_pid(),"
+                + " (SELECT " + started("a") + " FROM pg_stat_activity a WHERE a.pid = pg_backend_pid())")) {
             s.setInt(1, NAMESPACE);
             s.setString(2, slot);
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 held = rs.getBoolean(1);
-                pid = rs.getInt(2);
+                session = new Session(rs.getInt(2), rs.getLong(3));
             }
         }
         if (held) {
@@ -108,7 +121,7 @@ public final class ActiveLock implements AutoCloseable {
                 close();
                 return false;
             }
-            holder = pid;
+            holder = session;
         }
         return held;
     }
@@ -159,7 +172,7 @@ public final class ActiveLock implements AutoCloseable {
             }
             try (PreparedStatement s = connection.prepareStatement("SELECT count(pg_terminate_backend(pid)) FROM pg_locks"
                     + " WHERE locktype = 'advisory' AND granted AND classid = ?::oid AND objid = hashtext(?)::oid"
-                    + " AND objsubid = 2 AND pid <> pg_backend_pid()")) {
+                    + " AND objsubid = 2 AND database = " + DATABASE + " AND pid <> pg_backend_pid()")) {
                 s.setInt(1, FENCE);
                 s.setString(2, slot);
                 try (ResultSet rs = s.executeQuery()) {
@@ -194,19 +207,21 @@ public final class ActiveLock implements AutoCloseable {
      * nothing is written (and nothing acknowledged: the slot keeps the events for whoever holds it).
      */
     public void fence(Connection write) throws SQLException {
-        int pid = holder;
+        Session session = holder;
         try (PreparedStatement s = write.prepareStatement("SELECT pg_advisory_xact_lock_shared(?, hashtext(?))")) {
             s.setInt(1, FENCE);
             s.setString(2, slot);
             s.execute();
         }
         boolean holds = false;
-        if (pid != 0) {
-            try (PreparedStatement s = write.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype ="
-                    + " 'advisory' AND granted AND pid = ? AND classid = ?::oid AND objid = hashtext(?)::oid AND objsubid = 2)")) {
-                s.setInt(1, pid);
-                s.setInt(2, NAMESPACE);
-                s.setString(3, slot);
+        if (session != null) {
+            try (PreparedStatement s = write.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a"
+                    + " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.pid = ? AND " + started("a") + " = ?"
+                    + " AND l.classid = ?::oid AND l.objid = hashtext(?)::oid AND l.objsubid = 2 AND l.database = " + DATABASE + ")")) {
+                s.setInt(1, session.pid());
+                s.setLong(2, session.startedMicros());
+                s.setInt(3, NAMESPACE);
+                s.setString(4, slot);
                 try (ResultSet rs = s.executeQuery()) {
                     rs.next();
                     holds = rs.getBoolean(1);
@@ -241,7 +256,7 @@ public final class ActiveLock implements AutoCloseable {
     @Override
     public synchronized void close() {
         held = false;
-        holder = 0;
+        holder = null;
         if (connection != null) {
             try {
                 connection.close();

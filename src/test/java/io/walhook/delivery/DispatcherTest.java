@@ -424,6 +424,34 @@ class DispatcherTest {
         assertThat(dispatcher.status()).isEmpty();
     }
 
+    @Test
+    void aDestinationReplacedWhileFailingIsNotTakenBackByTheEndOfATransactionRoutedBefore() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (request.path().equals("/broken")) {
+                return 503; // the destination the operator replaces
+            }
+            accepted.add(request);
+            return 204;
+        });
+        String id = "6f1c2b6e-0000-4000-8000-000000000002";
+        Subscription broken = webhook(id, "broken", receiver, 1);
+        send(dispatcher, broken, 3, 1);
+        await().atMost(WAIT).until(() -> store.count(id) == 3);
+        // the operator points it at a working destination; routing is still at the end of a transaction it
+        // routed with the subscription as it was, and hands the lane one more event of it
+        Subscription fixed = webhook(id, "fixed", receiver, 1);
+        dispatcher.sync(List.of(fixed));
+        send(dispatcher, broken, 1, 1);
+        // all four go to the destination in force, the queue empties, and nothing more goes to the old one
+        await().atMost(WAIT).until(() -> accepted.stream().map(r -> r.header("webhook-id")).distinct().count() == 4
+                && store.count(id) == 0);
+        assertThat(accepted).allSatisfy(r -> assertThat(r.path()).isEqualTo("/fixed"));
+        await().atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status()).singleElement()
+                .satisfies(status -> assertThat(status.name()).isEqualTo("fixed")));
+    }
+
     /** A real database behind a gate: while it is shut, every new connection waits (a state database slow to answer). */
     private static final class GatedDataSource implements javax.sql.DataSource {
         private final javax.sql.DataSource real;
