@@ -19,9 +19,10 @@ import org.jboss.logging.Logger;
  * session is gone learns it at its next look (within about 2 s) and meanwhile still holds events;
  * had it written them to a queue whose new lane already looked at it, they would be delivered
  * after newer changes of their rows. Each write checks, in its own transaction and under a shared
- * lock of the slot's second key, that its instance's lock session still holds the lock; a new
- * holder takes that second key alone once, so writes that checked before it took over are
- * committed (or ended) before it looks at a queue, and later ones find the lock gone.
+ * lock of the slot's fence key, that its instance's lock session still lives (it holds a token
+ * lock beside the slot's, which a try in the write's transaction finds taken); a new holder takes
+ * the fence key alone once, so writes that checked before it took over are committed (or ended)
+ * before it looks at a queue, and later ones find the token free.
  *
  * <p>Each instance taking the lock counts an activation of the slot ({@code <state
  * schema>.activation}). One whose lock session ended takes the lock again only if the count is
@@ -35,12 +36,10 @@ public final class ActiveLock implements AutoCloseable {
     static final int NAMESPACE = 0x77616c68;
     /** The fence's first key, 'walq': shared by each write to a durable queue, taken alone by a new holder. */
     static final int FENCE = 0x77616c71;
+    /** The first key of the lock session's token ({@link #holder}), 'walt'. */
+    static final int HOLDER = 0x77616c74;
     /** This database, in pg_locks' terms: an advisory lock's keys are the same in every database of a cluster. */
     private static final String DATABASE = "(SELECT oid FROM pg_database WHERE datname = current_database())";
-    /** When a backend started, in microseconds since the epoch (whatever the session's time zone). */
-    private static String started(String activity) {
-        return "(extract(epoch FROM " + activity + ".backend_start) * 1000000)::bigint";
-    }
     /** How long a new holder waits for writes of the instance before it to end, before it ends them. */
     static final java.time.Duration FENCE_PATIENCE = java.time.Duration.ofSeconds(10);
 
@@ -54,13 +53,12 @@ public final class ActiveLock implements AutoCloseable {
     private Connection connection;
     private boolean held;
     /**
-     * The lock's session while held (its backend's pid and start), null when not: what a fenced
-     * write checks. The start too, as a pid may be reused by a later backend.
+     * While held, the second key of a lock the lock's session holds beside it (first key
+     * {@link #HOLDER}), drawn at random each time a session takes the lock; null when not held.
+     * A fenced write finds it held, in the lock manager, for as long as that session lives, and
+     * free once it ended: no look at pg_locks, and no pid, which a later backend may reuse.
      */
-    private volatile Session holder;
-
-    private record Session(int pid, long startedMicros) {
-    }
+    private volatile Integer holder;
 
     /** @param stateSchema a validated plain identifier, the schema of walhook's own tables */
     public ActiveLock(String jdbcUrl, String user, String password, String slot, String stateSchema) {
@@ -96,22 +94,27 @@ public final class ActiveLock implements AutoCloseable {
         if (connection == null || connection.isClosed()) {
             connection = DriverManager.getConnection(jdbcUrl, properties);
         }
-        Session session;
-        try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?, hashtext(?)), pg_backend_pid(),"
-                + " (SELECT " + started("a") + " FROM pg_stat_activity a WHERE a.pid = pg_backend_pid())")) {
+        try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?, hashtext(?))")) {
             s.setInt(1, NAMESPACE);
             s.setString(2, slot);
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 held = rs.getBoolean(1);
-                session = new Session(rs.getInt(2), rs.getLong(3));
             }
         }
         if (held) {
             boolean ours;
+            int token = new java.security.SecureRandom().nextInt();
             try {
                 awaitFencedWrites();
                 ours = countActivation();
+                if (ours) {
+                    try (PreparedStatement s = connection.prepareStatement("SELECT pg_advisory_lock(?, ?)")) {
+                        s.setInt(1, HOLDER);
+                        s.setInt(2, token);
+                        s.execute();
+                    }
+                }
             } catch (SQLException e) {
                 close(); // taken again at the next try, fence and all
                 throw e;
@@ -121,7 +124,7 @@ public final class ActiveLock implements AutoCloseable {
                 close();
                 return false;
             }
-            holder = session;
+            holder = token;
         }
         return held;
     }
@@ -207,20 +210,17 @@ public final class ActiveLock implements AutoCloseable {
      * nothing is written (and nothing acknowledged: the slot keeps the events for whoever holds it).
      */
     public void fence(Connection write) throws SQLException {
-        Session session = holder;
-        try (PreparedStatement s = write.prepareStatement("SELECT pg_advisory_xact_lock_shared(?, hashtext(?))")) {
-            s.setInt(1, FENCE);
-            s.setString(2, slot);
-            s.execute();
-        }
+        Integer token = holder;
         boolean holds = false;
-        if (session != null) {
-            try (PreparedStatement s = write.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a"
-                    + " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.pid = ? AND " + started("a") + " = ?"
-                    + " AND l.classid = ?::oid AND l.objid = hashtext(?)::oid AND l.objsubid = 2 AND l.database = " + DATABASE + ")")) {
-                s.setInt(1, session.pid());
-                s.setLong(2, session.startedMicros());
-                s.setInt(3, NAMESPACE);
+        if (token != null) {
+            // the fence's key first (the subquery, kept apart by OFFSET 0, yields its row before the outer
+            // select is computed); then whether the lock's session still holds its token: a shared try
+            // fails while it does, and takes it (until this transaction ends) once that session is gone
+            try (PreparedStatement s = write.prepareStatement("SELECT NOT pg_try_advisory_xact_lock_shared(?, ?) FROM"
+                    + " (SELECT pg_advisory_xact_lock_shared(?, hashtext(?)) OFFSET 0) fence")) {
+                s.setInt(1, HOLDER);
+                s.setInt(2, token);
+                s.setInt(3, FENCE);
                 s.setString(4, slot);
                 try (ResultSet rs = s.executeQuery()) {
                     rs.next();

@@ -44,11 +44,14 @@ public final class FailureBench {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** One scenario: the share of requests failed (per mille), or an outage of that many seconds first. */
+    /** {@code --env NAME=VALUE}: set for every drain's walhook, after the bench's own settings. */
+    private static final Map<String, String> EXTRA_ENV = new LinkedHashMap<>();
+
     private record Scenario(String name, int failPerMille, int outageSeconds) {
     }
 
     /** What one drain took. */
-    private record Result(Scenario scenario, double seconds, double emptySeconds, long requests, long failed) {
+    private record Result(Scenario scenario, double seconds, double emptySeconds, long requests, long failed, long queued) {
     }
 
     /** The webhook: fails as its scenario says, counts each event's first acceptance. */
@@ -118,8 +121,17 @@ public final class FailureBench {
                 case "--rows" -> rows = Long.parseLong(args[++i].replace("_", ""));
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
                 case "--outage" -> outage = Integer.parseInt(args[++i]);
+                case "--env" -> {
+                    String[] setting = args[++i].split("=", 2);
+                    if (setting.length != 2) {
+                        System.err.println("--env takes NAME=VALUE, not " + args[i]);
+                        System.exit(2);
+                    }
+                    EXTRA_ENV.put(setting[0], setting[1]); // every drain's walhook, e.g. WALHOOK_DELIVERY_RETRY_WINDOW=1s
+                }
                 default -> {
-                    System.err.println("usage: scripts/bench-failures [--rows 100000] [--batch 100] [--outage 10]");
+                    System.err.println("usage: scripts/bench-failures [--rows 100000] [--batch 100] [--outage 10]"
+                            + " [--env NAME=VALUE]...");
                     System.exit(2);
                 }
             }
@@ -161,6 +173,8 @@ public final class FailureBench {
             env.put("WALHOOK_SUBSCRIPTIONS_BENCH_URL", sink.url());
             env.put("WALHOOK_SUBSCRIPTIONS_BENCH_TABLES", "public.bench");
             env.put("WALHOOK_SUBSCRIPTIONS_BENCH_BATCH_MAX_EVENTS", Integer.toString(batch));
+            env.putAll(EXTRA_ENV);
+            long queuedBefore = queuedEver(postgres, database);
             say("draining " + rows + " rows into a webhook, " + scenario.name() + " ...");
             if (scenario.outageSeconds() > 0) {
                 sink.outageEndsNanos = Long.MAX_VALUE; // from before walhook starts
@@ -196,11 +210,29 @@ public final class FailureBench {
                     }
                 }
                 double emptySeconds = (Math.max(empty, sink.lastNewNanos) - faultsEnd) / 1e9;
-                say(String.format(Locale.ROOT, "  %.2f s, %,.0f events/s; %,d requests, %,d failed", seconds,
-                        rows / seconds, sink.requests.sum(), sink.failed.sum()));
+                long queued = queuedEver(postgres, database) - queuedBefore;
+                say(String.format(Locale.ROOT, "  %.2f s, %,.0f events/s; %,d requests, %,d failed; %,d events queued",
+                        seconds, rows / seconds, sink.requests.sum(), sink.failed.sum(), queued));
                 walhook.terminate();
                 walhook.awaitExit(java.time.Duration.ofSeconds(60));
-                return new Result(scenario, seconds, emptySeconds, sink.requests.sum(), sink.failed.sum());
+                return new Result(scenario, seconds, emptySeconds, sink.requests.sum(), sink.failed.sum(), queued);
+            }
+        }
+    }
+
+    /** Rows ever written to the durable queue (its id sequence; 0 before walhook made it). */
+    private static long queuedEver(EmbeddedPostgres postgres, String database) throws java.sql.SQLException {
+        try (Connection c = postgres.connect(database); Statement s = c.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT to_regclass('walhook.parked_event_id_seq') IS NULL")) {
+                rs.next();
+                if (rs.getBoolean(1)) {
+                    return 0;
+                }
+            }
+            try (ResultSet rs = s.executeQuery("SELECT CASE WHEN is_called THEN last_value ELSE 0 END"
+                    + " FROM walhook.parked_event_id_seq")) {
+                rs.next();
+                return rs.getLong(1);
             }
         }
     }
@@ -209,15 +241,17 @@ public final class FailureBench {
         Result healthy = results.get(0);
         System.out.println();
         System.out.printf(Locale.ROOT, "walhook under partial failure (%,d rows, batches of %d, 2 CPUs)%n", rows, batch);
-        System.out.printf(Locale.ROOT, "  %-34s %10s %14s %8s %22s %18s%n", "destination", "drain", "events/s", "ratio",
-                "requests (failed)", "queue empty after");
+        System.out.printf(Locale.ROOT, "  %-34s %10s %14s %8s %22s %18s %10s%n", "destination", "drain", "events/s", "ratio",
+                "requests (failed)", "queue empty after", "queued");
         for (Result r : results) {
-            System.out.printf(Locale.ROOT, "  %-34s %9.2fs %14s %8.2f %22s %17.2fs%n", r.scenario().name(), r.seconds(),
+            System.out.printf(Locale.ROOT, "  %-34s %9.2fs %14s %8.2f %22s %17.2fs %10s%n", r.scenario().name(), r.seconds(),
                     String.format(Locale.ROOT, "%,.0f", rows / r.seconds()), healthy.seconds() / r.seconds(),
-                    String.format(Locale.ROOT, "%,d (%,d)", r.requests(), r.failed()), r.emptySeconds());
+                    String.format(Locale.ROOT, "%,d (%,d)", r.requests(), r.failed()), r.emptySeconds(),
+                    String.format(Locale.ROOT, "%,d", r.queued()));
         }
         System.out.println("  ratio: the healthy drain's time over this one's (1.00 = as fast); queue empty after: from the"
-                + " drain's start, or for the outage from its end, until walhook.parked_event is empty");
+                + " drain's start, or for the outage from its end, until walhook.parked_event is empty; queued: events"
+                + " written to it");
     }
 
     private static void say(String line) {
