@@ -155,6 +155,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private volatile Set<String> held = Set.of();
     /** How many {@link #sync}s ran (under this object's lock, as {@link #resumeParked}). */
     private long syncs;
+    /**
+     * The subscriptions of the latest sync by id, and its number: a lane made since (routing may be
+     * at the end of a transaction routed with an older object) takes its object from here.
+     */
+    private volatile Synced lastSynced = new Synced(Map.of(), 0);
+
+    private record Synced(Map<String, Subscription> byId, long number) {
+    }
     /** Ids of subscriptions deleted while this instance ran: events routed to them are dropped. */
     private final Set<String> deleted = ConcurrentHashMap.newKeySet();
     /** Routing's own: the lanes given jobs in the current chunk, and the last lane it looked up. */
@@ -213,7 +221,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      */
     public synchronized void resumeParked(Collection<Subscription> subscriptions, Set<String> held) throws SQLException {
         if (syncs == 0) {
-            this.held = Set.copyOf(held); // a sync since had a newer refresh's
+            this.held = Set.copyOf(held);
+        } else { // a sync since had a newer refresh's
+            subscriptions = lastSynced.byId().values();
+            held = this.held;
         }
         Set<String> queued = new HashSet<>(context.store().subscriptionsWithParkedEvents());
         for (Subscription subscription : subscriptions) {
@@ -349,6 +360,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 return null;
             }
             if (made[0]) {
+                Synced synced = lastSynced; // read after the lane is in the map: a sync after this read finds it
+                Subscription latest = synced.byId().get(subscription.id());
+                if (latest != null) {
+                    lane.synced(latest, synced.number());
+                }
                 probe(lane);
             }
         }
@@ -377,6 +393,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      */
     public synchronized void sync(Collection<Subscription> inForce, Set<String> held, Predicate<String> inForceNow) {
         syncs++;
+        Map<String, Subscription> byId = new java.util.HashMap<>();
+        inForce.forEach(subscription -> byId.put(subscription.id(), subscription));
+        lastSynced = new Synced(byId, syncs); // before the lanes are walked: one made meanwhile is walked, or reads it
         Set<String> heldBefore = this.held;
         Set<String> ids = new HashSet<>(held);
         Set<String> pausedNow = new HashSet<>(held);
@@ -398,7 +417,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
             // only the lanes of those written, paused or resumed since: with 10,000 tenants one change does
             // not wake every lane
-            if (lane.synced(subscription) || paused != pausedAtSync.contains(subscription.id())) {
+            if (lane.synced(subscription, syncs) || paused != pausedAtSync.contains(subscription.id())) {
                 toWake.add(lane);
             }
         }

@@ -115,6 +115,8 @@ final class Lane {
     private volatile Subscription subscription;
     /** The object of the registry's latest sync, null before one: routing does not replace it ({@link #follow}). */
     private Subscription syncedTo;
+    /** The number of the sync that gave it {@link #syncedTo}: an older one's object is not taken after it. */
+    private long syncNumber;
     private final Object followLock = new Object();
     private Transport transport;
     /** The subscription {@link #transport} was made for: it is made again when the destination changes. */
@@ -1320,10 +1322,15 @@ final class Lane {
 
     /**
      * The registry's latest object of the subscription (replaced through the API: name,
-     * destination, batching, retries), from its next request on; returns whether it changed.
+     * destination, batching, retries), from its next request on, as the dispatcher's sync number
+     * {@code sync} gave it; returns whether it changed.
      */
-    boolean synced(Subscription latest) {
+    boolean synced(Subscription latest, long sync) {
         synchronized (followLock) {
+            if (sync < syncNumber) {
+                return false; // a lane made as a sync ran took an older one's object after that sync gave it its own
+            }
+            syncNumber = sync;
             syncedTo = latest;
             if (latest == subscription) {
                 return false;

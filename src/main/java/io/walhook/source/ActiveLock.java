@@ -36,8 +36,6 @@ public final class ActiveLock implements AutoCloseable {
     static final int NAMESPACE = 0x77616c68;
     /** The fence's first key, 'walq': shared by each write to a durable queue, taken alone by a new holder. */
     static final int FENCE = 0x77616c71;
-    /** The first key of the lock session's token ({@link #holder}), 'walt'. */
-    static final int HOLDER = 0x77616c74;
     /** This database, in pg_locks' terms: an advisory lock's keys are the same in every database of a cluster. */
     private static final String DATABASE = "(SELECT oid FROM pg_database WHERE datname = current_database())";
     /** How long a new holder waits for writes of the instance before it to end, before it ends them. */
@@ -53,12 +51,12 @@ public final class ActiveLock implements AutoCloseable {
     private Connection connection;
     private boolean held;
     /**
-     * While held, the second key of a lock the lock's session holds beside it (first key
-     * {@link #HOLDER}), drawn at random each time a session takes the lock; null when not held.
+     * While held, the key of a lock the lock's session holds beside it (one 64-bit key), drawn at
+     * random each time a session takes the lock; null when not held.
      * A fenced write finds it held, in the lock manager, for as long as that session lives, and
      * free once it ended: no look at pg_locks, and no pid, which a later backend may reuse.
      */
-    private volatile Integer holder;
+    private volatile Long holder;
 
     /** @param stateSchema a validated plain identifier, the schema of walhook's own tables */
     public ActiveLock(String jdbcUrl, String user, String password, String slot, String stateSchema) {
@@ -104,16 +102,12 @@ public final class ActiveLock implements AutoCloseable {
         }
         if (held) {
             boolean ours;
-            int token = new java.security.SecureRandom().nextInt();
+            long token = 0;
             try {
                 awaitFencedWrites();
                 ours = countActivation();
                 if (ours) {
-                    try (PreparedStatement s = connection.prepareStatement("SELECT pg_advisory_lock(?, ?)")) {
-                        s.setInt(1, HOLDER);
-                        s.setInt(2, token);
-                        s.execute();
-                    }
+                    token = takeToken();
                 }
             } catch (SQLException e) {
                 close(); // taken again at the next try, fence and all
@@ -127,6 +121,23 @@ public final class ActiveLock implements AutoCloseable {
             holder = token;
         }
         return held;
+    }
+
+    /** Takes a lock of a random 64-bit key on the lock's session (drawn again in the unlikely case it is taken). */
+    private long takeToken() throws SQLException {
+        java.security.SecureRandom random = new java.security.SecureRandom();
+        try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
+            while (true) {
+                long token = random.nextLong();
+                s.setLong(1, token);
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        return token;
+                    }
+                }
+            }
+        }
     }
 
     /**
@@ -210,18 +221,17 @@ public final class ActiveLock implements AutoCloseable {
      * nothing is written (and nothing acknowledged: the slot keeps the events for whoever holds it).
      */
     public void fence(Connection write) throws SQLException {
-        Integer token = holder;
+        Long token = holder;
         boolean holds = false;
         if (token != null) {
             // the fence's key first (the subquery, kept apart by OFFSET 0, yields its row before the outer
             // select is computed); then whether the lock's session still holds its token: a shared try
             // fails while it does, and takes it (until this transaction ends) once that session is gone
-            try (PreparedStatement s = write.prepareStatement("SELECT NOT pg_try_advisory_xact_lock_shared(?, ?) FROM"
+            try (PreparedStatement s = write.prepareStatement("SELECT NOT pg_try_advisory_xact_lock_shared(?) FROM"
                     + " (SELECT pg_advisory_xact_lock_shared(?, hashtext(?)) OFFSET 0) fence")) {
-                s.setInt(1, HOLDER);
-                s.setInt(2, token);
-                s.setInt(3, FENCE);
-                s.setString(4, slot);
+                s.setLong(1, token);
+                s.setInt(2, FENCE);
+                s.setString(3, slot);
                 try (ResultSet rs = s.executeQuery()) {
                     rs.next();
                     holds = rs.getBoolean(1);

@@ -450,6 +450,15 @@ class DispatcherTest {
         assertThat(accepted).allSatisfy(r -> assertThat(r.path()).isEqualTo("/fixed"));
         await().atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status()).singleElement()
                 .satisfies(status -> assertThat(status.name()).isEqualTo("fixed")));
+
+        // another one, replaced before it had a lane: the lane routing makes with the object it routed with
+        // takes the one in force
+        String other = "6f1c2b6e-0000-4000-8000-000000000003";
+        Subscription otherFixed = webhook(other, "fixed", receiver, 1);
+        dispatcher.sync(List.of(fixed, otherFixed));
+        send(dispatcher, webhook(other, "broken", receiver, 1), 1, 1);
+        await().atMost(WAIT).until(() -> accepted.stream().map(r -> r.header("webhook-id")).distinct().count() == 5);
+        assertThat(accepted).allSatisfy(r -> assertThat(r.path()).isEqualTo("/fixed"));
     }
 
     /** A real database behind a gate: while it is shut, every new connection waits (a state database slow to answer). */
