@@ -1313,10 +1313,9 @@ final class Lane {
      */
     void follow(Subscription routed) {
         synchronized (followLock) {
-            if (routed == subscription || (syncedTo != null && syncedTo != routed)) {
-                return;
+            if (syncedTo == null) {
+                subscription = routed;
             }
-            subscription = routed;
         }
     }
 

@@ -1312,6 +1312,26 @@ class DispatcherTest {
     }
 
     @Test
+    void startUpAfterASyncResumesWithTheSyncsSubscriptionsNotItsOwnOlderLook() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            accepted.add(request);
+            return 204;
+        });
+        String id = "6f1c2b6e-0000-4000-8000-0000000000dd";
+        Subscription readable = webhook(id, "readable", receiver, 1);
+        store.append(id, "readable", List.of(new ParkedEventStore.Entry("queued", Lsn.of(0x10), java.time.Instant.EPOCH,
+                "application/json", Map.of(), null, "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)),
+                0, null);
+        // the poller's sync of a newer refresh (the subscription reads now) lands before start-up resumes with the
+        // look it took earlier (then it was held): the newer one counts, and its queue is delivered
+        dispatcher.sync(List.of(readable), Set.of(), x -> false);
+        dispatcher.resumeParked(List.of(), Set.of(id));
+        await().atMost(WAIT).until(() -> accepted.size() == 1 && store.count(id) == 0);
+    }
+
+    @Test
     void aSubscriptionWhoseEveryAttemptFailsDoesNotReadItsQueueOverAndOver() throws Exception {
         GatedDataSource counted = countingStateDatabase("rereading");
         Dispatcher dispatcher = countedDispatcher(Duration.ofMillis(300));
