@@ -22,7 +22,9 @@ import org.jboss.logging.Logger;
  * lock of the slot's fence key, that its instance's lock session still lives (it holds a token
  * lock beside the slot's, which a try in the write's transaction finds taken); a new holder takes
  * the fence key alone once, so writes that checked before it took over are committed (or ended)
- * before it looks at a queue, and later ones find the token free.
+ * before it looks at a queue, and later ones find the token free. It first waits for the token of
+ * the session before it (recorded with the activation) to be free: a backend ending releases its
+ * locks one part of the lock table at a time.
  *
  * <p>Each instance taking the lock counts an activation of the slot ({@code <state
  * schema>.activation}). One whose lock session ended takes the lock again only if the count is
@@ -102,13 +104,11 @@ public final class ActiveLock implements AutoCloseable {
         }
         if (held) {
             boolean ours;
-            long token = 0;
+            long token;
             try {
-                awaitFencedWrites();
-                ours = countActivation();
-                if (ours) {
-                    token = takeToken();
-                }
+                awaitPreviousHolder();
+                token = takeToken();
+                ours = countActivation(token);
             } catch (SQLException e) {
                 close(); // taken again at the next try, fence and all
                 throw e;
@@ -142,14 +142,16 @@ public final class ActiveLock implements AutoCloseable {
 
     /**
      * Counts this instance's activation of the slot, the first time it takes the lock; after that,
-     * whether the count is still its own (no other instance was active since).
+     * whether the count is still its own (no other instance was active since). Either way, records
+     * the key of its session's token for the next holder ({@link #awaitPreviousHolder}).
      */
-    private boolean countActivation() throws SQLException {
+    private boolean countActivation(long token) throws SQLException {
         if (activation == 0) {
             try (PreparedStatement s = connection.prepareStatement("INSERT INTO " + activationTable + " AS a (slot_name,"
-                    + " activations) VALUES (?, 1) ON CONFLICT (slot_name) DO UPDATE SET activations = a.activations + 1,"
-                    + " activated_at = now() RETURNING activations")) {
+                    + " activations, token) VALUES (?, 1, ?) ON CONFLICT (slot_name) DO UPDATE SET activations ="
+                    + " a.activations + 1, activated_at = now(), token = excluded.token RETURNING activations")) {
                 s.setString(1, slot);
+                s.setLong(2, token);
                 try (ResultSet rs = s.executeQuery()) {
                     rs.next();
                     activation = rs.getLong(1);
@@ -157,46 +159,68 @@ public final class ActiveLock implements AutoCloseable {
             }
             return true;
         }
-        try (PreparedStatement s = connection.prepareStatement("SELECT activations FROM " + activationTable
+        try (PreparedStatement s = connection.prepareStatement("UPDATE " + activationTable + " SET token = ?"
+                + " WHERE slot_name = ? AND activations = ?")) {
+            s.setLong(1, token);
+            s.setString(2, slot);
+            s.setLong(3, activation);
+            return s.executeUpdate() == 1;
+        }
+    }
+
+    /** The token key the holder before this one recorded; null if none did (or it was a walhook from before tokens). */
+    private Long previousToken() throws SQLException {
+        try (PreparedStatement s = connection.prepareStatement("SELECT token FROM " + activationTable
                 + " WHERE slot_name = ?")) {
             s.setString(1, slot);
             try (ResultSet rs = s.executeQuery()) {
-                return rs.next() && rs.getLong(1) == activation;
+                if (!rs.next()) {
+                    return null;
+                }
+                long token = rs.getLong(1);
+                return rs.wasNull() ? null : token;
             }
         }
     }
 
     /**
-     * Waits for the writes to durable queues under way as this instance took the lock (those of an
-     * instance that just lost it, which checked its lock before it was gone) by taking the fence's
-     * key alone, once. A write that hangs (its instance frozen, its connection cut without the
-     * server knowing) is ended after {@code fencePatience}: what it wrote is rolled back, and the
-     * slot, which it never acknowledged, has it still.
+     * Waits, before this instance looks at any durable queue, for the holder before it to be gone
+     * and for the writes it began while it held the lock (they checked the lock before it was gone)
+     * to end. First the previous session's token, which it may still hold: a backend ending releases
+     * its locks one part of the lock table at a time, so the slot's lock can be free while the token
+     * is not, and a write checking meanwhile would pass. Then the fence's key alone, once: the writes
+     * that passed are committed or rolled back by then, and later ones find the token free. A session
+     * or a write that hangs (its instance frozen, its connection cut without the server knowing) is
+     * ended after {@code fencePatience}: what it wrote is rolled back, and the slot, which it never
+     * acknowledged, has it still.
      */
-    private void awaitFencedWrites() throws SQLException {
+    private void awaitPreviousHolder() throws SQLException {
+        Long previous = previousToken();
         try (PreparedStatement s = connection.prepareStatement("SELECT set_config('lock_timeout', ?, false)")) {
             s.setString(1, Math.max(1, fencePatience.toMillis()) + "ms");
             s.execute();
         }
         try {
-            fenceAlone();
-        } catch (SQLException e) {
-            if (!"55P03".equals(e.getSQLState())) {
-                throw e;
+            if (previous != null) {
+                // in pg_locks a 64-bit key is its high half (classid) and its low half (objid), objsubid 1
+                awaitAlone("SELECT pg_advisory_lock(?), pg_advisory_unlock(?)", s -> {
+                    s.setLong(1, previous);
+                    s.setLong(2, previous);
+                }, "classid = ?::oid AND objid = ?::oid AND objsubid = 1", s -> {
+                    s.setLong(1, previous >>> 32);
+                    s.setLong(2, previous & 0xffffffffL);
+                }, "sessions of the instance that held slot %s before, still holding its lock after %s");
             }
-            try (PreparedStatement s = connection.prepareStatement("SELECT count(pg_terminate_backend(pid)) FROM pg_locks"
-                    + " WHERE locktype = 'advisory' AND granted AND classid = ?::oid AND objid = hashtext(?)::oid"
-                    + " AND objsubid = 2 AND database = " + DATABASE + " AND pid <> pg_backend_pid()")) {
+            awaitAlone("SELECT pg_advisory_lock(?, hashtext(?)), pg_advisory_unlock(?, hashtext(?))", s -> {
                 s.setInt(1, FENCE);
                 s.setString(2, slot);
-                try (ResultSet rs = s.executeQuery()) {
-                    rs.next();
-                    LOG.warnf("ended %d writes to durable queues of the instance that held slot %s before, which did not"
-                            + " end within %s; what they wrote is rolled back and read again from the slot", rs.getLong(1),
-                            slot, fencePatience);
-                }
-            }
-            fenceAlone();
+                s.setInt(3, FENCE);
+                s.setString(4, slot);
+            }, "classid = ?::oid AND objid = hashtext(?)::oid AND objsubid = 2", s -> {
+                s.setInt(1, FENCE);
+                s.setString(2, slot);
+            }, "writes to durable queues of the instance that held slot %s before, which did not end within %s;"
+                    + " what they wrote is rolled back and read again from the slot");
         } finally {
             try (PreparedStatement s = connection.prepareStatement("SELECT set_config('lock_timeout', '0', false)")) {
                 s.execute();
@@ -204,13 +228,36 @@ public final class ActiveLock implements AutoCloseable {
         }
     }
 
-    private void fenceAlone() throws SQLException {
-        try (PreparedStatement s = connection.prepareStatement(
-                "SELECT pg_advisory_lock(?, hashtext(?)), pg_advisory_unlock(?, hashtext(?))")) {
-            s.setInt(1, FENCE);
-            s.setString(2, slot);
-            s.setInt(3, FENCE);
-            s.setString(4, slot);
+    private interface Parameters {
+        void set(PreparedStatement statement) throws SQLException;
+    }
+
+    /**
+     * Takes an advisory lock alone and lets it go ({@code lockAndUnlock}), under the session's lock
+     * timeout; when that runs out, ends the other sessions holding it ({@code held}: which key in
+     * pg_locks' terms) and takes it again.
+     */
+    private void awaitAlone(String lockAndUnlock, Parameters lockKey, String held, Parameters heldKey, String ended)
+            throws SQLException {
+        try (PreparedStatement s = connection.prepareStatement(lockAndUnlock)) {
+            lockKey.set(s);
+            try {
+                s.execute();
+                return;
+            } catch (SQLException e) {
+                if (!"55P03".equals(e.getSQLState())) {
+                    throw e;
+                }
+            }
+            try (PreparedStatement end = connection.prepareStatement("SELECT count(pg_terminate_backend(pid)) FROM pg_locks"
+                    + " WHERE locktype = 'advisory' AND granted AND " + held + " AND database = " + DATABASE
+                    + " AND pid <> pg_backend_pid()")) {
+                heldKey.set(end);
+                try (ResultSet rs = end.executeQuery()) {
+                    rs.next();
+                    LOG.warnf("ended %d " + ended, rs.getLong(1), slot, fencePatience);
+                }
+            }
             s.execute();
         }
     }

@@ -38,7 +38,8 @@ class SchemaMigrationsTest {
             "6|6|durable queue|SQL|db/migration/V6__durable_queue.sql|2069406340|true",
             "7|7|backfill|SQL|db/migration/V7__backfill.sql|-798378895|true",
             // from here on, files Flyway never ran here: their rows as walhook writes them, by Flyway's checksum
-            "8|8|activation|SQL|db/migration/V8__activation.sql|-1501265565|true");
+            "8|8|activation|SQL|db/migration/V8__activation.sql|-1501265565|true",
+            "9|9|activation token|SQL|db/migration/V9__activation_token.sql|-1808646152|true");
 
     private static PGSimpleDataSource database(String prefix) throws SQLException {
         PostgresServer server = TestPostgres.shared();
@@ -95,10 +96,11 @@ class SchemaMigrationsTest {
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "DROP TABLE walhook.backfill");
         sql(dataSource, "DROP TABLE walhook.activation");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8')");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(2);
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9')");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(3);
         assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
         sql(dataSource, "SELECT count(*) FROM walhook.backfill");
+        sql(dataSource, "SELECT token FROM walhook.activation");
     }
 
     @Test
@@ -132,8 +134,8 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_newer");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (9, '9', 'later', 'SQL',"
-                + " 'db/migration/V9__later.sql', 5, current_user, 1, true)");
+                + " checksum, installed_by, execution_time, success) VALUES (10, '10', 'later', 'SQL',"
+                + " 'db/migration/V10__later.sql', 5, current_user, 1, true)");
         assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isZero();
     }
 
@@ -143,16 +145,16 @@ class SchemaMigrationsTest {
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "DROP TABLE walhook.backfill");
         sql(dataSource, "DROP TABLE walhook.activation");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8')");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9')");
         // V7's last statement creates the index backfill_initial: a table of that name makes it fail
         sql(dataSource, "CREATE TABLE walhook.backfill_initial ()");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("backfill_initial");
         assertThat(exists(dataSource, "walhook.backfill")).as("the file's first statements are undone too").isFalse();
-        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 2);
+        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 3);
         assertThat(exists(dataSource, "walhook.activation")).isFalse();
         sql(dataSource, "DROP TABLE walhook.backfill_initial");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(2);
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(3);
     }
 
     private static boolean exists(PGSimpleDataSource dataSource, String relation) throws SQLException {
@@ -203,7 +205,7 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_dotted");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (9, '7.1', 'hotfix', 'SQL',"
+                + " checksum, installed_by, execution_time, success) VALUES (10, '7.1', 'hotfix', 'SQL',"
                 + " 'V7_1__hotfix.sql', 5, current_user, 1, true)");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("version '7.1' (V7_1__hotfix.sql)");

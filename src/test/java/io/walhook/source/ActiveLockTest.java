@@ -132,6 +132,38 @@ class ActiveLockTest {
         }
     }
 
+    /** The 64-bit key of the token lock the session holding walhook's lock of the slot holds beside it. */
+    private static long token(SourceFixture source) throws SQLException {
+        return Long.parseLong(source.queryOne("SELECT (t.classid::bigint << 32) | t.objid::bigint FROM pg_locks t JOIN"
+                + " pg_locks l USING (pid) WHERE l.locktype = 'advisory' AND l.classid = " + ActiveLock.NAMESPACE
+                + " AND l.objid = hashtext('" + source.slot + "')::oid AND t.locktype = 'advisory' AND t.objsubid = 1"));
+    }
+
+    @Test
+    void aNewHolderWaitsUntilTheSessionBeforeItHasReleasedItsTokenToo() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "fence_token");
+                ActiveLock before = lock(source, ActiveLock.FENCE_PATIENCE);
+                ActiveLock after = lock(source, Duration.ofMillis(500));
+                Connection dying = source.dataSource.getConnection()) {
+            assertThat(before.tryAcquire()).isTrue();
+            long token = token(source);
+            // a backend ending releases its locks one partition of the lock table at a time: the slot's lock may be
+            // free while its token is still held; here another session goes on holding the token, as one stalled
+            // between the two would
+            endLockSession(source);
+            try (Statement s = dying.createStatement()) {
+                s.execute("SELECT pg_advisory_lock(" + token + ")");
+            }
+            assertThat(after.tryAcquire()).isTrue();
+            // the instance before, not knowing yet that its session is gone, finds its token free: it writes nothing
+            // its successor's lanes would not see
+            ParkedEventStore old = new ParkedEventStore(source.dataSource, "walhook", before::fence);
+            assertThatThrownBy(() -> old.append("s", "s", entry("stale"), 0, null)).isInstanceOf(SQLException.class)
+                    .hasMessageContaining("no longer holds the lock of slot " + source.slot);
+            assertThat(dying.isValid(5)).as("the session still holding the token is ended after the patience").isFalse();
+        }
+    }
+
     @Test
     void aNewHolderEndsAWriteOfThePreviousHolderThatHangs() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "fence_hang");
