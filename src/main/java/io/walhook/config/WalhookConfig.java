@@ -166,8 +166,11 @@ public interface WalhookConfig {
         @WithConverter(Converters.Concurrency.class)
         int concurrency();
 
-        /** The longest wait between attempts while every attempt at a destination fails. */
-        @WithDefault("5m")
+        /**
+         * The longest wait between attempts while every attempt at a destination fails (one request
+         * at a time probes it): a destination back after a long outage gets its backlog within it.
+         */
+        @WithDefault("5s")
         @WithConverter(Converters.UpToADay.class)
         Duration parkedRetryInterval();
 

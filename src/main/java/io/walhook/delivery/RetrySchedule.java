@@ -12,9 +12,11 @@ import java.util.random.RandomGenerator;
  * succeed is tried again at the short pace, its first {@value #QUICK_RETRIES} retries at least;
  * beyond those its own failures grow its backoff too, so one event the destination always refuses
  * is not tried ten times a second. While every attempt fails (the last
- * {@value #STREAK} or more failed and nothing succeeded for {@link #SILENCE}) the backoff may grow
- * to the long interval, so a destination that is down is not hammered; one success resets that,
- * and a destination that fails only some requests is retried at the short pace.
+ * {@value #STREAK} or more failed and nothing succeeded for {@link #SILENCE}) one request at a time
+ * probes the destination, its backoff growing to the probe interval (seconds, whatever the
+ * maximum backoff): a destination that is down is not hammered, and one that recovers after an
+ * outage of hours gets its backlog within that interval, not minutes later. One success resets
+ * that, and a destination that fails only some requests is retried at the short pace.
  *
  * <p>Pure: no clock of its own, no threads; the caller says what happened when, and gets a wait back.
  */
@@ -36,23 +38,32 @@ final class RetrySchedule {
     /** How long without a success, besides the streak, before every attempt counts as failing. */
     static final Duration SILENCE = Duration.ofSeconds(2);
 
+    /**
+     * The longest {@code Retry-After} honoured (or the probe interval or maximum backoff, if longer):
+     * a destination asking for a pause of a few minutes gets it; one asking for days is tried again
+     * sooner.
+     */
+    static final Duration RETRY_AFTER_LIMIT = Duration.ofMinutes(5);
+
     private long maxBackoffMillis;
-    private long longIntervalMillis;
+    private long probeMillis;
+    private long retryAfterLimitMillis;
     private int failuresInARow;
     private java.time.Instant lastSuccess = java.time.Instant.MIN;
 
     /**
      * @param maxBackoff the longest backoff while the destination takes some requests
-     * @param longInterval the longest backoff, and the longest {@code Retry-After} honoured, while it takes none
+     * @param probeInterval the longest backoff while it takes none (one request at a time probes it)
      */
-    RetrySchedule(Duration maxBackoff, Duration longInterval) {
-        limits(maxBackoff, longInterval);
+    RetrySchedule(Duration maxBackoff, Duration probeInterval) {
+        limits(maxBackoff, probeInterval);
     }
 
     /** New limits (the subscription's retry settings changed); what happened so far still counts. */
-    void limits(Duration maxBackoff, Duration longInterval) {
+    void limits(Duration maxBackoff, Duration probeInterval) {
         this.maxBackoffMillis = Math.max(1, saturatedMillis(maxBackoff));
-        this.longIntervalMillis = Math.max(this.maxBackoffMillis, saturatedMillis(longInterval));
+        this.probeMillis = Math.max(1, saturatedMillis(probeInterval));
+        this.retryAfterLimitMillis = Math.max(RETRY_AFTER_LIMIT.toMillis(), Math.max(maxBackoffMillis, probeMillis));
     }
 
     /**
@@ -88,7 +99,12 @@ final class RetrySchedule {
      * {@code failedAttempts} times, given what the destination asked for.
      */
     Duration delay(int failedAttempts, Optional<Duration> retryAfter, java.time.Instant now, RandomGenerator random) {
-        long cap = everyAttemptFailing(now) ? longIntervalMillis : maxBackoffMillis;
+        // while every attempt fails, the probe interval; while nothing succeeded for a while, though the failures in a
+        // row are fewer than a streak, not longer than it either (a destination that went down a minute ago and is
+        // back is not left for the maximum backoff); else the maximum backoff
+        long cap = everyAttemptFailing(now) ? probeMillis
+                : failuresInARow > 0 && !now.isBefore(lastSuccess.plus(SILENCE)) ? Math.min(maxBackoffMillis, probeMillis)
+                : maxBackoffMillis;
         // the destination's failures in a row, or this request's own beyond its quick retries
         long own = Math.max((long) failedAttempts - 1, 0);
         long grown = Math.max(Math.max(failuresInARow - 1, 0), own - QUICK_RETRIES);
@@ -96,8 +112,8 @@ final class RetrySchedule {
         long backoff = Math.min(cap, FIRST_MILLIS << doublings);
         long wait = Math.max(random.nextLong(backoff + 1), Math.min(SHORTEST_MILLIS, backoff));
         if (retryAfter.isPresent()) {
-            // not before the destination asked, and never longer than the longest wait
-            wait = Math.min(Math.max(wait, saturatedMillis(retryAfter.get())), longIntervalMillis);
+            // not before the destination asked, within reason
+            wait = Math.min(Math.max(wait, saturatedMillis(retryAfter.get())), retryAfterLimitMillis);
         }
         return Duration.ofMillis(wait);
     }

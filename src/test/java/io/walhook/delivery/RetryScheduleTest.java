@@ -68,6 +68,39 @@ class RetryScheduleTest {
     }
 
     @Test
+    void aDestinationDownForHoursIsProbedWithinTheProbeIntervalWhateverTheMaximumBackoff() {
+        // the defaults: 60 s of backoff while some requests succeed, probes at most 5 s apart while none do
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
+        schedule.succeeded(NOW);
+        Instant at = NOW;
+        long longest = 0;
+        for (int attempt = 1; at.isBefore(NOW.plus(Duration.ofHours(3))); attempt++) {
+            schedule.failed();
+            Duration wait = schedule.delay(attempt, Optional.empty(), at, random);
+            if (at.isAfter(NOW.plusSeconds(10))) {
+                longest = Math.max(longest, millis(wait));
+            }
+            at = at.plus(wait);
+        }
+        assertThat(longest).as("so it gets its backlog within seconds of coming back, from a minute or hours down")
+                .isGreaterThan(2_500).isLessThanOrEqualTo(5_000);
+    }
+
+    @Test
+    void aRetryAfterOfMinutesIsHonouredThoughProbesAreSecondsApart() {
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
+        schedule.succeeded(NOW);
+        for (int i = 0; i < 20; i++) {
+            schedule.failed();
+        }
+        Instant later = NOW.plusSeconds(60);
+        assertThat(schedule.everyAttemptFailing(later)).isTrue();
+        assertThat(schedule.delay(20, Optional.of(Duration.ofSeconds(120)), later, random)).isEqualTo(Duration.ofSeconds(120));
+        assertThat(schedule.delay(20, Optional.of(Duration.ofHours(2)), later, random))
+                .as("within reason").isEqualTo(RetrySchedule.RETRY_AFTER_LIMIT);
+    }
+
+    @Test
     void aSuccessResetsTheBackoffSoARequestFailingBesideSuccessesIsRetriedQuicklyThenOnItsOwnPace() {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
