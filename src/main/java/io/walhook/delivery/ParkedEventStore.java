@@ -79,6 +79,31 @@ public final class ParkedEventStore {
     }
 
     /**
+     * A row key as the queue's jsonb column takes it: a json column in a key (REPLICA IDENTITY FULL)
+     * may hold NUL, whose escape jsonb refuses; it is kept as the text of its escape. Two keys alike
+     * but for that are then filed together, which only lists them together; refused, the write would
+     * fail again at every try and hold the lane.
+     */
+    static String storable(String rowKey) {
+        if (rowKey == null || !rowKey.contains("\\u0000")) {
+            return rowKey;
+        }
+        StringBuilder out = new StringBuilder(rowKey.length() + 8);
+        for (int i = 0; i < rowKey.length(); i++) {
+            char c = rowKey.charAt(i);
+            out.append(c);
+            if (c == '\\') {
+                // an escape: NUL's becomes an escaped backslash and "u0000"; any other is copied whole
+                if (rowKey.startsWith("u0000", i + 1)) {
+                    out.append('\\');
+                }
+                out.append(rowKey.charAt(++i));
+            }
+        }
+        return out.toString();
+    }
+
+    /**
      * Appends requests to a subscription's queue, in this order, in one transaction, with the
      * attempts already made at them; queueing an event twice (read again after a restart) keeps the
      * first. Returns how many rows were added.
@@ -105,10 +130,10 @@ public final class ParkedEventStore {
                         s.setString(7, JSON.writeValueAsString(entry.headers()));
                         s.setBytes(8, entry.body());
                         s.setInt(9, attempts);
-                        s.setString(10, lastError);
+                        s.setString(10, lastError == null ? null : lastError.replace((char) 0, (char) 0xfffd)); // text takes no NUL
                         s.setString(11, entry.address());
                         s.setArray(12, entry.ordering() == null ? null : c.createArrayOf("bigint", boxed(entry.ordering())));
-                        s.setString(13, entry.rowKey());
+                        s.setString(13, storable(entry.rowKey()));
                         s.addBatch();
                     }
                     for (int count : s.executeBatch()) {
@@ -149,7 +174,7 @@ public final class ParkedEventStore {
             s.setLong(2, afterId);
             int next = 3;
             if (rowKey.isPresent()) {
-                s.setString(next++, rowKey.get());
+                s.setString(next++, storable(rowKey.get()));
             }
             s.setInt(next, limit);
             return rows(s);

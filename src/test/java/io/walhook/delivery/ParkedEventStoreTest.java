@@ -66,6 +66,23 @@ class ParkedEventStoreTest {
     }
 
     @Test
+    void aRowKeyHoldingANulCharacterIsQueuedAndFoundByItsKey() throws Exception {
+        // a json column (which takes the escape of NUL, as jsonb does not) in a key of REPLICA IDENTITY FULL: the key
+        // as the event's JSON writes it
+        String nul = new com.fasterxml.jackson.databind.ObjectMapper().createObjectNode().put("doc", "a\u0000b").toString();
+        assertThat(nul).isEqualTo("{\"doc\":\"a\\u0000b\"}");
+        String text = "{\"doc\":\"a\\\\u0000b\"}"; // a backslash and "u0000" as text: another row
+        store.append(ID, "pages", List.of(new ParkedEventStore.Entry("nul", Lsn.of(0x6000), Instant.EPOCH,
+                "application/json", Map.of(), null, new byte[10], null, nul)), 0, null);
+        store.append(ID, "pages", List.of(new ParkedEventStore.Entry("text", Lsn.of(0x7000), Instant.EPOCH,
+                "application/json", Map.of(), null, new byte[10], null, text)), 0, null);
+        assertThat(store.page(ID, 0, 10, java.util.Optional.of(nul))).extracting(ParkedEventStore.Parked::eventId)
+                .contains("nul");
+        assertThat(store.page(ID, 0, 10, java.util.Optional.of(text))).extracting(ParkedEventStore.Parked::eventId)
+                .contains("text");
+    }
+
+    @Test
     void theLastPageSaysNothingIsLeft() throws Exception {
         ParkedEventStore.Synced synced = store.sync(ID, List.of(), Map.of(), 0, 5, 1 << 20, false);
         assertThat(synced.page()).hasSize(5);
