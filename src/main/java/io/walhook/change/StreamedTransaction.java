@@ -33,6 +33,7 @@ final class StreamedTransaction implements AutoCloseable {
     }
 
     private final long xid;
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(StreamedTransaction.class);
     private final Path spillDirectory;
     /** Whose spill files these are (see {@link #removeStale}). */
     private final String slot;
@@ -45,10 +46,24 @@ final class StreamedTransaction implements AutoCloseable {
     private DataOutputStream out;
     private long records;
 
+    /** Opens a spill file for writing: the file system's, or in tests one that fails as a full disk does. */
+    interface SpillFiles {
+        SpillFiles DISK = file -> Files.newOutputStream(file);
+
+        java.io.OutputStream open(Path file) throws IOException;
+    }
+
+    private final SpillFiles spillFiles;
+
     StreamedTransaction(long xid, Path spillDirectory, String slot) {
+        this(xid, spillDirectory, slot, SpillFiles.DISK);
+    }
+
+    StreamedTransaction(long xid, Path spillDirectory, String slot, SpillFiles spillFiles) {
         this.xid = xid;
         this.spillDirectory = spillDirectory;
         this.slot = slot;
+        this.spillFiles = spillFiles;
     }
 
     long xid() {
@@ -125,7 +140,7 @@ final class StreamedTransaction implements AutoCloseable {
         try {
             Files.createDirectories(spillDirectory);
             file = Files.createTempFile(spillDirectory, PREFIX + slot + "-" + Long.toUnsignedString(xid) + "-", SUFFIX);
-            out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(file), 1 << 16));
+            out = new DataOutputStream(new BufferedOutputStream(spillFiles.open(file), 1 << 16));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot spill streamed transaction " + Long.toUnsignedString(xid)
                     + " to " + spillDirectory + ": " + e.getMessage(), e);
@@ -196,6 +211,11 @@ final class StreamedTransaction implements AutoCloseable {
         }
     }
 
+    /**
+     * Drops the transaction and deletes its file. Never throws: it runs as a broken stream is given
+     * up (the disk full, say, where closing fails as the write did), and the reader must go on to
+     * reconnect; a file it cannot delete is removed as the next reader of the slot starts.
+     */
     @Override
     public void close() {
         memory.clear();
@@ -203,11 +223,16 @@ final class StreamedTransaction implements AutoCloseable {
         if (out != null) {
             try {
                 out.close();
-                Files.deleteIfExists(file);
             } catch (IOException e) {
-                throw new UncheckedIOException("cannot delete " + file + ": " + e.getMessage(), e);
+                LOG.debugf("closing %s: %s", file, e.getMessage()); // the write that failed first was reported
             } finally {
                 out = null;
+            }
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                LOG.warnf("cannot delete %s (it is removed as the next reader of slot %s starts): %s", file, slot,
+                        e.getMessage());
             }
         }
     }

@@ -72,6 +72,8 @@ public final class TransactionAssembler {
     private int seq;
     // the stream block being received
     private StreamedTransaction stream;
+    /** Where spill files are written: the disk (tests give one that fails). */
+    StreamedTransaction.SpillFiles spillFiles = StreamedTransaction.SpillFiles.DISK;
 
     /**
      * @param stateSchema walhook's own schema, whose changes are never events
@@ -227,7 +229,7 @@ public final class TransactionAssembler {
                     if (existing != null) {
                         existing.close(); // restarted from its first segment: drop the partial copy
                     }
-                    existing = new StreamedTransaction(start.xid(), spillDirectory, slot);
+                    existing = new StreamedTransaction(start.xid(), spillDirectory, slot, spillFiles);
                     streams.put(start.xid(), existing);
                 }
                 stream = existing;

@@ -194,8 +194,13 @@ public final class ReplicationReader {
                             received, lastError, backoffMillis);
                 }
             } finally {
-                abandonOpenTransaction();
-                assembler.reset();
+                try {
+                    abandonOpenTransaction();
+                    assembler.reset();
+                } catch (RuntimeException e) {
+                    // whatever giving up the stream meets, the reader goes on: the next connection starts over
+                    LOG.warnf("slot %s: giving up the broken stream: %s", settings.slot(), describe(e));
+                }
             }
             if (!running || draining) {
                 break;

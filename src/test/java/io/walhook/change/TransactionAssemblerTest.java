@@ -42,6 +42,52 @@ class TransactionAssemblerTest {
         assertThat(events.get(2).newRow().size()).as("a later change, with the newest Relation").isEqualTo(3);
     }
 
+    @Test
+    void aSpillFileTheDiskCannotTakeFailsTheStreamAndTheAssemblerStartsOverCleanly(@TempDir Path spill) throws Exception {
+        TransactionAssembler assembler = new TransactionAssembler(output(), "walhook", spill, "slot", 16);
+        java.util.concurrent.atomic.AtomicBoolean full = new java.util.concurrent.atomic.AtomicBoolean(true);
+        assembler.spillFiles = file -> new java.io.FilterOutputStream(java.nio.file.Files.newOutputStream(file)) {
+            @Override
+            public void write(int b) throws java.io.IOException {
+                if (full.get()) {
+                    throw new java.io.IOException("No space left on device");
+                }
+                super.write(b);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws java.io.IOException {
+                if (full.get()) {
+                    throw new java.io.IOException("No space left on device");
+                }
+                out.write(b, off, len);
+            }
+        };
+        // a streamed transaction past the memory bound goes to a file; its small records wait in the file's buffer,
+        // and a row bigger than the buffer is written through, which fails
+        accept(assembler, new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1));
+        accept(assembler, relation(STREAMED_XID, "id", "a"));
+        accept(assembler, new TestEvents.Bytes().u8('I').u32(STREAMED_XID).u32(TABLE).u8('N').tuple("1", "one"));
+        TestEvents.Bytes big = new TestEvents.Bytes().u8('I').u32(STREAMED_XID).u32(TABLE).u8('N').tuple("2", "x".repeat(70_000));
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> accept(assembler, big))
+                .isInstanceOf(java.io.UncheckedIOException.class).hasMessageContaining("No space left on device");
+        // the reader gives the broken stream up: closing the file fails as the write did, and must not end the reader
+        assembler.reset();
+        try (var files = java.nio.file.Files.list(spill)) {
+            assertThat(files).as("the spill file is gone").isEmpty();
+        }
+        // on the next connection the server sends the transaction again from its start; the disk has room now
+        full.set(false);
+        accept(assembler, new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1));
+        accept(assembler, relation(STREAMED_XID, "id", "a"));
+        accept(assembler, new TestEvents.Bytes().u8('I').u32(STREAMED_XID).u32(TABLE).u8('N').tuple("1", "one"));
+        accept(assembler, big);
+        accept(assembler, new TestEvents.Bytes().u8('E'));
+        accept(assembler, new TestEvents.Bytes().u8('c').u32(STREAMED_XID).u8(0).i64(0x3000).i64(0x3030).i64(0));
+        assertThat(events).hasSize(2);
+        assertThat(events.get(1).newRow().size()).isEqualTo(2);
+    }
+
     private static TestEvents.Bytes relation(Long xid, String... columns) {
         TestEvents.Bytes r = new TestEvents.Bytes().u8('R');
         if (xid != null) {
