@@ -95,10 +95,10 @@ final class SubscriptionPoller {
             } catch (InterruptedException e) {
                 return;
             }
-            if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
-                backfillsChanged.run();
-            }
             try {
+                if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
+                    backfillsChanged.run();
+                }
                 if (notified.contains(SubscriptionStore.CHANNEL) || !changes.listening() || lastProblem != null
                         || System.nanoTime() - lastRefresh >= FALLBACK.toNanos()) {
                     lastRefresh = System.nanoTime();
@@ -113,10 +113,16 @@ final class SubscriptionPoller {
                     }
                 }
                 lastProblem = null;
-            } catch (SQLException e) {
-                if (!e.getMessage().equals(lastProblem)) {
-                    LOG.warnf("cannot reload subscriptions: %s", e.getMessage());
-                    lastProblem = e.getMessage();
+            } catch (SQLException | RuntimeException e) {
+                // whatever it is, this thread goes on: it also watches the lock
+                String problem = String.valueOf(e.getMessage());
+                if (!problem.equals(lastProblem)) {
+                    if (e instanceof SQLException) {
+                        LOG.warnf("cannot reload subscriptions: %s", problem);
+                    } else {
+                        LOG.errorf(e, "cannot reload subscriptions: %s", problem);
+                    }
+                    lastProblem = problem;
                 }
             }
             if (System.nanoTime() - lastLockCheck >= LOCK_CHECK_NANOS && keepsLock.getAsBoolean()) {
@@ -126,10 +132,11 @@ final class SubscriptionPoller {
                         return;
                     }
                     lastLockProblem = null;
-                } catch (SQLException e) {
-                    if (!e.getMessage().equals(lastLockProblem)) {
-                        LOG.warnf("cannot take the lock of slot %s again: %s", slot, e.getMessage());
-                        lastLockProblem = e.getMessage();
+                } catch (SQLException | RuntimeException e) {
+                    String problem = String.valueOf(e.getMessage());
+                    if (!problem.equals(lastLockProblem)) {
+                        LOG.warnf("cannot take the lock of slot %s again: %s", slot, problem);
+                        lastLockProblem = problem;
                     }
                 }
             }

@@ -1,0 +1,62 @@
+package io.walhook.pipeline;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+
+import io.walhook.backfill.BackfillStore;
+import io.walhook.config.SourceUrl;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.SubscriptionRegistry;
+import io.walhook.routing.SubscriptionStore;
+import io.walhook.source.ActiveLock;
+import io.walhook.source.SourceFixture;
+import io.walhook.testing.TestPostgres;
+
+/** The thread that reloads subscriptions and watches the lock, against a real PostgreSQL. */
+class SubscriptionPollerTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(30);
+
+    @Test
+    void aFailureOfAnyKindInOneRoundDoesNotEndIt() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_goes_on");
+                ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
+                        source.server.password(), source.slot, "walhook")) {
+            SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
+                    Optional.empty());
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
+            AtomicInteger wakes = new AtomicInteger();
+            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false,
+                    () -> {
+                        if (wakes.incrementAndGet() == 1) {
+                            throw new IllegalStateException(); // no message, as a NullPointerException has none
+                        }
+                    });
+            poller.start();
+            try {
+                // a backfill written: the runner's wake-up fails once
+                await().atMost(WAIT).untilAsserted(() -> {
+                    source.sql("SELECT pg_notify('" + BackfillStore.CHANNEL + "', '')");
+                    assertThat(wakes.get()).isPositive();
+                });
+                // the poller still reloads the subscriptions written after it
+                store.insert(SourceFixture.JSON.readTree("{\"name\": \"later\", \"destination\": {\"type\": \"webhook\","
+                        + " \"url\": \"http://127.0.0.1:9/t\"}}"));
+                await().atMost(WAIT).until(() -> registry.inForce().subscriptions().stream().map(Subscription::name)
+                        .toList().contains("later"));
+                source.sql("SELECT pg_notify('" + BackfillStore.CHANNEL + "', '')");
+                await().atMost(WAIT).until(() -> wakes.get() >= 2);
+            } finally {
+                poller.stop();
+            }
+        }
+    }
+}
