@@ -69,6 +69,8 @@ public class ReplicationSource {
     private volatile SubscriptionPoller poller;
     private volatile SubscriptionRegistry registry;
     private volatile Dispatcher sender;
+    /** Another instance took the lock: this one delivers nothing more, and stops without draining. */
+    private volatile boolean lockLost;
     private volatile AmqpClient broker;
     private volatile ActiveLock lock;
     private volatile Thread standby;
@@ -144,7 +146,7 @@ public class ReplicationSource {
                     if (running != null) {
                         running.wake();
                     }
-                });
+                }, this::lockLost);
         poller.start();
         if (active) {
             try {
@@ -241,6 +243,12 @@ public class ReplicationSource {
             return ReplicationReader.resuming(settings, checkpoints);
         });
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
+        Dispatcher before = sender;
+        if (before != null) {
+            // a take-over that failed part-way, tried again: its lanes may have started on the durable queues, and
+            // two lanes of one queue would each deliver it (a retry of one after the other's newer change, too)
+            before.close();
+        }
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
                 new ParkedEventStore(dataSource, config.stateSchema(), lock::fence), // an instance that lost the lock writes nothing
@@ -404,6 +412,24 @@ public class ReplicationSource {
     }
 
     /**
+     * Another instance holds the slot's lock now and delivers from the checkpoint: this one stops
+     * delivering at once (requests under way end; nothing due is sent), rather than in a grace
+     * period beside the other, where a retry of an older change of a row could reach the
+     * destination after the other's newer one.
+     */
+    private void lockLost() {
+        lockLost = true;
+        io.walhook.backfill.BackfillRunner running = backfillRunner;
+        if (running != null) {
+            running.stop();
+        }
+        Dispatcher delivering = sender;
+        if (delivering != null) {
+            delivering.close();
+        }
+    }
+
+    /**
      * SIGTERM: stop reading, give in-flight deliveries the grace period to finish, acknowledge what
      * was delivered, close the stream, then release the slot's lock for a standby. What is not
      * delivered by then is read again by the next active instance, with the same ids.
@@ -420,7 +446,11 @@ public class ReplicationSource {
             backfillThread.interrupt();
         }
         if (reader != null) {
-            reader.drain(config.shutdownGracePeriod());
+            if (lockLost) {
+                reader.stop(Duration.ofSeconds(5)); // nothing more is delivered here: no grace to wait out
+            } else {
+                reader.drain(config.shutdownGracePeriod());
+            }
         }
         if (drain != null) {
             drain.interrupt();

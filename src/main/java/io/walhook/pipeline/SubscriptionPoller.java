@@ -48,13 +48,15 @@ final class SubscriptionPoller {
     private final BooleanSupplier keepsLock;
     /** Wakes this instance's backfill runner, if it runs one. */
     private final Runnable backfillsChanged;
+    /** Stops this instance's delivery at once: another instance holds the lock, and delivers. */
+    private final Runnable lockLost;
     private final Thread thread;
     /** The dispatcher last told of the subscriptions in force, and the refresh that made them. */
     private Dispatcher syncedDispatcher;
     private long syncedGeneration = -1;
 
     SubscriptionPoller(SourceUrl source, SubscriptionRegistry registry, Supplier<Dispatcher> dispatcher, ActiveLock lock,
-            String slot, BooleanSupplier keepsLock, Runnable backfillsChanged) {
+            String slot, BooleanSupplier keepsLock, Runnable backfillsChanged, Runnable lockLost) {
         this.source = source;
         this.registry = registry;
         this.dispatcher = dispatcher;
@@ -62,6 +64,7 @@ final class SubscriptionPoller {
         this.slot = slot;
         this.keepsLock = keepsLock;
         this.backfillsChanged = backfillsChanged;
+        this.lockLost = lockLost;
         this.thread = new Thread(this::run, "walhook-subscriptions");
         this.thread.setDaemon(true);
     }
@@ -149,7 +152,11 @@ final class SubscriptionPoller {
             return true;
         }
         if (!lock.tryAcquire()) {
-            LOG.errorf("lost the lock of slot %s to another instance; stopping so that one stays active", slot);
+            // before anything else: the other instance delivers what this one holds, and a retry sent from here
+            // after its newer change of the same row would undo it at the destination
+            lockLost.run();
+            LOG.errorf("lost the lock of slot %s to another instance; stopped delivering, and stopping so that one"
+                    + " stays active", slot);
             Quarkus.asyncExit(1);
             return false;
         }

@@ -39,7 +39,7 @@ class SubscriptionPollerTest {
                         if (wakes.incrementAndGet() == 1) {
                             throw new IllegalStateException(); // no message, as a NullPointerException has none
                         }
-                    });
+                    }, () -> { });
             poller.start();
             try {
                 // a backfill written: the runner's wake-up fails once
