@@ -75,6 +75,47 @@ class MalformedRequestsTest {
         assertThat(response.body()).contains("\"field\":\"since\"");
     }
 
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "GET    | /status?verbose=true                  | verbose",
+        "GET    | /status?x=                            | x",
+        "GET    | /subscriptions/{id}?fields=name       | fields",
+        "PUT    | /subscriptions/{id}?force             | force",
+        "POST   | /subscriptions/{id}/pause?until=later | until",
+        "POST   | /subscriptions/{id}/test?x=1          | x",
+        "GET    | /subscriptions/{id}/backfills?state=  | state",
+        "DELETE | /subscriptions/{id}?cascade=true      | cascade",
+    })
+    void aQueryParameterTheOperationDoesNotTakeIsAProblemNamingIt(String method, String target, String parameter) {
+        String name = "unread-" + parameter + "-" + method.toLowerCase(Locale.ROOT);
+        String id = create(name);
+        RequestSpecification request = given().filter(OpenApiContract.responsesOnly())
+                .header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN);
+        if (method.equals("PUT")) {
+            request = request.contentType("application/json").body(BODY.formatted(name));
+        }
+        request.request(method, target.replace("{id}", id)).then().statusCode(400)
+                .contentType("application/problem+json").body("field", equalTo(parameter))
+                .body("detail", containsString("'" + parameter + "' is not a query parameter of this operation, which takes none"));
+        // and the operation did nothing
+        authorized().get("/subscriptions/" + id).then().statusCode(200);
+    }
+
+    @Test
+    void aCreateWithAQueryItDoesNotTakeCreatesNothing() {
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .contentType("application/json").body(BODY.formatted("dry-run")).post("/subscriptions?dry_run=true")
+                .then().statusCode(400)
+                .body("field", equalTo("dry_run"));
+        assertThat(authorized().get("/subscriptions?limit=1000").then().statusCode(200).extract().<java.util.List<String>>path("name"))
+                .doesNotContain("dry-run");
+    }
+
+    @Test
+    void aRequestWithoutTheTokenIsRefusedForThatWhateverItsQuery() {
+        given().filter(OpenApiContract.responsesOnly()).get("/status?verbose=true").then().statusCode(401);
+    }
+
     @Test
     void anAcceptHeaderThatAllowsNoJsonIsAProblem() {
         given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
