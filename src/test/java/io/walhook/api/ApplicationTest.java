@@ -107,8 +107,17 @@ class ApplicationTest {
                 .contentType("application/yaml").extract().asByteArray();
         assertThat(served).as("openapi.yaml as written").isEqualTo(java.nio.file.Files.readAllBytes(
                 java.nio.file.Path.of("openapi.yaml")));
-        given().get("/q/openapi?format=yaml").then().statusCode(200);
-        given().get("/q/openapi?format=json").then().statusCode(400).contentType("application/problem+json")
+        given().get("/q/openapi?format=yaml").then().statusCode(200).contentType("application/yaml");
+        given().get("/q/openapi?format=YAML").then().statusCode(200).contentType("application/yaml");
+        // as Quarkus's own endpoint does: JSON by format=json, or by an Accept that asks for JSON
+        java.util.Map<?, ?> yaml = new org.yaml.snakeyaml.Yaml().load(new String(served, java.nio.charset.StandardCharsets.UTF_8));
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        byte[] asJson = given().get("/q/openapi?format=json").then().statusCode(200).contentType("application/json")
+                .extract().asByteArray();
+        assertThat(json.readTree(asJson)).as("the same document").isEqualTo(json.valueToTree(yaml));
+        assertThat(given().accept("application/json").get("/q/openapi").then().statusCode(200)
+                .contentType("application/json").extract().asByteArray()).isEqualTo(asJson);
+        given().get("/q/openapi?format=xml").then().statusCode(400).contentType("application/problem+json")
                 .body("field", equalTo("format"));
     }
 
