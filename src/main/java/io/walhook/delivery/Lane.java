@@ -90,6 +90,8 @@ final class Lane {
         DestinationGate gate;
         /** Started as a new event's try while every attempt failed ({@link #nextNewTry}). */
         boolean newTry;
+        /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
+        io.walhook.routing.Destination sentTo;
 
         Outgoing(List<Job> jobs, int batchSize) {
             this.jobs = jobs;
@@ -1072,6 +1074,7 @@ final class Lane {
     /** The request as the subscription sends it now: a batch is always a JSON array, AMQP a message per job in turn. */
     private CompletableFuture<Attempt> send(Subscription current, Outgoing o) {
         Transport carrier = transport(current);
+        o.sentTo = current.destination();
         if (current.destination() instanceof Destination.Amqp) {
             CompletableFuture<Attempt> chain = CompletableFuture.completedFuture(Attempt.DELIVERED);
             for (Job job : o.jobs) {
@@ -1141,6 +1144,11 @@ final class Lane {
             case DELIVERED -> delivered(o, now);
             case RETRY -> failed(o, attempt, now);
             case GONE -> {
+                if (o.sentTo != null && !o.sentTo.equals(subscription.destination())) {
+                    // the operator replaced the destination that answered: its replacement has not refused anything
+                    failed(o, Attempt.retry(attempt.problem() + " from the destination replaced since"), now);
+                    return;
+                }
                 if (!disabled) {
                     LOG.errorf("subscription %s disabled: %s answered %s to %s; its events wait in the durable queue"
                             + " until a replay", subscription.name(), transport, attempt.problem(), o.id);

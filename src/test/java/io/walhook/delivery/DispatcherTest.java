@@ -461,6 +461,35 @@ class DispatcherTest {
         assertThat(accepted).allSatisfy(r -> assertThat(r.path()).isEqualTo("/fixed"));
     }
 
+    @Test
+    void aGoneFromADestinationReplacedMeanwhileDoesNotDisableItsReplacement() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(5));
+        java.util.concurrent.CountDownLatch replaced = new java.util.concurrent.CountDownLatch(1);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (request.path().equals("/old")) {
+                try {
+                    replaced.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return 410; // the endpoint the operator is retiring, answering as the replacement comes in
+            }
+            accepted.add(request);
+            return 204;
+        });
+        String id = "6f1c2b6e-0000-4000-8000-000000000004";
+        send(dispatcher, webhook(id, "old", receiver, 1), 1, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/old").size() == 1);
+        dispatcher.sync(List.of(webhook(id, "new", receiver, 1)));
+        replaced.countDown();
+        // the event goes to the replacement, which is not disabled for the old one's 410
+        await().atMost(WAIT).until(() -> accepted.size() == 1);
+        assertThat(dispatcher.status()).singleElement().satisfies(status -> assertThat(status.disabled()).isFalse());
+        send(dispatcher, webhook(id, "new", receiver, 1), 1, 1);
+        await().atMost(WAIT).until(() -> accepted.size() == 2);
+    }
+
     /** A real database behind a gate: while it is shut, every new connection waits (a state database slow to answer). */
     private static final class GatedDataSource implements javax.sql.DataSource {
         private final javax.sql.DataSource real;
