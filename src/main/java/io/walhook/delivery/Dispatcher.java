@@ -169,6 +169,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private final List<Lane> routedTo = new ArrayList<>();
     private Lane lastLane;
     private volatile boolean closed;
+    /** The event last sent, and its address parts. */
+    private volatile PartsOf partsOf;
+
+    private record PartsOf(ChangeEvent event, String[] parts) {
+    }
 
     /**
      * @param paused whether a subscription (by id) is paused: its events wait in the durable queue until it resumes
@@ -291,9 +296,16 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             done.run(); // deleted: nothing is delivered to it any more
             return;
         }
-        String address = subscription.destination() instanceof Destination.Amqp amqp ? amqp.address(event) : null;
+        PartsOf last = partsOf;
+        if (last == null || last.event() != event) { // one array for every subscription's copy of an event
+            last = new PartsOf(event, Destination.Amqp.parts(event));
+            partsOf = last;
+        }
+        String[] parts = last.parts();
+        String address = subscription.destination() instanceof Destination.Amqp amqp ? amqp.address(parts) : null;
         Job job = new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(), body.contentType(),
                 body.headers(), address, Ordering.of(event));
+        job.addressParts = parts;
         job.relation = event.relation();
         job.background = event.op() == io.walhook.change.Operation.READ;
         job.done = done;

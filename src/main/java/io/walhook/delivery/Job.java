@@ -23,8 +23,14 @@ final class Job {
     final byte[] body;
     final String contentType;
     final Map<String, String> headers;
-    /** The AMQP address it resolved to; null for webhooks. */
+    /** The AMQP address it resolved to when routed; null for webhooks. */
     final String address;
+    /**
+     * Its event's schema, table and operation ({@link io.walhook.routing.Destination.Amqp#parts}):
+     * an AMQP destination that replaced the one it was routed to makes its address from them. Null
+     * for a row queued by a walhook from before they were kept.
+     */
+    String[] addressParts;
     final Ordering ordering;
     private final long memoryBytes;
     /** The table and operation of a job routed here (for its row key); null for one read from the durable queue. */

@@ -823,7 +823,7 @@ final class Lane {
         List<ParkedEventStore.Entry> entries = new ArrayList<>(chunk.size());
         for (Job job : chunk) {
             entries.add(new ParkedEventStore.Entry(job.eventId, job.commitLsn, job.commitTime, job.contentType,
-                    job.headers, job.address, job.body, job.ordering.encode(), RowKeys.of(job)));
+                    job.headers, job.address, job.body, job.ordering.encode(), RowKeys.of(job), job.addressParts));
         }
         String error = lastError;
         int attempts = chunk.stream().mapToInt(job -> job.attempts).max().orElse(0);
@@ -868,6 +868,7 @@ final class Lane {
                 job.rowId = row.id();
                 job.attempts = row.attempts();
                 job.rowKey = row.rowKey();
+                job.addressParts = row.addressParts();
                 job.arrival = ++arrivals;
                 resident.add(job.eventId);
                 durableInMemory++;
@@ -1075,11 +1076,15 @@ final class Lane {
     private CompletableFuture<Attempt> send(Subscription current, Outgoing o) {
         Transport carrier = transport(current);
         o.sentTo = current.destination();
-        if (current.destination() instanceof Destination.Amqp) {
+        if (current.destination() instanceof Destination.Amqp amqp) {
             CompletableFuture<Attempt> chain = CompletableFuture.completedFuture(Attempt.DELIVERED);
             for (Job job : o.jobs) {
+                // the address of the destination in force (an edit applies to what waits too); a row queued by a
+                // walhook that kept no parts goes where it was routed to, or to the address as written
+                String address = job.addressParts != null ? amqp.address(job.addressParts)
+                        : job.address != null ? job.address : amqp.address(new String[] {"", "", ""});
                 Transport.Request request = new Transport.Request(job.eventId, job.body, job.contentType, job.headers,
-                        job.address);
+                        address);
                 chain = chain.thenCompose(previous -> previous.outcome() == Outcome.DELIVERED ? carrier.send(request)
                         : CompletableFuture.completedFuture(previous));
             }

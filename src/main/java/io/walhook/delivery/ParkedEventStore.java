@@ -38,19 +38,27 @@ public final class ParkedEventStore {
     /** One queued request. */
     public record Parked(long id, String subscriptionId, String eventId, Lsn commitLsn, Instant commitTime,
             String contentType, Map<String, String> headers, String address, byte[] body, int attempts,
-            String lastError, long[] ordering, String rowKey) {
+            String lastError, long[] ordering, String rowKey, String[] addressParts) {
     }
 
     /**
      * A request to queue: {@code address} is the AMQP address it resolved to (null for webhooks),
-     * {@code ordering} what it must stay in order with, {@code rowKey} its row's key as JSON (or null).
+     * {@code ordering} what it must stay in order with, {@code rowKey} its row's key as JSON (or null),
+     * {@code addressParts} its event's schema, table and operation (an AMQP address template's parts;
+     * null when unknown).
      */
     public record Entry(String eventId, Lsn commitLsn, Instant commitTime, String contentType,
-            Map<String, String> headers, String address, byte[] body, long[] ordering, String rowKey) {
+            Map<String, String> headers, String address, byte[] body, long[] ordering, String rowKey,
+            String[] addressParts) {
+
+        public Entry(String eventId, Lsn commitLsn, Instant commitTime, String contentType, Map<String, String> headers,
+                String address, byte[] body, long[] ordering, String rowKey) {
+            this(eventId, commitLsn, commitTime, contentType, headers, address, body, ordering, rowKey, null);
+        }
     }
 
     private static final String COLUMNS = "id, subscription_id, event_id, commit_lsn::text, commit_time, content_type,"
-            + " headers::text, address, body, attempts, last_error, ordering, row_key::text";
+            + " headers::text, address, body, attempts, last_error, ordering, row_key::text, address_parts";
 
     /**
      * Checks, in an append's transaction before it writes, that this instance may still write
@@ -118,7 +126,8 @@ public final class ParkedEventStore {
                 int added = 0;
                 try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription_id, subscription,"
                         + " event_id, commit_lsn, commit_time, content_type, headers, body, attempts, last_error, address,"
-                        + " ordering, row_key) VALUES (?, ?, ?, ?::pg_lsn, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?::jsonb)"
+                        + " ordering, row_key, address_parts) VALUES (?, ?, ?, ?::pg_lsn, ?, ?, ?::jsonb, ?, ?, ?, ?, ?,"
+                        + " ?::jsonb, ?)"
                         + " ON CONFLICT (subscription_id, event_id) DO NOTHING")) {
                     for (Entry entry : entries) {
                         s.setString(1, subscriptionId);
@@ -134,6 +143,7 @@ public final class ParkedEventStore {
                         s.setString(11, entry.address());
                         s.setArray(12, entry.ordering() == null ? null : c.createArrayOf("bigint", boxed(entry.ordering())));
                         s.setString(13, storable(entry.rowKey()));
+                        s.setArray(14, entry.addressParts() == null ? null : c.createArrayOf("text", entry.addressParts()));
                         s.addBatch();
                     }
                     for (int count : s.executeBatch()) {
@@ -191,18 +201,30 @@ public final class ParkedEventStore {
         try (ResultSet rs = query.executeQuery()) {
             while (rs.next()) {
                 if (count != null) {
-                    count[0] = rs.getLong(14);
+                    count[0] = rs.getLong(15);
                 }
                 Timestamp commitTime = rs.getTimestamp(5);
                 parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getString(3), Lsn.parse(rs.getString(4)),
                         commitTime == null ? null : commitTime.toInstant(), rs.getString(6),
                         JSON.readValue(rs.getString(7), HEADERS), rs.getString(8), rs.getBytes(9), rs.getInt(10),
-                        rs.getString(11), longs(rs.getArray(12)), rs.getString(13)));
+                        rs.getString(11), longs(rs.getArray(12)), rs.getString(13), texts(rs.getArray(14))));
             }
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("a parked event's headers are not JSON", e);
         }
         return parked;
+    }
+
+    private static String[] texts(Array array) throws SQLException {
+        if (array == null) {
+            return null;
+        }
+        Object[] values = (Object[]) array.getArray();
+        String[] texts = new String[values.length];
+        for (int i = 0; i < values.length; i++) {
+            texts[i] = values[i] == null ? "" : values[i].toString();
+        }
+        return texts;
     }
 
     private static long[] longs(Array array) throws SQLException {

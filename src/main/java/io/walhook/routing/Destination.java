@@ -81,12 +81,21 @@ public sealed interface Destination {
 
         /** The address of this event: {@code {schema}}, {@code {table}} and {@code {op}} substituted (empty where an event has none). */
         public String address(io.walhook.change.ChangeEvent event) {
+            return address(parts(event));
+        }
+
+        /** An event's schema, table and operation, the parts of an address: kept with its queued copies. */
+        public static String[] parts(io.walhook.change.ChangeEvent event) {
+            return new String[] {event.schema() == null ? "" : event.schema(), event.table() == null ? "" : event.table(),
+                event.op().wireName()};
+        }
+
+        /** The address of the event of these {@link #parts}. */
+        public String address(String[] parts) {
             if (address.indexOf('{') < 0) {
                 return address;
             }
-            return address.replace("{schema}", event.schema() == null ? "" : event.schema())
-                    .replace("{table}", event.table() == null ? "" : event.table())
-                    .replace("{op}", event.op().wireName());
+            return address.replace("{schema}", parts[0]).replace("{table}", parts[1]).replace("{op}", parts[2]);
         }
 
         @Override

@@ -490,6 +490,47 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> accepted.size() == 2);
     }
 
+    @Test
+    void anAmqpDestinationReplacedWhileEventsWaitTakesThemAtItsOwnAddress() throws Exception {
+        try (io.walhook.testing.AmqpPeer peer = io.walhook.testing.AmqpPeer.start()) {
+            java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+            List<String> refused = new CopyOnWriteArrayList<>();
+            peer.reject(message -> {
+                if (down.get()) {
+                    refused.add(message.getAddress());
+                }
+                return down.get();
+            });
+            AmqpClient broker = new AmqpClient(vertx, io.walhook.config.AmqpUrl.parse(peer.url()), Duration.ofSeconds(2));
+            WebhookReceiver receiver = receiver(request -> 503);
+            Dispatcher dispatcher = dispatcher(s -> s.destination() instanceof Destination.Amqp amqp ? broker.transport(amqp)
+                    : new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                            Duration.ofSeconds(2), false));
+            // one subscription to an AMQP address per table, another to a webhook; both destinations fail
+            String amqpId = "6f1c2b6e-0000-4000-8000-000000000005";
+            String webhookId = "6f1c2b6e-0000-4000-8000-000000000006";
+            send(dispatcher, amqp(amqpId, "old.{table}"), 2, 1);
+            send(dispatcher, webhook(webhookId, "hook", receiver, 1), 2, 1);
+            await().atMost(WAIT).until(() -> receiver.requests("/hook").size() >= 2);
+            // the operator replaces both destinations with AMQP addresses, and the broker takes messages again
+            dispatcher.sync(List.of(amqp(amqpId, "new.{table}"), amqp(webhookId, "hooked.{table}")));
+            // (once the attempts under way as it did, made with the destinations they were made for, are answered)
+            int before = refused.size();
+            await().atMost(WAIT).until(() -> refused.size() >= before + 8
+                    && refused.subList(refused.size() - 4, refused.size()).stream().allMatch(a -> !a.startsWith("old")));
+            down.set(false);
+            await().atMost(WAIT).until(() -> peer.accepted().stream().map(m -> m.getMessageId()).distinct().count() == 4);
+            assertThat(peer.accepted()).extracting(m -> m.getAddress())
+                    .allSatisfy(address -> assertThat(address).matches("(new|hooked)\\.items"));
+        }
+    }
+
+    private static Subscription amqp(String id, String address) {
+        return new Subscription(id, "amqp-" + id.substring(id.length() - 4), List.of(TablePattern.ALL),
+                Set.of(Operation.values()), java.util.Optional.empty(), new Destination.Amqp(address), EventFormat.JSON, 1,
+                0, Projection.ALL, false, RetryPolicy.DEFAULTS, null);
+    }
+
     /** A real database behind a gate: while it is shut, every new connection waits (a state database slow to answer). */
     private static final class GatedDataSource implements javax.sql.DataSource {
         private final javax.sql.DataSource real;

@@ -83,6 +83,20 @@ class ParkedEventStoreTest {
     }
 
     @Test
+    void aQueuedEventKeepsTheAddressPartsOfItsEvent() throws Exception {
+        String other = "6f1c2b6e-0000-4000-8000-0000000000ab";
+        store.append(other, "amqp", List.of(new ParkedEventStore.Entry("parts", Lsn.of(0x8000), Instant.EPOCH,
+                "application/json", Map.of(), "old.items", new byte[10], null, null,
+                new String[] {"public", "items", "update"})), 0, null);
+        ParkedEventStore.Parked row = store.sync(other, List.of(), Map.of(), 0, 10, 1 << 20, true).page().get(0);
+        assertThat(row.address()).isEqualTo("old.items");
+        assertThat(row.addressParts()).as("a replacing destination makes its own address of them")
+                .containsExactly("public", "items", "update");
+        assertThat(store.sync(ID, List.of(), Map.of(), 0, 1, 1 << 20, true).page().get(0).addressParts())
+                .as("none kept").isNull();
+    }
+
+    @Test
     void theLastPageSaysNothingIsLeft() throws Exception {
         ParkedEventStore.Synced synced = store.sync(ID, List.of(), Map.of(), 0, 5, 1 << 20, false);
         assertThat(synced.page()).hasSize(5);
