@@ -147,6 +147,11 @@ public final class CoalescingSocketFactory extends SocketFactory {
         int buffered() throws IOException {
             return ((CoalescingInputStream) getInputStream()).buffered();
         }
+
+        /** When bytes last came from the server ({@link System#nanoTime}; when the socket was made, before any). */
+        long lastHeardNanos() throws IOException {
+            return ((CoalescingInputStream) getInputStream()).lastHeardNanos;
+        }
     }
 
     /**
@@ -163,6 +168,8 @@ public final class CoalescingSocketFactory extends SocketFactory {
         private int limit;
         private boolean lastShort;
         private long peeksAnswered;
+        /** When a read last brought bytes: the reader's sign that the server is there. */
+        volatile long lastHeardNanos = System.nanoTime();
 
         CoalescingInputStream(InputStream in) {
             this(in, () -> false);
@@ -244,6 +251,9 @@ public final class CoalescingSocketFactory extends SocketFactory {
         /** As {@link #fill()} without the wait: the caller waited on the socket already. */
         int fillNow() throws IOException {
             int n = in.read(buffer, 0, BUFFER);
+            if (n > 0) {
+                lastHeardNanos = System.nanoTime();
+            }
             position = 0;
             limit = Math.max(n, 0);
             lastShort = n >= 0 && n < SHORT_READ;

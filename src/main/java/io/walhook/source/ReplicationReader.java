@@ -50,6 +50,10 @@ public final class ReplicationReader {
      * requests (shorter when the checkpoint or status interval is).
      */
     static final int IDLE_WAIT_MILLIS = 1000;
+    /** Status intervals a connection may stay silent after it was asked to answer before it counts as broken. */
+    static final int REPLY_PATIENCE_INTERVALS = 3;
+    /** When the server, silent for a status interval, was asked for a reply (0: not since it was last heard). */
+    private long askedNanos;
     /** Session settings that make every text value independent of server defaults (docs/protocol.md section 1). */
     static final String SESSION_OPTIONS = io.walhook.change.ValueConverters.SESSION_OPTIONS;
 
@@ -223,6 +227,7 @@ public final class ReplicationReader {
         state = SourceStatus.State.CONNECTING;
         try (Connection connection = DriverManager.getConnection(settings.jdbcUrl(), replicationProperties())) {
             socket = CoalescingSocketFactory.takeCreated();
+            askedNanos = 0;
             assembler.skipCommittedBefore(handedOnEnd);
             Lsn start = acknowledged;
             ChainedLogicalStreamBuilder builder = connection.unwrap(PGConnection.class).getReplicationAPI()
@@ -236,6 +241,7 @@ public final class ReplicationReader {
                     .withSlotOption("messages", true)
                     .withSlotOption("streaming", "on");
             stream = builder.start();
+            boolean ended = false;
             try {
                 state = SourceStatus.State.STREAMING;
                 streamed = true;
@@ -273,10 +279,21 @@ public final class ReplicationReader {
                     }
                 }
                 acknowledge(true);
+                ended = true;
             } finally {
                 PGReplicationStream closing = stream;
+                CoalescingSocketFactory.CoalescingSocket raw = socket;
                 stream = null;
                 socket = null;
+                if (!ended && raw != null) {
+                    // broken: closing the stream politely waits for the server's answer, which a connection gone
+                    // silent never brings; its socket is closed first, and the stream's close fails at once
+                    try {
+                        raw.close();
+                    } catch (java.io.IOException e) {
+                        LOG.debugf("closing the broken replication connection: %s", e.getMessage());
+                    }
+                }
                 try {
                     closing.close();
                 } catch (SQLException e) {
@@ -302,12 +319,39 @@ public final class ReplicationReader {
         try {
             if (socket.buffered() > 0) {
                 Thread.sleep(1);
-            } else {
-                socket.awaitData(idleWaitMillis());
+            } else if (!socket.awaitData(idleWaitMillis())) {
+                checkServerThere();
             }
         } catch (java.io.IOException e) {
             // closed without an error message (a proxy, a reset): reconnect, as for any broken stream
             throw new SQLException("replication connection: " + e.getMessage(), "08006", e);
+        }
+    }
+
+    /**
+     * A connection silent for a status interval is asked for an answer (a status update asking for
+     * a reply, which the server answers at once with a keepalive); one that stays silent for
+     * {@value #REPLY_PATIENCE_INTERVALS} more is broken, and reconnected. Without this, a connection
+     * whose other end went away without a word (a network partition, a failover whose old address
+     * vanished) looks alive, the status updates walhook writes keeping TCP from noticing for many
+     * minutes: while an idle server sends nothing, its silence says nothing.
+     */
+    private void checkServerThere() throws java.io.IOException, SQLException {
+        long now = System.nanoTime();
+        long heard = socket.lastHeardNanos();
+        long interval = settings.statusInterval().toNanos();
+        if (now - heard < interval) {
+            return;
+        }
+        if (askedNanos == 0 || askedNanos - heard < 0) {
+            stream.forceUpdateStatus(); // asks for a reply
+            askedNanos = now;
+        } else if (now - askedNanos >= REPLY_PATIENCE_INTERVALS * interval) {
+            String problem = "replication connection: nothing from the server for "
+                    + java.time.Duration.ofNanos(now - heard).toSeconds() + " s, though asked to answer "
+                    + java.time.Duration.ofNanos(now - askedNanos).toSeconds() + " s ago";
+            askedNanos = 0;
+            throw new SQLException(problem, "08006");
         }
     }
 

@@ -356,6 +356,30 @@ class ReplicationReaderTest {
         }
     }
 
+    @Test
+    void aConnectionThatGoesSilentIsGivenUpAndReconnectedAndNothingIsLost() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_silent");
+                io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to(TestPostgres.shared().host(),
+                        TestPostgres.shared().port())) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
+            source.statusInterval = Duration.ofSeconds(1);
+            ReplicationReader reader = source.startReader();
+            source.sql("INSERT INTO t SELECT g FROM generate_series(1, 10) g");
+            await().atMost(WAIT).until(() -> source.received.size() == 10);
+            // a network partition: the connection stays open, and nothing passes any more, either way
+            int before = proxy.connections();
+            proxy.silenceAll();
+            source.sql("INSERT INTO t SELECT g FROM generate_series(11, 20) g");
+            // given up (its socket closed, which this proxy passes on, so the server frees the slot at once; across a
+            // real partition its wal_sender_timeout does) and connected again
+            await().atMost(Duration.ofSeconds(30)).until(() -> proxy.connections() > before);
+            await().atMost(WAIT).until(() -> source.received.stream().map(e -> e.at("/new/id").asInt())
+                    .collect(Collectors.toSet()).size() == 20);
+        }
+    }
+
     private static String activeWalsender(SourceFixture source) throws java.sql.SQLException {
         return source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'");
     }

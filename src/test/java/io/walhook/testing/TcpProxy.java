@@ -13,7 +13,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A TCP proxy on 127.0.0.1 in front of a server, for faults a server does not make itself: every
  * connection through it can be closed at once, cleanly (FIN, no error message), as a load
- * balancer or NAT gateway drops a connection it considers idle.
+ * balancer or NAT gateway drops a connection it considers idle; or go silent (a black hole: what
+ * either side writes is taken and never passed on), as a network partition does.
  */
 public final class TcpProxy implements AutoCloseable {
 
@@ -22,6 +23,8 @@ public final class TcpProxy implements AutoCloseable {
     private final int targetPort;
     private final List<Socket> open = new CopyOnWriteArrayList<>();
     private final AtomicInteger accepted = new AtomicInteger();
+    /** Connections up to this one (in order of acceptance) pass nothing on any more. */
+    private volatile int silentUpTo;
 
     private TcpProxy(String host, int targetPort) throws IOException {
         this.host = host;
@@ -58,28 +61,36 @@ public final class TcpProxy implements AutoCloseable {
         open.clear();
     }
 
+    /** The connections open now pass nothing on from now on, either way, and stay open; new ones work. */
+    public void silenceAll() {
+        silentUpTo = accepted.get();
+    }
+
     private void accept() {
         while (!listener.isClosed()) {
             try {
                 Socket client = listener.accept();
                 Socket server = new Socket(host, targetPort);
-                accepted.incrementAndGet();
+                int connection = accepted.incrementAndGet();
                 open.add(client);
                 open.add(server);
-                pump(client, server);
-                pump(server, client);
+                pump(client, server, connection);
+                pump(server, client, connection);
             } catch (IOException e) {
                 // closed, or the server refused: the client sees its connection end
             }
         }
     }
 
-    private void pump(Socket from, Socket to) {
+    private void pump(Socket from, Socket to, int connection) {
         Thread thread = new Thread(() -> {
             byte[] buffer = new byte[16 * 1024];
             try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
                 int n;
                 while ((n = in.read(buffer)) >= 0) {
+                    if (connection <= silentUpTo) {
+                        continue; // silenced: taken, never passed on
+                    }
                     out.write(buffer, 0, n);
                     out.flush();
                 }
