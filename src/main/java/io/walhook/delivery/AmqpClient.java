@@ -76,6 +76,8 @@ public final class AmqpClient implements AutoCloseable {
     private final List<Waiting> waiting = new ArrayList<>();
     private final Map<String, ProtonSender> senders = new HashMap<>();
     private final Map<ProtonSender, Set<CompletableFuture<Transport.Attempt>>> unsettled = new HashMap<>();
+    /** When each link last had a message settled (System.nanoTime). */
+    private final Map<ProtonSender, Long> lastSettled = new HashMap<>();
 
     public AmqpClient(Vertx vertx, AmqpUrl url, Duration timeout) {
         this.vertx = vertx;
@@ -106,11 +108,10 @@ public final class AmqpClient implements AutoCloseable {
     CompletableFuture<Transport.Attempt> send(Transport.Request request) {
         CompletableFuture<Transport.Attempt> outcome = new CompletableFuture<>();
         context.runOnContext(v -> {
+            long sent = System.nanoTime();
             long timer = vertx.setTimer(timeout.toMillis(), late -> {
-                if (outcome.complete(Transport.Attempt.retry("the broker gave no outcome within " + timeout))
-                        && connection != null) {
-                    // a broker that neither settles nor refuses: start afresh rather than wait on this connection
-                    lost(connection, "no outcome within " + timeout + "; reconnecting");
+                if (outcome.complete(Transport.Attempt.retry("the broker gave no outcome within " + timeout))) {
+                    unanswered(outcome, sent);
                 }
             });
             outcome.whenComplete((a, e) -> vertx.cancelTimer(timer));
@@ -206,6 +207,7 @@ public final class AmqpClient implements AutoCloseable {
         List<CompletableFuture<Transport.Attempt>> pending = new ArrayList<>();
         unsettled.values().forEach(pending::addAll);
         unsettled.clear();
+        lastSettled.clear();
         senders.clear();
         which.disconnect();
         pending.forEach(f -> f.complete(Transport.Attempt.retry(problem)));
@@ -229,6 +231,7 @@ public final class AmqpClient implements AutoCloseable {
         pending.add(outcome);
         sender.send(message, delivery -> {
             pending.remove(outcome);
+            lastSettled.put(sender, System.nanoTime());
             Transport.Attempt attempt = outcome(delivery.getRemoteState());
             outcome.complete(new Transport.Attempt(attempt.outcome(), attempt.retryAfter(), url.redact(attempt.problem())));
         });
@@ -250,8 +253,38 @@ public final class AmqpClient implements AutoCloseable {
         return sender;
     }
 
+    /**
+     * A message the broker gave no outcome in time, retried. If its link settled nothing since it
+     * was sent (a broker holding back credit on its address, say), that link is closed, what else
+     * waits on it retried, and the next message to its address opens it again. The connection and
+     * the other addresses' links stay: one address that stalls does not fail the messages of every
+     * other subscription (a connection that is gone is noticed by its heartbeats).
+     */
+    private void unanswered(CompletableFuture<Transport.Attempt> outcome, long sent) {
+        for (Map.Entry<ProtonSender, Set<CompletableFuture<Transport.Attempt>>> link : unsettled.entrySet()) {
+            if (link.getValue().remove(outcome)) {
+                ProtonSender sender = link.getKey();
+                if (lastSettled.getOrDefault(sender, sent) - sent <= 0) {
+                    String key = senders.entrySet().stream().filter(e -> e.getValue() == sender).map(Map.Entry::getKey)
+                            .findFirst().orElse(null);
+                    if (key != null) {
+                        senders.remove(key, sender);
+                    }
+                    Set<CompletableFuture<Transport.Attempt>> pending = unsettled.remove(sender);
+                    lastSettled.remove(sender);
+                    String problem = "the broker gave no outcome within " + timeout + " on the link to "
+                            + (key == null || key.isEmpty() ? "its anonymous relay" : key) + "; opening it again";
+                    List.copyOf(pending).forEach(f -> f.complete(Transport.Attempt.retry(url.redact(problem))));
+                    sender.close();
+                }
+                return;
+            }
+        }
+    }
+
     private void detached(String key, ProtonSender sender) {
         senders.remove(key, sender);
+        lastSettled.remove(sender);
         String problem = url.redact("the broker detached the link to " + (key.isEmpty() ? "its anonymous relay" : key)
                 + condition(sender.getRemoteCondition()));
         Set<CompletableFuture<Transport.Attempt>> pending = unsettled.remove(sender);

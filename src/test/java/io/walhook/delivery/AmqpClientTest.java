@@ -96,6 +96,60 @@ class AmqpBrokerTest {
     }
 
     @Test
+    void anAddressThatNeverSettlesDoesNotFailTheMessagesOfAnother() throws Exception {
+        // a broker with a link per address (no anonymous relay) that leaves one address's messages unsettled (held
+        // back, an address full) and accepts another's after 200 ms
+        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
+        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(open -> {
+                connection.setOfferedCapabilities(new Symbol[0]);
+                connection.open();
+            });
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(link -> {
+                link.setTarget(link.getRemoteTarget());
+                link.setAutoAccept(false);
+                boolean slow = "slow".equals(link.getRemoteTarget().getAddress());
+                link.handler((delivery, message) -> {
+                    if (!slow) {
+                        vertx.setTimer(200, t -> delivery.disposition(Accepted.getInstance(), true));
+                    }
+                });
+                link.open();
+            });
+        });
+        server.listen(0, "127.0.0.1", result -> {
+            if (result.succeeded()) {
+                listening.complete(result.result());
+            } else {
+                listening.completeExceptionally(result.cause());
+            }
+        });
+        listening.get(10, TimeUnit.SECONDS);
+        Duration timeout = Duration.ofMillis(500);
+        AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), timeout);
+        try {
+            CompletableFuture<Transport.Attempt> slow = broker.send(new Transport.Request("0000000000000001-0001",
+                    "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "slow"));
+            // sent as the first waits; answered after the first's time is up
+            CompletableFuture<Transport.Attempt> fast = CompletableFuture.supplyAsync(() -> null,
+                    CompletableFuture.delayedExecutor(350, TimeUnit.MILLISECONDS))
+                    .thenCompose(v -> broker.send(new Transport.Request("0000000000000002-0001",
+                            "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "fast")));
+            assertThat(slow.get(10, TimeUnit.SECONDS).outcome()).isEqualTo(Transport.Outcome.RETRY);
+            assertThat(fast.get(10, TimeUnit.SECONDS).outcome()).as("the other address's message is not failed with it")
+                    .isEqualTo(Transport.Outcome.DELIVERED);
+            // and the stalled address's link is opened again for its next message
+            CompletableFuture<Transport.Attempt> again = broker.send(new Transport.Request("0000000000000003-0001",
+                    "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "fast"));
+            assertThat(again.get(10, TimeUnit.SECONDS).outcome()).isEqualTo(Transport.Outcome.DELIVERED);
+        } finally {
+            broker.close();
+            server.close();
+        }
+    }
+
+    @Test
     void aDetachedLinkIsRetriedNamingTheBrokersCondition() throws Exception {
         ProtonServer server = peer(Peer.DETACHES);
         try {
