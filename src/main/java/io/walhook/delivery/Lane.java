@@ -82,6 +82,8 @@ final class Lane {
     private static final class Outgoing {
         final List<Job> jobs;
         final String id;
+        /** Formed as a batch (a JSON array, its id naming its first event and count), as it is sent at every attempt. */
+        final boolean batched;
         int attempts;
         Instant firstFailure;
         Instant due;
@@ -96,7 +98,8 @@ final class Lane {
         Outgoing(List<Job> jobs, int batchSize) {
             this.jobs = jobs;
             // a batch's id names its first event and its count: the same run has the same id on every attempt
-            this.id = batchSize > 1 ? jobs.get(0).eventId + "+" + jobs.size() : jobs.get(0).eventId;
+            this.batched = batchSize > 1 || jobs.size() > 1;
+            this.id = batched ? jobs.get(0).eventId + "+" + jobs.size() : jobs.get(0).eventId;
             for (Job job : jobs) {
                 attempts = Math.max(attempts, job.attempts);
             }
@@ -1090,7 +1093,8 @@ final class Lane {
             }
             return chain;
         }
-        if (current.batchMaxEvents() == 1 && o.jobs.size() == 1) {
+        if (!o.batched) {
+            // as it was formed: a batching setting changed since applies to the requests formed after it
             Job job = o.jobs.get(0);
             return carrier.send(new Transport.Request(job.eventId, job.body, job.contentType, job.headers, null));
         }

@@ -531,6 +531,30 @@ class DispatcherTest {
                 0, Projection.ALL, false, RetryPolicy.DEFAULTS, null);
     }
 
+    @Test
+    void aRequestRetriedAfterItsBatchingChangedKeepsItsIdAndShape() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(5));
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        WebhookReceiver receiver = receiver(request -> down.get() ? 503 : 204);
+        String id = "6f1c2b6e-0000-4000-8000-000000000007";
+        send(dispatcher, webhook(id, "shape", receiver, 10), 1, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/shape").size() >= 2);
+        // batching turned off while the one-event batch is retried
+        dispatcher.sync(List.of(webhook(id, "shape", receiver, 1)));
+        int before = receiver.requests("/shape").size();
+        await().atMost(WAIT).until(() -> receiver.requests("/shape").size() >= before + 2);
+        down.set(false);
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).delivered() == 1);
+        // every attempt is the same request: the receiver's deduplication by webhook-id sees one
+        List<WebhookReceiver.Request> attempts = receiver.requests("/shape");
+        assertThat(attempts).extracting(r -> r.header("webhook-id")).containsOnly(attempts.get(0).header("webhook-id"));
+        assertThat(attempts).extracting(WebhookReceiver.Request::body).containsOnly(attempts.get(0).body());
+        // the next event goes as a single one
+        send(dispatcher, webhook(id, "shape", receiver, 1), 1, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/shape").size() == attempts.size() + 1);
+        assertThat(receiver.requests("/shape").get(attempts.size()).body()).startsWith("{");
+    }
+
     /** A real database behind a gate: while it is shut, every new connection waits (a state database slow to answer). */
     private static final class GatedDataSource implements javax.sql.DataSource {
         private final javax.sql.DataSource real;
