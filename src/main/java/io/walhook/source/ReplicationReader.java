@@ -50,8 +50,10 @@ public final class ReplicationReader {
      * requests (shorter when the checkpoint or status interval is).
      */
     static final int IDLE_WAIT_MILLIS = 1000;
-    /** Status intervals a connection may stay silent after it was asked to answer before it counts as broken. */
+    /** Status intervals a connection may stay silent after it was asked to answer before it counts as broken, at least. */
     static final int REPLY_PATIENCE_INTERVALS = 3;
+    /** How long a connection asked to answer may stay silent before it counts as broken ({@link #replyPatience}). */
+    private long replyPatienceNanos;
     /** When the server, silent for a status interval, was asked for a reply (0: not since it was last heard). */
     private long askedNanos;
     /** Session settings that make every text value independent of server defaults (docs/protocol.md section 1). */
@@ -228,6 +230,7 @@ public final class ReplicationReader {
         try (Connection connection = DriverManager.getConnection(settings.jdbcUrl(), replicationProperties())) {
             socket = CoalescingSocketFactory.takeCreated();
             askedNanos = 0;
+            replyPatienceNanos = replyPatience(connection);
             assembler.skipCommittedBefore(handedOnEnd);
             Lsn start = acknowledged;
             ChainedLogicalStreamBuilder builder = connection.unwrap(PGConnection.class).getReplicationAPI()
@@ -330,8 +333,8 @@ public final class ReplicationReader {
 
     /**
      * A connection silent for a status interval is asked for an answer (a status update asking for
-     * a reply, which the server answers at once with a keepalive); one that stays silent for
-     * {@value #REPLY_PATIENCE_INTERVALS} more is broken, and reconnected. Without this, a connection
+     * a reply, which the server answers with a keepalive); one that stays silent longer than the
+     * server may take ({@link #replyPatience}) is broken, and reconnected. Without this, a connection
      * whose other end went away without a word (a network partition, a failover whose old address
      * vanished) looks alive, the status updates walhook writes keeping TCP from noticing for many
      * minutes: while an idle server sends nothing, its silence says nothing.
@@ -346,13 +349,33 @@ public final class ReplicationReader {
         if (askedNanos == 0 || askedNanos - heard < 0) {
             stream.forceUpdateStatus(); // asks for a reply
             askedNanos = now;
-        } else if (now - askedNanos >= REPLY_PATIENCE_INTERVALS * interval) {
+        } else if (now - askedNanos >= replyPatienceNanos) {
             String problem = "replication connection: nothing from the server for "
                     + java.time.Duration.ofNanos(now - heard).toSeconds() + " s, though asked to answer "
                     + java.time.Duration.ofNanos(now - askedNanos).toSeconds() + " s ago";
             askedNanos = 0;
             throw new SQLException(problem, "08006");
         }
+    }
+
+    /**
+     * How long the server may take to answer: {@value #REPLY_PATIENCE_INTERVALS} status intervals,
+     * and never less than its {@code wal_sender_timeout} and one interval more. A walsender decoding
+     * a large transaction that sends nothing (its changes are not published) reads what the client
+     * sent only every half of that timeout; one with no timeout (0), at its leisure: 5 minutes.
+     */
+    private long replyPatience(Connection connection) throws SQLException {
+        long interval = settings.statusInterval().toNanos();
+        long serverTimeoutMillis = 60_000;
+        try (java.sql.Statement s = connection.createStatement();
+                java.sql.ResultSet rs = s.executeQuery(
+                        "SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'")) {
+            if (rs.next()) {
+                serverTimeoutMillis = Long.parseLong(rs.getString(1));
+            }
+        }
+        long server = serverTimeoutMillis <= 0 ? TimeUnit.MINUTES.toNanos(5) : TimeUnit.MILLISECONDS.toNanos(serverTimeoutMillis);
+        return Math.max(REPLY_PATIENCE_INTERVALS * interval, server + interval);
     }
 
     /** At most {@value #IDLE_WAIT_MILLIS} ms, and less than the status and checkpoint intervals. */

@@ -61,7 +61,10 @@ public final class TcpProxy implements AutoCloseable {
         open.clear();
     }
 
-    /** The connections open now pass nothing on from now on, either way, and stay open; new ones work. */
+    /**
+     * The connections open now pass nothing on from now on, either way, not even their end (one side
+     * closing leaves the other open); new ones work.
+     */
     public void silenceAll() {
         silentUpTo = accepted.get();
     }
@@ -98,9 +101,11 @@ public final class TcpProxy implements AutoCloseable {
                 // one side went away
             } finally {
                 closeQuietly(from);
-                closeQuietly(to);
                 open.remove(from);
-                open.remove(to);
+                if (connection > silentUpTo) {
+                    closeQuietly(to);
+                    open.remove(to);
+                } // silenced: the other side does not learn of it either
             }
         }, "tcp-proxy-pump");
         thread.setDaemon(true);
