@@ -95,10 +95,10 @@ final class Lane {
         /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
         io.walhook.routing.Destination sentTo;
 
-        Outgoing(List<Job> jobs, int batchSize) {
+        Outgoing(List<Job> jobs, boolean batch) {
             this.jobs = jobs;
             // a batch's id names its first event and its count: the same run has the same id on every attempt
-            this.batched = batchSize > 1 || jobs.size() > 1;
+            this.batched = batch || jobs.size() > 1;
             this.id = batched ? jobs.get(0).eventId + "+" + jobs.size() : jobs.get(0).eventId;
             for (Job job : jobs) {
                 attempts = Math.max(attempts, job.attempts);
@@ -994,7 +994,7 @@ final class Lane {
                 return; // meanwhile events gather here, into batches, not in the connection pool's queue
             }
             List<Job> jobs = queue.take(batch, batch > 1);
-            Outgoing o = new Outgoing(jobs, batch);
+            Outgoing o = new Outgoing(jobs, batch > 1);
             outgoing.add(o);
             start(o);
             if (failingAll) {
@@ -1056,6 +1056,9 @@ final class Lane {
     }
 
     private void start(Outgoing o) {
+        if (closed) {
+            return; // closed during this turn (the lock went to another instance): nothing more leaves
+        }
         o.gate = reserved;
         reserved = null;
         lastStartNanos = System.nanoTime();
@@ -1083,7 +1086,8 @@ final class Lane {
             CompletableFuture<Attempt> chain = CompletableFuture.completedFuture(Attempt.DELIVERED);
             for (Job job : o.jobs) {
                 // the address of the destination in force (an edit applies to what waits too); a row queued by a
-                // walhook that kept no parts goes where it was routed to, or to the address as written
+                // walhook that kept no parts goes where it was routed to, or (routed to a webhook) to the template
+                // with its placeholders left empty
                 String address = job.addressParts != null ? amqp.address(job.addressParts)
                         : job.address != null ? job.address : amqp.address(new String[] {"", "", ""});
                 Transport.Request request = new Transport.Request(job.eventId, job.body, job.contentType, job.headers,
@@ -1099,6 +1103,14 @@ final class Lane {
             return carrier.send(new Transport.Request(job.eventId, job.body, job.contentType, job.headers, null));
         }
         return carrier.send(batch(o.id, o.jobs));
+    }
+
+    /** Whether two destinations are the same endpoint (a webhook's URL, an AMQP address template), whatever else changed. */
+    private static boolean sameEndpoint(Destination a, Destination b) {
+        if (a instanceof Destination.Webhook x && b instanceof Destination.Webhook y) {
+            return x.url().equals(y.url());
+        }
+        return a instanceof Destination.Amqp x && b instanceof Destination.Amqp y && x.address().equals(y.address());
     }
 
     /** The transport for the subscription as it is now, made again when its destination changed. */
@@ -1153,7 +1165,7 @@ final class Lane {
             case DELIVERED -> delivered(o, now);
             case RETRY -> failed(o, attempt, now);
             case GONE -> {
-                if (o.sentTo != null && !o.sentTo.equals(subscription.destination())) {
+                if (o.sentTo != null && !sameEndpoint(o.sentTo, subscription.destination())) {
                     // the operator replaced the destination that answered: its replacement has not refused anything
                     failed(o, Attempt.retry(attempt.problem() + " from the destination replaced since"), now);
                     return;
@@ -1234,7 +1246,7 @@ final class Lane {
             boolean wasFailing = failing.remove(o);
             for (List<Job> half : List.of(new ArrayList<>(o.jobs.subList(0, at)),
                     new ArrayList<>(o.jobs.subList(at, o.jobs.size())))) {
-                Outgoing part = new Outgoing(half, batchSize());
+                Outgoing part = new Outgoing(half, o.batched); // a batch's halves are batches
                 part.attempts = o.attempts;
                 part.firstFailure = o.firstFailure;
                 part.due = o.due;

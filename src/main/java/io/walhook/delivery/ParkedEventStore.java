@@ -314,7 +314,7 @@ public final class ParkedEventStore {
                     try (PreparedStatement s = c.prepareStatement("UPDATE " + table + " SET attempts = attempts + 1,"
                             + " last_error = ? WHERE subscription_id = ? AND event_id = ANY (?)")) {
                         for (Map.Entry<String, List<String>> failure : failed.entrySet()) {
-                            s.setString(1, failure.getKey());
+                            s.setString(1, failure.getKey().replace((char) 0, (char) 0xfffd)); // text takes no NUL
                             s.setString(2, subscriptionId);
                             s.setArray(3, c.createArrayOf("text", failure.getValue().toArray()));
                             s.addBatch();

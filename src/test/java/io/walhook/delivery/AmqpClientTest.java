@@ -129,6 +129,10 @@ class AmqpBrokerTest {
         Duration timeout = Duration.ofMillis(500);
         AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), timeout);
         try {
+            // connected first, so that the timeout counts from the message, not from connecting
+            assertThat(broker.send(new Transport.Request("0000000000000000-0001", "{}".getBytes(StandardCharsets.UTF_8),
+                    "application/json", Map.of(), "fast")).get(10, TimeUnit.SECONDS).outcome())
+                    .isEqualTo(Transport.Outcome.DELIVERED);
             CompletableFuture<Transport.Attempt> slow = broker.send(new Transport.Request("0000000000000001-0001",
                     "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "slow"));
             // sent as the first waits; answered after the first's time is up

@@ -532,6 +532,38 @@ class DispatcherTest {
     }
 
     @Test
+    void aGoneFromTheSameEndpointAfterARenameDisablesAtOnce() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(5));
+        java.util.concurrent.CountDownLatch renamed = new java.util.concurrent.CountDownLatch(1);
+        WebhookReceiver receiver = receiver(request -> {
+            try {
+                renamed.await(30, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return 410;
+        });
+        String id = "6f1c2b6e-0000-4000-8000-000000000008";
+        send(dispatcher, signed(id, "gone", receiver), 1, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/gone").size() == 1);
+        // the subscription read again (renamed, its secret the same): the endpoint that answered is still its own
+        Subscription renamedCopy = signed(id, "gone", receiver);
+        dispatcher.sync(List.of(new Subscription(id, "renamed", renamedCopy.tables(), renamedCopy.operations(),
+                renamedCopy.filter(), renamedCopy.destination(), renamedCopy.format(), 1, 0, Projection.ALL, false,
+                RetryPolicy.DEFAULTS, null)));
+        renamed.countDown();
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).disabled());
+        assertThat(receiver.requests("/gone")).as("disabled by its one 410, not tried again").hasSize(1);
+    }
+
+    private static Subscription signed(String id, String name, WebhookReceiver receiver) {
+        return new Subscription(id, name, List.of(TablePattern.ALL), Set.of(Operation.values()), java.util.Optional.empty(),
+                new Destination.Webhook(URI.create(receiver.url("/" + name)),
+                        List.of("0123456789abcdef0123".getBytes(java.nio.charset.StandardCharsets.UTF_8)), Map.of()),
+                EventFormat.JSON, 1, 0, Projection.ALL, false, RetryPolicy.DEFAULTS, null);
+    }
+
+    @Test
     void aRequestRetriedAfterItsBatchingChangedKeepsItsIdAndShape() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(5));
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
