@@ -116,11 +116,13 @@ public final class FailureBench {
         long rows = 100_000;
         int batch = 100;
         int outage = 10;
+        boolean outageOnly = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rows" -> rows = Long.parseLong(args[++i].replace("_", ""));
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
                 case "--outage" -> outage = Integer.parseInt(args[++i]);
+                case "--outage-only" -> outageOnly = true;
                 case "--env" -> {
                     String[] setting = args[++i].split("=", 2);
                     if (setting.length != 2) {
@@ -131,13 +133,14 @@ public final class FailureBench {
                 }
                 default -> {
                     System.err.println("usage: scripts/bench-failures [--rows 100000] [--batch 100] [--outage 10]"
-                            + " [--env NAME=VALUE]...");
+                            + " [--outage-only] [--env NAME=VALUE]...");
                     System.exit(2);
                 }
             }
         }
-        List<Scenario> scenarios = List.of(new Scenario("healthy", 0, 0), new Scenario("10% failing", 100, 0),
-                new Scenario("30% failing", 300, 0), new Scenario("100% for " + outage + " s, then healthy", 0, outage));
+        Scenario down = new Scenario("100% for " + outage + " s, then healthy", 0, outage);
+        List<Scenario> scenarios = outageOnly ? List.of(down) : List.of(new Scenario("healthy", 0, 0),
+                new Scenario("10% failing", 100, 0), new Scenario("30% failing", 300, 0), down);
         EmbeddedPostgres postgres = EmbeddedPostgres.builder().major(17).setting("max_wal_size", "4GB").start();
         try {
             String database = postgres.createDatabase("failbench");

@@ -69,7 +69,7 @@ class RetryScheduleTest {
 
     @Test
     void aDestinationDownForHoursIsProbedWithinTheProbeIntervalWhateverTheMaximumBackoff() {
-        // the defaults: 60 s of backoff while some requests succeed, probes at most 5 s apart while none do
+        // 60 s of backoff while some requests succeed (the default), probes at most 5 s apart while none do
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
         schedule.succeeded(NOW);
         Instant at = NOW;
