@@ -90,8 +90,6 @@ final class Lane {
         boolean underWay;
         /** The destination's place it holds while under way ({@link DestinationGate}); null when it has none. */
         DestinationGate gate;
-        /** Started as a new event's try while every attempt failed ({@link #nextNewTry}). */
-        boolean newTry;
         /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
         io.walhook.routing.Destination sentTo;
 
@@ -164,13 +162,18 @@ final class Lane {
     /** {@link #reserve} found no place: the gate posts a turn with one ({@link #granted}), nothing else need wake the lane. */
     private boolean awaitingPlace;
     /**
-     * While every attempt fails, new events are tried too, one request at a time like the retries,
-     * and paced as they are: not before this, which the failures of such tries in a row push back,
-     * and within the lane's memory ({@link #mayTryNew}). A row the destination refuses for good,
-     * failing alone again and again, looks like a destination that is down: the changes to other
-     * rows after it must still be tried, and then flow.
+     * While every attempt fails, one request at a time probes the destination, whichever waits: not
+     * before this, which each failure meanwhile pushes back by the schedule's backoff (at most the
+     * probe interval). Each waiting request's own backoff says only which is due, not that the
+     * destination gets it: a lane with hundreds waiting sends no more than one with a single one.
+     * Retries and new events take turns ({@link #newEventsTurn}), new ones within the lane's memory
+     * ({@link #mayTryNew}): a row the destination refuses for good, failing alone again and again,
+     * looks like a destination that is down, and the changes to other rows after it must still be
+     * tried, and then flow.
      */
-    private Instant nextNewTry = Instant.MIN;
+    private Instant nextProbe = Instant.MIN;
+    /** Whether the next probe ({@link #nextProbe}) is a new event's, if one may go: the last was a retry. */
+    private boolean newEventsTurn;
     /** Requests waiting to be retried, at most, for a new event to be tried too ({@link #mayTryNew}). */
     static final int TRIED_AT_MOST = 2 * RetrySchedule.STREAK;
     /**
@@ -178,7 +181,7 @@ final class Lane {
      * their memory ({@link #mayTryNew}): a few requests are small next to any lane's share.
      */
     private static final int RETRIED_UNWEIGHED = 4;
-    private int newTriesFailed;
+    private int probesFailed;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -960,8 +963,9 @@ final class Lane {
     private void sendDue(Instant now) {
         Outgoing o;
         while ((o = retrying.peek()) != null && !now.isBefore(o.due) && underWay < window() && rateAllows()) {
-            // while every attempt fails, one request at a time finds out whether it takes events again
-            if (schedule.everyAttemptFailing(now) && underWay > 0) {
+            // while every attempt fails, one request at a time finds out whether it takes events again, at its pace
+            boolean failingAll = schedule.everyAttemptFailing(now);
+            if (failingAll && (underWay > 0 || now.isBefore(nextProbe) || newEventsTurn && mayTryNew(now))) {
                 return;
             }
             if (!reserve()) {
@@ -969,13 +973,17 @@ final class Lane {
             }
             retrying.poll();
             start(o);
+            if (failingAll) {
+                newEventsTurn = true;
+                return;
+            }
         }
     }
 
     private void sendNew(Instant now) {
         boolean failingAll = schedule.everyAttemptFailing(now);
         if (failingAll && (underWay > 0 || !mayTryNew(now))) {
-            return; // one request at a time, new events paced like retries (nextNewTry)
+            return; // one request at a time, at the probes' pace (nextProbe)
         }
         int batch = batchSize();
         while (underWay < window() && queue.hasReady() && rateAllows()) {
@@ -998,15 +1006,15 @@ final class Lane {
             outgoing.add(o);
             start(o);
             if (failingAll) {
-                o.newTry = true;
+                newEventsTurn = false;
                 return; // one at a time
             }
         }
     }
 
     /**
-     * While every attempt fails, whether a new event may try the destination now: its time came
-     * ({@link #nextNewTry}), fewer than {@link #TRIED_AT_MOST} requests wait to be retried (each is
+     * While every attempt fails, whether a new event may probe the destination now: the probe's
+     * time came ({@link #nextProbe}), fewer than {@link #TRIED_AT_MOST} requests wait to be retried (each is
      * tried again on its own backoff: a destination that is down gets at most that many requests
      * per long interval from a lane), and, delivering from its durable queue with {@link
      * #RETRIED_UNWEIGHED} or more of them, what waits to be retried holds less than its share of the read-back memory (divided
@@ -1014,7 +1022,7 @@ final class Lane {
      * memory (routed events, in direct mode, are bounded by delivery's memory and the retry window).
      */
     private boolean mayTryNew(Instant now) {
-        if (now.isBefore(nextNewTry) || retrying.size() >= TRIED_AT_MOST) {
+        if (now.isBefore(nextProbe) || !queue.hasReady() || retrying.size() >= TRIED_AT_MOST) {
             return false;
         }
         if (mode == Mode.DIRECT || retrying.size() < RETRIED_UNWEIGHED) {
@@ -1181,8 +1189,8 @@ final class Lane {
     }
 
     private void delivered(Outgoing o, Instant now) {
-        newTriesFailed = 0;
-        nextNewTry = Instant.MIN;
+        probesFailed = 0;
+        nextProbe = Instant.MIN;
         if (schedule.succeeded(now)) {
             // the destination is back after taking nothing: what waits, on backoffs grown long, goes now
             List<Outgoing> waiting = new ArrayList<>(retrying);
@@ -1227,10 +1235,10 @@ final class Lane {
         context.metrics().retried(subscription);
         Duration wait = schedule.delay(o.attempts, attempt.retryAfter(), now, context.random());
         o.due = now.plus(wait);
-        if (o.newTry) {
-            o.newTry = false;
-            newTriesFailed++;
-            nextNewTry = now.plus(schedule.delay(newTriesFailed, attempt.retryAfter(), now, context.random()));
+        boolean failingAll = schedule.everyAttemptFailing(now);
+        if (failingAll) {
+            probesFailed++;
+            nextProbe = now.plus(schedule.delay(probesFailed, attempt.retryAfter(), now, context.random()));
         }
         if (mode == Mode.DIRECT) {
             failing.add(o);
@@ -1239,9 +1247,11 @@ final class Lane {
                 outOfAttempts = o.id + " still failing after " + o.attempts + " attempts (" + attempt.problem() + ")";
             }
         }
-        int at = o.attempts >= SPLIT_AFTER ? splitPoint(o.jobs) : 0;
+        int at = o.attempts >= SPLIT_AFTER && !failingAll ? splitPoint(o.jobs) : 0;
         if (at > 0) {
-            // a batch failing again may hold one bad event among good ones: its halves go on their own
+            // a batch failing again while others go may hold one bad event among good ones: its halves go on
+            // their own (not while every attempt fails: then nothing tells a bad event, and its singles would
+            // go out one by one once the destination is back)
             outgoing.remove(o);
             boolean wasFailing = failing.remove(o);
             for (List<Job> half : List.of(new ArrayList<>(o.jobs.subList(0, at)),
@@ -1289,16 +1299,17 @@ final class Lane {
         // a due retry that waits for a free request, or for a place at its destination, is started by
         // the outcome that frees one, or the gate's grant: waking for it now would only turn the lane
         // over and over until then
-        if (soonest != null && underWay < window() && !(schedule.everyAttemptFailing(now) && underWay > 0)
+        boolean failingAll = schedule.everyAttemptFailing(now);
+        if (soonest != null && underWay < window() && !(failingAll && underWay > 0)
                 && !(awaitingPlace && !now.isBefore(soonest.due))) {
-            next = soonest.due;
+            next = failingAll && soonest.due.isBefore(nextProbe) ? nextProbe : soonest.due; // at the probes' pace
             long rateWait = rateWaitNanos();
             if (rateWait > 0 && next.isBefore(now.plusNanos(rateWait))) {
                 next = now.plusNanos(rateWait); // and one the rate limit holds back, when it lets it go
             }
         }
-        if (underWay == 0 && queue.hasReady() && now.isBefore(nextNewTry) && schedule.everyAttemptFailing(now)) {
-            next = earlier(next, nextNewTry); // a new event's turn to try the destination
+        if (underWay == 0 && queue.hasReady() && now.isBefore(nextProbe) && failingAll) {
+            next = earlier(next, nextProbe); // a new event's turn to probe the destination
         }
         if (mode == Mode.DIRECT && !failing.isEmpty()) {
             Duration window = subscription.retry().window().orElse(context.settings().retryWindow());
@@ -1395,8 +1406,8 @@ final class Lane {
             }
             disabled = false;
             schedule.reset();
-            newTriesFailed = 0;
-            nextNewTry = Instant.MIN;
+            probesFailed = 0;
+            nextProbe = Instant.MIN;
             Instant now = context.clock().instant();
             List<Outgoing> waiting = new ArrayList<>(retrying);
             retrying.clear();

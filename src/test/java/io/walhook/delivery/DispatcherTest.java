@@ -1481,6 +1481,37 @@ class DispatcherTest {
     }
 
     @Test
+    void aDestinationThatIsDownGetsAboutOneRequestPerProbeIntervalHoweverMuchWaits() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10)); // probe interval 1 s
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        AtomicInteger refused = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (down.get()) {
+                refused.incrementAndGet();
+                return 500;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription batched = webhook("config:outage", "outage", receiver, 10);
+        send(dispatcher, batched, 150, 2);
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refused.get() >= 12 && System.nanoTime() - since > 4_000_000_000L);
+        // every attempt fails: one request now and then finds out whether it is back, not each waiting batch (nor
+        // each half of one, split as if a bad event were in it) on its own backoff (that made about 200 in 5 s)
+        int before = refused.get();
+        await().pollDelay(Duration.ofSeconds(5)).atMost(WAIT).until(() -> true);
+        assertThat(refused.get() - before).as("requests to a destination that is down, in 5 s at 1 s intervals")
+                .isLessThan(25);
+        down.set(false);
+        await().atMost(WAIT).until(() -> acceptedOf(accepted, batched) == 300);
+        // back, what waited goes in its batches again, not as the singles a split of each would have left
+        assertThat(accepted.size()).as("requests for 300 events in batches of 10").isLessThan(60);
+        assertEachInCommitOrder(accepted, List.of(batched), 150);
+    }
+
+    @Test
     void aRowRefusedForGoodDoesNotHoldBackABigRowBehindItInTheDurableQueue() throws Exception {
         long limit = 400 << 10; // events read back from durable queues: 100 KB
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(300), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
