@@ -170,7 +170,7 @@ public interface WalhookConfig {
          * The longest wait between attempts while every attempt at a destination fails (one request
          * at a time probes it): a destination back after a long outage gets its backlog within it.
          */
-        @WithDefault("10s")
+        @WithDefault("5s")
         @WithConverter(Converters.UpToADay.class)
         Duration parkedRetryInterval();
 

@@ -50,7 +50,7 @@ class WalhookConfigTest {
         assertThat(c.delivery().maxBackoff()).isEqualTo(Duration.ofSeconds(60));
         assertThat(c.delivery().retryWindow()).isEqualTo(Duration.ofMinutes(5));
         assertThat(c.delivery().parkedRetryInterval()).as("a destination back after an outage is found within seconds")
-                .isEqualTo(Duration.ofSeconds(10));
+                .isEqualTo(Duration.ofSeconds(5));
         assertThat(c.delivery().concurrency()).isEqualTo(4);
         assertThat(c.source().statusInterval()).isEqualTo(Duration.ofSeconds(10));
         assertThat(c.source().checkpointInterval()).isEqualTo(Duration.ofSeconds(1));
