@@ -22,6 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import java.util.random.RandomGenerator;
 
@@ -105,12 +106,22 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /**
      * What every lane shares; {@code starvingElsewhere} tells whether a lane other than the one
-     * given runs out of events while routing waits for the one given ({@link Lane#starving}).
+     * given runs out of events while routing waits for the one given ({@link Lane#starving});
+     * {@code sendableIn}, when this instance may start requests (the slot lock's lease: 0 now, else
+     * in that many nanoseconds, {@link Long#MAX_VALUE} until {@link #leaseRenewed}).
      */
     record Context(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
             Predicate<String> paused, Function<Subscription, Transport> transports, ExecutorService lanes,
             ScheduledExecutorService timer, ExecutorService database, RandomGenerator random,
-            Predicate<Lane> starvingElsewhere, MemoryBudget memory, MemoryBudget readBack) {
+            Predicate<Lane> starvingElsewhere, MemoryBudget memory, MemoryBudget readBack, LongSupplier sendableIn) {
+
+        Context(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
+                Predicate<String> paused, Function<Subscription, Transport> transports, ExecutorService lanes,
+                ScheduledExecutorService timer, ExecutorService database, RandomGenerator random,
+                Predicate<Lane> starvingElsewhere, MemoryBudget memory, MemoryBudget readBack) {
+            this(clock, settings, store, metrics, paused, transports, lanes, timer, database, random, starvingElsewhere,
+                    memory, readBack, () -> 0);
+        }
 
         /**
          * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
@@ -181,13 +192,29 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      */
     public Dispatcher(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
             Predicate<String> paused, Function<Subscription, Transport> transports) {
+        this(clock, settings, store, metrics, paused, transports, () -> 0);
+    }
+
+    /**
+     * @param sendableIn when requests may start: 0 now, else in that many nanoseconds, or
+     *     {@link Long#MAX_VALUE} until {@link #leaseRenewed} (the slot lock's lease)
+     */
+    public Dispatcher(Clock clock, Settings settings, ParkedEventStore store, DeliveryMetrics metrics,
+            Predicate<String> paused, Function<Subscription, Transport> transports, LongSupplier sendableIn) {
         int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
         this.context = new Context(clock, settings, store, metrics, id -> held.contains(id) || paused.test(id), transports,
                 Executors.newFixedThreadPool(threads, daemons("walhook-delivery")),
                 Executors.newSingleThreadScheduledExecutor(daemons("walhook-delivery-timer")),
                 Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random(),
                 this::starvingElsewhere, new MemoryBudget(settings.memoryBytes()),
-                new MemoryBudget(Math.max(1, settings.memoryBytes() / 4)));
+                new MemoryBudget(Math.max(1, settings.memoryBytes() / 4)), sendableIn);
+    }
+
+    /** Requests may start again (the lease ran out, and was renewed): every lane sends what is due. */
+    public void leaseRenewed() {
+        if (!closed) {
+            lanes.values().forEach(Lane::nudge);
+        }
     }
 
     /** Whether a lane other than {@code held} starves while routing waits for it (the first one found says so). */

@@ -535,11 +535,12 @@ final class Lane {
         if (mode == Mode.DURABLE && !busy) {
             durableWork(now);
         }
-        if (!held()) {
+        long sendableIn = context.sendableIn().getAsLong();
+        if (!held() && sendableIn == 0) {
             sendDue(now);
             sendNew(now);
         }
-        scheduleWake(now);
+        scheduleWake(now, sendableIn);
     }
 
     /** Why the events in memory should go to the durable queue now, or null. */
@@ -1293,8 +1294,21 @@ final class Lane {
 
     // --- timers ---------------------------------------------------------------------------------
 
-    private void scheduleWake(Instant now) {
+    private void scheduleWake(Instant now, long sendableIn) {
         Instant next = null;
+        if (sendableIn > 0) {
+            // no request starts before the slot lock's lease allows (the dispatcher nudges when it is renewed)
+            if (sendableIn != Long.MAX_VALUE) {
+                next = now.plusNanos(sendableIn);
+            }
+            if (mode == Mode.DURABLE || held()) {
+                next = earlier(next, now.plusSeconds(1));
+            }
+            if (next != null) {
+                wakeIn(Duration.between(now, next));
+            }
+            return;
+        }
         Outgoing soonest = retrying.peek();
         // a due retry that waits for a free request, or for a place at its destination, is started by
         // the outcome that frees one, or the gate's grant: waking for it now would only turn the lane

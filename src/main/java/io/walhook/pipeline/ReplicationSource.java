@@ -140,8 +140,14 @@ public class ReplicationSource {
         } catch (SourceSetupException | SQLException e) {
             throw stop("cannot take the lock of slot " + config.slot() + " on " + source + ": " + e.getMessage());
         }
+        lock.onRenewed(() -> {
+            Dispatcher delivering = sender;
+            if (delivering != null) {
+                delivering.leaseRenewed();
+            }
+        });
         poller = new SubscriptionPoller(source, registry, () -> sender, lock, config.slot(),
-                () -> role == Role.ACTIVE && !stopping, () -> {
+                () -> role == Role.ACTIVE, () -> role == Role.ACTIVE && !stopping, () -> {
                     io.walhook.backfill.BackfillRunner running = backfillRunner;
                     if (running != null) {
                         running.wake();
@@ -252,7 +258,8 @@ public class ReplicationSource {
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
                 new ParkedEventStore(dataSource, config.stateSchema(), lock::fence), // an instance that lost the lock writes nothing
-                deliveryMetrics, id -> registry.isPaused(id), this::transport);
+                deliveryMetrics, id -> registry.isPaused(id), this::transport,
+                lock::sendableInNanos); // nothing starts while another instance may hold the lock, or be stopping
         Dispatcher dispatcher = sender;
         // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync
         registry.router().subscriptions().forEach(deliveryMetrics::inForce);
@@ -466,7 +473,11 @@ public class ReplicationSource {
         }
         webhookClient.close();
         if (lock != null) {
-            lock.close();
+            if (lockLost) {
+                lock.close();
+            } else {
+                lock.release(); // nothing is sent from here any more: the next holder need not wait out the lease
+            }
         }
     }
 

@@ -26,8 +26,9 @@ import io.walhook.source.SubscriptionChanges;
  * only while it cannot listen, and every {@link #FALLBACK} in case a notification failed. A
  * backfill another instance's API stored or changed wakes the backfill runner the same way. While
  * the instance is active it also checks every {@value #ROUND_MILLIS} ms that the session holding
- * its lock is alive, takes the lock again on a new session when that one ended, and exits walhook
- * when another instance took it, so that two readers never race.
+ * its lock is alive (which renews its lease to send, {@link ActiveLock#sendableInNanos}, while it
+ * stops too), takes the lock again on a new session when that one ended, and exits walhook when
+ * another instance took it, so that two readers never race.
  */
 final class SubscriptionPoller {
 
@@ -44,6 +45,8 @@ final class SubscriptionPoller {
     private final Supplier<Dispatcher> dispatcher;
     private final ActiveLock lock;
     private final String slot;
+    /** Whether this instance is active: it looks at its lock's session, which renews its lease to send. */
+    private final BooleanSupplier active;
     /** Whether the lock is this instance's to keep: it is active and not stopping. */
     private final BooleanSupplier keepsLock;
     /** Wakes this instance's backfill runner, if it runs one. */
@@ -56,7 +59,8 @@ final class SubscriptionPoller {
     private long syncedGeneration = -1;
 
     SubscriptionPoller(SourceUrl source, SubscriptionRegistry registry, Supplier<Dispatcher> dispatcher, ActiveLock lock,
-            String slot, BooleanSupplier keepsLock, Runnable backfillsChanged, Runnable lockLost) {
+            String slot, BooleanSupplier active, BooleanSupplier keepsLock, Runnable backfillsChanged, Runnable lockLost) {
+        this.active = active;
         this.source = source;
         this.registry = registry;
         this.dispatcher = dispatcher;
@@ -128,10 +132,12 @@ final class SubscriptionPoller {
                     lastProblem = problem;
                 }
             }
-            if (System.nanoTime() - lastLockCheck >= LOCK_CHECK_NANOS && keepsLock.getAsBoolean()) {
+            if (System.nanoTime() - lastLockCheck >= LOCK_CHECK_NANOS && active.getAsBoolean()) {
                 lastLockCheck = System.nanoTime();
                 try {
-                    if (!keepLock()) {
+                    if (!keepsLock.getAsBoolean()) {
+                        lock.stillHeld(); // stopping: the lease goes on while deliveries drain, or runs out; no new session
+                    } else if (!keepLock()) {
                         return;
                     }
                     lastLockProblem = null;

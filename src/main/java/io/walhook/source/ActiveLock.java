@@ -26,6 +26,13 @@ import org.jboss.logging.Logger;
  * the session before it (recorded with the activation) to be free: a backend ending releases its
  * locks one part of the lock table at a time.
  *
+ * <p>Requests to destinations are not fenced that way, so it holds a lease too ({@link
+ * #sendableInNanos}): an instance starts requests only within {@link #LEASE} of the last time it
+ * found its lock session alive, and one taking the lock from a holder that did not let it go
+ * cleanly ({@link #release}: a crash, a lost session) starts none until that lease ran out. The
+ * instance before stopped by then, even one that never learnt it lost the lock: a retry of an older
+ * change of a row it still held does not reach a destination after the new holder's newer one.
+ *
  * <p>Each instance taking the lock counts an activation of the slot ({@code <state
  * schema>.activation}). One whose lock session ended takes the lock again only if the count is
  * still its own: had another instance been active in between, it may have queued or delivered
@@ -52,6 +59,16 @@ public final class ActiveLock implements AutoCloseable {
     private long activation;
     private Connection connection;
     private boolean held;
+    /** How long finding the lock session alive lets this instance start requests (and a new holder wait). */
+    public static final java.time.Duration LEASE = java.time.Duration.ofSeconds(5);
+    private static final long LEASE_NANOS = LEASE.toNanos();
+    /** When (System.nanoTime) the latest look that found the lock session alive began; valid while {@link #leased}. */
+    private volatile long confirmedNanos;
+    private volatile boolean leased;
+    /** Before this (System.nanoTime) a new holder starts no request: the one before it may still send. */
+    private volatile long sendNotBeforeNanos;
+    /** Told when the lease is renewed after it ran out (requests may start again). */
+    private volatile Runnable renewed = () -> { };
     /**
      * While held, the key of a lock the lock's session holds beside it (one 64-bit key), drawn at
      * random each time a session takes the lock; null when not held.
@@ -94,6 +111,7 @@ public final class ActiveLock implements AutoCloseable {
         if (connection == null || connection.isClosed()) {
             connection = DriverManager.getConnection(jdbcUrl, properties);
         }
+        long asked = System.nanoTime();
         try (PreparedStatement s = connection.prepareStatement("SELECT pg_try_advisory_lock(?, hashtext(?))")) {
             s.setInt(1, NAMESPACE);
             s.setString(2, slot);
@@ -106,9 +124,17 @@ public final class ActiveLock implements AutoCloseable {
             boolean ours;
             long token;
             try {
+                // the first time: an instance before that did not let go cleanly may still be sending (the
+                // same instance taking it again stopped sending when its lease ran out, as the other would)
+                boolean waitOutLease = activation == 0 && !previousReleased();
                 awaitPreviousHolder();
                 token = takeToken();
                 ours = countActivation(token);
+                if (waitOutLease) {
+                    sendNotBeforeNanos = asked + LEASE_NANOS;
+                    LOG.infof("the instance active on slot %s before did not stop cleanly: this one sends nothing for %s,"
+                            + " until its lease has run out", slot, LEASE);
+                }
             } catch (SQLException e) {
                 close(); // taken again at the next try, fence and all
                 throw e;
@@ -119,8 +145,71 @@ public final class ActiveLock implements AutoCloseable {
                 return false;
             }
             holder = token;
+            renew(asked);
         }
         return held;
+    }
+
+    /**
+     * When this instance may start requests to destinations: 0 now, else in that many nanoseconds,
+     * or {@link Long#MAX_VALUE} while its lease ran out (not held, or its lock session not found
+     * alive for {@link #LEASE}): not before the next look finds it alive.
+     */
+    public long sendableInNanos() {
+        if (!leased) {
+            return Long.MAX_VALUE;
+        }
+        long now = System.nanoTime();
+        if (now - confirmedNanos >= LEASE_NANOS) {
+            return Long.MAX_VALUE;
+        }
+        return Math.max(0, sendNotBeforeNanos - now);
+    }
+
+    /** {@code whenRenewed} runs when the lease is renewed after it ran out (on the thread that looked). */
+    public void onRenewed(Runnable whenRenewed) {
+        this.renewed = whenRenewed;
+    }
+
+    private void renew(long lookedAt) {
+        boolean ranOut = !leased || lookedAt - confirmedNanos >= LEASE_NANOS;
+        confirmedNanos = lookedAt;
+        leased = true;
+        if (ranOut) {
+            renewed.run();
+        }
+    }
+
+    /** Whether the holder before this one let the lock go cleanly ({@link #release}), or there was none. */
+    private boolean previousReleased() throws SQLException {
+        try (PreparedStatement s = connection.prepareStatement("SELECT released FROM " + activationTable
+                + " WHERE slot_name = ?")) {
+            s.setString(1, slot);
+            try (ResultSet rs = s.executeQuery()) {
+                return !rs.next() || rs.getBoolean(1);
+            }
+        }
+    }
+
+    /**
+     * Lets the lock go cleanly, once this instance sends nothing more (its requests ended or were
+     * cut): the next holder starts at once instead of waiting out the lease.
+     */
+    public synchronized void release() {
+        Long token = holder;
+        if (held && token != null) {
+            try (PreparedStatement s = connection.prepareStatement("UPDATE " + activationTable + " SET released = true"
+                    + " WHERE slot_name = ? AND activations = ? AND token = ?")) {
+                s.setString(1, slot);
+                s.setLong(2, activation);
+                s.setLong(3, token);
+                s.executeUpdate();
+            } catch (SQLException e) {
+                LOG.warnf("cannot record that this instance let the lock of slot %s go (%s): the next waits out the"
+                        + " lease", slot, e.getMessage());
+            }
+        }
+        close();
     }
 
     /** Takes a lock of a random 64-bit key on the lock's session (drawn again in the unlikely case it is taken). */
@@ -149,7 +238,8 @@ public final class ActiveLock implements AutoCloseable {
         if (activation == 0) {
             try (PreparedStatement s = connection.prepareStatement("INSERT INTO " + activationTable + " AS a (slot_name,"
                     + " activations, token) VALUES (?, 1, ?) ON CONFLICT (slot_name) DO UPDATE SET activations ="
-                    + " a.activations + 1, activated_at = now(), token = excluded.token RETURNING activations")) {
+                    + " a.activations + 1, activated_at = now(), token = excluded.token, released = false"
+                    + " RETURNING activations")) {
                 s.setString(1, slot);
                 s.setLong(2, token);
                 try (ResultSet rs = s.executeQuery()) {
@@ -297,8 +387,10 @@ public final class ActiveLock implements AutoCloseable {
         if (!held) {
             return false;
         }
+        long asked = System.nanoTime();
         try {
             if (connection.isValid(5)) {
+                renew(asked);
                 return true;
             }
         } catch (SQLException e) {
@@ -313,6 +405,7 @@ public final class ActiveLock implements AutoCloseable {
     @Override
     public synchronized void close() {
         held = false;
+        leased = false;
         holder = null;
         if (connection != null) {
             try {

@@ -1481,6 +1481,49 @@ class DispatcherTest {
     }
 
     @Test
+    void noRequestStartsOutsideTheSlotLocksLeaseAndWhatWaitsGoesWhenItIsRenewed() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "dispatch");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        java.util.concurrent.atomic.AtomicReference<java.util.function.LongSupplier> lease =
+                new java.util.concurrent.atomic.AtomicReference<>(() -> Long.MAX_VALUE);
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4), store, DeliveryMetrics.NONE,
+                paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false), () -> lease.get().getAsLong());
+        dispatchers.add(dispatcher);
+        AtomicInteger failures = new AtomicInteger(3);
+        List<Long> requestedAt = new CopyOnWriteArrayList<>();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            requestedAt.add(System.nanoTime());
+            if (failures.getAndDecrement() > 0) {
+                return 500; // a few retries waiting too
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription leased = webhook("config:leased", "leased", receiver, 1);
+        // the lease ran out (the lock session not found alive lately; another instance may take over): nothing starts
+        send(dispatcher, leased, 5, 1);
+        await().pollDelay(Duration.ofSeconds(1)).atMost(WAIT).until(() -> true);
+        assertThat(requestedAt).as("requests started while the lease had run out").isEmpty();
+        lease.set(() -> 0);
+        dispatcher.leaseRenewed();
+        await().atMost(WAIT).until(() -> acceptedOf(accepted, leased) == 5);
+
+        // a new holder's wait for the one before: it ends on its own, with no renewal to tell
+        failures.set(2);
+        int before = requestedAt.size();
+        long until = System.nanoTime() + 1_500_000_000L;
+        lease.set(() -> Math.max(0, until - System.nanoTime()));
+        send(dispatcher, leased, 5, 1);
+        await().atMost(WAIT).until(() -> acceptedOf(accepted, leased) == 10);
+        assertThat(requestedAt.subList(before, requestedAt.size())).as("requests started before the wait ended")
+                .allSatisfy(at -> assertThat(at - until).isNotNegative());
+        assertEachInCommitOrder(accepted, List.of(leased), 5);
+    }
+
+    @Test
     void aDestinationThatIsDownGetsAboutOneRequestPerProbeIntervalHoweverMuchWaits() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10)); // probe interval 1 s
         java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);

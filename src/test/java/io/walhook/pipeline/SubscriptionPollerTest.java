@@ -34,7 +34,7 @@ class SubscriptionPollerTest {
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
             SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
             AtomicInteger wakes = new AtomicInteger();
-            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false,
+            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false, () -> false,
                     () -> {
                         if (wakes.incrementAndGet() == 1) {
                             throw new IllegalStateException(); // no message, as a NullPointerException has none

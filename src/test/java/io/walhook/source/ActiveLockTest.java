@@ -80,6 +80,58 @@ class ActiveLockTest {
     }
 
     @Test
+    void anInstanceSendsOnlyWithinItsLeaseWhichEachLookAtALiveLockSessionRenews() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "lease_runs_out");
+                ActiveLock active = lock(source, ActiveLock.FENCE_PATIENCE)) {
+            java.util.concurrent.atomic.AtomicInteger renewals = new java.util.concurrent.atomic.AtomicInteger();
+            active.onRenewed(renewals::incrementAndGet);
+            assertThat(active.sendableInNanos()).as("not holding the lock").isEqualTo(Long.MAX_VALUE);
+            assertThat(active.tryAcquire()).isTrue();
+            assertThat(active.sendableInNanos()).as("the first holder of the slot sends at once").isZero();
+            // no look at the lock session for longer than the lease: whether or not it lives, nothing starts
+            await().atMost(WAIT).until(() -> active.sendableInNanos() == Long.MAX_VALUE);
+            int before = renewals.get();
+            assertThat(active.stillHeld()).isTrue();
+            assertThat(active.sendableInNanos()).as("found alive: renewed").isZero();
+            assertThat(renewals.get()).as("told, so that what waits goes now").isEqualTo(before + 1);
+            assertThat(active.stillHeld()).isTrue();
+            assertThat(renewals.get()).as("renewed before it ran out: nothing to tell").isEqualTo(before + 1);
+
+            // its lock session ends, as a network cut or an administrator ends it, and no one looks: within the
+            // lease it stops on its own (a new holder waits that long before it sends)
+            endLockSession(source);
+            await().atMost(WAIT).until(() -> active.sendableInNanos() == Long.MAX_VALUE);
+            assertThat(active.stillHeld()).isFalse();
+            assertThat(active.tryAcquire()).as("taken again, no one else took it").isTrue();
+            assertThat(active.sendableInNanos()).as("it stopped on its own lease: no waiting for itself").isZero();
+        }
+    }
+
+    @Test
+    void aNewHolderWaitsOutTheLeaseOfOneThatDidNotLetGoCleanlyAndNotOfOneThatDid() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "lease_waited");
+                ActiveLock crashed = lock(source, ActiveLock.FENCE_PATIENCE);
+                ActiveLock next = lock(source, ActiveLock.FENCE_PATIENCE);
+                ActiveLock after = lock(source, ActiveLock.FENCE_PATIENCE)) {
+            assertThat(crashed.tryAcquire()).isTrue();
+            endLockSession(source); // a crash, a kill -9, a session cut: it may send until its lease runs out
+            assertThat(next.tryAcquire()).isTrue();
+            assertThat(next.sendableInNanos()).as("the one before may still be sending")
+                    .isPositive().isLessThanOrEqualTo(ActiveLock.LEASE.toNanos());
+            await().atMost(WAIT).pollInterval(Duration.ofMillis(200))
+                    .until(() -> next.stillHeld() && next.sendableInNanos() == 0);
+
+            // this one stops cleanly, having sent all it sends: the next starts at once
+            next.release();
+            assertThat(next.sendableInNanos()).isEqualTo(Long.MAX_VALUE);
+            assertThat(after.tryAcquire()).isTrue();
+            assertThat(after.sendableInNanos()).isZero();
+            assertThat(source.queryOne("SELECT released FROM walhook.activation WHERE slot_name = '" + source.slot + "'"))
+                    .as("taken again: not released any more").isIn("f", "false");
+        }
+    }
+
+    @Test
     void anInstanceWhoseLockSessionEndedDoesNotTakeTheLockAgainIfAnotherWasActiveMeanwhile() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "lock_between");
                 ActiveLock first = lock(source, ActiveLock.FENCE_PATIENCE);
