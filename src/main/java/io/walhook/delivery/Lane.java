@@ -991,7 +991,9 @@ final class Lane {
             if (queue.firstReady().background && window() > 1 && underWay >= window() - 1) {
                 return; // the last request is kept for live changes: they do not wait behind a backfill's rows
             }
-            if (batch > 1 && subscription.batchMaxWaitMs() > 0 && queue.ready() < batch && mode == Mode.DIRECT) {
+            // a probe goes at once: waiting for a batch to fill only puts off finding the destination back
+            if (batch > 1 && subscription.batchMaxWaitMs() > 0 && queue.ready() < batch && mode == Mode.DIRECT
+                    && !failingAll) {
                 long waited = System.nanoTime() - queue.firstReady().handedOverNanos;
                 long wait = TimeUnit.MILLISECONDS.toNanos(subscription.batchMaxWaitMs()) - waited;
                 if (wait > 0) {
@@ -1015,9 +1017,8 @@ final class Lane {
 
     /**
      * While every attempt fails, whether a new event may probe the destination now: the probe's
-     * time came ({@link #nextProbe}), fewer than {@link #TRIED_AT_MOST} requests wait to be retried (each is
-     * tried again on its own backoff: a destination that is down gets at most that many requests
-     * per long interval from a lane), and, delivering from its durable queue with {@link
+     * time came ({@link #nextProbe}), fewer than {@link #TRIED_AT_MOST} requests wait to be retried
+     * (what a down destination holds in memory stays small), and, delivering from its durable queue with {@link
      * #RETRIED_UNWEIGHED} or more of them, what waits to be retried holds less than its share of the read-back memory (divided
      * among the lanes holding some): thousands of lanes whose destinations are down keep little in
      * memory (routed events, in direct mode, are bounded by delivery's memory and the retry window).
@@ -1297,9 +1298,12 @@ final class Lane {
     private void scheduleWake(Instant now, long sendableIn) {
         Instant next = null;
         if (sendableIn > 0) {
-            // no request starts before the slot lock's lease allows (the dispatcher nudges when it is renewed)
+            // no request starts before the slot lock's lease allows: the dispatcher nudges when it is renewed,
+            // and a lane with something to send looks again within a second anyway
             if (sendableIn != Long.MAX_VALUE) {
                 next = now.plusNanos(sendableIn);
+            } else if (!retrying.isEmpty() || queue.hasReady()) {
+                next = now.plusSeconds(1);
             }
             if (mode == Mode.DURABLE || held()) {
                 next = earlier(next, now.plusSeconds(1));

@@ -257,9 +257,18 @@ public final class WebhookClient implements AutoCloseable {
 
     @Override
     public void close() {
+        java.util.List<CompletableFuture<Void>> closing = new java.util.ArrayList<>();
         for (Channel channel : channels) {
-            channel.plain().close();
-            channel.tls().close();
+            closing.add(channel.plain().close().toCompletionStage().toCompletableFuture());
+            closing.add(channel.tls().close().toCompletionStage().toCompletableFuture());
+        }
+        // until every connection is closed (requests under way cut): a clean stop then sends nothing after it
+        try {
+            CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new)).get(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // closed as far as it goes; the process ends anyway
         }
     }
 }

@@ -73,6 +73,10 @@ public class ReplicationSource {
     private volatile boolean lockLost;
     private volatile AmqpClient broker;
     private volatile ActiveLock lock;
+    /** Renews the lock's lease ({@link #keepLease}). */
+    private volatile Thread leaseKeeper;
+    /** How often the lease keeper looks at the lock's session: well within {@link ActiveLock#LEASE}. */
+    private static final long LEASE_LOOK_MILLIS = 1000;
     private volatile Thread standby;
     private volatile io.walhook.backfill.Backfills backfills;
     private volatile io.walhook.backfill.BackfillRunner backfillRunner;
@@ -154,6 +158,9 @@ public class ReplicationSource {
                     }
                 }, this::lockLost);
         poller.start();
+        leaseKeeper = new Thread(this::keepLease, "walhook-lease");
+        leaseKeeper.setDaemon(true);
+        leaseKeeper.start();
         if (active) {
             try {
                 activate(source, database, extensions);
@@ -170,6 +177,25 @@ public class ReplicationSource {
         standby = new Thread(() -> standBy(source, database, extensions), "walhook-standby");
         standby.setDaemon(true);
         standby.start();
+    }
+
+    /**
+     * Renews the slot lock's lease every second while this instance holds the lock, on a thread of
+     * its own: a slow reload of subscriptions on the poller's thread does not let it run out, and
+     * stop every request. The poller's look takes the lock again or gives it up; this one only
+     * finds the session alive (or not: then nothing is sent until the poller took it again).
+     */
+    private void keepLease() {
+        while (true) {
+            try {
+                Thread.sleep(LEASE_LOOK_MILLIS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (!lockLost) {
+                lock.stillHeld(); // false at once while not held (a standby)
+            }
+        }
     }
 
     /** A start-up step against the database. */
@@ -472,6 +498,9 @@ public class ReplicationSource {
             broker.close();
         }
         webhookClient.close();
+        if (leaseKeeper != null) {
+            leaseKeeper.interrupt();
+        }
         if (lock != null) {
             if (lockLost) {
                 lock.close();

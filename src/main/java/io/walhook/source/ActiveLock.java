@@ -30,8 +30,9 @@ import org.jboss.logging.Logger;
  * #sendableInNanos}): an instance starts requests only within {@link #LEASE} of the last time it
  * found its lock session alive, and one taking the lock from a holder that did not let it go
  * cleanly ({@link #release}: a crash, a lost session) starts none until that lease ran out. The
- * instance before stopped by then, even one that never learnt it lost the lock: a retry of an older
- * change of a row it still held does not reach a destination after the new holder's newer one.
+ * instance before started its last request by then, even one that never learnt it lost the lock:
+ * a retry of an older change of a row it still held is not sent after the new holder's newer one
+ * (though one it started just before may still be under way, up to its request timeout).
  *
  * <p>Each instance taking the lock counts an activation of the slot ({@code <state
  * schema>.activation}). One whose lock session ended takes the lock again only if the count is
@@ -66,7 +67,7 @@ public final class ActiveLock implements AutoCloseable {
     private volatile long confirmedNanos;
     private volatile boolean leased;
     /** Before this (System.nanoTime) a new holder starts no request: the one before it may still send. */
-    private volatile long sendNotBeforeNanos;
+    private volatile long sendNotBeforeNanos = System.nanoTime();
     /** Told when the lease is renewed after it ran out (requests may start again). */
     private volatile Runnable renewed = () -> { };
     /**
@@ -156,10 +157,10 @@ public final class ActiveLock implements AutoCloseable {
      * alive for {@link #LEASE}): not before the next look finds it alive.
      */
     public long sendableInNanos() {
+        long now = System.nanoTime(); // before the reads: a renewal that began after them tells it (renew)
         if (!leased) {
             return Long.MAX_VALUE;
         }
-        long now = System.nanoTime();
         if (now - confirmedNanos >= LEASE_NANOS) {
             return Long.MAX_VALUE;
         }
@@ -171,11 +172,17 @@ public final class ActiveLock implements AutoCloseable {
         this.renewed = whenRenewed;
     }
 
+    /**
+     * The look that began at {@code lookedAt} found the lock session alive. Whoever found the lease
+     * run out before this renewal is told: whether it ran out counts until now, after the new time
+     * is there, not when the look began (a look may take seconds).
+     */
     private void renew(long lookedAt) {
-        boolean ranOut = !leased || lookedAt - confirmedNanos >= LEASE_NANOS;
+        boolean wasLeased = leased;
+        long before = confirmedNanos;
         confirmedNanos = lookedAt;
         leased = true;
-        if (ranOut) {
+        if (!wasLeased || System.nanoTime() - before >= LEASE_NANOS) {
             renewed.run();
         }
     }
@@ -193,11 +200,12 @@ public final class ActiveLock implements AutoCloseable {
 
     /**
      * Lets the lock go cleanly, once this instance sends nothing more (its requests ended or were
-     * cut): the next holder starts at once instead of waiting out the lease.
+     * cut): the next holder starts at once instead of waiting out the lease. Not while this
+     * instance still waits out the lease of the one before it: that one may still be sending.
      */
     public synchronized void release() {
         Long token = holder;
-        if (held && token != null) {
+        if (held && token != null && System.nanoTime() - sendNotBeforeNanos >= 0) {
             try (PreparedStatement s = connection.prepareStatement("UPDATE " + activationTable + " SET released = true"
                     + " WHERE slot_name = ? AND activations = ? AND token = ?")) {
                 s.setString(1, slot);

@@ -1520,7 +1520,37 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acceptedOf(accepted, leased) == 10);
         assertThat(requestedAt.subList(before, requestedAt.size())).as("requests started before the wait ended")
                 .allSatisfy(at -> assertThat(at - until).isNotNegative());
-        assertEachInCommitOrder(accepted, List.of(leased), 5);
+
+        // out again; renewed, but no one said so (a renewal that found it running out late): it looks again itself
+        failures.set(1);
+        lease.set(() -> Long.MAX_VALUE);
+        send(dispatcher, leased, 5, 1);
+        await().pollDelay(Duration.ofMillis(500)).atMost(WAIT).until(() -> true);
+        lease.set(() -> 0);
+        await().atMost(WAIT).until(() -> acceptedOf(accepted, leased) == 15);
+        assertThat(acceptedByRow(accepted)).hasSize(5).allSatisfy((row, versions) -> assertThat(versions)
+                .as("row %d in commit order", row).containsExactly(0, 1, 2));
+    }
+
+    @Test
+    void aDownDestinationsProbesGoOnWhileNewEventsWouldWaitToFillABatch() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10)); // probe interval 1 s
+        AtomicInteger refused = new AtomicInteger();
+        WebhookReceiver receiver = receiver(request -> {
+            refused.incrementAndGet();
+            return 500;
+        });
+        Subscription batched = new Subscription("config:slowbatch", "slowbatch", List.of(TablePattern.ALL),
+                Set.of(Operation.values()), java.util.Optional.empty(),
+                new Destination.Webhook(URI.create(receiver.url("/slowbatch")), List.of(), Map.of()), EventFormat.JSON, 10,
+                Subscription.MAX_BATCH_WAIT_MS, Projection.ALL, false, RetryPolicy.DEFAULTS, null);
+        send(dispatcher, batched, 25, 1); // two full batches go; five events wait for a third to fill
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refused.get() >= 12 && System.nanoTime() - since > 4_000_000_000L);
+        // every attempt fails: the probes take turns, the five events' too (at once: waiting a minute for the batch
+        // to fill would hold the retries back meanwhile, the lane turning over and over)
+        int before = refused.get();
+        await().atMost(Duration.ofSeconds(20)).until(() -> refused.get() >= before + 4);
     }
 
     @Test
