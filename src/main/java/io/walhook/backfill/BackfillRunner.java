@@ -55,7 +55,8 @@ public final class BackfillRunner implements Runnable {
     static final Duration IDLE_POLL = Duration.ofSeconds(30);
 
     /** What the runner needs to know. */
-    public record Settings(String jdbcUrl, String user, String password, String publication,
+    /** @param stateSchema walhook's own schema, whose tables are never read */
+    public record Settings(String jdbcUrl, String user, String password, String publication, String stateSchema,
             Duration chunkTarget, Duration statementTimeout) {
     }
 
@@ -387,7 +388,7 @@ public final class BackfillRunner implements Runnable {
         if (table == null || System.nanoTime() - at > DESCRIBE_EVERY.toNanos()) {
             // looked at again at most every DESCRIBE_EVERY: a table dropped or altered fails the backfill
             try {
-                table = SnapshotTable.describe(c, name, settings.publication());
+                table = SnapshotTable.describe(c, name, settings.publication(), settings.stateSchema());
             } catch (SnapshotTable.Refused e) {
                 fail(backfill, e.getMessage());
                 return null;

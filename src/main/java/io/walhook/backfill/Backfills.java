@@ -95,7 +95,7 @@ public final class Backfills {
             tables = request.tables() == null ? subscribed(c, subscription) : asked(subscription, request.tables());
             for (int i = 0; i < tables.size(); i++) {
                 try {
-                    SnapshotTable.describe(c, tables.get(i), publication);
+                    SnapshotTable.describe(c, tables.get(i), publication, stateSchema);
                 } catch (SnapshotTable.Refused e) {
                     throw new Refused(400, request.tables() == null ? "/tables" : "/tables/" + given(request, tables.get(i)),
                             e.getMessage());
@@ -154,6 +154,9 @@ public final class Backfills {
         for (int i = 0; i < given.size(); i++) {
             String table = given.get(i) == null ? "" : given.get(i).strip();
             int dot = table.indexOf('.');
+            if (table.chars().anyMatch(Character::isISOControl)) {
+                throw new Refused(400, "/tables/" + i, "holds a control character; name each table, like public.orders");
+            }
             if (dot <= 0 || dot == table.length() - 1 || table.indexOf('.', dot + 1) >= 0 || table.contains("*")) {
                 throw new Refused(400, "/tables/" + i, "'" + table + "' is not a schema.table name (no patterns: name"
                         + " each table, like public.orders)");

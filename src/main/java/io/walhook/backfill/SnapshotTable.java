@@ -53,12 +53,16 @@ public final class SnapshotTable {
      *
      * @throws Refused when it does not exist, is not published, or has no key to read it by
      */
-    public static SnapshotTable describe(Connection c, String qualified, String publication)
+    public static SnapshotTable describe(Connection c, String qualified, String publication, String stateSchema)
             throws SQLException, Refused {
         int serverMajor = c.getMetaData().getDatabaseMajorVersion();
         int dot = qualified.indexOf('.');
         String schema = qualified.substring(0, dot);
         String table = qualified.substring(dot + 1);
+        if (schema.equals(stateSchema)) {
+            // its subscriptions hold secrets and headers; its changes are never events either
+            throw new Refused("table " + qualified + " is walhook's own state (schema " + stateSchema + "), never sent");
+        }
         long oid;
         char identity;
         try (PreparedStatement s = c.prepareStatement("SELECT c.oid, c.relreplident FROM pg_catalog.pg_class c"

@@ -120,6 +120,11 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             chunk.sending(0); // deleted (the runner notices), or every row read is gone
             return;
         }
+        PgOutputMessage.Relation table = chunk.table.relation();
+        if (!subscription.matchesTable(table.namespace(), table.relationName())) {
+            chunk.sending(0); // the subscription was edited and no longer takes the table
+            return;
+        }
         if (described.size() > 1024) {
             described.clear();
         }

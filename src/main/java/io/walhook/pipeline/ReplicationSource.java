@@ -305,7 +305,8 @@ public class ReplicationSource {
                 deliveryMetrics, watermarks), "walhook-routing");
         io.walhook.backfill.BackfillRunner runner = new io.walhook.backfill.BackfillRunner(
                 new io.walhook.backfill.BackfillRunner.Settings(source.jdbcUrl(), source.user(), source.password(),
-                        config.publication().name(), config.backfill().chunkTarget(), config.backfill().statementTimeout()),
+                        config.publication().name(), config.stateSchema(), config.backfill().chunkTarget(),
+                        config.backfill().statementTimeout()),
                 backfills.store(), watermarks, () -> registry.router().subscriptions(),
                 (subscription, rows) -> metrics.counter("walhook.backfill.rows", "subscription", subscription.name(),
                         "subscription_id", subscription.id()).increment(rows));

@@ -292,6 +292,26 @@ class BackfillApiTest {
         return refusals;
     }
 
+    /** walhook's own tables (subscriptions with their secrets and headers, the durable queue) are never sent. */
+    @Test
+    void walhooksOwnStateIsNeverBackfilledToADestination() throws Exception {
+        refusals(); // public.bfr_items
+        String everything = subscription("everything", "*");
+        for (String table : List.of("walhook.subscription", "walhook.parked_event", "walhook.activation")) {
+            refused(everything, "{\"tables\": [\"public.bfr_items\", \"" + table + "\"]}", 400)
+                    .body("field", equalTo("/tables/1")).body("detail", containsString("walhook's own state"));
+        }
+        authorized().get("/subscriptions/" + everything + "/backfills").then().statusCode(200).body("$", empty());
+    }
+
+    /** A control character in a table name is the caller's mistake, named, not a server error. */
+    @Test
+    void aTableNameWithAControlCharacterIsABadRequest() throws Exception {
+        refused(refusals(), "{\"tables\": [\"public.bfr_items\\u0000\"]}", 400).body("field", equalTo("/tables/0"))
+                .body("detail", containsString("control character"));
+        refused(refusals(), "{\"tables\": [\"public.bfr\\n_items\"]}", 400).body("field", equalTo("/tables/0"));
+    }
+
     /** Stripped of white space like the others, a refused table is still named by its index in the request. */
     @Test
     void aTableNameWithWhiteSpaceIsRefusedByItsIndex() throws Exception {

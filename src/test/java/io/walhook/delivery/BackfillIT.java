@@ -299,6 +299,45 @@ class BackfillIT {
     }
 
     @Test
+    void aSubscriptionEditedToLeaveATableOutGetsNoMoreOfThatTablesRows() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_edit");
+        pg.execute(database, "CREATE TABLE a_items (id int PRIMARY KEY)", "CREATE TABLE b_items (id int PRIMARY KEY)",
+                "INSERT INTO a_items SELECT generate_series(1, 3000)", "INSERT INTO b_items SELECT generate_series(1, 300)");
+        Map<String, AtomicInteger> reads = new ConcurrentHashMap<>();
+        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
+                    for (JsonNode event : events(request)) {
+                        if (event.get("op").asText().equals("read")) {
+                            reads.computeIfAbsent(event.get("table").asText(), t -> new AtomicInteger()).incrementAndGet();
+                        }
+                    }
+                });
+                WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"))) {
+            walhook.awaitReady(WAIT);
+            ApiClient api = new ApiClient(walhook, TOKEN);
+            String body = "{\"name\": \"edited\", \"tables\": [%s], \"destination\": {\"type\": \"webhook\", \"url\": \""
+                    + receiver.url("/edited") + "\"}}";
+            ApiClient.Answer created = api.post("/subscriptions", body.formatted("\"public.a_items\", \"public.b_items\""));
+            assertThat(created.status()).as(created.text()).isEqualTo(201);
+            String id = created.body().get("id").asText();
+            ApiClient.Answer started = api.post("/subscriptions/" + id + "/backfills",
+                    "{\"chunk_size\": 20, \"max_rows_per_second\": 200}");
+            assertThat(started.status()).as(started.text()).isEqualTo(202);
+            String path = "/subscriptions/" + id + "/backfills/" + started.body().get("id").asText();
+            await().atMost(WAIT).until(() -> reads.containsKey("a_items") && reads.get("a_items").get() >= 100);
+            // the operator takes a_items out of the subscription while its rows are being read
+            ApiClient.Answer edited = api.put("/subscriptions/" + id, body.formatted("\"public.b_items\""));
+            assertThat(edited.status()).as(edited.text()).isEqualTo(200);
+            await().pollDelay(Duration.ofSeconds(2)).atMost(WAIT).until(() -> true); // chunks routed before the edit
+            int afterEdit = reads.get("a_items").get();
+            awaitState(api, path, "done");
+            assertThat(reads.get("a_items").get()).as("a_items rows sent after the subscription left the table out")
+                    .isEqualTo(afterEdit).isLessThan(3000);
+            assertThat(reads.get("b_items").get()).as("the table it still takes, whole").isGreaterThanOrEqualTo(300);
+        }
+    }
+
+    @Test
     void aStandbyThatTakesOverFinishesTheBackfillFromItsLastChunk() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("backfill_failover");
