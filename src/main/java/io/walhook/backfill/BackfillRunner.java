@@ -72,6 +72,8 @@ public final class BackfillRunner implements Runnable {
     private final BackfillStore store;
     private final Watermarks watermarks;
     private final Supplier<List<Subscription>> inForce;
+    /** Whether a subscription not in force is held (shadowed, or its stored body unreadable here) rather than gone. */
+    private final java.util.function.Predicate<String> held;
     private final Counter counter;
     private final Map<UUID, Run> runs = new LinkedHashMap<>();
     /**
@@ -92,11 +94,12 @@ public final class BackfillRunner implements Runnable {
     private long backoffMillis;
 
     public BackfillRunner(Settings settings, BackfillStore store, Watermarks watermarks,
-            Supplier<List<Subscription>> inForce, Counter counter) {
+            Supplier<List<Subscription>> inForce, java.util.function.Predicate<String> held, Counter counter) {
         this.settings = settings;
         this.store = store;
         this.watermarks = watermarks;
         this.inForce = inForce;
+        this.held = held;
         this.counter = counter;
     }
 
@@ -226,6 +229,11 @@ public final class BackfillRunner implements Runnable {
         List<String> subscriptions = inForce.get().stream().map(Subscription::id).toList();
         boolean worked = false;
         for (Backfill backfill : unfinished) {
+            if (!subscriptions.contains(backfill.subscriptionId()) && held.test(backfill.subscriptionId())) {
+                // held out of force, not deleted: its backfill waits (chunks it sent come back to be read again)
+                missingSince.remove(backfill.id());
+                continue;
+            }
             if (!subscriptions.contains(backfill.subscriptionId())) {
                 long since = missingSince.computeIfAbsent(backfill.id(), id -> System.nanoTime());
                 if (System.nanoTime() - since < GONE_AFTER.toNanos()) {

@@ -116,8 +116,13 @@ public final class Watermarks implements RoutingLoop.Snapshots {
 
     private void send(Chunk chunk, ChangeEvent high, RoutingLoop.Reads reads) throws InterruptedException {
         Subscription subscription = reads.subscription(chunk.subscriptionId);
-        if (subscription == null || chunk.truncated()) {
-            chunk.sending(0); // deleted (the runner notices), or every row read is gone
+        if (subscription == null) {
+            // deleted (the runner cancels the backfill) or held out of force for now (it waits): nothing counts as sent
+            chunk.outcome.complete(Chunk.Outcome.AGAIN);
+            return;
+        }
+        if (chunk.truncated()) {
+            chunk.sending(0); // every row read is gone
             return;
         }
         PgOutputMessage.Relation table = chunk.table.relation();

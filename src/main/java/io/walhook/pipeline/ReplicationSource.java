@@ -307,7 +307,7 @@ public class ReplicationSource {
                 new io.walhook.backfill.BackfillRunner.Settings(source.jdbcUrl(), source.user(), source.password(),
                         config.publication().name(), config.stateSchema(), config.backfill().chunkTarget(),
                         config.backfill().statementTimeout()),
-                backfills.store(), watermarks, () -> registry.router().subscriptions(),
+                backfills.store(), watermarks, () -> registry.router().subscriptions(), id -> registry.held().contains(id),
                 (subscription, rows) -> metrics.counter("walhook.backfill.rows", "subscription", subscription.name(),
                         "subscription_id", subscription.id()).increment(rows));
         backfills.onChange(runner::wake);

@@ -338,6 +338,52 @@ class BackfillIT {
     }
 
     @Test
+    void aBackfillWhoseSubscriptionIsHeldForAWhileWaitsAndSendsEveryRowOnceItIsBack() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_held");
+        int rows = 2000;
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY)",
+                "INSERT INTO items SELECT generate_series(1, " + rows + ")");
+        Set<Integer> received = ConcurrentHashMap.newKeySet();
+        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
+                    for (JsonNode event : events(request)) {
+                        if (event.get("op").asText().equals("read")) {
+                            received.add(event.get("new").get("id").asInt());
+                        }
+                    }
+                });
+                WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"))) {
+            walhook.awaitReady(WAIT);
+            ApiClient api = new ApiClient(walhook, TOKEN);
+            ApiClient.Answer created = api.post("/subscriptions", "{\"name\": \"held\", \"tables\": [\"public.items\"],"
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/held") + "\"}}");
+            assertThat(created.status()).as(created.text()).isEqualTo(201);
+            String id = created.body().get("id").asText();
+            ApiClient.Answer started = api.post("/subscriptions/" + id + "/backfills",
+                    "{\"chunk_size\": 20, \"max_rows_per_second\": 200}");
+            assertThat(started.status()).as(started.text()).isEqualTo(202);
+            String path = "/subscriptions/" + id + "/backfills/" + started.body().get("id").asText();
+            await().atMost(WAIT).until(() -> received.size() >= 100);
+            // its stored body stops reading (a newer walhook wrote a field this one does not know): held out of force
+            pg.execute(database, "UPDATE walhook.subscription SET body = body || '{\"later\": 1}', updated_at = now()",
+                    "SELECT pg_notify('walhook_subscriptions', '')");
+            await().atMost(WAIT).until(() -> walhook.output().contains("subscription held (" + id + ") is left out"));
+            // longer than a deleted subscription's backfill is given before it is cancelled
+            await().pollDelay(Duration.ofSeconds(8)).atMost(WAIT).until(() -> true);
+            try (Connection c = pg.connect(database); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT state FROM walhook.backfill")) {
+                assertThat(rs.next()).isTrue();
+                assertThat(rs.getString(1)).as("a held subscription's backfill waits").isEqualTo("running");
+            }
+            pg.execute(database, "UPDATE walhook.subscription SET body = body - 'later', updated_at = now()",
+                    "SELECT pg_notify('walhook_subscriptions', '')");
+            JsonNode done = awaitState(api, path, "done");
+            assertThat(received).as("every row, though chunks were in flight when it was held").hasSize(rows);
+            assertThat(done.get("rows_sent").asLong()).isGreaterThanOrEqualTo(rows);
+        }
+    }
+
+    @Test
     void aStandbyThatTakesOverFinishesTheBackfillFromItsLastChunk() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("backfill_failover");
