@@ -101,6 +101,17 @@ public final class BackfillStore {
      * The backfill a configured subscription's {@code BACKFILL=initial} asks for, written once: true
      * when it was written now, false when one was already (at an earlier start).
      */
+    /** Whether the subscription's initial backfill was stored (it is, once ever). */
+    public boolean hasInitial(String subscriptionId) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("SELECT 1 FROM " + table
+                + " WHERE subscription_id = ? AND origin = 'initial'")) {
+            s.setString(1, subscriptionId);
+            try (java.sql.ResultSet rs = s.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
     public boolean insertInitial(String subscriptionId, List<String> tables) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO " + table
                 + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"

@@ -10,6 +10,8 @@ import java.util.UUID;
 
 import javax.sql.DataSource;
 
+import org.jboss.logging.Logger;
+
 import io.walhook.routing.CelFilter;
 import io.walhook.routing.CelFilterException;
 import io.walhook.routing.Subscription;
@@ -20,6 +22,8 @@ import io.walhook.routing.Subscription;
  * wrong; the active instance's {@link BackfillRunner} runs what is stored.
  */
 public final class Backfills {
+
+    private static final Logger LOG = Logger.getLogger(Backfills.class);
 
     /** A request refused: {@code status} 400, 404 or 409, {@code field} a JSON pointer into the request (or null). */
     public static final class Refused extends RuntimeException {
@@ -177,11 +181,28 @@ public final class Backfills {
     public void startInitial(List<Subscription> configured, List<String> ids) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             for (Subscription subscription : configured) {
-                if (ids.contains(subscription.id())) {
-                    store.insertInitial(subscription.id(), tablesOf(c, subscription));
+                if (ids.contains(subscription.id()) && !store.hasInitial(subscription.id())) {
+                    store.insertInitial(subscription.id(), readable(c, subscription));
                 }
             }
         }
+    }
+
+    /**
+     * The subscription's tables an initial backfill can read; each it cannot (no key to read it in
+     * chunks by, say) is left out and named in the log, to be backfilled through the API once it can.
+     */
+    private List<String> readable(Connection c, Subscription subscription) throws SQLException {
+        List<String> tables = new ArrayList<>();
+        for (String table : tablesOf(c, subscription)) {
+            try {
+                SnapshotTable.describe(c, table, publication, stateSchema);
+                tables.add(table);
+            } catch (SnapshotTable.Refused e) {
+                LOG.errorf("the initial backfill of subscription %s leaves a table out: %s", subscription.name(), e.getMessage());
+            }
+        }
+        return tables;
     }
 
     /** Pauses, resumes or cancels; 409 when the backfill is not in a state that allows it. */
