@@ -45,6 +45,14 @@ public final class BackfillRunner implements Runnable {
     private static final Logger LOG = Logger.getLogger(BackfillRunner.class);
     /** Chunks of one backfill read ahead of the oldest not yet delivered. */
     static final int IN_FLIGHT = 4;
+    /**
+     * The most a chunk holds, in bytes of its rows' values (as Java keeps them): a chunk stops at the
+     * row that reaches it, whatever its size in rows, so a table of large documents is read a few
+     * rows at a time and {@link #IN_FLIGHT} chunks of it fit in the heap.
+     */
+    static final long CHUNK_BYTES = 8L << 20;
+    /** Rows fetched from the server at a time, at most: fewer when rows are large ({@link #fetchSize}). */
+    static final int MAX_FETCH = 1000;
     /** How often a table being read is described again from the catalog (its columns, key, publication). */
     static final Duration DESCRIBE_EVERY = Duration.ofSeconds(1);
     /**
@@ -117,6 +125,8 @@ public final class BackfillRunner implements Runnable {
         final Map<String, Long> describedAt = new HashMap<>();
         int size;
         long nextChunkAt;
+        /** The largest row read lately, in bytes as {@link #CHUNK_BYTES} counts them; 0 before the first. */
+        long rowBytes;
 
         Run(Backfill backfill, CelFilter filter) {
             this.backfill = backfill;
@@ -308,8 +318,8 @@ public final class BackfillRunner implements Runnable {
             }
             return worked;
         }
-        if (run.inFlight.size() >= IN_FLIGHT) {
-            return worked;
+        if (run.inFlight.size() >= IN_FLIGHT || inFlightBytes(run) >= 2 * CHUNK_BYTES) {
+            return worked; // the rows of at least one chunk are under way: it has a place again once they are delivered
         }
         long now = System.nanoTime();
         if (run.nextChunkAt != 0 && now - run.nextChunkAt < 0) {
@@ -328,6 +338,14 @@ public final class BackfillRunner implements Runnable {
             run.after = chunk.last;
         }
         return true;
+    }
+
+    private static long inFlightBytes(Run run) {
+        long bytes = 0;
+        for (Chunk chunk : run.inFlight) {
+            bytes += chunk.bytes;
+        }
+        return bytes;
     }
 
     private int limit(Run run) {
@@ -355,12 +373,17 @@ public final class BackfillRunner implements Runnable {
                 if (again == null) {
                     return true;
                 }
-                again.lastOfTable = done.lastOfTable;
                 again.attempt = done.attempt + 1;
-                if (!done.lastOfTable || again.last == null) {
-                    again.last = done.last; // the next chunk starts after it
-                }
                 run.inFlight.pollFirst();
+                if (again.cut) {
+                    // it stopped at its byte bound: the rest of the range is read again once it is done
+                    run.inFlight.addFirst(done.rest(again.last));
+                } else {
+                    again.lastOfTable = done.lastOfTable;
+                    if (!done.lastOfTable || again.last == null) {
+                        again.last = done.last; // the next chunk starts after it
+                    }
+                }
                 run.inFlight.addFirst(again);
                 return true;
             }
@@ -445,19 +468,32 @@ public final class BackfillRunner implements Runnable {
                 if (limited) {
                     s.setInt(p, limit);
                 }
-                s.setFetchSize(1000);
+                // rows of a size not yet seen one at a time, then as many as the byte bound takes
+                int fetch = fetchSize(run.rowBytes);
+                s.setFetchSize(fetch);
+                long bytes = 0;
+                long largest = 0;
                 try (ResultSet rs = s.executeQuery()) {
                     String[] last = null;
-                    while (rs.next()) {
+                    while (!chunk.cut && rs.next()) {
                         TupleData.Builder tuple = TupleData.builder();
                         String[] values = new String[columns];
+                        long rowBytes = ROW_OVERHEAD;
                         for (int i = 0; i < columns; i++) {
                             values[i] = rs.getString(i + 1);
                             if (values[i] == null) {
                                 tuple.nullValue();
                             } else {
                                 tuple.text(values[i]);
+                                rowBytes += ROW_OVERHEAD + 2L * values[i].length();
                             }
+                        }
+                        largest = Math.max(largest, rowBytes);
+                        bytes += rowBytes;
+                        chunk.cut = bytes >= CHUNK_BYTES;
+                        if (fetchSize(largest) < fetch || fetch == 1 && fetchSize(largest) > 1) {
+                            fetch = fetchSize(largest);
+                            rs.setFetchSize(fetch);
                         }
                         StringBuilder k = new StringBuilder();
                         last = new String[key.length];
@@ -473,8 +509,12 @@ public final class BackfillRunner implements Runnable {
                     }
                     chunk.last = last == null ? null : List.of(last);
                 }
+                if (largest > 0) {
+                    run.rowBytes = largest;
+                }
+                chunk.bytes = bytes;
             }
-            chunk.lastOfTable = limit == 0 || limited && rows.size() < limit;
+            chunk.lastOfTable = !chunk.cut && (limit == 0 || limited && rows.size() < limit);
             chunk.rows = List.copyOf(rows);
             emit(c, Watermarks.HIGH + token);
             c.commit();
@@ -516,6 +556,17 @@ public final class BackfillRunner implements Runnable {
         }
         adapt(run, Duration.ofNanos(System.nanoTime() - started), chunk.rows.size());
         return chunk;
+    }
+
+    /** What a row and each of its values cost beside their characters, roughly (objects, arrays, the driver's bytes). */
+    private static final long ROW_OVERHEAD = 48;
+
+    /** Rows to fetch at a time when the largest row lately had {@code rowBytes} (0: unknown, one). */
+    static int fetchSize(long rowBytes) {
+        if (rowBytes <= 0) {
+            return 1;
+        }
+        return (int) Math.max(1, Math.min(MAX_FETCH, CHUNK_BYTES / 4 / rowBytes));
     }
 
     /** The in-progress xids of a {@code pg_snapshot}'s text ({@code xmin:xmax:xip,...}), as 32-bit xids. */

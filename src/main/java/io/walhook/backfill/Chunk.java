@@ -44,6 +44,10 @@ final class Chunk {
     int attempt;
     /** Whether the chunk read the table's last row. */
     boolean lastOfTable;
+    /** Whether the chunk stopped at its byte bound (BackfillRunner.CHUNK_BYTES) before the end of what it was to read. */
+    boolean cut;
+    /** Its rows' size, as BackfillRunner.CHUNK_BYTES counts it. */
+    long bytes;
     /** Set by the runner before the high watermark commits; read by the routing thread after it arrives. */
     volatile List<Row> rows;
     volatile boolean abandoned;
@@ -73,6 +77,19 @@ final class Chunk {
         this.table = table;
         this.filter = filter;
         this.after = after;
+    }
+
+    /**
+     * The part of this chunk's range after {@code from}, to be read again (its outcome says so): what a
+     * reading of the range again did not take, having stopped at its byte bound.
+     */
+    Chunk rest(List<String> from) {
+        Chunk rest = new Chunk(token + ":rest", backfillId, subscriptionId, table, filter, from);
+        rest.last = last;
+        rest.lastOfTable = lastOfTable;
+        rest.attempt = attempt;
+        rest.outcome.complete(Outcome.AGAIN);
+        return rest;
     }
 
     /** The low watermark arrived: the latest (xid, table) pairs the stream delivered before it. */

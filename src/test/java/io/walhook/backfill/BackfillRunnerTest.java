@@ -50,4 +50,12 @@ class BackfillRunnerTest {
         // an xid8 of epoch 1: the stream carries its lower 32 bits
         assertThat(BackfillRunner.inProgress("4294967396:4294967400:4294967397")).containsExactly(101L);
     }
+
+    @Test
+    void rowsAreFetchedOneAtATimeUntilTheirSizeIsKnownThenAsManyAsAQuarterOfAChunksBytesHold() {
+        assertThat(BackfillRunner.fetchSize(0)).isEqualTo(1);
+        assertThat(BackfillRunner.fetchSize(200)).isEqualTo(BackfillRunner.MAX_FETCH);
+        assertThat(BackfillRunner.fetchSize(20_000)).isEqualTo((int) (BackfillRunner.CHUNK_BYTES / 4 / 20_000));
+        assertThat(BackfillRunner.fetchSize(10L << 20)).isEqualTo(1);
+    }
 }
