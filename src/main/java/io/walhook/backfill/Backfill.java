@@ -29,9 +29,13 @@ public record Backfill(UUID id, String subscriptionId, String origin, State stat
         progress = Map.copyOf(progress);
     }
 
-    /** How far one table got: the last key done (its key columns' text values, in key order), rows sent, done. */
-    public record TableProgress(List<String> cursor, long rowsSent, boolean done) {
-        public static final TableProgress NONE = new TableProgress(null, 0, false);
+    /**
+     * How far one table got: the last key done (its key columns' text values, in key order), rows
+     * sent, done, and the table's oid when it was read (0: not read yet, or stored before walhook kept
+     * it): a table dropped and created again under the same name is another table.
+     */
+    public record TableProgress(List<String> cursor, long rowsSent, boolean done, long oid) {
+        public static final TableProgress NONE = new TableProgress(null, 0, false, 0);
 
         public TableProgress {
             cursor = cursor == null ? null : List.copyOf(cursor);

@@ -100,6 +100,12 @@ public final class BackfillRunner implements Runnable {
     /** Guarded by {@link #idle}: something changed since the runner last looked. */
     private boolean woken;
     private long backoffMillis;
+    /**
+     * When the last round wants the next (System.nanoTime; 0 for none): a backfill held by its rate
+     * may read its next chunk, or a missing subscription's grace ends. A backfill whose subscription
+     * is held has none: it waits for a change, which wakes the runner.
+     */
+    private long[] dues = new long[0];
 
     public BackfillRunner(Settings settings, BackfillStore store, Watermarks watermarks,
             Supplier<List<Subscription>> inForce, java.util.function.Predicate<String> held, Counter counter) {
@@ -125,8 +131,8 @@ public final class BackfillRunner implements Runnable {
         final Map<String, Long> describedAt = new HashMap<>();
         int size;
         long nextChunkAt;
-        /** The largest row read lately, in bytes as {@link #CHUNK_BYTES} counts them; 0 before the first. */
-        long rowBytes;
+        /** The largest row read of each table, in bytes as {@link #CHUNK_BYTES} counts them: never lowered. */
+        final Map<String, Long> largestRow = new HashMap<>();
 
         Run(Backfill backfill, CelFilter filter) {
             this.backfill = backfill;
@@ -169,12 +175,7 @@ public final class BackfillRunner implements Runnable {
     private void idle() throws InterruptedException {
         synchronized (idle) {
             long now = System.nanoTime();
-            long[] due = new long[runs.size()];
-            int i = 0;
-            for (Run run : runs.values()) {
-                due[i++] = run.nextChunkAt;
-            }
-            long deadline = idleDeadline(now, due);
+            long deadline = idleDeadline(now, dues);
             for (long left = deadline - now; !woken && !stopped && left > 0; left = deadline - System.nanoTime()) {
                 java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(idle, left);
             }
@@ -238,6 +239,8 @@ public final class BackfillRunner implements Runnable {
         });
         List<String> subscriptions = inForce.get().stream().map(Subscription::id).toList();
         boolean worked = false;
+        java.util.Set<UUID> stepped = new java.util.HashSet<>();
+        List<Long> due = new ArrayList<>();
         for (Backfill backfill : unfinished) {
             if (!subscriptions.contains(backfill.subscriptionId()) && held.test(backfill.subscriptionId())) {
                 // held out of force, not deleted: its backfill waits (chunks it sent come back to be read again)
@@ -247,6 +250,7 @@ public final class BackfillRunner implements Runnable {
             if (!subscriptions.contains(backfill.subscriptionId())) {
                 long since = missingSince.computeIfAbsent(backfill.id(), id -> System.nanoTime());
                 if (System.nanoTime() - since < GONE_AFTER.toNanos()) {
+                    due.add(since + GONE_AFTER.toNanos());
                     continue;
                 }
                 missingSince.remove(backfill.id());
@@ -274,16 +278,20 @@ public final class BackfillRunner implements Runnable {
                 runs.put(backfill.id(), run);
             }
             run.backfill = backfill;
+            stepped.add(backfill.id());
             worked |= step(run);
+            due.add(run.nextChunkAt);
         }
         List<Running> now = new ArrayList<>();
         runs.forEach((id, run) -> now.add(new Running(id, run.backfill.subscriptionId(),
                 run.progress.values().stream().mapToLong(Backfill.TableProgress::rowsSent).sum())));
         published = List.copyOf(now);
+        dues = due.stream().mapToLong(Long::longValue).toArray();
         if (!worked) {
-            // chunks in flight only: wait for the oldest a little rather than spin
+            // chunks in flight only: wait for the oldest a little rather than spin (not for one of a
+            // backfill left waiting this round, held or its subscription missing: its chunks may be done)
             for (Run run : runs.values()) {
-                if (!run.inFlight.isEmpty()) {
+                if (!run.inFlight.isEmpty() && stepped.contains(run.backfill.id())) {
                     awaitQuietly(run.inFlight.peekFirst(), 50);
                     return true;
                 }
@@ -348,6 +356,11 @@ public final class BackfillRunner implements Runnable {
         return bytes;
     }
 
+    private static String recreated(String table) {
+        return "table " + table + " was dropped and created again during the backfill (the rows after its last key done"
+                + " would be another table's); start a new backfill to read it as it is now";
+    }
+
     private int limit(Run run) {
         Integer rate = run.backfill.maxRowsPerSecond();
         return rate == null ? run.size : Math.max(1, Math.min(run.size, rate));
@@ -391,7 +404,7 @@ public final class BackfillRunner implements Runnable {
             String table = done.table.qualifiedName();
             Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
             run.progress.put(table, new Backfill.TableProgress(done.last != null ? done.last : before.cursor(),
-                    before.rowsSent() + outcome.sent(), done.lastOfTable));
+                    before.rowsSent() + outcome.sent(), done.lastOfTable, done.table.oid()));
             Subscription subscription = inForce.get().stream()
                     .filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst().orElse(null);
             if (subscription != null && outcome.sent() > 0) {
@@ -428,6 +441,11 @@ public final class BackfillRunner implements Runnable {
             run.describedAt.put(name, System.nanoTime());
         }
         SnapshotTable first = run.shapes.putIfAbsent(name, table);
+        long began = first != null ? first.oid() : run.progress.getOrDefault(name, Backfill.TableProgress.NONE).oid();
+        if (began != 0 && began != table.oid()) {
+            fail(backfill, recreated(name));
+            return null;
+        }
         if (first != null && !first.sameShape(table)) {
             fail(backfill, "table " + name + " was altered during the backfill (its columns or key changed); start a"
                     + " new backfill to read it as it is now");
@@ -468,11 +486,13 @@ public final class BackfillRunner implements Runnable {
                 if (limited) {
                     s.setInt(p, limit);
                 }
-                // rows of a size not yet seen one at a time, then as many as the byte bound takes
-                int fetch = fetchSize(run.rowBytes);
+                // rows of a table not read yet one at a time, then twice as many each time up to what the
+                // byte bound takes of its largest row yet; fewer at once when a larger one comes
+                long largest = run.largestRow.getOrDefault(name, 0L);
+                int fetch = fetchSize(largest);
+                int fetched = 0;
                 s.setFetchSize(fetch);
                 long bytes = 0;
-                long largest = 0;
                 try (ResultSet rs = s.executeQuery()) {
                     String[] last = null;
                     while (!chunk.cut && rs.next()) {
@@ -491,8 +511,10 @@ public final class BackfillRunner implements Runnable {
                         largest = Math.max(largest, rowBytes);
                         bytes += rowBytes;
                         chunk.cut = bytes >= CHUNK_BYTES;
-                        if (fetchSize(largest) < fetch || fetch == 1 && fetchSize(largest) > 1) {
-                            fetch = fetchSize(largest);
+                        int next = ++fetched >= fetch ? Math.min(2 * fetch, fetchSize(largest)) : Math.min(fetch, fetchSize(largest));
+                        if (next != fetch) {
+                            fetch = next;
+                            fetched = 0;
                             rs.setFetchSize(fetch);
                         }
                         StringBuilder k = new StringBuilder();
@@ -510,9 +532,18 @@ public final class BackfillRunner implements Runnable {
                     chunk.last = last == null ? null : List.of(last);
                 }
                 if (largest > 0) {
-                    run.rowBytes = largest;
+                    run.largestRow.put(name, largest);
                 }
                 chunk.bytes = bytes;
+            }
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(table.currentOidSql())) {
+                long now = rs.next() ? rs.getLong(1) : 0;
+                if (now != table.oid()) {
+                    rollbackQuietly(c);
+                    watermarks.abandon(chunk);
+                    fail(backfill, now == 0 ? "table " + name + " was dropped during the backfill" : recreated(name));
+                    return null;
+                }
             }
             chunk.lastOfTable = !chunk.cut && (limit == 0 || limited && rows.size() < limit);
             chunk.rows = List.copyOf(rows);
@@ -561,7 +592,7 @@ public final class BackfillRunner implements Runnable {
     /** What a row and each of its values cost beside their characters, roughly (objects, arrays, the driver's bytes). */
     private static final long ROW_OVERHEAD = 48;
 
-    /** Rows to fetch at a time when the largest row lately had {@code rowBytes} (0: unknown, one). */
+    /** Rows to fetch at a time when the largest row yet had {@code rowBytes} (0: unknown, one). */
     static int fetchSize(long rowBytes) {
         if (rowBytes <= 0) {
             return 1;

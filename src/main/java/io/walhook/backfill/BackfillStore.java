@@ -97,10 +97,6 @@ public final class BackfillStore {
         }
     }
 
-    /**
-     * The backfill a configured subscription's {@code BACKFILL=initial} asks for, written once: true
-     * when it was written now, false when one was already (at an earlier start).
-     */
     /** Whether the subscription's initial backfill was stored (it is, once ever). */
     public boolean hasInitial(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("SELECT 1 FROM " + table
@@ -112,6 +108,10 @@ public final class BackfillStore {
         }
     }
 
+    /**
+     * The backfill a configured subscription's {@code BACKFILL=initial} asks for, written once: true
+     * when it was written now, false when one was already (at an earlier start).
+     */
     public boolean insertInitial(String subscriptionId, List<String> tables) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO " + table
                 + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
@@ -213,6 +213,9 @@ public final class BackfillStore {
             }
             t.put("rows_sent", p.rowsSent());
             t.put("done", p.done());
+            if (p.oid() != 0) {
+                t.put("oid", p.oid());
+            }
         }
         return json.toString();
     }
@@ -257,7 +260,7 @@ public final class BackfillStore {
                     }
                 }
                 progress.put(e.getKey(), new Backfill.TableProgress(values, e.getValue().path("rows_sent").asLong(),
-                        e.getValue().path("done").asBoolean()));
+                        e.getValue().path("done").asBoolean(), e.getValue().path("oid").asLong(0)));
             });
         } catch (JsonProcessingException e) {
             throw new SQLException("a backfill's progress is not JSON: " + e.getOriginalMessage());

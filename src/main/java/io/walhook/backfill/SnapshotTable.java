@@ -303,6 +303,20 @@ public final class SnapshotTable {
         return s.append(')').toString();
     }
 
+    /**
+     * The oid the table's name stands for now, looked up after the chunk was read (the read holds its
+     * lock, so the name cannot move on before the transaction ends): another table than the one
+     * described means it was dropped and created again, and the chunk read with an older snapshot
+     * saw none of the new table's rows.
+     */
+    String currentOidSql() {
+        return "SELECT pg_catalog.to_regclass(" + literal(quote(schema) + "." + quote(name)) + ")::oid";
+    }
+
+    private static String literal(String text) {
+        return "'" + text.replace("'", "''") + "'";
+    }
+
     static String quote(String identifier) {
         return '"' + identifier.replace("\"", "\"\"") + '"';
     }

@@ -115,6 +115,7 @@ final class SubscriptionPoller {
                     Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
                     if (delivering != null && (delivering != syncedDispatcher || now.generation() != syncedGeneration)) {
                         delivering.sync(now.subscriptions(), now.held(), id -> registry.inForce().ids().contains(id));
+                        backfillsChanged.run(); // a backfill whose subscription was held or missing may go on, or end
                         syncedDispatcher = delivering;
                         syncedGeneration = now.generation();
                     }

@@ -368,8 +368,11 @@ class BackfillIT {
             pg.execute(database, "UPDATE walhook.subscription SET body = body || '{\"later\": 1}', updated_at = now()",
                     "SELECT pg_notify('walhook_subscriptions', '')");
             await().atMost(WAIT).until(() -> walhook.output().contains("subscription held (" + id + ") is left out"));
+            long scansBefore = backfillScans(pg, database);
             // longer than a deleted subscription's backfill is given before it is cancelled
             await().pollDelay(Duration.ofSeconds(8)).atMost(WAIT).until(() -> true);
+            assertThat(backfillScans(pg, database) - scansBefore).as("reads of the backfill table while it waits: it"
+                    + " waits, it does not spin").isLessThan(100);
             try (Connection c = pg.connect(database); Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT state FROM walhook.backfill")) {
                 assertThat(rs.next()).isTrue();
@@ -380,6 +383,66 @@ class BackfillIT {
             JsonNode done = awaitState(api, path, "done");
             assertThat(received).as("every row, though chunks were in flight when it was held").hasSize(rows);
             assertThat(done.get("rows_sent").asLong()).isGreaterThanOrEqualTo(rows);
+        }
+    }
+
+    /** How often walhook's backfill table was read (the statistics of its scans). */
+    private static long backfillScans(PostgresServer pg, String database) throws Exception {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
+                     + " WHERE schemaname = 'walhook' AND relname = 'backfill'")) {
+            assertThat(rs.next()).isTrue();
+            return rs.getLong(1);
+        }
+    }
+
+    /** Drops the table and creates it again, of the same shape and rows, in one transaction. */
+    private static void recreate(PostgresServer pg, String database, int rows) throws Exception {
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            c.setAutoCommit(false);
+            s.execute("DROP TABLE items");
+            s.execute("CREATE TABLE items (id int PRIMARY KEY)");
+            s.execute("INSERT INTO items SELECT generate_series(1, " + rows + ")");
+            c.commit();
+        }
+    }
+
+    @Test
+    void aTableDroppedAndCreatedAgainFailsItsBackfillWhileRunningAndAcrossARestart() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_recreated");
+        int rows = 3000;
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY)",
+                "INSERT INTO items SELECT generate_series(1, " + rows + ")");
+        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
+        })) {
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"));
+            String second;
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                String body = "{\"chunk_size\": 20, \"max_rows_per_second\": 200}";
+                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills", body);
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 100);
+                // another table of the same name and shape: its rows before the last key done would never be read
+                recreate(pg, database, rows);
+                assertThat(awaitState(api, path, "failed").get("error").asText()).contains("public.items")
+                        .contains("dropped and created again");
+
+                ApiClient.Answer again = api.post("/subscriptions/config:all/backfills", body);
+                assertThat(again.status()).as(again.text()).isEqualTo(202);
+                second = "/subscriptions/config:all/backfills/" + again.body().get("id").asText();
+                await().atMost(WAIT).until(() -> api.get(second).body().get("rows_sent").asLong() >= 100);
+            } // kill -9
+            recreate(pg, database, rows);
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                assertThat(awaitState(api, second, "failed").get("error").asText()).as("what it resumes is another table")
+                        .contains("dropped and created again");
+            }
         }
     }
 
