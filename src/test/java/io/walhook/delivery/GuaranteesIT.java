@@ -46,6 +46,45 @@ class GuaranteesIT {
     }
 
     @Test
+    void aWriteThroughTheApiAppliesToEveryChangeCommittedAfterItsAnswer() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "applied");
+        int tenants = 20;
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"))) {
+            walhook.awaitReady(WAIT);
+            ApiClient api = new ApiClient(walhook, TOKEN);
+            String subscription = "{\"name\": \"t%d\", \"tables\": [\"public.items\"], \"filter\": \"new.n == %d\","
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/t%d") + "\"}}";
+            List<String> ids = new ArrayList<>();
+            for (int t = 0; t < tenants; t++) {
+                // a tenant registers its endpoint, and its first change is committed the moment the API answered
+                ids.add(api.create(subscription.formatted(t, t, t)));
+                pg.execute(database, "INSERT INTO items VALUES (" + t + ", " + t + ")");
+            }
+            // paused: what is committed after the answer waits; deleted: it is not sent; replaced: the new filter
+            assertThat(api.post("/subscriptions/" + ids.get(0) + "/pause", "").status()).isEqualTo(200);
+            pg.execute(database, "INSERT INTO items VALUES (100, 0)");
+            assertThat(api.delete("/subscriptions/" + ids.get(1)).status()).isEqualTo(200);
+            pg.execute(database, "INSERT INTO items VALUES (101, 1)");
+            assertThat(api.put("/subscriptions/" + ids.get(2), subscription.formatted(2, 200, 2)).status()).isEqualTo(200);
+            pg.execute(database, "INSERT INTO items VALUES (102, 2)", "INSERT INTO items VALUES (103, 200)");
+            await().atMost(WAIT).until(() -> receiver.requests("/t2").size() >= 2);
+            for (int t = 0; t < tenants; t++) {
+                int tenant = t;
+                await().atMost(WAIT).untilAsserted(() -> assertThat(receiver.requests("/t" + tenant))
+                        .as("tenant " + tenant + "'s first change").isNotEmpty());
+            }
+            assertThat(receiver.requests("/t0")).as("paused").hasSize(1);
+            assertThat(receiver.requests("/t1")).as("deleted").hasSize(1);
+            assertThat(receiver.requests("/t2").stream().flatMap(r -> events(r).stream())
+                    .map(e -> e.get("new").get("id").asInt())).as("the replaced filter").containsExactly(2, 103);
+            assertThat(api.post("/subscriptions/" + ids.get(0) + "/resume", "").status()).isEqualTo(200);
+            await().atMost(WAIT).until(() -> receiver.requests("/t0").size() == 2);
+        }
+    }
+
+    @Test
     void loweringTheBatchSizeWhileABatchFillsDeliversEveryEvent() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = itemsDatabase(pg, "shrink");
