@@ -261,6 +261,68 @@ class BackfillIT {
         }
     }
 
+    /**
+     * Compound faults: writers change the whole key range while the backfill reads it, the
+     * destination fails three requests in ten throughout, and walhook is killed (-9) midway and
+     * started again while the writers go on. The events of the requests the destination accepted,
+     * applied per key in arrival order, are the table.
+     */
+    @Test
+    void aBackfillKilledMidwayWhileWritersGoOnAndTheDestinationFailsOftenStillReproducesTheTable() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_compound");
+        int rows = 20_000;
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL, tag text)",
+                "INSERT INTO items SELECT g, 0, 'v' || g FROM generate_series(1, " + rows + ") g");
+        Replay replay = new Replay();
+        Random failures = new Random(7);
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                synchronized (failures) {
+                    if (failures.nextInt(10) < 3) {
+                        return 500;
+                    }
+                }
+                replay.add(request); // only what the destination accepted
+                return 204;
+            });
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"),
+                    "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100");
+            AtomicBoolean writing = new AtomicBoolean(true);
+            AtomicInteger written = new AtomicInteger();
+            List<Thread> writers = new ArrayList<>();
+            String path;
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                for (int w = 0; w < 2; w++) {
+                    int seed = 10 + w;
+                    Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
+                    writer.start();
+                    writers.add(writer);
+                }
+                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills", "{\"chunk_size\": 500}");
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 4_000);
+            } // kill -9, the writers going on
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                await().atMost(WAIT).until(() -> written.get() > 2_000);
+                writing.set(false);
+                for (Thread writer : writers) {
+                    writer.join();
+                }
+                awaitState(api, path, "done");
+                pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
+                await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
+            }
+        }
+        assertThat(differences(replay.table(), select(pg, database, "items", "'id', id")))
+                .as("applying the accepted events per key in arrival order gives the table").isEmpty();
+    }
+
     @Test
     void aBackfillKilledMidwayResumesFromItsLastChunkWithTheSameIds() throws Exception {
         PostgresServer pg = TestPostgres.shared();
