@@ -323,6 +323,75 @@ class BackfillIT {
                 .as("applying the accepted events per key in arrival order gives the table").isEmpty();
     }
 
+    /**
+     * Compound faults through the API: the destination is down past the retry window (reads and live
+     * changes go to the durable queue) while writers go on, the operator edits the subscription's
+     * batching mid-backfill, walhook is killed (-9), and the destination comes back after the restart.
+     */
+    @Test
+    void aBackfillIntoADownDestinationEditedAndKilledMidwayReproducesTheTableOnceItIsBack() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_down");
+        int rows = 10_000;
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL, tag text)",
+                "INSERT INTO items SELECT g, 0, 'v' || g FROM generate_series(1, " + rows + ") g");
+        Replay replay = new Replay();
+        AtomicBoolean down = new AtomicBoolean(false);
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (down.get()) {
+                    return 503;
+                }
+                replay.add(request);
+                return 204;
+            });
+            Map<String, String> env = env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true",
+                    "WALHOOK_DELIVERY_RETRY_WINDOW", "1s");
+            String body = "{\"name\": \"down\", \"tables\": [\"public.items\"], \"batch\": {\"max_events\": %d},"
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/down") + "\"}}";
+            AtomicBoolean writing = new AtomicBoolean(true);
+            AtomicInteger written = new AtomicInteger();
+            List<Thread> writers = new ArrayList<>();
+            String path;
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                String id = api.create(body.formatted(100));
+                for (int w = 0; w < 2; w++) {
+                    int seed = 20 + w;
+                    Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
+                    writer.start();
+                    writers.add(writer);
+                }
+                ApiClient.Answer started = api.post("/subscriptions/" + id + "/backfills",
+                        "{\"chunk_size\": 200, \"max_rows_per_second\": 2000}");
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                path = "/subscriptions/" + id + "/backfills/" + started.body().get("id").asText();
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 1_000);
+                down.set(true);
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 4_000);
+                await().atMost(WAIT).until(() -> api.status("down").get("parked").asLong() > 0); // the durable queue
+                assertThat(api.put("/subscriptions/" + id, body.formatted(7)).status()).isEqualTo(200);
+                await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 6_000);
+            } // kill -9, the writers going on, the destination still down
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                await().atMost(WAIT).until(() -> written.get() > 2_000);
+                down.set(false);
+                writing.set(false);
+                for (Thread writer : writers) {
+                    writer.join();
+                }
+                awaitState(api, path, "done");
+                pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
+                await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
+            }
+        }
+        assertThat(differences(replay.table(), select(pg, database, "items", "'id', id")))
+                .as("applying the accepted events per key in arrival order gives the table").isEmpty();
+    }
+
     @Test
     void aBackfillKilledMidwayResumesFromItsLastChunkWithTheSameIds() throws Exception {
         PostgresServer pg = TestPostgres.shared();
