@@ -75,8 +75,14 @@ public class RequestTargetFilter {
             return new ApiProblem(400, "Bad Request", "the request has no target", null);
         }
         if (QueryParameters.percentDecode(path, false) == null) {
+            int segment = 0;
+            String[] segments = path.split("/", -1);
+            while (segment < segments.length && QueryParameters.percentDecode(segments[segment], false) != null) {
+                segment++;
+            }
             return new ApiProblem(400, "Bad Request", "the request path " + abbreviate(path) + " is not"
-                    + " percent-encoded correctly ('%' must be followed by two hex digits, encoding UTF-8)", null);
+                    + " percent-encoded correctly ('%' must be followed by two hex digits, encoding UTF-8)",
+                    culprit(segments, segment));
         }
         try {
             QueryParameters.checkEncoding(query);
@@ -87,9 +93,27 @@ public class RequestTargetFilter {
             new URI(target);
             return null;
         } catch (URISyntaxException e) {
+            String[] segments = path.split("/", -1);
+            int segment = e.getIndex() < 0 || e.getIndex() > path.length() ? segments.length
+                    : path.substring(0, e.getIndex()).split("/", -1).length - 1;
             return new ApiProblem(400, "Bad Request", "the request target " + abbreviate(target) + " is not a URI: "
-                    + e.getReason() + " at index " + e.getIndex(), null);
+                    + e.getReason() + " at index " + e.getIndex(), culprit(segments, segment));
         }
+    }
+
+    /**
+     * What a problem with the path's segment at {@code index} names as its {@code field}: the path
+     * parameter of openapi.yaml that segment is ({@code id} in /subscriptions/{id}..., {@code bid} in
+     * .../backfills/{bid}...), else {@code path}.
+     */
+    static String culprit(String[] segments, int index) {
+        if (index == 2 && segments.length > 2 && segments[1].equals("subscriptions")) {
+            return "id";
+        }
+        if (index == 4 && segments.length > 4 && segments[1].equals("subscriptions") && segments[3].equals("backfills")) {
+            return "bid";
+        }
+        return "path";
     }
 
     private static String abbreviate(String text) {

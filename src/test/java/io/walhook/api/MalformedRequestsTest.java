@@ -42,22 +42,26 @@ class MalformedRequestsTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-        "GET    | /subscriptions/%zz                    | /subscriptions/x",
-        "GET    | /subscriptions/%                      | /subscriptions/x",
-        "GET    | /subscriptions/%4                     | /subscriptions/x",
-        "DELETE | /subscriptions/%zz                    | /subscriptions/x",
-        "POST   | /subscriptions/%zz/pause              | /subscriptions/x/pause",
-        "GET    | /subscriptions/%zz/dead-letters       | /subscriptions/x/dead-letters",
-        "GET    | /subscriptions/%C3%28                 | /subscriptions/x",
-        "GET    | /subscriptions/a<b                    | /subscriptions/x",
-        "PUT    | /subscriptions/[x]                    | /subscriptions/x",
+        "GET    | /subscriptions/%zz                    | /subscriptions/x                   | id",
+        "GET    | /subscriptions/%                      | /subscriptions/x                   | id",
+        "GET    | /subscriptions/%4                     | /subscriptions/x                   | id",
+        "DELETE | /subscriptions/%zz                    | /subscriptions/x                   | id",
+        "POST   | /subscriptions/%zz/pause              | /subscriptions/x/pause             | id",
+        "GET    | /subscriptions/%zz/dead-letters       | /subscriptions/x/dead-letters      | id",
+        "GET    | /subscriptions/%C3%28                 | /subscriptions/x                   | id",
+        "GET    | /subscriptions/a<b                    | /subscriptions/x                   | id",
+        "PUT    | /subscriptions/[x]                    | /subscriptions/x                   | id",
+        "GET    | /subscriptions/x/backfills/%zz        | /subscriptions/x/backfills/y       | bid",
+        "POST   | /subscriptions/x/backfills/a<b/cancel | /subscriptions/x/backfills/y/cancel | bid",
+        "GET    | /subscriptions/x/%zz                  | /subscriptions/x                   | path",
     })
-    void badPercentEncodingInThePathIsAProblemNamingThePath(String method, String target, String documented)
-            throws Exception {
+    void badPercentEncodingInThePathIsAProblemNamingThePath(String method, String target, String documented,
+            String field) throws Exception {
         RawHttp.Response response = RawHttp.exchange(method, target, documented, TOKEN, null);
         assertThat(response.status()).as(response.toString()).isEqualTo(400);
         assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
-        assertThat(response.body()).contains("\"status\":400").contains(target);
+        assertThat(response.body()).contains("\"status\":400").contains(target)
+                .as("the path parameter it holds, or the path").contains("\"field\":\"" + field + "\"");
     }
 
     @Test
