@@ -93,12 +93,38 @@ public class RequestTargetFilter {
             new URI(target);
             return null;
         } catch (URISyntaxException e) {
-            String[] segments = path.split("/", -1);
-            int segment = e.getIndex() < 0 || e.getIndex() > path.length() ? segments.length
-                    : path.substring(0, e.getIndex()).split("/", -1).length - 1;
             return new ApiProblem(400, "Bad Request", "the request target " + abbreviate(target) + " is not a URI: "
-                    + e.getReason() + " at index " + e.getIndex(), culprit(segments, segment));
+                    + e.getReason() + " at index " + e.getIndex(), culprit(target, path, e.getIndex()));
         }
+    }
+
+    /**
+     * What a problem at {@code index} of the target names as its {@code field}: the query parameter
+     * holding it (a character a URI does not take), else as {@link #culprit(String[], int)} for the
+     * path's segment holding it (the target may be in absolute form, its path after the authority).
+     */
+    static String culprit(String target, String path, int index) {
+        int start = target.indexOf(path);
+        int at = index - Math.max(0, start);
+        String[] segments = path.split("/", -1);
+        if (start < 0 || index < 0) {
+            return culprit(segments, segments.length);
+        }
+        if (at >= path.length()) {
+            int query = target.indexOf('?', start + path.length());
+            if (query >= 0 && index > query) {
+                int from = target.lastIndexOf('&', index - 1);
+                String pair = target.substring(Math.max(from, query) + 1);
+                int end = pair.indexOf('&');
+                pair = end < 0 ? pair : pair.substring(0, end);
+                int equals = pair.indexOf('=');
+                String name = equals < 0 ? pair : pair.substring(0, equals);
+                String decoded = QueryParameters.percentDecode(name, true);
+                return decoded == null || decoded.isEmpty() ? "query" : decoded;
+            }
+            return culprit(segments, segments.length);
+        }
+        return culprit(segments, path.substring(0, at).split("/", -1).length - 1);
     }
 
     /**

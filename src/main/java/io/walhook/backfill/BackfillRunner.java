@@ -536,14 +536,18 @@ public final class BackfillRunner implements Runnable {
                 }
                 chunk.bytes = bytes;
             }
-            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(table.currentOidSql())) {
-                long now = rs.next() ? rs.getLong(1) : 0;
-                if (now != table.oid()) {
-                    rollbackQuietly(c);
-                    watermarks.abandon(chunk);
-                    fail(backfill, now == 0 ? "table " + name + " was dropped during the backfill" : recreated(name));
-                    return null;
+            long now;
+            try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.to_regclass(?)::oid")) {
+                s.setString(1, table.quotedName());
+                try (ResultSet rs = s.executeQuery()) {
+                    now = rs.next() ? rs.getLong(1) : 0;
                 }
+            }
+            if (now != table.oid()) {
+                rollbackQuietly(c);
+                watermarks.abandon(chunk);
+                fail(backfill, now == 0 ? "table " + name + " was dropped or renamed during the backfill" : recreated(name));
+                return null;
             }
             chunk.lastOfTable = !chunk.cut && (limit == 0 || limited && rows.size() < limit);
             chunk.rows = List.copyOf(rows);

@@ -304,17 +304,12 @@ public final class SnapshotTable {
     }
 
     /**
-     * The oid the table's name stands for now, looked up after the chunk was read (the read holds its
-     * lock, so the name cannot move on before the transaction ends): another table than the one
-     * described means it was dropped and created again, and the chunk read with an older snapshot
-     * saw none of the new table's rows.
+     * Its name as {@code to_regclass} reads it, quoted: the runner looks the oid it stands for up
+     * again after each chunk's read, since another table than the one described (dropped and created
+     * again) means the chunk, read with an older snapshot, saw none of the new table's rows.
      */
-    String currentOidSql() {
-        return "SELECT pg_catalog.to_regclass(" + literal(quote(schema) + "." + quote(name)) + ")::oid";
-    }
-
-    private static String literal(String text) {
-        return "'" + text.replace("'", "''") + "'";
+    String quotedName() {
+        return quote(schema) + "." + quote(name);
     }
 
     static String quote(String identifier) {

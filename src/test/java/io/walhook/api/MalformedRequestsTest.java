@@ -54,6 +54,9 @@ class MalformedRequestsTest {
         "GET    | /subscriptions/x/backfills/%zz        | /subscriptions/x/backfills/y       | bid",
         "POST   | /subscriptions/x/backfills/a<b/cancel | /subscriptions/x/backfills/y/cancel | bid",
         "GET    | /subscriptions/x/%zz                  | /subscriptions/x                   | path",
+        "GET    | /subscriptions?limit=<5               | /subscriptions                     | limit",
+        "GET    | /subscriptions/x/dead-letters?limit=1&after=a^b | /subscriptions/x/dead-letters | after",
+        "GET    | http://127.0.0.1/subscriptions/a<b/backfills/y | /subscriptions/x/backfills/y | id",
     })
     void badPercentEncodingInThePathIsAProblemNamingThePath(String method, String target, String documented,
             String field) throws Exception {
