@@ -144,16 +144,8 @@ class BackfillIT {
                     "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100"))) {
                 walhook.awaitReady(WAIT);
                 ApiClient api = new ApiClient(walhook, TOKEN);
-                AtomicBoolean writing = new AtomicBoolean(true);
-                AtomicInteger written = new AtomicInteger();
-                List<Thread> writers = new ArrayList<>();
-                for (int w = 0; w < 2; w++) {
-                    int seed = w;
-                    Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
-                    writer.start();
-                    writers.add(writer);
-                }
-                await().atMost(WAIT).until(() -> written.get() > 50);
+                Writers writers = new Writers(pg, database, rows, 0, 1);
+                await().atMost(WAIT).until(() -> writers.written.get() > 50);
                 ApiClient.Answer started = api.post("/subscriptions/config:all/backfills",
                         "{\"tables\": [\"public.items\"], \"chunk_size\": 500}");
                 assertThat(started.status()).as(started.text()).isEqualTo(202);
@@ -162,14 +154,9 @@ class BackfillIT {
                 JsonNode running = api.status("all").get("backfills");
                 assertThat(running).as("/status shows the backfill running").hasSize(1);
                 assertThat(running.get(0).get("id").asText()).isEqualTo(started.body().get("id").asText());
-                writing.set(false); // the writers stop some time after the backfill started, and before it ends
-                for (Thread writer : writers) {
-                    writer.join();
-                }
-                JsonNode done = awaitState(api, path, "done");
-                pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
-                await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
-                assertThat(written.get()).as("writes while the backfill ran").isGreaterThan(200);
+                writers.stop(); // some time after the backfill started, and before it ends
+                JsonNode done = awaitDoneAndALastChange(api, path, pg, database, rows, replay);
+                assertThat(writers.written.get()).as("writes while the backfill ran").isGreaterThan(200);
                 Map<String, String> expected = select(pg, database, "items", "'id', id");
                 assertThat(differences(replay.table(), expected))
                         .as("applying the events per key in arrival order gives the table").isEmpty();
@@ -240,6 +227,37 @@ class BackfillIT {
         }
     }
 
+    /** Writers of {@link #write} on threads of their own, one per seed, until stopped. */
+    private static final class Writers {
+        final AtomicBoolean writing = new AtomicBoolean(true);
+        final AtomicInteger written = new AtomicInteger();
+        private final List<Thread> threads = new ArrayList<>();
+
+        Writers(PostgresServer pg, String database, int rows, int... seeds) {
+            for (int seed : seeds) {
+                Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
+                writer.start();
+                threads.add(writer);
+            }
+        }
+
+        void stop() throws InterruptedException {
+            writing.set(false);
+            for (Thread writer : threads) {
+                writer.join();
+            }
+        }
+    }
+
+    /** Waits for the backfill to be done, then for a change committed after it: every event before it arrived. */
+    private static JsonNode awaitDoneAndALastChange(ApiClient api, String path, PostgresServer pg, String database,
+            int rows, Replay replay) throws Exception {
+        JsonNode done = awaitState(api, path, "done");
+        pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
+        await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
+        return done;
+    }
+
     /** Random updates, deletes and inserts over the whole key range (and beyond it), until told to stop. */
     private static void write(PostgresServer pg, String database, int rows, int seed, AtomicBoolean writing,
             AtomicInteger written) {
@@ -288,19 +306,12 @@ class BackfillIT {
             });
             Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"),
                     "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100");
-            AtomicBoolean writing = new AtomicBoolean(true);
-            AtomicInteger written = new AtomicInteger();
-            List<Thread> writers = new ArrayList<>();
+            Writers writers;
             String path;
             try (WalhookProcess walhook = WalhookProcess.start(env)) {
                 walhook.awaitReady(WAIT);
                 ApiClient api = new ApiClient(walhook, TOKEN);
-                for (int w = 0; w < 2; w++) {
-                    int seed = 10 + w;
-                    Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
-                    writer.start();
-                    writers.add(writer);
-                }
+                writers = new Writers(pg, database, rows, 10, 11);
                 ApiClient.Answer started = api.post("/subscriptions/config:all/backfills", "{\"chunk_size\": 500}");
                 assertThat(started.status()).as(started.text()).isEqualTo(202);
                 path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
@@ -309,14 +320,9 @@ class BackfillIT {
             try (WalhookProcess walhook = WalhookProcess.start(env)) {
                 walhook.awaitReady(WAIT);
                 ApiClient api = new ApiClient(walhook, TOKEN);
-                await().atMost(WAIT).until(() -> written.get() > 2_000);
-                writing.set(false);
-                for (Thread writer : writers) {
-                    writer.join();
-                }
-                awaitState(api, path, "done");
-                pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
-                await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
+                await().atMost(WAIT).until(() -> writers.written.get() > 2_000);
+                writers.stop();
+                awaitDoneAndALastChange(api, path, pg, database, rows, replay);
             }
         }
         assertThat(differences(replay.table(), select(pg, database, "items", "'id', id")))
@@ -349,20 +355,13 @@ class BackfillIT {
                     "WALHOOK_DELIVERY_RETRY_WINDOW", "1s");
             String body = "{\"name\": \"down\", \"tables\": [\"public.items\"], \"batch\": {\"max_events\": %d},"
                     + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/down") + "\"}}";
-            AtomicBoolean writing = new AtomicBoolean(true);
-            AtomicInteger written = new AtomicInteger();
-            List<Thread> writers = new ArrayList<>();
+            Writers writers;
             String path;
             try (WalhookProcess walhook = WalhookProcess.start(env)) {
                 walhook.awaitReady(WAIT);
                 ApiClient api = new ApiClient(walhook, TOKEN);
                 String id = api.create(body.formatted(100));
-                for (int w = 0; w < 2; w++) {
-                    int seed = 20 + w;
-                    Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
-                    writer.start();
-                    writers.add(writer);
-                }
+                writers = new Writers(pg, database, rows, 20, 21);
                 ApiClient.Answer started = api.post("/subscriptions/" + id + "/backfills",
                         "{\"chunk_size\": 200, \"max_rows_per_second\": 2000}");
                 assertThat(started.status()).as(started.text()).isEqualTo(202);
@@ -377,15 +376,10 @@ class BackfillIT {
             try (WalhookProcess walhook = WalhookProcess.start(env)) {
                 walhook.awaitReady(WAIT);
                 ApiClient api = new ApiClient(walhook, TOKEN);
-                await().atMost(WAIT).until(() -> written.get() > 2_000);
+                await().atMost(WAIT).until(() -> writers.written.get() > 2_000);
                 down.set(false);
-                writing.set(false);
-                for (Thread writer : writers) {
-                    writer.join();
-                }
-                awaitState(api, path, "done");
-                pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
-                await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
+                writers.stop();
+                awaitDoneAndALastChange(api, path, pg, database, rows, replay);
             }
         }
         assertThat(differences(replay.table(), select(pg, database, "items", "'id', id")))
