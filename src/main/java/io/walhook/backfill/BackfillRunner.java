@@ -66,6 +66,12 @@ public final class BackfillRunner implements Runnable {
     /** @param stateSchema walhook's own schema, whose tables are never read */
     public record Settings(String jdbcUrl, String user, String password, String publication, String stateSchema,
             Duration chunkTarget, Duration statementTimeout) {
+
+        /** Without the password, should the settings ever be logged. */
+        @Override
+        public String toString() {
+            return "BackfillRunner.Settings[" + jdbcUrl + ", user " + user + ", publication " + publication + "]";
+        }
     }
 
     /** Counts rows sent per subscription (metrics). */
@@ -91,10 +97,19 @@ public final class BackfillRunner implements Runnable {
      */
     private final Map<UUID, Long> missingSince = new HashMap<>();
     static final Duration GONE_AFTER = Duration.ofSeconds(5);
+    /**
+     * How long the stream may take to meet a chunk's high watermark before the runner makes sure its
+     * connection, on which the watermark committed, is still alive (and at most how often it does).
+     */
+    static final Duration LATE_AFTER = Duration.ofSeconds(10);
     /** What {@link #running()} shows: the runner's runs, copied after each round. */
     private volatile List<Running> published = List.of();
     private final AtomicLong tokens = new AtomicLong();
     private Connection connection;
+    /** How many connections the runner has opened: the chunks committed on an earlier one may have been lost with it. */
+    private long connections;
+    /** When the runner last made sure its connection is alive for a chunk the stream is late with (System.nanoTime). */
+    private long lastLook = System.nanoTime() - LATE_AFTER.toNanos();
     private volatile boolean stopped;
     private final Object idle = new Object();
     /** Guarded by {@link #idle}: something changed since the runner last looked. */
@@ -281,7 +296,12 @@ public final class BackfillRunner implements Runnable {
             stepped.add(backfill.id());
             worked |= step(run);
             due.add(run.nextChunkAt);
+            Chunk head = run.inFlight.peekFirst();
+            if (head != null && head.againAt != 0) {
+                due.add(head.againAt); // to be read again after its pause
+            }
         }
+        worked |= lookAfterLateChunks();
         List<Running> now = new ArrayList<>();
         runs.forEach((id, run) -> now.add(new Running(id, run.backfill.subscriptionId(),
                 run.progress.values().stream().mapToLong(Backfill.TableProgress::rowsSent).sum())));
@@ -291,13 +311,61 @@ public final class BackfillRunner implements Runnable {
             // chunks in flight only: wait for the oldest a little rather than spin (not for one of a
             // backfill left waiting this round, held or its subscription missing: its chunks may be done)
             for (Run run : runs.values()) {
-                if (!run.inFlight.isEmpty() && stepped.contains(run.backfill.id())) {
+                if (!run.inFlight.isEmpty() && stepped.contains(run.backfill.id())
+                        && !run.inFlight.peekFirst().outcome.isDone()) {
                     awaitQuietly(run.inFlight.peekFirst(), 50);
                     return true;
                 }
             }
         }
         return worked;
+    }
+
+    /**
+     * A chunk whose high watermark the stream has not met for {@link #LATE_AFTER} may have lost it: a
+     * server that crashed, or one failed over to, can lack a transaction it had acknowledged
+     * (synchronous_commit off, an asynchronous standby), and the stream never meets it. Every such
+     * loss ended the connection the chunk committed on: the runner makes sure its connection is
+     * alive, and one found broken is replaced ({@link #connection}), giving up on the chunks
+     * committed before. A stream that is only behind costs nothing but this look. True when it gave
+     * any up.
+     */
+    private boolean lookAfterLateChunks() throws SQLException {
+        long now = System.nanoTime();
+        if (now - lastLook < LATE_AFTER.toNanos()) {
+            return false;
+        }
+        boolean late = false;
+        for (Run run : runs.values()) {
+            for (Chunk chunk : run.inFlight) {
+                late |= now - chunk.committedAt >= LATE_AFTER.toNanos() && watermarks.awaiting(chunk);
+            }
+        }
+        if (!late) {
+            return false;
+        }
+        long before = connections;
+        try (Statement s = connection().createStatement()) {
+            s.execute("SELECT 1"); // a broken connection throws: the next round opens another
+        }
+        lastLook = now;
+        return connections != before;
+    }
+
+    /** Gives up on the chunks in flight that committed on a connection before the current one and the stream has not met. */
+    private void abandonChunksOfEarlierConnections() {
+        int given = 0;
+        for (Run run : runs.values()) {
+            for (Chunk chunk : run.inFlight) {
+                if (chunk.connection < connections && watermarks.abandon(chunk)) {
+                    given++;
+                }
+            }
+        }
+        if (given > 0) {
+            LOG.warnf("backfills: %d chunks committed before the connection to the database was lost are read again"
+                    + " (a crash or failover can lose their high watermarks)", given);
+        }
     }
 
     private static void awaitQuietly(Chunk chunk, long millis) throws InterruptedException {
@@ -374,9 +442,16 @@ public final class BackfillRunner implements Runnable {
             Chunk.Outcome outcome = done.outcome.join();
             if (outcome.again()) {
                 // the same range again: after its start, up to its end (the rows after it are in later chunks);
-                // again at once the first time, then after a growing pause (a transaction still committing)
+                // again at once the first time, then after a growing pause (a transaction still committing);
+                // the runner meanwhile goes on with the other backfills (round() waits for the earliest due)
                 if (done.attempt > 0) {
-                    Thread.sleep(Math.min(2000, 50L << Math.min(done.attempt, 6)));
+                    long now = System.nanoTime();
+                    if (done.againAt == 0) {
+                        done.againAt = now + TimeUnit.MILLISECONDS.toNanos(Math.min(2000, 50L << Math.min(done.attempt, 6)));
+                    }
+                    if (now - done.againAt < 0) {
+                        break;
+                    }
                 }
                 if (changed) {
                     store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
@@ -551,8 +626,10 @@ public final class BackfillRunner implements Runnable {
             }
             chunk.lastOfTable = !chunk.cut && (limit == 0 || limited && rows.size() < limit);
             chunk.rows = List.copyOf(rows);
+            chunk.connection = connections;
             emit(c, Watermarks.HIGH + token);
             c.commit();
+            chunk.committedAt = System.nanoTime();
         } catch (RuntimeException e) {
             watermarks.abandon(chunk); // its window must not stay open
             rollbackQuietly(c);
@@ -678,6 +755,8 @@ public final class BackfillRunner implements Runnable {
             p.setProperty("binaryTransfer", "false");
             p.setProperty("tcpKeepAlive", "true");
             connection = DriverManager.getConnection(settings.jdbcUrl(), p);
+            connections++;
+            abandonChunksOfEarlierConnections();
         }
         return connection;
     }

@@ -42,12 +42,17 @@ final class Chunk {
     List<String> last;
     /** How many times this range was read before (a chunk read again waits a little longer each time). */
     int attempt;
+    /** When it is to be read again (System.nanoTime; 0: not set), once its outcome says so. */
+    long againAt;
     /** Whether the chunk read the table's last row. */
     boolean lastOfTable;
     /** Whether the chunk stopped at its byte bound (BackfillRunner.CHUNK_BYTES) before the end of what it was to read. */
     boolean cut;
     /** Its rows' size, as BackfillRunner.CHUNK_BYTES counts it. */
     long bytes;
+    /** Which of the runner's connections it committed on (BackfillRunner.connections), and when (System.nanoTime). */
+    long connection;
+    long committedAt;
     /** Set by the runner before the high watermark commits; read by the routing thread after it arrives. */
     volatile List<Row> rows;
     volatile boolean abandoned;

@@ -55,11 +55,23 @@ public final class Watermarks implements RoutingLoop.Snapshots {
         pending.put(chunk.token, chunk);
     }
 
-    /** The runner gave up on the chunk (its high watermark did not commit): a late watermark of it is ignored. */
-    void abandon(Chunk chunk) {
+    /**
+     * The runner gives up on the chunk (its high watermark did not commit, or may have been lost): it
+     * is to be read again, and a late watermark of it is ignored. Unless the stream already met its
+     * high watermark: then its rows are on their way and it ends as sent. True when given up.
+     */
+    boolean abandon(Chunk chunk) {
+        if (pending.remove(chunk.token) == null) {
+            return false; // taken by the routing thread at its high watermark (or given up already)
+        }
         chunk.abandoned = true;
-        pending.remove(chunk.token);
         chunk.outcome.complete(Chunk.Outcome.AGAIN);
+        return true;
+    }
+
+    /** Whether the stream has yet to meet the chunk's high watermark (and the chunk was not given up). */
+    boolean awaiting(Chunk chunk) {
+        return pending.containsKey(chunk.token);
     }
 
     @Override

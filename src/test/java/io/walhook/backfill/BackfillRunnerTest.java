@@ -58,4 +58,11 @@ class BackfillRunnerTest {
         assertThat(BackfillRunner.fetchSize(20_000)).isEqualTo((int) (BackfillRunner.CHUNK_BYTES / 4 / 20_000));
         assertThat(BackfillRunner.fetchSize(10L << 20)).isEqualTo(1);
     }
+
+    @Test
+    void itsSettingsNeverShowThePassword() {
+        BackfillRunner.Settings settings = new BackfillRunner.Settings("jdbc:postgresql://db:5432/orders", "app",
+                "Zq9-pa55", "walhook", "walhook", java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(30));
+        assertThat(settings.toString()).contains("db:5432").doesNotContain("Zq9-pa55");
+    }
 }

@@ -1,0 +1,106 @@
+package io.walhook.backfill;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import io.walhook.change.ChangeEvent;
+import io.walhook.change.Operation;
+import io.walhook.change.TestEvents;
+import io.walhook.delivery.RoutingLoop;
+import io.walhook.pgoutput.TupleData;
+import io.walhook.routing.Subscription;
+import io.walhook.routing.TestSubscriptions;
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TestPostgres;
+
+/**
+ * Giving up on a chunk against the stream meeting its high watermark: whichever comes first wins,
+ * so a chunk is either read again or sent, never both. The table is described by a real PostgreSQL.
+ */
+class WatermarksTest {
+
+    private static SnapshotTable table;
+
+    @BeforeAll
+    static void describe() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("watermarks");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)", "CREATE PUBLICATION p FOR ALL TABLES");
+        try (Connection c = pg.connect(database)) {
+            table = SnapshotTable.describe(c, "public.items", "p", "walhook");
+        }
+    }
+
+    /** What the routing thread sends of a chunk, to the one subscription there is. */
+    private static final class Reads implements RoutingLoop.Reads {
+        final Subscription subscription = TestSubscriptions.routed("all", "*", Set.of(Operation.values()), null);
+        final List<ChangeEvent> sent = new ArrayList<>();
+        final List<Runnable> done = new ArrayList<>();
+
+        @Override
+        public Subscription subscription(String id) {
+            return subscription.id().equals(id) ? subscription : null;
+        }
+
+        @Override
+        public void send(Subscription to, ChangeEvent event, Runnable delivered) {
+            sent.add(event);
+            done.add(delivered);
+        }
+    }
+
+    private static Chunk chunk(Reads reads, String token) {
+        Chunk chunk = new Chunk(token, UUID.randomUUID(), reads.subscription.id(), table, null, null);
+        chunk.rows = List.of(new Chunk.Row("7", "row-7", TupleData.builder().text("7").text("1").build()));
+        chunk.inProgress = Set.of();
+        return chunk;
+    }
+
+    private static ChangeEvent watermark(String content) {
+        return TestEvents.message(Watermarks.PREFIX, content.getBytes(StandardCharsets.UTF_8), true);
+    }
+
+    @Test
+    void aChunkGivenUpBeforeTheStreamMeetsItsHighWatermarkIsReadAgainAndItsLateWatermarksAreIgnored() throws Exception {
+        Watermarks watermarks = new Watermarks();
+        Reads reads = new Reads();
+        Chunk chunk = chunk(reads, "t1");
+        watermarks.expect(chunk);
+        assertThat(watermarks.awaiting(chunk)).isTrue();
+        assertThat(watermarks.observe(watermark(Watermarks.LOW + "t1"), reads)).isTrue();
+
+        assertThat(watermarks.abandon(chunk)).isTrue();
+        assertThat(chunk.outcome.getNow(null)).isEqualTo(Chunk.Outcome.AGAIN);
+        assertThat(watermarks.awaiting(chunk)).isFalse();
+        assertThat(watermarks.observe(watermark(Watermarks.HIGH + "t1"), reads)).as("still walhook's own").isTrue();
+        assertThat(reads.sent).as("its rows are read again, not sent").isEmpty();
+        assertThat(watermarks.abandon(chunk)).as("once").isFalse();
+    }
+
+    @Test
+    void aChunkTheStreamTookAtItsHighWatermarkIsNotGivenUpButSent() throws Exception {
+        Watermarks watermarks = new Watermarks();
+        Reads reads = new Reads();
+        Chunk chunk = chunk(reads, "t2");
+        watermarks.expect(chunk);
+        watermarks.observe(watermark(Watermarks.LOW + "t2"), reads);
+        watermarks.observe(watermark(Watermarks.HIGH + "t2"), reads);
+        assertThat(reads.sent).extracting(ChangeEvent::op).containsExactly(Operation.READ);
+        assertThat(watermarks.awaiting(chunk)).isFalse();
+
+        // the runner's connection broke just after the commit: too late, its rows are on their way
+        assertThat(watermarks.abandon(chunk)).isFalse();
+        assertThat(chunk.outcome).isNotDone();
+        reads.done.forEach(Runnable::run);
+        assertThat(chunk.outcome.getNow(null)).isEqualTo(new Chunk.Outcome(1, false));
+    }
+}
