@@ -48,12 +48,29 @@ final class JsonBody {
                         + ": send one " + what + " object and nothing after it", "");
             }
         } catch (JsonProcessingException e) {
-            throw new ApiProblem(400, "Bad Request", "the body is not valid JSON: " + e.getOriginalMessage(), "");
+            throw new ApiProblem(400, "Bad Request", "the body is not valid JSON" + at(e) + ": " + withoutTokens(e), "");
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
         }
         refuseNulls(json, "", what);
         return json;
+    }
+
+    private static String at(JsonProcessingException e) {
+        com.fasterxml.jackson.core.JsonLocation where = e.getLocation();
+        return where == null || where.getLineNr() < 1 ? "" : " at line " + where.getLineNr() + ", column " + where.getColumnNr();
+    }
+
+    /**
+     * Jackson's reason without the text it quotes from the body, which can be a secret typed without
+     * its quotes ({@code "secret": whsec_...}): a problem is logged by proxies and clients.
+     */
+    static String withoutTokens(JsonProcessingException e) {
+        String reason = String.valueOf(e.getOriginalMessage());
+        // Unrecognized token 'whsec_...': was expecting ... -> an unquoted word; the one character of
+        // "Unexpected character ('x' (code 120))" and the JSON literals it names are kept
+        return reason.replaceAll("(?s)Unrecognized token '.*?': was", "Unrecognized token (a word without quotes): was")
+                .replaceAll("(?s)value \\((.{0,200}?)\\) out of range", "value out of range");
     }
 
     /** application/json, parameters (a charset) allowed; not a wildcard, another JSON type, or none. */
@@ -78,15 +95,25 @@ final class JsonBody {
         }
     }
 
+    /** Refuses a null anywhere, and a NUL character in any string or field name (PostgreSQL text cannot hold one). */
     private static void refuseNulls(JsonNode node, String pointer, String what) {
         if (node.isNull()) {
             throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " is null; no field"
                     + " of a " + what + " takes null: leave the field out instead", pointer);
         }
+        if (node.isTextual() && node.textValue().indexOf('\0') >= 0) {
+            throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " holds a NUL"
+                    + " (\\u0000), a control character no text in PostgreSQL can hold", pointer);
+        }
         if (node.isObject()) {
             for (var fields = node.fields(); fields.hasNext(); ) {
                 var field = fields.next();
-                refuseNulls(field.getValue(), pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1"), what);
+                String at = pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1");
+                if (field.getKey().indexOf('\0') >= 0) {
+                    throw new ApiProblem(400, "Bad Request", "the field name at " + at.replace("\0", "\\u0000")
+                            + " holds a NUL (\\u0000), a control character no field name of a " + what + " has", at);
+                }
+                refuseNulls(field.getValue(), at, what);
             }
         } else if (node.isArray()) {
             for (int i = 0; i < node.size(); i++) {

@@ -31,8 +31,10 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
             throw new ConfigException(VARIABLE, "names no host; expected amqp://user:password@host:port");
         }
         if (uri.getRawPath() != null && !uri.getRawPath().isEmpty() && !uri.getRawPath().equals("/")) {
-            throw new ConfigException(VARIABLE, "has a path (" + uri.getRawPath() + "); addresses belong in"
-                    + " WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS");
+            // shown only when no password can be in it: one holding '/' or '#' ends the authority early
+            String path = uri.getRawUserInfo() == null && !text.contains("@") ? " (" + uri.getRawPath() + ")" : "";
+            throw new ConfigException(VARIABLE, "has a path" + path + "; addresses belong in"
+                    + " WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS (percent-encode '/', '?', '#' and '@' in a password)");
         }
         if (uri.getRawQuery() != null) {
             throw new ConfigException(VARIABLE, "has parameters (after '?'), which walhook does not read");

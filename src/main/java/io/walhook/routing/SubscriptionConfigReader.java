@@ -18,6 +18,7 @@ import java.util.regex.Pattern;
 import io.walhook.change.Operation;
 import io.walhook.config.ConfigException;
 import io.walhook.config.Converters;
+import io.walhook.config.UrlAuthority;
 import io.walhook.config.WalhookConfig;
 
 /**
@@ -222,17 +223,27 @@ public final class SubscriptionConfigReader {
     }
 
     static URI url(String variable, String text) {
+        // a refused URL is never repeated: its query string or user info may be a credential
         URI uri;
         try {
             uri = new URI(text.strip());
+            String scheme = uri.getScheme();
+            if (scheme != null && !scheme.equals(scheme.toLowerCase(Locale.ROOT))) {
+                // schemes are case-insensitive (RFC 3986): HTTPS://... is https://...
+                uri = new URI(scheme.toLowerCase(Locale.ROOT) + text.strip().substring(scheme.length()));
+            }
         } catch (URISyntaxException e) {
             throw new ConfigException(variable, "is not a URL: " + e.getReason() + " at index " + e.getIndex());
         }
         if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme())) {
-            throw new ConfigException(variable, "must be an http:// or https:// URL, not " + text.strip());
+            throw new ConfigException(variable, "must be an http:// or https:// URL, not "
+                    + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
+        }
+        if (uri.getHost() == null && uri.getRawAuthority() != null) {
+            throw new ConfigException(variable, UrlAuthority.problem(uri.getRawAuthority()));
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
-            throw new ConfigException(variable, "names no host: " + text.strip());
+            throw new ConfigException(variable, "names no host");
         }
         if (uri.getRawUserInfo() != null) {
             throw new ConfigException(variable, "must not carry credentials in the URL; use a secret or headers");

@@ -63,6 +63,13 @@ public final class ReplicationReader {
     public record Settings(String jdbcUrl, String user, String password, String slot, String publication,
             String stateSchema, int serverMajor, Duration statusInterval, Duration checkpointInterval,
             Duration maxBackoff, int handoffCapacity, long handoffBytes, Path spillDirectory, long streamMemoryBytes) {
+
+        /** Without the password, should the settings ever be logged. */
+        @Override
+        public String toString() {
+            return "ReplicationReader.Settings[" + jdbcUrl + ", user " + user + ", slot " + slot + ", publication "
+                    + publication + "]";
+        }
     }
 
     private final Settings settings;

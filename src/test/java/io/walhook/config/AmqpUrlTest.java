@@ -32,6 +32,8 @@ class AmqpUrlTest {
         "amqp://broker?x=1       | WALHOOK_AMQP_URL has parameters (after '?'), which walhook does not read",
         "//u:pa55@broker         | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not a URL without a scheme",
         "amqp://bro ker          | WALHOOK_AMQP_URL is not a URL",
+        "amqp://u:1234/pa55@broker | WALHOOK_AMQP_URL has a path; addresses belong in WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS (percent-encode",
+        "amqp://u:1234/x#pa55@broker | WALHOOK_AMQP_URL has a path; addresses belong in WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS (percent-encode",
     })
     void namesTheVariableAndTheProblem(String text, String message) {
         assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigException.class).hasMessageStartingWith(message)

@@ -37,6 +37,24 @@ class SourceUrlTest {
         assertThat(url.password()).isEqualTo("new");
     }
 
+    /**
+     * A password holding an unencoded '@', '/', '?' or '#' breaks the URL where a host belongs: the
+     * problem says how to write it, and holds no part of it (the message goes to the start-up log).
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "postgresql://app:Zq9@xW@db/orders           | more than one '@'",
+        "postgresql://app:Zq9/xW@db:5432/orders      | has 'app' where a host[:port] belongs",
+        "postgresql://app:Zq9#xW@db/orders           | has 'app' where a host[:port] belongs",
+        "postgresql://app:Zq9?xW@db/orders           | has 'app' where a host[:port] belongs",
+        "postgresql://app_user:Zq9/xW@db/orders      | has 'app_user' where a host[:port] belongs",
+        "postgresql://app:Zq9xW@db_host:5432/orders  | has 'db_host:5432' where a host[:port] belongs",
+    })
+    void aPasswordNeverAppearsInTheProblem(String url, String problem) {
+        assertThatThrownBy(() -> parse(url)).isInstanceOf(ConfigException.class).hasMessageContaining(problem)
+                .hasMessageContaining("percent-encode").hasMessageNotContaining("Zq9").hasMessageNotContaining("xW");
+    }
+
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "                                           | is required",

@@ -96,6 +96,32 @@ class SubscriptionConfigReaderTest {
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
     }
 
+    /**
+     * A URL that is refused is not repeated: its query string and user info can be credentials,
+     * and the message goes to the start-up log and to API answers.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "http://my_svc:8080/hook?token=Zq9xW      | has 'my_svc' where a host[:port] belongs",
+        "ftp://user:Zq9xW@files/                  | must be an http:// or https:// URL, not ftp:",
+        "https//hooks.example.com/h?token=Zq9xW   | must be an http:// or https:// URL, not a URL without a scheme",
+        "http://user:Zq9/xW@hooks.example.com/    | has 'user' where a host[:port] belongs",
+        "https:///h?token=Zq9xW                   | names no host",
+    })
+    void aRefusedUrlIsNotRepeated(String url, String problem) {
+        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(Map.of("URL", url)), false))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("WALHOOK_SUBSCRIPTIONS_DEMO_URL ").hasMessageContaining(problem)
+                .hasMessageNotContaining("Zq9").hasMessageNotContaining("xW");
+    }
+
+    @Test
+    void aUrlsSchemeIsReadWhateverItsCase() {
+        Subscription s = SubscriptionConfigReader.read("demo", config(Map.of("URL", "HTTPS://hooks.example.com/h?k=1")),
+                false);
+        assertThat(((Destination.Webhook) s.destination()).url().toString()).isEqualTo("https://hooks.example.com/h?k=1");
+    }
+
     @Test
     void deliveryLimitsAreReadWhereSet() {
         Subscription s = SubscriptionConfigReader.read("tenant", config(Map.of("URL", "http://sink/",

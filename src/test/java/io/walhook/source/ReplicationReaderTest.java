@@ -744,4 +744,12 @@ class ReplicationReaderTest {
             assertThat(reader.status().lastError()).isNull();
         }
     }
+
+    @Test
+    void itsSettingsNeverShowThePassword() {
+        ReplicationReader.Settings settings = new ReplicationReader.Settings("jdbc:postgresql://db:5432/orders", "app",
+                "Zq9-pa55", "slot", "walhook", "walhook", 16, Duration.ofSeconds(10), Duration.ofSeconds(1),
+                Duration.ofSeconds(30), 1000, 1 << 20, java.nio.file.Path.of("/tmp"), 1 << 20);
+        assertThat(settings.toString()).contains("db:5432").doesNotContain("Zq9-pa55");
+    }
 }

@@ -1,0 +1,24 @@
+package io.walhook.config;
+
+/**
+ * What a problem with a URL's authority (its {@code [user[:password]@]host[:port]}) may show: the
+ * part where a password cannot be. A password holding an unencoded '@', '/', '?' or '#' breaks the
+ * URL right there, and the message goes to the start-up log and to API answers.
+ */
+public final class UrlAuthority {
+
+    private UrlAuthority() {
+    }
+
+    /** The problem with an authority that did not read as {@code [user[:password]@]host[:port]}. */
+    public static String problem(String rawAuthority) {
+        int at = rawAuthority.lastIndexOf('@');
+        if (at >= 0 && rawAuthority.indexOf('@') != at) {
+            return "has more than one '@' before its host: percent-encode '@' in a user name or password as %40";
+        }
+        // after the last '@' there is no password; without an '@', what follows a ':' may be one cut short
+        String shown = at >= 0 ? rawAuthority.substring(at + 1) : rawAuthority.split(":", 2)[0];
+        return "has '" + shown + "' where a host[:port] belongs, and it is not host[:port] (a host name holds letters,"
+                + " digits, '-' and '.'; percent-encode '@', '/', '?' and '#' in a user name or password)";
+    }
+}

@@ -1,0 +1,51 @@
+package io.walhook.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import java.nio.charset.StandardCharsets;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * What a problem with a write request's body says: where it is and what is wrong, never the
+ * caller's values (a secret typed without quotes is not echoed into a 400 that proxies log).
+ */
+class JsonBodyTest {
+
+    private static ApiProblem refused(String body) {
+        return catchThrowableOfType(ApiProblem.class,
+                () -> JsonBody.parse("application/json", body.getBytes(StandardCharsets.UTF_8), "subscription"));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "{\"destination\": {\"secret\": whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}}",
+        "{\"destination\": {\"headers\": {\"Authorization\": Bearer-MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}}}",
+        "{\"destination\": {\"secret\": tMfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}}",
+        "{\"destination\": {\"secret\": \"whsec_x\" MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}}",
+        "{\"n\": 1MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}",
+    })
+    void invalidJsonIsPlacedNotQuoted(String body) {
+        ApiProblem problem = refused(body);
+        assertThat(problem.status()).isEqualTo(400);
+        assertThat(problem.getMessage()).startsWith("the body is not valid JSON at line 1, column ")
+                .doesNotContain("MfKQ9r8").doesNotContain("Bearer");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{\"columns\": {\"include\": [\"id\", \"a\\u0000b\"]}}  | /columns/include/1",
+        "{\"filter\": \"new.a == '\\u0000'\"}                    | /filter",
+        "{\"destination\": {\"type\": \"amqp\", \"address\": \"q\\u0000\"}} | /destination/address",
+        "{\"a\\u0000\": 1}                                       | /a\\u0000",
+    })
+    void aNulCharacterAnywhereIsRefusedWhereItIs(String body, String field) {
+        ApiProblem problem = refused(body);
+        assertThat(problem.status()).isEqualTo(400);
+        assertThat(problem.toJson()).contains("\"field\":\"" + field + "\""); // as JSON writes it
+        assertThat(problem.getMessage()).contains("NUL");
+    }
+}
