@@ -58,6 +58,7 @@ public final class BackfillStore {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
+                io.walhook.config.DurableWrite.durable(c); // the 202 says it is started
                 try (PreparedStatement lock = c.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
                     lock.setString(1, table + ":" + subscriptionId);
                     lock.execute();
@@ -174,15 +175,20 @@ public final class BackfillStore {
      * undone by a late progress write); {@code error} is kept when given. False when it was not.
      */
     public boolean transition(UUID id, List<Backfill.State> from, Backfill.State to, String error) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("UPDATE " + table
-                + " SET state = ?, error = coalesce(?, error), updated_at = now(),"
-                + " finished_at = CASE WHEN ? THEN now() ELSE finished_at END WHERE id = ? AND state = ANY (?)")) {
-            s.setString(1, to.wireName());
-            s.setString(2, error);
-            s.setBoolean(3, to.ended());
-            s.setObject(4, id);
-            s.setArray(5, c.createArrayOf("text", from.stream().map(Backfill.State::wireName).toArray()));
-            return s.executeUpdate() == 1;
+        try (Connection c = dataSource.getConnection()) {
+            // an answer (pause, resume, cancel) or a backfill's end says so: not taken back by a crash
+            return io.walhook.config.DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement("UPDATE " + table
+                        + " SET state = ?, error = coalesce(?, error), updated_at = now(),"
+                        + " finished_at = CASE WHEN ? THEN now() ELSE finished_at END WHERE id = ? AND state = ANY (?)")) {
+                    s.setString(1, to.wireName());
+                    s.setString(2, error);
+                    s.setBoolean(3, to.ended());
+                    s.setObject(4, id);
+                    s.setArray(5, t.createArrayOf("text", from.stream().map(Backfill.State::wireName).toArray()));
+                    return s.executeUpdate() == 1;
+                }
+            });
         }
     }
 

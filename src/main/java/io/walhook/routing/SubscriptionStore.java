@@ -13,6 +13,8 @@ import javax.sql.DataSource;
 
 import org.jboss.logging.Logger;
 
+import io.walhook.config.DurableWrite;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
@@ -169,12 +171,16 @@ public final class SubscriptionStore {
     public UUID insert(JsonNode body) throws SQLException {
         Subscription parsed = SubscriptionJson.parse(body);
         UUID id = UUID.randomUUID();
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (id, name, body) VALUES (?, ?, ?::jsonb)")) {
-            s.setObject(1, id);
-            s.setString(2, parsed.name());
-            s.setString(3, body.toString());
-            s.executeUpdate();
+        try (Connection c = dataSource.getConnection()) {
+            DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement("INSERT INTO " + table + " (id, name, body) VALUES (?, ?,"
+                        + " ?::jsonb)")) {
+                    s.setObject(1, id);
+                    s.setString(2, parsed.name());
+                    s.setString(3, body.toString());
+                    return s.executeUpdate();
+                }
+            });
             changed(c);
         }
         return id;
@@ -183,32 +189,31 @@ public final class SubscriptionStore {
     /** Replaces a subscription's body; false when there is no such subscription. */
     public boolean replace(UUID id, JsonNode body) throws SQLException {
         Subscription parsed = SubscriptionJson.parse(body);
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("UPDATE " + table + " SET name = ?, body = ?::jsonb,"
-                     + " updated_at = clock_timestamp() WHERE id = ?")) {
-            s.setString(1, parsed.name());
-            s.setString(2, body.toString());
-            s.setObject(3, id);
-            return changed(c, s.executeUpdate());
-        }
+        return write("UPDATE " + table + " SET name = ?, body = ?::jsonb, updated_at = clock_timestamp() WHERE id = ?",
+                parsed.name(), body.toString(), id);
     }
 
     /** Pauses or resumes delivery to a subscription; false when there is no such subscription. */
     public boolean setPaused(UUID id, boolean paused) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("UPDATE " + table + " SET paused = ?, updated_at = clock_timestamp()"
-                     + " WHERE id = ?")) {
-            s.setBoolean(1, paused);
-            s.setObject(2, id);
-            return changed(c, s.executeUpdate());
-        }
+        return write("UPDATE " + table + " SET paused = ?, updated_at = clock_timestamp() WHERE id = ?", paused, id);
     }
 
     public boolean delete(UUID id) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE id = ?")) {
-            s.setObject(1, id);
-            return changed(c, s.executeUpdate());
+        return write("DELETE FROM " + table + " WHERE id = ?", id);
+    }
+
+    /** One statement changing at most one subscription, committed durably; whether it changed one. */
+    private boolean write(String sql, Object... parameters) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            int rows = DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement(sql)) {
+                    for (int i = 0; i < parameters.length; i++) {
+                        s.setObject(i + 1, parameters[i]);
+                    }
+                    return s.executeUpdate();
+                }
+            });
+            return changed(c, rows);
         }
     }
 

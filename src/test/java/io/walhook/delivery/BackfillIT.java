@@ -238,12 +238,8 @@ class BackfillIT {
     @org.junit.jupiter.params.provider.ValueSource(strings = {"still reading", "waiting for its chunks"})
     void chunksWhoseHighWatermarksACrashLostAreReadAgain(String runner) throws Exception {
         boolean reading = runner.equals("still reading");
-        // nothing flushes WAL but the WAL writer, stopped below: no commit waits for it, no background writer
-        // or autovacuum writes a page (which flushes WAL up to it first), no checkpoint comes on its own
         io.walhook.testing.EmbeddedPostgres pg = io.walhook.testing.EmbeddedPostgres.builder()
-                .major(TestPostgres.defaultMajor()).setting("synchronous_commit", "off")
-                .setting("bgwriter_lru_maxpages", "0").setting("autovacuum", "off")
-                .setting("checkpoint_timeout", "1h").start();
+                .major(TestPostgres.defaultMajor()).unflushedCommits().start();
         try {
             String database = pg.createDatabase("backfill_lost");
             pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL, tag text)",
@@ -256,8 +252,7 @@ class BackfillIT {
                 ApiClient api = new ApiClient(walhook, TOKEN);
                 pg.execute(database, "UPDATE items SET tag = 'streamed' WHERE id = 1");
                 await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"streamed\""));
-                String walWriter = single(pg, database, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'");
-                signal("STOP", walWriter);
+                pg.holdWalWriter();
 
                 ApiClient.Answer started = api.post("/subscriptions/config:all/backfills", reading
                         ? "{\"chunk_size\": 100, \"max_rows_per_second\": 100}" : "{\"chunk_size\": 10}");
@@ -273,8 +268,7 @@ class BackfillIT {
                         + (reading ? "" : " AND state_change < clock_timestamp() - interval '1 second'"))));
                 assertThat(single(pg, database, "SELECT pg_current_wal_insert_lsn() > pg_current_wal_flush_lsn()"))
                         .as("a chunk's commit is in memory only").isEqualTo("t");
-                // a server process killed: PostgreSQL ends every other one and recovers from the WAL on disk
-                signal("KILL", walWriter);
+                pg.crashLosingUnflushedCommits();
 
                 awaitDoneAndALastChange(api, path, pg, database, 500, replay);
                 assertThat(differences(replay.table(), select(pg, database, "items", "'id', id"))).isEmpty();
@@ -291,12 +285,6 @@ class BackfillIT {
         } catch (java.sql.SQLException e) {
             return null;
         }
-    }
-
-    private static void signal(String signal, String pid) throws Exception {
-        Process kill = new ProcessBuilder("kill", "-" + signal, pid).redirectErrorStream(true).start();
-        String output = new String(kill.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(kill.waitFor()).as("kill -%s %s: %s", signal, pid, output).isZero();
     }
 
     /** Writers of {@link #write} on threads of their own, one per seed, until stopped. */

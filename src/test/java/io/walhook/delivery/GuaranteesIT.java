@@ -84,6 +84,51 @@ class GuaranteesIT {
         }
     }
 
+    /**
+     * What the API answered is durable, whatever the server's synchronous_commit: a crash that loses
+     * the commits the server held in memory does not lose a subscription created, edited or paused,
+     * or a backfill started (each was gone after it, though answered 201, 200 or 202).
+     */
+    @Test
+    void whatTheApiAnsweredSurvivesACrashThatLosesUnflushedCommits() throws Exception {
+        io.walhook.testing.EmbeddedPostgres pg = io.walhook.testing.EmbeddedPostgres.builder()
+                .major(TestPostgres.defaultMajor()).unflushedCommits().start();
+        try {
+            String database = pg.createDatabase("durable_api");
+            pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)", "CHECKPOINT");
+            try (WebhookReceiver receiver = WebhookReceiver.start();
+                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS",
+                         "true"))) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                String subscription = "{\"name\": \"%s\", \"tables\": [\"public.items\"], \"filter\": \"%s\","
+                        + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/d") + "\"}}";
+                String edited = api.create(subscription.formatted("edited", "new.n > 0"));
+                pg.execute(database, "CHECKPOINT");
+                pg.holdWalWriter();
+
+                String created = api.create(subscription.formatted("created", "new.n > 1"));
+                assertThat(api.put("/subscriptions/" + edited, subscription.formatted("edited", "new.n > 2")).status())
+                        .isEqualTo(200);
+                assertThat(api.post("/subscriptions/" + edited + "/pause", "").status()).isEqualTo(200);
+                ApiClient.Answer backfill = api.post("/subscriptions/" + created + "/backfills", "{}");
+                assertThat(backfill.status()).as(backfill.text()).isEqualTo(202);
+                pg.crashLosingUnflushedCommits();
+
+                await().atMost(WAIT).ignoreExceptions()
+                        .until(() -> api.get("/subscriptions/" + edited).status() == 200);
+                assertThat(api.get("/subscriptions/" + created).status()).as("created").isEqualTo(200);
+                JsonNode after = api.get("/subscriptions/" + edited).body();
+                assertThat(after.get("filter").asText()).as("edited").isEqualTo("new.n > 2");
+                assertThat(after.get("paused").asBoolean()).as("paused").isTrue();
+                assertThat(api.get("/subscriptions/" + created + "/backfills/" + backfill.body().get("id").asText())
+                        .status()).as("backfill").isEqualTo(200);
+            }
+        } finally {
+            pg.stop();
+        }
+    }
+
     @Test
     void loweringTheBatchSizeWhileABatchFillsDeliversEveryEvent() throws Exception {
         PostgresServer pg = TestPostgres.shared();

@@ -99,6 +99,16 @@ public final class EmbeddedPostgres implements PostgresServer {
             return this;
         }
 
+        /**
+         * Commits that only the WAL writer flushes: synchronous_commit off, and nothing else that writes
+         * WAL out (no background writer page writes, no autovacuum, no checkpoint on its own): see
+         * {@link #holdWalWriter} and {@link #crashLosingUnflushedCommits}.
+         */
+        public Builder unflushedCommits() {
+            return setting("synchronous_commit", "off").setting("bgwriter_lru_maxpages", "0")
+                    .setting("autovacuum", "off").setting("checkpoint_timeout", "1h");
+        }
+
         public EmbeddedPostgres start() {
             Path bin = binDir != null ? binDir : PostgresBinaries.locate(major);
             for (String tool : List.of("initdb", "pg_ctl", "postgres")) {
@@ -338,6 +348,54 @@ public final class EmbeddedPostgres implements PostgresServer {
         }
         running = false;
         resume();
+    }
+
+    private String walWriter;
+
+    /**
+     * Stops the WAL writer (SIGSTOP): with {@link Builder#unflushedCommits}, what commits from now on
+     * stays in memory, acknowledged but not flushed, and logical replication sends none of it. A
+     * {@code CHECKPOINT} still flushes everything before it.
+     */
+    public synchronized void holdWalWriter() {
+        try (java.sql.Connection c = connect(defaultDatabase()); java.sql.Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'")) {
+            if (!rs.next()) {
+                throw new HarnessException("no WAL writer in pg_stat_activity");
+            }
+            walWriter = rs.getString(1);
+        } catch (java.sql.SQLException e) {
+            throw new HarnessException("cannot find the WAL writer: " + e.getMessage(), e);
+        }
+        signal("STOP", walWriter);
+    }
+
+    /**
+     * Kills the held WAL writer: PostgreSQL ends every other process, as after any server process's
+     * crash, and recovers from the WAL on disk, without the commits the writer held. The server is
+     * back on the same port by itself a moment later.
+     */
+    public synchronized void crashLosingUnflushedCommits() {
+        if (walWriter == null) {
+            throw new HarnessException("holdWalWriter() first");
+        }
+        signal("KILL", walWriter);
+        walWriter = null;
+    }
+
+    private static void signal(String signal, String pid) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, pid).redirectErrorStream(true).start();
+            String output = new String(kill.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            if (kill.waitFor() != 0) {
+                throw new HarnessException("kill -" + signal + " " + pid + " failed: " + output.strip());
+            }
+        } catch (java.io.IOException e) {
+            throw new HarnessException("cannot run kill: " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new HarnessException("interrupted while signalling " + pid, e);
+        }
     }
 
     /** Starts a paused server again on the same port. */

@@ -1,0 +1,47 @@
+package io.walhook.config;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * A write to walhook's own state that an answer acknowledges (a subscription created, edited,
+ * paused or deleted through the API, a backfill started or moved on): one transaction committed
+ * with {@code synchronous_commit = on}, whatever the server's or role's default, so that a crash
+ * just after the answer does not take it back. (With {@code off}, a commit is acknowledged before
+ * its WAL reaches the disk.) Writes that may be repeated after a crash (progress, positions) keep
+ * the default.
+ */
+public final class DurableWrite {
+
+    /** The statements of the write, on the transaction's connection. */
+    public interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    private DurableWrite() {
+    }
+
+    public static <T> T run(Connection c, Work<T> work) throws SQLException {
+        boolean autoCommit = c.getAutoCommit();
+        c.setAutoCommit(false);
+        try {
+            durable(c);
+            T result = work.run(c);
+            c.commit();
+            return result;
+        } catch (SQLException | RuntimeException e) {
+            c.rollback();
+            throw e;
+        } finally {
+            c.setAutoCommit(autoCommit);
+        }
+    }
+
+    /** Makes the transaction open on {@code c} commit durably. */
+    public static void durable(Connection c) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("SET LOCAL synchronous_commit = on");
+        }
+    }
+}
