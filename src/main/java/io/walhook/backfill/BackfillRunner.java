@@ -227,7 +227,7 @@ public final class BackfillRunner implements Runnable {
                 break;
             } catch (SQLException e) {
                 // the database went away (restart, failover, network): nothing is lost, try again
-                closeConnection();
+                closeConnectionIfBroken(); // a failure of the pool's alone does not cost the chunks in flight
                 backoffMillis = Math.min(10_000, Math.max(500, backoffMillis * 2));
                 LOG.warnf("backfills wait %d ms: %s", backoffMillis, e.getMessage());
                 try {
@@ -248,9 +248,15 @@ public final class BackfillRunner implements Runnable {
         List<Backfill> unfinished = store.unfinished();
         Map<UUID, Backfill> current = new HashMap<>();
         unfinished.forEach(b -> current.put(b.id(), b));
-        runs.keySet().removeIf(id -> {
-            Backfill b = current.get(id);
-            return b == null || b.state() != Backfill.State.RUNNING; // cancelled or paused: its chunks in flight finish on their own
+        runs.values().removeIf(run -> {
+            Backfill b = current.get(run.backfill.id());
+            if (b != null && b.state() == Backfill.State.RUNNING) {
+                return false;
+            }
+            // cancelled or paused: chunks the stream has met finish on their own; the others are given up
+            // (read again on resuming, from the last chunk done), so none waits for a watermark forever
+            run.inFlight.forEach(watermarks::abandon);
+            return true;
         });
         List<String> subscriptions = inForce.get().stream().map(Subscription::id).toList();
         boolean worked = false;
@@ -295,7 +301,9 @@ public final class BackfillRunner implements Runnable {
             run.backfill = backfill;
             stepped.add(backfill.id());
             worked |= step(run);
-            due.add(run.nextChunkAt);
+            if (run.nextChunkAt != 0 && System.nanoTime() - run.nextChunkAt < 0) {
+                due.add(run.nextChunkAt); // held by its rate (one past is no reason to wake: step read if it could)
+            }
             Chunk head = run.inFlight.peekFirst();
             if (head != null && head.againAt != 0) {
                 due.add(head.againAt); // to be read again after its pause
@@ -311,11 +319,13 @@ public final class BackfillRunner implements Runnable {
             // chunks in flight only: wait for the oldest a little rather than spin (not for one of a
             // backfill left waiting this round, held or its subscription missing: its chunks may be done)
             for (Run run : runs.values()) {
-                if (!run.inFlight.isEmpty() && stepped.contains(run.backfill.id())
-                        && !run.inFlight.peekFirst().outcome.isDone()) {
-                    awaitQuietly(run.inFlight.peekFirst(), 50);
-                    return true;
+                Chunk head = run.inFlight.peekFirst();
+                if (head == null || !stepped.contains(run.backfill.id())
+                        || head.againAt != 0 && System.nanoTime() - head.againAt < 0) {
+                    continue; // none, or to be read again after its pause (a due)
                 }
+                awaitQuietly(head, 50); // returns at once when it is done meanwhile: the next round takes it in
+                return true;
             }
         }
         return worked;
@@ -324,10 +334,10 @@ public final class BackfillRunner implements Runnable {
     /**
      * A chunk whose high watermark the stream has not met for {@link #LATE_AFTER} may have lost it: a
      * server that crashed, or one failed over to, can lack a transaction it had acknowledged
-     * (synchronous_commit off, an asynchronous standby), and the stream never meets it. Every such
-     * loss ended the connection the chunk committed on: the runner makes sure its connection is
-     * alive, and one found broken is replaced ({@link #connection}), giving up on the chunks
-     * committed before. A stream that is only behind costs nothing but this look. True when it gave
+     * (synchronous_commit off, an asynchronous standby), and the stream never meets it. Such a loss
+     * ends the connection the chunk committed on (unless the old server lives on beside the new
+     * one): the runner makes sure its connection is alive, and one found broken is replaced
+     * ({@link #connection}), giving up on the chunks committed before. A stream that is only behind costs nothing but this look. True when it gave
      * any up.
      */
     private boolean lookAfterLateChunks() throws SQLException {
@@ -769,6 +779,17 @@ public final class BackfillRunner implements Runnable {
         } catch (SQLException ignored) {
             // broken: replaced on next use
         }
+    }
+
+    private void closeConnectionIfBroken() {
+        try {
+            if (connection != null && connection.isValid(5)) {
+                return;
+            }
+        } catch (SQLException broken) {
+            // closed below
+        }
+        closeConnection();
     }
 
     private void closeConnection() {

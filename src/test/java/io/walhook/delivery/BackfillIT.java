@@ -210,11 +210,16 @@ class BackfillIT {
                 });
                 committing.start();
                 await().atMost(WAIT).until(() -> replay.saw("\"n\":999"));
-                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills", "{\"chunk_size\": 100}");
+                // a rate that never holds a chunk back: its first chunk is read again and again, with pauses
+                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills",
+                        "{\"chunk_size\": 100, \"max_rows_per_second\": 100000}");
                 assertThat(started.status()).as(started.text()).isEqualTo(202);
                 String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                long scansBefore = backfillScans(pg, database);
                 await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
                         .until(() -> api.get(path).body().get("rows_sent").asLong() == 0);
+                assertThat(backfillScans(pg, database) - scansBefore).as("reads of the backfill table while its first"
+                        + " chunk waits to be read again: the runner waits, it does not spin").isLessThan(200);
                 pg.execute(database, "SELECT pg_cancel_backend(" + backend[0] + ")");
                 committing.join();
                 awaitState(api, path, "done");
