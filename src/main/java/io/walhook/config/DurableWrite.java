@@ -6,11 +6,13 @@ import java.sql.Statement;
 
 /**
  * A write to walhook's own state that an answer acknowledges (a subscription created, edited,
- * paused or deleted through the API, a backfill started or moved on): one transaction committed
- * with {@code synchronous_commit = on}, whatever the server's or role's default, so that a crash
- * just after the answer does not take it back. (With {@code off}, a commit is acknowledged before
- * its WAL reaches the disk.) Writes that may be repeated after a crash (progress, positions) keep
- * the default.
+ * paused or deleted through the API, a backfill started or moved on): one transaction whose
+ * commit waits for its WAL to reach the disk, so that a crash just after the answer does not take
+ * it back. With {@code synchronous_commit = off} (the server's or role's default) a commit is
+ * acknowledged before that: such a write commits with {@code local} instead. Any other setting
+ * already flushes, and is kept (a stronger one, waiting for synchronous standbys, is not weakened;
+ * {@code on} where the default is {@code local} would wait for standbys that may be down). Writes
+ * that may be repeated after a crash (progress, positions) keep the default.
  */
 public final class DurableWrite {
 
@@ -38,10 +40,11 @@ public final class DurableWrite {
         }
     }
 
-    /** Makes the transaction open on {@code c} commit durably. */
+    /** Makes the transaction open on {@code c} commit durably (at least flushed locally). */
     public static void durable(Connection c) throws SQLException {
         try (Statement s = c.createStatement()) {
-            s.execute("SET LOCAL synchronous_commit = on");
+            s.execute("SELECT pg_catalog.set_config('synchronous_commit', 'local', true)"
+                    + " WHERE pg_catalog.current_setting('synchronous_commit') = 'off'");
         }
     }
 }

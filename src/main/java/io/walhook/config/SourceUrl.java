@@ -51,6 +51,11 @@ public record SourceUrl(String host, int port, String database, String user, Str
         int port = uri.getPort() < 0 ? 5432 : uri.getPort();
         String path = uri.getRawPath() == null ? "" : uri.getRawPath();
         String database = path.length() > 1 ? decode(path.substring(1)) : "";
+        if (path.contains("@")) {
+            // postgresql://app:2024/rest@db/orders: a password holding '/' made "app:2024" the host
+            throw new ConfigException(VARIABLE, "has '@' after its host; percent-encode '/', '?', '#' and '@' in a"
+                    + " user name, password or database name (%2F, %3F, %23, %40)");
+        }
         if (database.isEmpty() || database.contains("/")) {
             throw new ConfigException(VARIABLE, "must name one database in its path, as in postgresql://host:5432/mydb");
         }
