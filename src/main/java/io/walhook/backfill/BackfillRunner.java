@@ -245,6 +245,7 @@ public final class BackfillRunner implements Runnable {
 
     /** One chunk's worth of work on every running backfill; false when there was nothing to do. */
     boolean round() throws SQLException, InterruptedException {
+        long began = System.nanoTime(); // before step() looks at a rate: a due it was held for is not missed
         List<Backfill> unfinished = store.unfinished();
         Map<UUID, Backfill> current = new HashMap<>();
         unfinished.forEach(b -> current.put(b.id(), b));
@@ -301,7 +302,7 @@ public final class BackfillRunner implements Runnable {
             run.backfill = backfill;
             stepped.add(backfill.id());
             worked |= step(run);
-            if (run.nextChunkAt != 0 && System.nanoTime() - run.nextChunkAt < 0) {
+            if (run.nextChunkAt != 0 && began - run.nextChunkAt < 0) {
                 due.add(run.nextChunkAt); // held by its rate (one past is no reason to wake: step read if it could)
             }
             Chunk head = run.inFlight.peekFirst();

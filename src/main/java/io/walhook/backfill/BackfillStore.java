@@ -89,8 +89,8 @@ public final class BackfillStore {
                 }
                 c.commit();
                 return new Inserted(written, null, null);
-            } catch (SQLException e) {
-                c.rollback();
+            } catch (Throwable e) {
+                c.rollback(); // not committed by the autocommit restored below
                 throw e;
             } finally {
                 c.setAutoCommit(autoCommit);

@@ -32,8 +32,8 @@ public final class DurableWrite {
             T result = work.run(c);
             c.commit();
             return result;
-        } catch (SQLException | RuntimeException e) {
-            c.rollback();
+        } catch (Throwable e) {
+            c.rollback(); // not committed by the autocommit restored below
             throw e;
         } finally {
             c.setAutoCommit(autoCommit);

@@ -264,20 +264,28 @@ public final class ParkedEventStore {
         if (ids.isEmpty()) {
             return 0;
         }
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ? AND id = ANY (?)")) {
-            s.setString(1, subscriptionId);
-            s.setArray(2, c.createArrayOf("bigint", ids.toArray()));
-            return s.executeUpdate();
+        try (Connection c = dataSource.getConnection()) {
+            // the answer says they are dropped for good: not brought back by a crash (DurableWrite)
+            return io.walhook.config.DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table
+                        + " WHERE subscription_id = ? AND id = ANY (?)")) {
+                    s.setString(1, subscriptionId);
+                    s.setArray(2, t.createArrayOf("bigint", ids.toArray()));
+                    return s.executeUpdate();
+                }
+            });
         }
     }
 
     /** Drops the subscription's whole queue (the API's drop of every dead letter, or the subscription deleted); returns how many. */
     public int deleteAll(String subscriptionId) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ?")) {
-            s.setString(1, subscriptionId);
-            return s.executeUpdate();
+        try (Connection c = dataSource.getConnection()) {
+            return io.walhook.config.DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ?")) {
+                    s.setString(1, subscriptionId);
+                    return s.executeUpdate();
+                }
+            });
         }
     }
 

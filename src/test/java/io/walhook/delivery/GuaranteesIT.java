@@ -104,6 +104,18 @@ class GuaranteesIT {
                 String subscription = "{\"name\": \"%s\", \"tables\": [\"public.items\"], \"filter\": \"%s\","
                         + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/d") + "\"}}";
                 String edited = api.create(subscription.formatted("edited", "new.n > 0"));
+                // a dead letter, durable, and the slot's position past its change durable too (no replay parks it again)
+                receiver.respond(request -> request.path().startsWith("/failing") ? 500 : 204);
+                String failing = api.create("{\"name\": \"failing\", \"tables\": [\"public.items\"], \"retry\":"
+                        + " {\"max_attempts\": 1}, \"destination\": {\"type\": \"webhook\", \"url\": \""
+                        + receiver.url("/failing") + "\"}}");
+                await().atMost(WAIT).until(() -> api.status("failing") != null);
+                pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+                await().atMost(WAIT).until(() -> api.get("/subscriptions/" + failing + "/dead-letters").body()
+                        .get("items").size() == 1);
+                String written = valueOf(pg, database, "pg_current_wal_lsn()");
+                await().atMost(WAIT).until(() -> valueOf(pg, database,
+                        "(SELECT confirmed_flush_lsn FROM pg_replication_slots) >= '" + written + "'::pg_lsn").equals("true"));
                 pg.execute(database, "CHECKPOINT");
                 pg.holdWalWriter();
 
@@ -113,6 +125,9 @@ class GuaranteesIT {
                 assertThat(api.post("/subscriptions/" + edited + "/pause", "").status()).isEqualTo(200);
                 ApiClient.Answer backfill = api.post("/subscriptions/" + created + "/backfills", "{}");
                 assertThat(backfill.status()).as(backfill.text()).isEqualTo(202);
+                // last: a durable write after it would flush it with its own
+                assertThat(api.delete("/subscriptions/" + failing + "/dead-letters").body().get("deleted").asInt())
+                        .isEqualTo(1);
                 pg.crashLosingUnflushedCommits();
 
                 await().atMost(WAIT).ignoreExceptions()
@@ -121,11 +136,22 @@ class GuaranteesIT {
                 JsonNode after = api.get("/subscriptions/" + edited).body();
                 assertThat(after.get("filter").asText()).as("edited").isEqualTo("new.n > 2");
                 assertThat(after.get("paused").asBoolean()).as("paused").isTrue();
+                assertThat(api.get("/subscriptions/" + failing + "/dead-letters").body().get("items")).as("dropped")
+                        .isEmpty();
                 assertThat(api.get("/subscriptions/" + created + "/backfills/" + backfill.body().get("id").asText())
                         .status()).as("backfill").isEqualTo(200);
             }
         } finally {
             pg.stop();
+        }
+    }
+
+    /** The value of one SQL expression, as text. */
+    private static String valueOf(PostgresServer pg, String database, String expression) throws Exception {
+        try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT (" + expression + ")::text")) {
+            rs.next();
+            return String.valueOf(rs.getString(1));
         }
     }
 
