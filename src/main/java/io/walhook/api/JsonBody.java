@@ -58,7 +58,8 @@ final class JsonBody {
 
     private static String at(JsonProcessingException e) {
         com.fasterxml.jackson.core.JsonLocation where = e.getLocation();
-        return where == null || where.getLineNr() < 1 ? "" : " at line " + where.getLineNr() + ", column " + where.getColumnNr();
+        return where == null || where.getLineNr() < 1 ? ""
+                : " at line " + where.getLineNr() + ", column " + where.getColumnNr();
     }
 
     /**

@@ -338,8 +338,8 @@ public final class BackfillRunner implements Runnable {
      * (synchronous_commit off, an asynchronous standby), and the stream never meets it. Such a loss
      * ends the connection the chunk committed on (unless the old server lives on beside the new
      * one): the runner makes sure its connection is alive, and one found broken is replaced
-     * ({@link #connection}), giving up on the chunks committed before. A stream that is only behind costs nothing but this look. True when it gave
-     * any up.
+     * ({@link #connection}), giving up on the chunks committed before. A stream that is only behind
+     * costs nothing but this look. True when it gave any up.
      */
     private boolean lookAfterLateChunks() throws SQLException {
         long now = System.nanoTime();
