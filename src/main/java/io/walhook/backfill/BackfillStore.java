@@ -55,46 +55,34 @@ public final class BackfillStore {
     public Inserted insertUnlessBusy(String subscriptionId, String origin, List<String> tables, String filter,
             int chunkSize, Integer maxRowsPerSecond) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                io.walhook.config.DurableWrite.durable(c); // the 202 says it is started
-                try (PreparedStatement lock = c.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
+            return io.walhook.config.DurableWrite.run(c, t -> { // the 202 says it is started
+                try (PreparedStatement lock = t.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
                     lock.setString(1, table + ":" + subscriptionId);
                     lock.execute();
                 }
-                try (PreparedStatement busy = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
+                try (PreparedStatement busy = t.prepareStatement("SELECT " + COLUMNS + " FROM " + table
                         + " WHERE subscription_id = ? AND state IN ('running', 'paused') AND tables && ?"
                         + " ORDER BY created_at LIMIT 1")) {
                     busy.setString(1, subscriptionId);
-                    busy.setArray(2, c.createArrayOf("text", tables.toArray()));
+                    busy.setArray(2, t.createArrayOf("text", tables.toArray()));
                     try (ResultSet rs = busy.executeQuery()) {
                         if (rs.next()) {
                             Backfill holder = read(rs);
                             String held = tables.stream().filter(holder.tables()::contains).findFirst().orElse(null);
-                            c.rollback();
-                            return new Inserted(null, holder, held);
+                            return new Inserted(null, holder, held); // nothing written: the commit releases the lock
                         }
                     }
                 }
-                Backfill written;
-                try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table
+                try (PreparedStatement s = t.prepareStatement("INSERT INTO " + table
                         + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
                         + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) RETURNING " + COLUMNS)) {
-                    bind(c, s, UUID.randomUUID(), subscriptionId, origin, tables, filter, chunkSize, maxRowsPerSecond);
+                    bind(t, s, UUID.randomUUID(), subscriptionId, origin, tables, filter, chunkSize, maxRowsPerSecond);
                     try (ResultSet rs = s.executeQuery()) {
                         rs.next();
-                        written = read(rs);
+                        return new Inserted(read(rs), null, null);
                     }
                 }
-                c.commit();
-                return new Inserted(written, null, null);
-            } catch (Throwable e) {
-                c.rollback(); // not committed by the autocommit restored below
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
+            });
         }
     }
 

@@ -41,7 +41,7 @@ public final class DurableWrite {
     }
 
     /** Makes the transaction open on {@code c} commit durably (at least flushed locally). */
-    public static void durable(Connection c) throws SQLException {
+    private static void durable(Connection c) throws SQLException {
         try (Statement s = c.createStatement()) {
             s.execute("SELECT pg_catalog.set_config('synchronous_commit', 'local', true)"
                     + " WHERE pg_catalog.current_setting('synchronous_commit') = 'off'");
