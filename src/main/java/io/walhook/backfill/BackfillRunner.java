@@ -26,6 +26,7 @@ import java.util.function.Supplier;
 
 import org.jboss.logging.Logger;
 
+import io.walhook.config.SessionTimeout;
 import io.walhook.pgoutput.TupleData;
 import io.walhook.routing.CelFilter;
 import io.walhook.routing.CelFilterException;
@@ -765,6 +766,8 @@ public final class BackfillRunner implements Runnable {
             p.setProperty("options", io.walhook.change.ValueConverters.SESSION_OPTIONS);
             p.setProperty("binaryTransfer", "false");
             p.setProperty("tcpKeepAlive", "true");
+            // a chunk's query may rightly run until the server cancels it
+            p.setProperty(SessionTimeout.SOCKET_TIMEOUT, SessionTimeout.beyond(settings.statementTimeout()));
             connection = DriverManager.getConnection(settings.jdbcUrl(), p);
             connections++;
             abandonChunksOfEarlierConnections();

@@ -26,6 +26,8 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
             SourceUrl source = SourceUrl.parse(value(context, "walhook.source.url"),
                     value(context, "walhook.source.user"), value(context, "walhook.source.password"));
             derived.put("quarkus.datasource.jdbc.url", source.jdbcUrl());
+            derived.put("quarkus.datasource.jdbc.additional-jdbc-properties." + SessionTimeout.SOCKET_TIMEOUT,
+                    SessionTimeout.SECONDS);
             derived.put("quarkus.datasource.reactive.url", source.reactiveUrl());
             derived.put("quarkus.datasource.username", source.user());
             if (source.password() != null) {

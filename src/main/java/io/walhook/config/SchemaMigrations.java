@@ -109,7 +109,8 @@ public final class SchemaMigrations {
             takeLock(c, schema, lock);
             boolean unlocked = false;
             try {
-                int applied = migrate(c, schema, migrations);
+                // a migration rewriting a large table may take its time
+                int applied = SessionTimeout.unlimited(c, u -> migrate(u, schema, migrations));
                 c.setAutoCommit(true);
                 try (Statement s = c.createStatement()) {
                     s.execute("SELECT pg_advisory_unlock(" + lock + ")");

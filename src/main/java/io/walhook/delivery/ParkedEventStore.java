@@ -280,12 +280,13 @@ public final class ParkedEventStore {
     /** Drops the subscription's whole queue (the API's drop of every dead letter, or the subscription deleted); returns how many. */
     public int deleteAll(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            return io.walhook.config.DurableWrite.run(c, t -> {
+            // a queue of any size: as long as it takes
+            return io.walhook.config.SessionTimeout.unlimited(c, u -> io.walhook.config.DurableWrite.run(u, t -> {
                 try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ?")) {
                     s.setString(1, subscriptionId);
                     return s.executeUpdate();
                 }
-            });
+            }));
         }
     }
 

@@ -9,6 +9,8 @@ import java.util.Properties;
 
 import org.jboss.logging.Logger;
 
+import io.walhook.config.SessionTimeout;
+
 /**
  * One active walhook per slot: a session-level PostgreSQL advisory lock, keyed by the slot name,
  * held on a connection of its own for as long as the instance is active. The server releases it
@@ -101,6 +103,7 @@ public final class ActiveLock implements AutoCloseable {
         }
         properties.setProperty("ApplicationName", applicationName);
         properties.setProperty("tcpKeepAlive", "true");
+        properties.setProperty(SessionTimeout.SOCKET_TIMEOUT, SessionTimeout.SECONDS);
         return properties;
     }
 

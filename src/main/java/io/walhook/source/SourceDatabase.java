@@ -11,6 +11,7 @@ import javax.sql.DataSource;
 
 import org.jboss.logging.Logger;
 
+import io.walhook.config.SessionTimeout;
 import io.walhook.pgoutput.Lsn;
 
 /**
@@ -142,13 +143,19 @@ public final class SourceDatabase {
                         + " delete its checkpoint (DELETE FROM <state schema>.checkpoint WHERE slot_name = '" + name
                         + "') and restart walhook");
             }
-            try (Connection c = dataSource.getConnection();
-                 PreparedStatement s = c.prepareStatement("SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
-                s.setString(1, name);
-                try (ResultSet rs = s.executeQuery()) {
-                    rs.next();
-                    LOG.infof("created replication slot %s (pgoutput) at %s", name, rs.getString(1));
-                }
+            try (Connection c = dataSource.getConnection()) {
+                // waits for the transactions open now to end, however long they last
+                String at = SessionTimeout.unlimited(c, u -> {
+                    try (PreparedStatement s = u.prepareStatement(
+                            "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
+                        s.setString(1, name);
+                        try (ResultSet rs = s.executeQuery()) {
+                            rs.next();
+                            return rs.getString(1);
+                        }
+                    }
+                });
+                LOG.infof("created replication slot %s (pgoutput) at %s", name, at);
             }
             return;
         }

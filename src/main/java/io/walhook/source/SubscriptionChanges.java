@@ -24,18 +24,29 @@ import org.postgresql.PGConnection;
 public final class SubscriptionChanges implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(SubscriptionChanges.class);
+    /** How long the session may hear nothing before it is asked to answer. */
+    private static final Duration QUIET = Duration.ofSeconds(30);
+    private static final int ANSWER_SECONDS = 5;
 
     private final String jdbcUrl;
     private final Properties properties;
     private final List<String> channels;
+    private final long quietNanos;
     private Connection connection;
+    /** When (System.nanoTime) the session was last known to be there: opened, notified, or found answering. */
+    private long heardNanos;
     private String lastProblem;
 
     /** @param channels what to listen on: plain identifiers */
     public SubscriptionChanges(String jdbcUrl, String user, String password, List<String> channels) {
+        this(jdbcUrl, user, password, channels, QUIET);
+    }
+
+    SubscriptionChanges(String jdbcUrl, String user, String password, List<String> channels, Duration quiet) {
         this.jdbcUrl = jdbcUrl;
         this.properties = ActiveLock.sessionProperties(user, password, "walhook-listen");
         this.channels = List.copyOf(channels);
+        this.quietNanos = quiet.toNanos();
     }
 
     /**
@@ -52,6 +63,7 @@ public final class SubscriptionChanges implements AutoCloseable {
                     }
                 }
                 lastProblem = null;
+                heardNanos = System.nanoTime();
             }
             org.postgresql.PGNotification[] notes = connection.unwrap(PGConnection.class)
                     .getNotifications((int) Math.max(1, timeout.toMillis()));
@@ -60,6 +72,15 @@ public final class SubscriptionChanges implements AutoCloseable {
                 for (org.postgresql.PGNotification note : notes) {
                     notified.add(note.getName());
                 }
+            }
+            if (!notified.isEmpty()) {
+                heardNanos = System.nanoTime();
+            } else if (System.nanoTime() - heardNanos >= quietNanos) {
+                // quiet for long: a session left half-open by a failover hears nothing, and says nothing of it
+                if (!connection.isValid(ANSWER_SECONDS)) {
+                    throw new SQLException("the listening session did not answer within " + ANSWER_SECONDS + " s");
+                }
+                heardNanos = System.nanoTime();
             }
             return notified;
         } catch (SQLException e) {

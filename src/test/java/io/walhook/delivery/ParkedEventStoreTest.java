@@ -46,6 +46,34 @@ class ParkedEventStoreTest {
     }
 
     @Test
+    void droppingAQueueWaitsAsLongAsItTakesThoughTheSessionGivesUpOnSilenceSooner() throws Exception {
+        // the pool's sessions give up on a server silent for their socket timeout (SessionTimeout): 1 s here
+        org.postgresql.ds.PGSimpleDataSource impatient = new org.postgresql.ds.PGSimpleDataSource();
+        impatient.setUrl(database.dataSource.getUrl());
+        impatient.setUser(database.dataSource.getUser());
+        impatient.setPassword(database.dataSource.getPassword());
+        impatient.setSocketTimeout(1);
+        ParkedEventStore dropping = new ParkedEventStore(impatient, "walhook");
+        try (java.sql.Connection locker = database.dataSource.getConnection();
+             java.sql.Statement s = locker.createStatement()) {
+            locker.setAutoCommit(false);
+            s.execute("SELECT 1 FROM walhook.parked_event WHERE event_id = 'event-3' FOR UPDATE"); // as a lane's round does
+            java.util.concurrent.CompletableFuture<Integer> dropped = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return dropping.deleteAll(ID);
+                } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            // three times the session's limit
+            org.awaitility.Awaitility.await().pollDelay(java.time.Duration.ofSeconds(3)).until(() -> true);
+            assertThat(dropped).as("waits for the lock").isNotDone();
+            locker.commit();
+            assertThat(dropped.get(1, java.util.concurrent.TimeUnit.MINUTES)).isEqualTo(5);
+        }
+    }
+
+    @Test
     void aPageHoldsTheRowsWhoseBodiesFitTogether() throws Exception {
         ParkedEventStore.Synced synced = store.sync(ID, List.of(), Map.of(), 0, 1000, 650, false);
         assertThat(ids(synced)).containsExactly("event-1", "event-2", "event-3"); // 600 bytes; the fourth would be 1,000

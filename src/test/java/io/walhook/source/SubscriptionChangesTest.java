@@ -9,9 +9,13 @@ import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 import io.walhook.routing.SubscriptionStore;
+import io.walhook.testing.TcpProxy;
 import io.walhook.testing.TestPostgres;
 
-/** The poller's wake-up: every subscription and backfill write notifies, and a lost listening session comes back. */
+/**
+ * The poller's wake-up: every subscription and backfill write notifies, and a lost listening
+ * session comes back, whether it ended or was left half-open.
+ */
 class SubscriptionChangesTest {
 
     private static final String BODY = "{\"name\": \"%s\", \"destination\": {\"type\": \"webhook\","
@@ -51,6 +55,29 @@ class SubscriptionChangesTest {
                 store.insert(SourceFixture.JSON.readTree(String.format(BODY, "c" + UUID.randomUUID())));
                 return !changes.await(Duration.ofMillis(500)).isEmpty();
             });
+        }
+    }
+
+    @Test
+    void aListeningSessionAFailoverLeftHalfOpenIsReplaced() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "listen_half_open");
+             TcpProxy proxy = TcpProxy.to(source.server.host(), source.server.port());
+             SubscriptionChanges changes = new SubscriptionChanges("jdbc:postgresql://" + source.server.host() + ":"
+                     + proxy.port() + "/" + source.database, source.server.user(), source.server.password(),
+                     java.util.List.of(SubscriptionStore.CHANNEL), Duration.ofSeconds(2))) {
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            assertThat(changes.await(Duration.ofMillis(200))).isEmpty();
+            store.insert(SourceFixture.JSON.readTree(String.format(BODY, "a")));
+            assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(SubscriptionStore.CHANNEL);
+
+            // its server gone without a word: a session that waits on it hears nothing, ever
+            proxy.loseServerOfAll();
+            await().atMost(Duration.ofMinutes(1)).until(() -> {
+                store.insert(SourceFixture.JSON.readTree(String.format(BODY, "b" + UUID.randomUUID())));
+                return !changes.await(Duration.ofMillis(500)).isEmpty();
+            });
+            assertThat(proxy.connections()).as("a new session").isEqualTo(2);
         }
     }
 }

@@ -14,7 +14,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A TCP proxy on 127.0.0.1 in front of a server, for faults a server does not make itself: every
  * connection through it can be closed at once, cleanly (FIN, no error message), as a load
  * balancer or NAT gateway drops a connection it considers idle; or go silent (a black hole: what
- * either side writes is taken and never passed on), as a network partition does.
+ * either side writes is taken and never passed on), as a network partition does; or lose their
+ * server while their clients are never told (half-open), as a failover to a new primary does.
  */
 public final class TcpProxy implements AutoCloseable {
 
@@ -22,6 +23,8 @@ public final class TcpProxy implements AutoCloseable {
     private final String host;
     private final int targetPort;
     private final List<Socket> open = new CopyOnWriteArrayList<>();
+    /** The server side of each connection, by its number. */
+    private final java.util.Map<Integer, Socket> servers = new java.util.concurrent.ConcurrentHashMap<>();
     private final AtomicInteger accepted = new AtomicInteger();
     /** Connections up to this one (in order of acceptance) pass nothing on any more. */
     private volatile int silentUpTo;
@@ -69,6 +72,23 @@ public final class TcpProxy implements AutoCloseable {
         silentUpTo = accepted.get();
     }
 
+    /**
+     * The server behind every connection open now goes away: its side is closed (its backends end,
+     * their locks and slots are freed), while the clients' sides stay open and hear nothing, not even
+     * the end, as after a failover that left them half-open. New connections reach the server.
+     */
+    public void loseServerOfAll() {
+        silenceAll();
+        int upTo = silentUpTo;
+        servers.forEach((connection, server) -> {
+            if (connection <= upTo) {
+                closeQuietly(server);
+                open.remove(server);
+                servers.remove(connection);
+            }
+        });
+    }
+
     private void accept() {
         while (!listener.isClosed()) {
             try {
@@ -77,6 +97,7 @@ public final class TcpProxy implements AutoCloseable {
                 int connection = accepted.incrementAndGet();
                 open.add(client);
                 open.add(server);
+                servers.put(connection, server);
                 pump(client, server, connection);
                 pump(server, client, connection);
             } catch (IOException e) {
@@ -88,7 +109,10 @@ public final class TcpProxy implements AutoCloseable {
     private void pump(Socket from, Socket to, int connection) {
         Thread thread = new Thread(() -> {
             byte[] buffer = new byte[16 * 1024];
-            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+            // the streams are not closed here: closing one closes its socket, and a silenced side stays open
+            try {
+                InputStream in = from.getInputStream();
+                OutputStream out = to.getOutputStream();
                 int n;
                 while ((n = in.read(buffer)) >= 0) {
                     if (connection <= silentUpTo) {
@@ -102,6 +126,7 @@ public final class TcpProxy implements AutoCloseable {
             } finally {
                 closeQuietly(from);
                 open.remove(from);
+                servers.values().remove(from);
                 if (connection > silentUpTo) {
                     closeQuietly(to);
                     open.remove(to);
