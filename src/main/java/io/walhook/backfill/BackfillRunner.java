@@ -357,8 +357,9 @@ public final class BackfillRunner implements Runnable {
             return false;
         }
         long before = connections;
-        try (Statement s = connection().createStatement()) {
-            s.execute("SELECT 1"); // a broken connection throws: the next round opens another
+        if (!connection().isValid(5)) {
+            closeConnection();
+            connection(); // a new one: the chunks committed on the old one are read again
         }
         lastLook = now;
         return connections != before;
@@ -545,6 +546,8 @@ public final class BackfillRunner implements Runnable {
         try {
             emit(c, Watermarks.LOW + token);
             c.setAutoCommit(false);
+            // the chunk's read may rightly run until the server cancels it
+            c.setNetworkTimeout(Runnable::run, (int) settings.statementTimeout().plus(SessionTimeout.LIMIT).toMillis());
             try (Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
                 s.execute("SET LOCAL statement_timeout = " + settings.statementTimeout().toMillis());
@@ -673,6 +676,7 @@ public final class BackfillRunner implements Runnable {
             try {
                 if (!c.isClosed()) {
                     c.setAutoCommit(true);
+                    c.setNetworkTimeout(Runnable::run, (int) SessionTimeout.LIMIT.toMillis());
                 }
             } catch (SQLException ignored) {
                 // the connection is broken: the next call opens another
@@ -766,8 +770,7 @@ public final class BackfillRunner implements Runnable {
             p.setProperty("options", io.walhook.change.ValueConverters.SESSION_OPTIONS);
             p.setProperty("binaryTransfer", "false");
             p.setProperty("tcpKeepAlive", "true");
-            // a chunk's query may rightly run until the server cancels it
-            p.setProperty(SessionTimeout.SOCKET_TIMEOUT, SessionTimeout.beyond(settings.statementTimeout()));
+            p.setProperty(SessionTimeout.SOCKET_TIMEOUT, SessionTimeout.SECONDS); // a chunk's read waits longer
             connection = DriverManager.getConnection(settings.jdbcUrl(), p);
             connections++;
             abandonChunksOfEarlierConnections();

@@ -26,8 +26,11 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
             SourceUrl source = SourceUrl.parse(value(context, "walhook.source.url"),
                     value(context, "walhook.source.user"), value(context, "walhook.source.password"));
             derived.put("quarkus.datasource.jdbc.url", source.jdbcUrl());
+            // sessions a failover left half-open are given up (SessionTimeout), and statements the server is slow
+            // with are cancelled by the server first
             derived.put("quarkus.datasource.jdbc.additional-jdbc-properties." + SessionTimeout.SOCKET_TIMEOUT,
                     SessionTimeout.SECONDS);
+            derived.put("quarkus.datasource.jdbc.additional-jdbc-properties.options", SessionTimeout.poolOptions());
             derived.put("quarkus.datasource.reactive.url", source.reactiveUrl());
             derived.put("quarkus.datasource.username", source.user());
             if (source.password() != null) {

@@ -27,16 +27,29 @@ public final class DurableWrite {
     public static <T> T run(Connection c, Work<T> work) throws SQLException {
         boolean autoCommit = c.getAutoCommit();
         c.setAutoCommit(false);
+        T result;
         try {
             durable(c);
-            T result = work.run(c);
+            result = work.run(c);
             c.commit();
-            return result;
         } catch (Throwable e) {
-            c.rollback(); // not committed by the autocommit restored below
+            rollBack(c, autoCommit, e); // not committed by the autocommit restored after
             throw e;
-        } finally {
+        }
+        c.setAutoCommit(autoCommit);
+        return result;
+    }
+
+    /**
+     * Rolls back the transaction {@code failure} ended and restores the autocommit mode. On a broken
+     * connection both fail too: what broke it (a timeout, say) stays what the caller hears of.
+     */
+    public static void rollBack(Connection c, boolean autoCommit, Throwable failure) {
+        try {
+            c.rollback();
             c.setAutoCommit(autoCommit);
+        } catch (SQLException broken) {
+            failure.addSuppressed(broken);
         }
     }
 

@@ -2,6 +2,7 @@ package io.walhook.config;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 
 /**
@@ -11,26 +12,35 @@ import java.time.Duration;
  * waiting for an answer on it would wait that long, holding whatever it holds: a pooled connection,
  * the subscription registry's lock, the backfill runner. So every session but the replication
  * stream (which asks the server to answer, {@code ReplicationReader}) gives up on a statement
- * whose answer has not begun within {@link #LIMIT}, and its connection is replaced.
+ * whose answer has not come within {@link #LIMIT}, and its connection is replaced.
  *
- * <p>Statements that may rightly wait longer run {@link #unlimited}: a schema migration, a slot's
- * creation (which waits for the transactions open at that moment), dropping a queue of any size.
+ * <p>A server that is there but slow cancels the pool's statements itself first ({@link
+ * #STATEMENT_LIMIT}, its {@code statement_timeout}): a statement walhook gave up on does not
+ * linger on the server, holding its locks, to take effect later. Statements that may rightly wait
+ * longer run {@link #unlimited}: a schema migration, a publication's or slot's creation (which wait
+ * for locks and for the transactions open at that moment), dropping a queue of any size.
  */
 public final class SessionTimeout {
 
     /** A statement's answer silent for longer breaks its session: far more than any of walhook's own statements takes. */
     public static final Duration LIMIT = Duration.ofSeconds(30);
 
+    /** The pool's {@code statement_timeout}: the server gives up before the session does. */
+    public static final Duration STATEMENT_LIMIT = Duration.ofSeconds(25);
+
     /** pgjdbc's property for it, in seconds: {@link #SOCKET_TIMEOUT} = {@link #SECONDS}. */
     public static final String SOCKET_TIMEOUT = "socketTimeout";
     public static final String SECONDS = String.valueOf(LIMIT.toSeconds());
 
+    /** How long a session asked whether it is still there may take to answer. */
+    private static final int ANSWER_SECONDS = 5;
+
     private SessionTimeout() {
     }
 
-    /** {@link #SOCKET_TIMEOUT}'s value for a session whose statements the server may run for up to {@code statementTimeout}. */
-    public static String beyond(Duration statementTimeout) {
-        return String.valueOf(statementTimeout.plus(LIMIT).toSeconds());
+    /** pgjdbc's {@code options} for the pool's sessions: the server's own limit, {@link #STATEMENT_LIMIT}. */
+    public static String poolOptions() {
+        return "-c statement_timeout=" + STATEMENT_LIMIT.toMillis();
     }
 
     /** Work on a connection that may rightly wait longer than {@link #LIMIT} for the server. */
@@ -38,14 +48,25 @@ public final class SessionTimeout {
         T run(Connection c) throws SQLException;
     }
 
-    /** Runs {@code work} on {@code c} without the limit, then puts the connection's limit back. */
+    /**
+     * Runs {@code work} on {@code c} without either limit, then puts them back. The connection is
+     * first asked whether it is there: one a failover left half-open would otherwise wait forever.
+     */
     public static <T> T unlimited(Connection c, Work<T> work) throws SQLException {
+        if (!c.isValid(ANSWER_SECONDS)) {
+            c.abort(Runnable::run); // not pooled again
+            throw new SQLException("the database session did not answer within " + ANSWER_SECONDS + " s", "08006");
+        }
         int before = c.getNetworkTimeout();
         c.setNetworkTimeout(Runnable::run, 0);
+        try (Statement s = c.createStatement()) {
+            s.execute("SET statement_timeout = 0");
+        }
         try {
             return work.run(c);
         } finally {
-            try {
+            try (Statement s = c.createStatement()) {
+                s.execute("RESET statement_timeout"); // to the session's own: the pool's, or the server's
                 c.setNetworkTimeout(Runnable::run, before);
             } catch (SQLException closed) {
                 // a closed connection cannot wait on anything: nothing to put back

@@ -128,6 +128,9 @@ public class StartupCheck {
      */
     public static boolean restarting(Throwable e, int attempt) {
         for (Throwable cause = e; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
+            if (cause instanceof java.util.concurrent.TimeoutException) {
+                return true; // the pool could not open a connection in time: a server starting, or too busy to answer
+            }
             if (cause instanceof java.sql.SQLException sql && sql.getSQLState() != null) {
                 String state = sql.getSQLState();
                 if (state.startsWith("57P0") || state.equals("08003") || state.equals("08006")
@@ -140,12 +143,17 @@ public class StartupCheck {
     }
 
     private static String firstLine(Throwable e) {
+        // the deepest cause that says something: some carry no message (an EOFException when the server closed
+        // the connection, the TimeoutException under the pool's "Acquisition timeout")
         Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
+        String message = null;
+        for (Throwable cause = e; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
+            root = cause;
+            if (cause.getMessage() != null) {
+                message = cause.getMessage();
+            }
         }
-        // some causes carry no message (an EOFException when the server closed the connection)
-        String message = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
+        message = message == null ? root.getClass().getSimpleName() : message;
         int newline = message.indexOf('\n');
         return newline < 0 ? message : message.substring(0, newline);
     }

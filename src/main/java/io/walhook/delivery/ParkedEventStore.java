@@ -151,12 +151,11 @@ public final class ParkedEventStore {
                     }
                 }
                 c.commit();
+                c.setAutoCommit(autoCommit);
                 return added;
             } catch (SQLException | JsonProcessingException | RuntimeException e) {
-                c.rollback();
+                io.walhook.config.DurableWrite.rollBack(c, autoCommit, e);
                 throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
             }
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("cannot write headers as JSON", e);
@@ -173,21 +172,25 @@ public final class ParkedEventStore {
 
     /**
      * A page of a subscription's queue, oldest first, after the given row id (0 for the first page);
-     * with {@code rowKey}, only the rows of that key.
+     * with {@code rowKey}, only the rows of that key (found by reading the subscription's queue: as
+     * long as that takes).
      */
     public List<Parked> page(String subscriptionId, long afterId, int limit, Optional<String> rowKey) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + " FROM " + table
-                     + " WHERE subscription_id = ? AND id > ?" + (rowKey.isPresent() ? " AND row_key = ?::jsonb" : "")
-                     + " ORDER BY id LIMIT ?")) {
-            s.setString(1, subscriptionId);
-            s.setLong(2, afterId);
-            int next = 3;
-            if (rowKey.isPresent()) {
-                s.setString(next++, storable(rowKey.get()));
-            }
-            s.setInt(next, limit);
-            return rows(s);
+        try (Connection c = dataSource.getConnection()) {
+            return io.walhook.config.SessionTimeout.unlimited(c, u -> {
+                try (PreparedStatement s = u.prepareStatement("SELECT " + COLUMNS + " FROM " + table
+                        + " WHERE subscription_id = ? AND id > ?" + (rowKey.isPresent() ? " AND row_key = ?::jsonb" : "")
+                        + " ORDER BY id LIMIT ?")) {
+                    s.setString(1, subscriptionId);
+                    s.setLong(2, afterId);
+                    int next = 3;
+                    if (rowKey.isPresent()) {
+                        s.setString(next++, storable(rowKey.get()));
+                    }
+                    s.setInt(next, limit);
+                    return rows(s);
+                }
+            });
         }
     }
 
@@ -364,25 +367,27 @@ public final class ParkedEventStore {
                     }
                 }
                 c.commit();
+                c.setAutoCommit(autoCommit);
                 return new Synced(deleted, page, more);
             } catch (SQLException | RuntimeException e) {
-                c.rollback();
+                io.walhook.config.DurableWrite.rollBack(c, autoCommit, e);
                 throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
             }
         }
     }
 
-    /** Rows in the subscription's queue. */
+    /** Rows in the subscription's queue (counted: as long as that takes). */
     public long count(String subscriptionId) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE subscription_id = ?")) {
-            s.setString(1, subscriptionId);
-            try (ResultSet rs = s.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
+        try (Connection c = dataSource.getConnection()) {
+            return io.walhook.config.SessionTimeout.unlimited(c, u -> {
+                try (PreparedStatement s = u.prepareStatement("SELECT count(*) FROM " + table + " WHERE subscription_id = ?")) {
+                    s.setString(1, subscriptionId);
+                    try (ResultSet rs = s.executeQuery()) {
+                        rs.next();
+                        return rs.getLong(1);
+                    }
+                }
+            });
         }
     }
 
@@ -405,11 +410,19 @@ public final class ParkedEventStore {
         return ids;
     }
 
-    /** Subscriptions (by id) with rows in their queue: their lanes start at once, to deliver them. */
+    /**
+     * Subscriptions (by id) with rows in their queue: their lanes start at once, to deliver them. One
+     * probe of the queue's index per subscription found (a loose index scan), not a read of every
+     * row: a queue of millions takes milliseconds, well within the session's limit.
+     */
     public Set<String> subscriptionsWithParkedEvents() throws SQLException {
         Set<String> ids = new TreeSet<>();
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT DISTINCT subscription_id FROM " + table);
+             PreparedStatement s = c.prepareStatement("WITH RECURSIVE found (id) AS ("
+                     + "(SELECT subscription_id FROM " + table + " ORDER BY subscription_id LIMIT 1)"
+                     + " UNION ALL SELECT (SELECT subscription_id FROM " + table + " WHERE subscription_id > found.id"
+                     + " ORDER BY subscription_id LIMIT 1) FROM found WHERE found.id IS NOT NULL)"
+                     + " SELECT id FROM found WHERE id IS NOT NULL");
              ResultSet rs = s.executeQuery()) {
             while (rs.next()) {
                 ids.add(rs.getString(1));

@@ -93,10 +93,18 @@ public final class SourceDatabase {
                 }
                 target = list.toString();
             }
-            try (Statement s = c.createStatement()) {
-                s.execute("CREATE PUBLICATION " + quote(name) + " " + target);
+            try {
+                // it waits for a lock on each table (behind a VACUUM, an ALTER TABLE): as long as that takes
+                SessionTimeout.unlimited(c, u -> {
+                    try (Statement s = u.createStatement()) {
+                        return s.execute("CREATE PUBLICATION " + quote(name) + " " + target);
+                    }
+                });
                 LOG.infof("created publication %s %s", name, target);
             } catch (SQLException e) {
+                if (e.getSQLState() != null && (e.getSQLState().startsWith("08") || e.getSQLState().startsWith("57P"))) {
+                    throw e; // the server went away, not a refusal: start-up tries again
+                }
                 String hint = target.equals("FOR ALL TABLES")
                         ? "a publication FOR ALL TABLES needs a superuser: create it yourself, or set"
                                 + " WALHOOK_PUBLICATION_TABLES to the tables walhook should stream"

@@ -64,4 +64,24 @@ class DatabaseOutageIT {
             pg.stop();
         }
     }
+
+    @Test
+    void walhookStartedWhileItsDatabaseHangsWaitsForIt() throws Exception {
+        EmbeddedPostgres pg = EmbeddedPostgres.builder().major(TestPostgres.defaultMajor()).start();
+        try {
+            String database = pg.createDatabase("hung_start");
+            pg.freeze(); // taking connections, answering nothing: a server too busy to answer
+            try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN))) {
+                // longer than the pool waits for a connection (5 s): a configuration error would have exited by now
+                await().during(Duration.ofSeconds(12)).atMost(Duration.ofSeconds(15)).until(walhook::isAlive);
+                pg.thaw();
+                walhook.awaitReady(WAIT);
+                assertThat(get(walhook, "/status").statusCode()).isEqualTo(200);
+            }
+        } finally {
+            pg.thaw(); // stopped, it would not hear pg_ctl's stop
+            pg.stop();
+        }
+    }
 }

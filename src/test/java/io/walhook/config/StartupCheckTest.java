@@ -64,5 +64,7 @@ class StartupCheckTest {
         assertThat(StartupCheck.restarting(failure.apply("28P01"), 2)).as("a wrong password").isFalse();
         assertThat(StartupCheck.restarting(failure.apply("42501"), 2)).as("no permission to create the schema").isFalse();
         assertThat(StartupCheck.restarting(new IllegalStateException("no SQL state"), 2)).isFalse();
+        assertThat(StartupCheck.restarting(new java.sql.SQLException("Acquisition timeout while waiting for new connection",
+                new java.util.concurrent.TimeoutException()), 1)).as("the pool's: a server too busy to answer").isTrue();
     }
 }

@@ -47,12 +47,14 @@ class ParkedEventStoreTest {
 
     @Test
     void droppingAQueueWaitsAsLongAsItTakesThoughTheSessionGivesUpOnSilenceSooner() throws Exception {
-        // the pool's sessions give up on a server silent for their socket timeout (SessionTimeout): 1 s here
+        // the pool's sessions give up on a server silent for their socket timeout, and the server cancels their
+        // statements sooner (SessionTimeout): 2 s and 1 s here
         org.postgresql.ds.PGSimpleDataSource impatient = new org.postgresql.ds.PGSimpleDataSource();
         impatient.setUrl(database.dataSource.getUrl());
         impatient.setUser(database.dataSource.getUser());
         impatient.setPassword(database.dataSource.getPassword());
-        impatient.setSocketTimeout(1);
+        impatient.setSocketTimeout(2);
+        impatient.setOptions("-c statement_timeout=1000");
         ParkedEventStore dropping = new ParkedEventStore(impatient, "walhook");
         try (java.sql.Connection locker = database.dataSource.getConnection();
              java.sql.Statement s = locker.createStatement()) {
@@ -65,12 +67,28 @@ class ParkedEventStoreTest {
                     throw new IllegalStateException(e);
                 }
             });
-            // three times the session's limit
-            org.awaitility.Awaitility.await().pollDelay(java.time.Duration.ofSeconds(3)).until(() -> true);
+            // twice the session's limit
+            org.awaitility.Awaitility.await().pollDelay(java.time.Duration.ofSeconds(4)).until(() -> true);
             assertThat(dropped).as("waits for the lock").isNotDone();
             locker.commit();
             assertThat(dropped.get(1, java.util.concurrent.TimeUnit.MINUTES)).isEqualTo(5);
         }
+    }
+
+    @Test
+    void theSubscriptionsWithQueuedEventsAreFoundOneProbeEach() throws Exception {
+        List<String> others = List.of("00000000-0000-4000-8000-000000000001", "ffffffff-0000-4000-8000-000000000002",
+                "config:hooks");
+        for (String other : others) {
+            store.append(other, "others", List.of(new ParkedEventStore.Entry("o-" + other, Lsn.of(0x9000), Instant.EPOCH,
+                    "application/json", Map.of(), null, new byte[1], null, null)), 0, null);
+        }
+        List<String> expected = new ArrayList<>(others);
+        expected.add(ID);
+        assertThat(store.subscriptionsWithParkedEvents()).containsExactlyInAnyOrderElementsOf(expected);
+        store.deleteAll(others.get(1));
+        expected.remove(others.get(1));
+        assertThat(store.subscriptionsWithParkedEvents()).containsExactlyInAnyOrderElementsOf(expected);
     }
 
     @Test

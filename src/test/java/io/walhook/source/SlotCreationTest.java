@@ -29,7 +29,9 @@ class SlotCreationTest {
             impatient.setUrl(source.dataSource.getUrl());
             impatient.setUser(source.dataSource.getUser());
             impatient.setPassword(source.dataSource.getPassword());
-            impatient.setSocketTimeout(1); // the pool's limit, made 1 s
+            // the pool's limits (SessionTimeout), made 2 s and 1 s
+            impatient.setSocketTimeout(2);
+            impatient.setOptions("-c statement_timeout=1000");
             SourceDatabase database = new SourceDatabase(impatient);
             try (Connection open = source.dataSource.getConnection(); Statement s = open.createStatement()) {
                 open.setAutoCommit(false);
@@ -41,7 +43,7 @@ class SlotCreationTest {
                         throw new IllegalStateException(e);
                     }
                 });
-                await().pollDelay(Duration.ofSeconds(3)).until(() -> true); // three times the limit
+                await().pollDelay(Duration.ofSeconds(4)).until(() -> true); // twice the limit
                 assertThat(created).as("waits for the transaction").isNotDone();
                 open.commit();
                 created.get(1, TimeUnit.MINUTES);
@@ -52,21 +54,31 @@ class SlotCreationTest {
     }
 
     @Test
-    void workWithoutTheLimitPutsItBackAfter() throws Exception {
-        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "unlimited");
-             Connection c = source.dataSource.getConnection()) {
-            c.setNetworkTimeout(Runnable::run, 1000);
-            int inside = SessionTimeout.unlimited(c, u -> {
-                try (Statement s = u.createStatement()) {
-                    s.execute("SELECT pg_sleep(2)"); // twice the limit
+    void workWithoutTheLimitsPutsThemBackAfter() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "unlimited")) {
+            PGSimpleDataSource limited = new PGSimpleDataSource();
+            limited.setUrl(source.dataSource.getUrl());
+            limited.setUser(source.dataSource.getUser());
+            limited.setPassword(source.dataSource.getPassword());
+            limited.setSocketTimeout(3);
+            limited.setOptions("-c statement_timeout=1000");
+            try (Connection c = limited.getConnection()) {
+                int inside = SessionTimeout.unlimited(c, u -> {
+                    try (Statement s = u.createStatement()) {
+                        s.execute("SELECT pg_sleep(4)"); // past both limits
+                    }
+                    return u.getNetworkTimeout();
+                });
+                assertThat(inside).isZero();
+                assertThat(c.getNetworkTimeout()).isEqualTo(3000);
+                try (Statement s = c.createStatement(); java.sql.ResultSet rs = s.executeQuery("SHOW statement_timeout")) {
+                    rs.next();
+                    assertThat(rs.getString(1)).as("the session's own, from its options").isEqualTo("1s");
                 }
-                return u.getNetworkTimeout();
-            });
-            assertThat(inside).isZero();
-            assertThat(c.getNetworkTimeout()).isEqualTo(1000);
-            try (Statement s = c.createStatement()) {
-                org.assertj.core.api.Assertions.assertThatThrownBy(() -> s.execute("SELECT pg_sleep(3)"))
-                        .as("the limit is back").isInstanceOf(java.sql.SQLException.class);
+                try (Statement s = c.createStatement()) {
+                    org.assertj.core.api.Assertions.assertThatThrownBy(() -> s.execute("SELECT pg_sleep(2)"))
+                            .as("the limits are back").isInstanceOf(java.sql.SQLException.class);
+                }
             }
         }
     }

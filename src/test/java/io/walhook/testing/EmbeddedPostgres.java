@@ -383,6 +383,29 @@ public final class EmbeddedPostgres implements PostgresServer {
         walWriter = null;
     }
 
+    /**
+     * Stops the postmaster (SIGSTOP): connections are taken by the kernel and never answered, no
+     * backend starts, as with a server too busy to answer; the sessions open go on. {@link #thaw}
+     * lets it go on.
+     */
+    public synchronized void freeze() {
+        signal("STOP", postmaster());
+    }
+
+    /** Lets a {@link #freeze frozen} postmaster go on (SIGCONT). */
+    public synchronized void thaw() {
+        signal("CONT", postmaster());
+    }
+
+    /** The postmaster's pid, the first line of {@code postmaster.pid}. */
+    private String postmaster() {
+        try {
+            return java.nio.file.Files.readAllLines(data.resolve("postmaster.pid")).get(0).strip();
+        } catch (java.io.IOException e) {
+            throw new HarnessException("cannot read postmaster.pid: " + e.getMessage(), e);
+        }
+    }
+
     private static void signal(String signal, String pid) {
         try {
             Process kill = new ProcessBuilder("kill", "-" + signal, pid).redirectErrorStream(true).start();

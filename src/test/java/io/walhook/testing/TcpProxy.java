@@ -68,7 +68,7 @@ public final class TcpProxy implements AutoCloseable {
      * The connections open now pass nothing on from now on, either way, not even their end (one side
      * closing leaves the other open); new ones work.
      */
-    public void silenceAll() {
+    public synchronized void silenceAll() {
         silentUpTo = accepted.get();
     }
 
@@ -77,7 +77,7 @@ public final class TcpProxy implements AutoCloseable {
      * their locks and slots are freed), while the clients' sides stay open and hear nothing, not even
      * the end, as after a failover that left them half-open. New connections reach the server.
      */
-    public void loseServerOfAll() {
+    public synchronized void loseServerOfAll() {
         silenceAll();
         int upTo = silentUpTo;
         servers.forEach((connection, server) -> {
@@ -94,10 +94,13 @@ public final class TcpProxy implements AutoCloseable {
             try {
                 Socket client = listener.accept();
                 Socket server = new Socket(host, targetPort);
-                int connection = accepted.incrementAndGet();
+                int connection;
+                synchronized (this) { // numbered and known together: loseServerOfAll closes what it silences
+                    connection = accepted.incrementAndGet();
+                    servers.put(connection, server);
+                }
                 open.add(client);
                 open.add(server);
-                servers.put(connection, server);
                 pump(client, server, connection);
                 pump(server, client, connection);
             } catch (IOException e) {

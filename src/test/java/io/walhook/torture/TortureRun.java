@@ -25,12 +25,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.walhook.testing.ApiClient;
 import io.walhook.testing.EmbeddedPostgres;
+import io.walhook.testing.TcpProxy;
 import io.walhook.testing.WalhookProcess;
 
 /**
  * One seeded run of the fault-injection tier: the packaged walhook against its own PostgreSQL, an
  * HTTP receiver and an AMQP peer, while the {@link Workload} writes, faults strike (kill -9,
- * SIGTERM, PostgreSQL restarts, the walsender terminated, receivers failing, slow, answering 410
+ * SIGTERM, PostgreSQL restarts, the walsender terminated, every connection left half-open as by a
+ * failover (walhook reaches its database through a {@link TcpProxy}), receivers failing, slow, answering 410
  * or odd {@code Retry-After}s, the broker restarting) and the API changes subscriptions (batching,
  * destination, name, pause and resume, replay, delete and recreate, dead letters dropped). Then
  * the faults stop, everything settles, and the invariants are checked.
@@ -77,6 +79,7 @@ public final class TortureRun {
     private final String headerValue;
     private final String querySecret;
     private EmbeddedPostgres pg;
+    private TcpProxy proxy;
     private String database;
     private Observed observed;
     private WalhookProcess walhook;
@@ -165,12 +168,16 @@ public final class TortureRun {
             if (walhook != null) {
                 walhook.close();
             }
+            if (proxy != null) {
+                proxy.close();
+            }
             pg.stop();
         }
     }
 
     private void configure() {
-        env.put("WALHOOK_SOURCE_URL", pg.sourceUrl(database));
+        proxy = TcpProxy.to(pg.host(), pg.port());
+        env.put("WALHOOK_SOURCE_URL", pg.sourceUrl(database).replace(":" + pg.port() + "/", ":" + proxy.port() + "/"));
         env.put("WALHOOK_SLOT", "torture");
         env.put("WALHOOK_API_TOKEN", TOKEN);
         env.put("WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
@@ -265,6 +272,10 @@ public final class TortureRun {
                     pg.crashAndRestart();
                 }
             }
+        } else if (pick < 33) {
+            // a failover to a server at the same address that left walhook's connections half-open
+            count("connections left half-open");
+            proxy.loseServerOfAll();
         } else if (pick < 37) {
             count("walsender terminated");
             try {
