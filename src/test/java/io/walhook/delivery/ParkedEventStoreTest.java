@@ -49,12 +49,7 @@ class ParkedEventStoreTest {
     void droppingAQueueWaitsAsLongAsItTakesThoughTheSessionGivesUpOnSilenceSooner() throws Exception {
         // the pool's sessions give up on a server silent for their socket timeout, and the server cancels their
         // statements sooner (SessionTimeout): 2 s and 1 s here
-        org.postgresql.ds.PGSimpleDataSource impatient = new org.postgresql.ds.PGSimpleDataSource();
-        impatient.setUrl(database.dataSource.getUrl());
-        impatient.setUser(database.dataSource.getUser());
-        impatient.setPassword(database.dataSource.getPassword());
-        impatient.setSocketTimeout(2);
-        impatient.setOptions("-c statement_timeout=1000");
+        org.postgresql.ds.PGSimpleDataSource impatient = database.limited(2, 1000);
         ParkedEventStore dropping = new ParkedEventStore(impatient, "walhook");
         try (java.sql.Connection locker = database.dataSource.getConnection();
              java.sql.Statement s = locker.createStatement()) {

@@ -25,13 +25,7 @@ class SlotCreationTest {
     @Test
     void aSlotIsCreatedBehindATransactionOpenLongerThanASessionWaitsForAnAnswer() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "slot_wait")) {
-            PGSimpleDataSource impatient = new PGSimpleDataSource();
-            impatient.setUrl(source.dataSource.getUrl());
-            impatient.setUser(source.dataSource.getUser());
-            impatient.setPassword(source.dataSource.getPassword());
-            // the pool's limits (SessionTimeout), made 2 s and 1 s
-            impatient.setSocketTimeout(2);
-            impatient.setOptions("-c statement_timeout=1000");
+            PGSimpleDataSource impatient = source.limited(2, 1000);
             SourceDatabase database = new SourceDatabase(impatient);
             try (Connection open = source.dataSource.getConnection(); Statement s = open.createStatement()) {
                 open.setAutoCommit(false);
@@ -54,14 +48,34 @@ class SlotCreationTest {
     }
 
     @Test
+    void aPublicationIsCreatedBehindATableLockHeldLongerThanASessionWaitsForAnAnswer() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "publication_wait")) {
+            source.sql("CREATE TABLE orders (id int PRIMARY KEY)");
+            PGSimpleDataSource impatient = source.limited(2, 1000);
+            SourceDatabase database = new SourceDatabase(impatient);
+            try (Connection vacuum = source.dataSource.getConnection(); Statement s = vacuum.createStatement()) {
+                vacuum.setAutoCommit(false);
+                s.execute("LOCK TABLE orders IN SHARE UPDATE EXCLUSIVE MODE"); // as a VACUUM or ANALYZE holds it
+                CompletableFuture<Void> created = CompletableFuture.runAsync(() -> {
+                    try {
+                        database.ensurePublication("waits", "public.orders");
+                    } catch (java.sql.SQLException e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                await().pollDelay(Duration.ofSeconds(4)).until(() -> true); // twice the limit
+                assertThat(created).as("waits for the table's lock").isNotDone();
+                vacuum.commit();
+                created.get(1, TimeUnit.MINUTES);
+            }
+            assertThat(source.queryOne("SELECT count(*) FROM pg_publication_tables WHERE pubname = 'waits'")).isEqualTo("1");
+        }
+    }
+
+    @Test
     void workWithoutTheLimitsPutsThemBackAfter() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "unlimited")) {
-            PGSimpleDataSource limited = new PGSimpleDataSource();
-            limited.setUrl(source.dataSource.getUrl());
-            limited.setUser(source.dataSource.getUser());
-            limited.setPassword(source.dataSource.getPassword());
-            limited.setSocketTimeout(3);
-            limited.setOptions("-c statement_timeout=1000");
+            PGSimpleDataSource limited = source.limited(3, 1000);
             try (Connection c = limited.getConnection()) {
                 int inside = SessionTimeout.unlimited(c, u -> {
                     try (Statement s = u.createStatement()) {

@@ -71,6 +71,21 @@ public final class SourceFixture implements AutoCloseable {
         this.checkpoints = new CheckpointStore(dataSource, "walhook");
     }
 
+    /**
+     * Another data source to this database whose sessions give up on a silent server after
+     * {@code socketSeconds} and whose statements the server cancels after {@code statementMillis}:
+     * the pool's limits (io.walhook.config.SessionTimeout), made short.
+     */
+    public PGSimpleDataSource limited(int socketSeconds, int statementMillis) {
+        PGSimpleDataSource limited = new PGSimpleDataSource();
+        limited.setUrl(dataSource.getUrl());
+        limited.setUser(dataSource.getUser());
+        limited.setPassword(dataSource.getPassword());
+        limited.setSocketTimeout(socketSeconds);
+        limited.setOptions("-c statement_timeout=" + statementMillis);
+        return limited;
+    }
+
     public void sql(String... statements) throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
             for (String statement : statements) {
