@@ -50,26 +50,33 @@ public final class SessionTimeout {
 
     /**
      * Runs {@code work} on {@code c} without either limit, then puts them back. The connection is
-     * first asked whether it is there: one a failover left half-open would otherwise wait forever.
+     * first asked to answer within {@value #ANSWER_SECONDS} s: one a failover left half-open would
+     * otherwise wait forever. That question fails through the connection as any statement does, so
+     * a pool discards a connection that did not answer (closing it from here would not give its
+     * place back to the pool).
      */
     public static <T> T unlimited(Connection c, Work<T> work) throws SQLException {
-        if (!c.isValid(ANSWER_SECONDS)) {
-            c.abort(Runnable::run); // not pooled again
-            throw new SQLException("the database session did not answer within " + ANSWER_SECONDS + " s", "08006");
-        }
         int before = c.getNetworkTimeout();
-        c.setNetworkTimeout(Runnable::run, 0);
-        try (Statement s = c.createStatement()) {
-            s.execute("SET statement_timeout = 0");
-        }
         try {
+            c.setNetworkTimeout(Runnable::run, ANSWER_SECONDS * 1000);
+            try (Statement s = c.createStatement()) {
+                s.execute("SELECT 1");
+            }
+            c.setNetworkTimeout(Runnable::run, 0);
+            try (Statement s = c.createStatement()) {
+                s.execute("SET statement_timeout = 0");
+            }
             return work.run(c);
         } finally {
             try (Statement s = c.createStatement()) {
                 s.execute("RESET statement_timeout"); // to the session's own: the pool's, or the server's
+            } catch (SQLException closed) {
+                // closed: nothing to put back
+            }
+            try {
                 c.setNetworkTimeout(Runnable::run, before);
             } catch (SQLException closed) {
-                // a closed connection cannot wait on anything: nothing to put back
+                // closed: nothing to put back
             }
         }
     }
