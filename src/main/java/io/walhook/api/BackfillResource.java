@@ -48,7 +48,8 @@ public class BackfillResource {
     private final SubscriptionLookup subscriptions;
 
     @Inject
-    public BackfillResource(io.walhook.config.WalhookConfig config, io.agroal.api.AgroalDataSource dataSource,
+    public BackfillResource(io.walhook.config.WalhookConfig config,
+            @io.quarkus.agroal.DataSource(io.walhook.config.DatasourceConfigSourceFactory.API) io.agroal.api.AgroalDataSource dataSource,
             ReplicationSource source) {
         this.source = source;
         this.subscriptions = new SubscriptionLookup(

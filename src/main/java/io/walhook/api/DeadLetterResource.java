@@ -47,7 +47,9 @@ public class DeadLetterResource {
     private final ParkedEventStore parked;
 
     @Inject
-    public DeadLetterResource(WalhookConfig config, AgroalDataSource dataSource, ReplicationSource source) {
+    public DeadLetterResource(WalhookConfig config,
+            @io.quarkus.agroal.DataSource(io.walhook.config.DatasourceConfigSourceFactory.API) AgroalDataSource dataSource,
+            ReplicationSource source) {
         this.subscriptions = new SubscriptionLookup(new SubscriptionStore(dataSource, config.stateSchema()), source);
         this.source = source;
         this.parked = new ParkedEventStore(dataSource, config.stateSchema());

@@ -32,16 +32,45 @@ public class ProblemMapper {
                 : Response.Status.fromStatusCode(status).getReasonPhrase(), detail, null).toResponse();
     }
 
-    /** The state tables in the source database: unreachable is a 503 the client may retry, anything else a 500. */
+    /**
+     * The state tables in the source database: unreachable, or too busy to answer in time, is a 503
+     * the client may retry; anything else a 500.
+     */
     @ServerExceptionMapper
     public Response database(SQLException e) {
-        if (!unreachable(e.getSQLState())) {
+        String state = e.getSQLState();
+        if (state == null) {
+            LOG.warnf("management API: no connection to the source database: %s", e.getMessage());
+            return new ApiProblem(503, "Service Unavailable", "no connection to the source database came free in time: the"
+                    + " management API's requests share a pool of their own (QUARKUS_DATASOURCE_API_JDBC_MAX_SIZE, 2) and"
+                    + " the database may be slow to answer; retry", null).toResponse();
+        }
+        if (busy(state)) {
+            LOG.warnf("management API: the source database gave up on a statement (%s): %s", state, e.getMessage());
+            return new ApiProblem(503, "Service Unavailable", "the source database gave up on this request's statement ("
+                    + firstLine(e.getMessage()) + "): it waited too long for a lock or to finish, or was cancelled; retry", null)
+                    .toResponse();
+        }
+        if (!unreachable(state)) {
             LOG.errorf(e, "unexpected database error in the management API: %s", e.getMessage());
             return new ApiProblem(500, "Internal Server Error", "walhook could not handle this request; see its log", null)
                     .toResponse();
         }
         LOG.warnf("management API: the source database cannot be reached: %s", e.getMessage());
         return unavailable(e.getMessage()).toResponse();
+    }
+
+    /**
+     * Whether the server gave up on the statement and a retry may succeed: cancelled (its {@code
+     * statement_timeout}, or an operator), a lock not granted in time, a serialization failure or
+     * deadlock.
+     */
+    static boolean busy(String sqlState) {
+        return java.util.Set.of("57014", "55P03", "40001", "40P01").contains(sqlState);
+    }
+
+    private static String firstLine(String message) {
+        return message == null ? "" : message.lines().findFirst().orElse("");
     }
 
     /**
@@ -54,7 +83,7 @@ public class ProblemMapper {
     }
 
     static ApiProblem unavailable(String message) {
-        String detail = message == null ? "" : message.lines().findFirst().orElse("");
+        String detail = firstLine(message);
         return new ApiProblem(503, "Service Unavailable", "the source database cannot be reached"
                 + (detail.isBlank() ? "" : ": " + detail), null);
     }

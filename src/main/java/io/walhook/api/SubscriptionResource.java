@@ -58,7 +58,9 @@ public class SubscriptionResource {
     private final SubscriptionLookup subscriptions;
 
     @Inject
-    public SubscriptionResource(WalhookConfig config, AgroalDataSource dataSource, ReplicationSource source) {
+    public SubscriptionResource(WalhookConfig config,
+            @io.quarkus.agroal.DataSource(io.walhook.config.DatasourceConfigSourceFactory.API) AgroalDataSource dataSource,
+            ReplicationSource source) {
         this.config = config;
         this.store = new SubscriptionStore(dataSource, config.stateSchema());
         this.source = source;

@@ -13,11 +13,17 @@ import io.smallrye.config.PropertiesConfigSource;
 import org.eclipse.microprofile.config.spi.ConfigSource;
 
 /**
- * Derives Quarkus' datasource settings (JDBC for walhook's own tables and their migrations,
- * reactive for /status) from {@code WALHOOK_SOURCE_URL}, so operators set one variable. A URL that does not parse yields
+ * Derives Quarkus' datasource settings (JDBC for walhook's own tables and their migrations, a
+ * second JDBC pool for the management API's requests, reactive for /status) from {@code WALHOOK_SOURCE_URL}, so operators set one variable. A URL that does not parse yields
  * nothing here; {@link StartupCheck} then stops start-up with the reason.
  */
 public final class DatasourceConfigSourceFactory implements ConfigSourceFactory {
+
+    /**
+     * The management API's own pool: its requests (a large queue listed, a queue dropped behind a
+     * lock) wait on their own connections and can never take those delivery and checkpoints need.
+     */
+    public static final String API = "api";
 
     @Override
     public Iterable<ConfigSource> getConfigSources(ConfigSourceContext context) {
@@ -25,17 +31,19 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
         try {
             SourceUrl source = SourceUrl.parse(value(context, "walhook.source.url"),
                     value(context, "walhook.source.user"), value(context, "walhook.source.password"));
-            derived.put("quarkus.datasource.jdbc.url", source.jdbcUrl());
-            // sessions a failover left half-open are given up (SessionTimeout), and statements the server is slow
-            // with are cancelled by the server first
-            derived.put("quarkus.datasource.jdbc.additional-jdbc-properties." + SessionTimeout.SOCKET_TIMEOUT,
-                    SessionTimeout.SECONDS);
-            derived.put("quarkus.datasource.jdbc.additional-jdbc-properties.options", SessionTimeout.poolOptions());
-            derived.put("quarkus.datasource.reactive.url", source.reactiveUrl());
-            derived.put("quarkus.datasource.username", source.user());
-            if (source.password() != null) {
-                derived.put("quarkus.datasource.password", source.password());
+            for (String datasource : List.of("quarkus.datasource.", "quarkus.datasource." + API + ".")) {
+                derived.put(datasource + "jdbc.url", source.jdbcUrl());
+                // sessions a failover left half-open are given up (SessionTimeout), and statements the server is
+                // slow with are cancelled by the server first
+                derived.put(datasource + "jdbc.additional-jdbc-properties." + SessionTimeout.SOCKET_TIMEOUT,
+                        SessionTimeout.SECONDS);
+                derived.put(datasource + "jdbc.additional-jdbc-properties.options", SessionTimeout.poolOptions());
+                derived.put(datasource + "username", source.user());
+                if (source.password() != null) {
+                    derived.put(datasource + "password", source.password());
+                }
             }
+            derived.put("quarkus.datasource.reactive.url", source.reactiveUrl());
         } catch (ConfigException notUsable) {
             // reported by StartupCheck, with the variable's name
         }

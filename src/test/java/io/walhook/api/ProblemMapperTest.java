@@ -17,6 +17,9 @@ class ProblemMapperTest {
         "57P01, 503", // the server is shutting down
         "53300, 503", // too many connections
         "none,  503", // the pool timed out waiting for a connection
+        "57014, 503", // the statement_timeout, or an operator, cancelled the statement
+        "55P03, 503", // a lock not granted within lock_timeout
+        "40P01, 503", // a deadlock, the other transaction went on
         "42P01, 500", // an undefined table: walhook's own mistake
         "23505, 500", // a unique violation
     })
@@ -24,5 +27,19 @@ class ProblemMapperTest {
         jakarta.ws.rs.core.Response response = new ProblemMapper().database(new SQLException("failed", sqlState));
         assertThat(response.getStatus()).isEqualTo(status);
         assertThat(response.getMediaType().toString()).startsWith("application/problem+json");
+    }
+
+    @org.junit.jupiter.api.Test
+    void aStatementTheServerGaveUpOnIsToRetryAndSaysWhy() {
+        jakarta.ws.rs.core.Response response = new ProblemMapper().database(
+                new SQLException("ERROR: canceling statement due to statement timeout\n  Where: ...", "57014"));
+        assertThat(((ApiProblem.Body) response.getEntity()).detail())
+                .contains("canceling statement due to statement timeout").contains("retry").doesNotContain("Where");
+    }
+
+    @org.junit.jupiter.api.Test
+    void noConnectionFreeNamesTheApisPool() {
+        jakarta.ws.rs.core.Response response = new ProblemMapper().database(new SQLException("Sorry, acquisition timeout!"));
+        assertThat(((ApiProblem.Body) response.getEntity()).detail()).contains("QUARKUS_DATASOURCE_API_JDBC_MAX_SIZE");
     }
 }
