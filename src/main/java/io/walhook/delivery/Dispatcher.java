@@ -222,10 +222,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         if (lanes.size() < 2) {
             return false; // one subscription draining a backlog: back-pressure is all there is
         }
-        long now = System.nanoTime();
+        long holdStart = held.holdStart();
         long window = context.settings().holdLimit().toNanos();
         for (Lane lane : lanes.values()) {
-            if (lane != held && lane.starving(now, window)) {
+            if (lane != held && lane.starving(holdStart, window)) {
                 return true;
             }
         }

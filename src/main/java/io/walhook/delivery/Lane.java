@@ -142,6 +142,8 @@ final class Lane {
     private volatile boolean backlogged;
     /** When routing last handed this lane events (System.nanoTime). */
     private volatile long handedOverNanos = System.nanoTime() - (1L << 62);
+    /** When routing last began to wait for this lane's room ({@link #starving}). */
+    private volatile long holdStart = System.nanoTime();
     /** Routing's own: jobs routed in the current chunk, handed over at its end. */
     final List<Job> routed = new ArrayList<>();
     /** What a destination's gate calls to give this lane a place it waited for: taken on its next turn. */
@@ -333,17 +335,25 @@ final class Lane {
     }
 
     /**
-     * Whether this lane starves while routing waits for another: it delivers directly, is not
-     * paused or disabled, has nothing waiting to start (for a free request or a place at its
-     * destination), was handed events within {@code window} (nanoseconds), and holds less
-     * than a tenth of its memory budget. An idle subscription (nothing for it lately) does not
-     * starve, nor does one as busy as the lane routing waits for (it is as full).
+     * Whether this lane starves while routing waits for another since {@code holdStart}: it
+     * delivers directly, is not paused or disabled, has nothing waiting to start (for a free
+     * request or a place at its destination), was handed events within {@code window}
+     * (nanoseconds) before the hold began or since, and holds less than a tenth of its memory
+     * budget. An idle subscription (nothing for it lately) does not starve, nor does one as busy
+     * as the lane routing waits for (it is as full). Counted from the hold's start, not from now:
+     * routing held back hands nothing, so a lane it starves would otherwise stop counting as
+     * starved just as the hold reaches its limit.
      */
-    boolean starving(long now, long window) {
+    boolean starving(long holdStart, long window) {
         return direct && !closed && !deleted && !disabled && !backlogged && !context.paused().test(id)
-                && now - handedOverNanos < window
+                && holdStart - handedOverNanos < window
                 && volatileJobs.get() * 10 < context.settings().bufferEvents()
                 && volatileBytes.get() * 10 < context.settings().bufferBytes();
+    }
+
+    /** When routing last began to wait for this lane's room. */
+    long holdStart() {
+        return holdStart;
     }
 
     /** The hold is counted afresh: after a switch of mode, or once the lane had room to spare. */
@@ -367,6 +377,7 @@ final class Lane {
         }
         post(() -> { }); // a turn that sees the budget full and decides
         long since = System.nanoTime();
+        holdStart = since;
         long epoch = holdEpoch.get();
         long limit = context.settings().holdLimit().toNanos();
         try {
@@ -381,7 +392,13 @@ final class Lane {
                     context.memory().awaitRoom(100); // its share of all lanes' memory: any lane delivering may end the wait
                 }
                 long now = System.nanoTime();
-                if (direct && !holdsOthers && holdEpoch.get() == epoch && heldRouting.get() + (now - since) >= limit
+                if (holdEpoch.get() != epoch) {
+                    // counted afresh from now (it went direct again, say, once its queue turned out empty): before, the
+                    // rest of this hold was not counted at all, and a receiver that never answers held routing for good
+                    epoch = holdEpoch.get();
+                    since = now;
+                }
+                if (direct && !holdsOthers && heldRouting.get() + (now - since) >= limit
                         && context.starvingElsewhere().test(this)) {
                     holdsOthers = true;
                     post(() -> { }); // its turn sends it to the durable queue

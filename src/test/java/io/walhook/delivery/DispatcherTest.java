@@ -1058,6 +1058,97 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 800);
     }
 
+    /**
+     * A receiver that takes requests and never answers holds routing back once its subscription's
+     * memory is full. Before, nothing released it for as long as ten of its requests took to time
+     * out (minutes, at a long request timeout): the hold was counted only while the other
+     * subscription had been handed events within the hold limit, and routing held back hands
+     * nothing, so a hold that began at once never counted.
+     */
+    @Test
+    void aReceiverThatNeverAnswersDoesNotHoldTheOthersBackLongerThanTheHoldLimit() throws Exception {
+        assertReceiverThatNeverAnswersHoldsTheOthersBackBriefly(false);
+    }
+
+    /**
+     * The same while new lanes still ask whether their durable queues hold rows (the queue's table
+     * locked a moment): the lane goes direct while routing already waits for it, and the hold is
+     * counted afresh from then. Before, the rest of that hold was not counted at all.
+     */
+    @Test
+    void aReceiverThatNeverAnswersDoesNotHoldTheOthersBackThoughItsLaneWentDirectDuringTheHold() throws Exception {
+        assertReceiverThatNeverAnswersHoldsTheOthersBackBriefly(true);
+    }
+
+    private void assertReceiverThatNeverAnswersHoldsTheOthersBackBriefly(boolean probedLate) throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "dispatch");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4, 50, 64L << 20, Duration.ofSeconds(1),
+                Dispatcher.Settings.MEMORY_BYTES), store, DeliveryMetrics.NONE, paused::contains,
+                s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofMinutes(2), false));
+        dispatchers.add(dispatcher);
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        List<WebhookReceiver.Request> hungAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver hung = receiver(request -> {
+            try {
+                answer.await(); // takes the request and says nothing, until the test ends
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            hungAccepted.add(request);
+            return 204;
+        });
+        List<WebhookReceiver.Request> fastAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver fast = receiver(request -> {
+            fastAccepted.add(request);
+            return 204;
+        });
+        try {
+            Subscription stuck = webhook("config:stuck", "stuck", hung, 1);
+            Subscription flowing = webhook("config:flowing", "flowing", fast, 1);
+            java.sql.Connection locker = database.dataSource.getConnection();
+            if (probedLate) {
+                locker.setAutoCommit(false);
+                try (java.sql.Statement lock = locker.createStatement()) {
+                    lock.execute("LOCK TABLE walhook.parked_event IN ACCESS EXCLUSIVE MODE");
+                }
+            }
+            java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    for (int row = 1; row <= 400; row++) {
+                        ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(row), "0");
+                        for (Subscription s : List.of(stuck, flowing)) {
+                            dispatcher.send(s, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                                    acknowledged::incrementAndGet);
+                        }
+                        dispatcher.flush();
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            if (probedLate) {
+                // routing waits for the stuck one's room while its lane still waits for the answer
+                await().atMost(WAIT).until(() -> dispatcher.status().stream()
+                        .anyMatch(s -> s.name().equals("stuck") && s.queued() >= 50));
+                locker.rollback();
+            }
+            locker.close();
+            // far sooner than the two minutes the stuck one's first requests take to time out
+            await().atMost(Duration.ofSeconds(30)).until(() -> fastAccepted.size() == 400);
+            assertThat(dispatcher.status()).filteredOn(s -> s.name().equals("stuck")).singleElement()
+                    .satisfies(s -> assertThat(s.mode()).isEqualTo("durable"));
+            assertThat(hungAccepted).isEmpty();
+        } finally {
+            answer.countDown();
+        }
+        // once it answers, it gets every change from its durable queue
+        await().atMost(WAIT).until(() -> acceptedByRow(hungAccepted).size() == 400);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 800);
+    }
+
     @Test
     void subscriptionsAsSlowAsEachOtherKeepBackPressureBesideAPausedOne() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 50, Duration.ofSeconds(1));
