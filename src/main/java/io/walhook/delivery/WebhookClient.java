@@ -38,6 +38,8 @@ public final class WebhookClient implements AutoCloseable {
     /** Connections kept per destination host: enough for every lane of several subscriptions. */
     static final int POOL_SIZE = 64;
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+    /** A response body longer than this (read and dropped) closes its connection rather than be read to its end. */
+    static final long DRAINED_BYTES = 1 << 20;
 
     /**
      * An event loop's context and the clients whose connections live on it: a request runs on its
@@ -202,10 +204,10 @@ public final class WebhookClient implements AutoCloseable {
                         }
                         int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
                         options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
-                        send(destination, client, options, body, result);
+                        send(destination, client, options, body, timeout, result);
                     });
                 } else {
-                    send(destination, client, options, body, result);
+                    send(destination, client, options, body, timeout, result);
                 }
             } catch (RuntimeException e) {
                 result.completeExceptionally(new IOException(destination.redact(describe(e)))); // at once, not as a timeout
@@ -214,8 +216,8 @@ public final class WebhookClient implements AutoCloseable {
         return result;
     }
 
-    private static void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
-            CompletableFuture<Response> result) {
+    private void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
+            Duration timeout, CompletableFuture<Response> result) {
         client.request(options).compose(request -> {
             // a request given up on (timed out, cancelled) frees its connection (HTTP/1.1: closes it)
             result.whenComplete((r, e) -> {
@@ -224,7 +226,21 @@ public final class WebhookClient implements AutoCloseable {
                 }
             });
             return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
-        }).compose(r -> r.end().map(done -> new Response(r.statusCode(), r.getHeader("retry-after")))).onComplete(done -> {
+        }).map(r -> {
+            // the status line is the outcome: a 2xx was taken, whatever its body does next (a Content-Length
+            // larger than what comes, an endless stream). The body is read and dropped, within the request's
+            // timeout and DRAINED_BYTES; one that has not ended by then closes its connection
+            long[] read = {0};
+            r.handler(chunk -> {
+                read[0] += chunk.length();
+                if (read[0] > DRAINED_BYTES) {
+                    r.request().reset();
+                }
+            });
+            long drain = vertx.setTimer(timeout.toMillis(), late -> r.request().reset());
+            r.end().onComplete(ended -> vertx.cancelTimer(drain));
+            return new Response(r.statusCode(), r.getHeader("retry-after"));
+        }).onComplete(done -> {
             if (done.succeeded()) {
                 result.complete(done.result());
             } else {

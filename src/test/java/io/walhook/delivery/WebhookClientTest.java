@@ -135,6 +135,50 @@ class WebhookClientTest {
         }
     }
 
+    /**
+     * The status line is the outcome: a 2xx whose body never ends (a Content-Length larger than what
+     * is sent, an endless stream) was taken by the receiver. Before, walhook waited for the body's
+     * end, timed out, and sent the same event again and again, each time taken. The body is read
+     * and dropped, for the request's timeout and 1 MiB at most, then its connection is closed.
+     */
+    @Test
+    void aSuccessWhoseBodyNeverEndsIsASuccessAndItsConnectionIsClosed() throws Exception {
+        AtomicInteger connections = new AtomicInteger();
+        AtomicInteger closed = new AtomicInteger();
+        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHost("127.0.0.1").setPort(0))
+                .connectionHandler(connection -> {
+                    connections.incrementAndGet();
+                    connection.closeHandler(gone -> closed.incrementAndGet());
+                }).requestHandler(request -> {
+            io.vertx.core.http.HttpServerResponse response = request.response();
+            switch (request.path()) {
+                case "/short" -> response.setStatusCode(200).putHeader("content-length", "100").write("ab");
+                case "/endless" -> {
+                    response.setStatusCode(202).setChunked(true);
+                    long timer = vertx.setPeriodic(5, tick -> response.write(io.vertx.core.buffer.Buffer.buffer(new byte[64 << 10])));
+                    response.closeHandler(gone -> vertx.cancelTimer(timer));
+                }
+                default -> response.setStatusCode(204).end();
+            }
+        }).listen().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        try {
+            Duration timeout = Duration.ofSeconds(2);
+            long start = System.nanoTime();
+            assertThat(client.post(webhook(server, "http", "/short"), "evt_1", new byte[0], "application/json", Map.of(), 1,
+                    timeout).status()).isEqualTo(200);
+            assertThat(client.post(webhook(server, "http", "/endless"), "evt_2", new byte[0], "application/json", Map.of(), 1,
+                    timeout).status()).isEqualTo(202);
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("answered, not timed out")
+                    .isLessThan(timeout.toMillis());
+            // neither connection is used again: each closed once its body's time or size ran out
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> closed.get() == 2);
+            assertThat(client.post(webhook(server, "http", "/ok"), "evt_3", new byte[0], "application/json", Map.of(), 1,
+                    timeout).status()).isEqualTo(204);
+        } finally {
+            close(server);
+        }
+    }
+
     @Test
     void aClosedClientFailsTheAttemptAtOnceRatherThanAsATimeout() throws Exception {
         HttpServer server = listen(new HttpServerOptions(), request -> request.response().end(), new AtomicInteger());
