@@ -70,8 +70,10 @@ public class StatusResource {
                 row.getBoolean("active"), row.getString("confirmed_flush_lsn"), row.getString("restart_lsn"),
                 row.getString("wal_status"));
         SourceStatus s = source.status();
-        StatusView.ReplicationView replication = s == null ? null : new StatusView.ReplicationView(s.state().name(),
-                s.lastError(), s.received().toString(), s.acknowledged().toString(), s.events(),
+        String routingFailure = source.routingFailure();
+        StatusView.ReplicationView replication = s == null ? null : new StatusView.ReplicationView(
+                routingFailure == null ? s.state().name() : "ROUTING_STOPPED",
+                routingFailure == null ? s.lastError() : routingFailure, s.received().toString(), s.acknowledged().toString(), s.events(),
                 s.pendingTransactions(), s.openStreams(), s.spilledTransactions());
         return new StatusView(source.role().wireName(), slot, row.getString("server_lsn"),
                 row.getLong("lag_bytes"), row.getString("checkpoint_lsn"), replication, subscriptions());

@@ -55,6 +55,15 @@ class DatabaseOutageIT {
                 assertUnavailable(get(walhook, "/status"));
                 assertUnavailable(get(walhook, "/subscriptions"));
                 assertThat(walhook.isAlive()).as("an outage is waited out, not fatal").isTrue();
+                // readiness, open to anyone, gives the state, not the reason: the reason names the database's host
+                // and port, or its user ("password authentication failed for user ..."); /status and the log give it
+                await().atMost(WAIT).untilAsserted(() -> {
+                    HttpResponse<String> ready = HTTP.send(HttpRequest.newBuilder(walhook.uri("/q/health/ready"))
+                            .timeout(Duration.ofSeconds(60)).GET().build(), HttpResponse.BodyHandlers.ofString());
+                    assertThat(ready.statusCode()).isEqualTo(503);
+                    assertThat(ready.body()).containsAnyOf("DISCONNECTED", "CONNECTING").doesNotContain("last_error")
+                            .doesNotContain(Integer.toString(pg.port()));
+                });
 
                 pg.resume();
                 await().atMost(WAIT).until(() -> get(walhook, "/status").statusCode() == 200);

@@ -25,7 +25,9 @@ class RoutingStoppedTest {
 
         @Override
         public Map<String, String> start() {
-            return postgres.start();
+            Map<String, String> config = new java.util.HashMap<>(postgres.start());
+            config.put("walhook.api-token", "t");
+            return config;
         }
 
         @Override
@@ -41,6 +43,12 @@ class RoutingStoppedTest {
                 .findFirst().orElseThrow(() -> new AssertionError("no walhook-routing thread"));
         routing.interrupt();
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().get("/q/health/ready").then().statusCode(503)
-                .body("checks.find { it.name == 'replication' }.data.state", equalTo("ROUTING_STOPPED")));
+                .body("checks.find { it.name == 'replication' }.data.state", equalTo("ROUTING_STOPPED"))
+                .body("checks.find { it.name == 'replication' }.data", org.hamcrest.Matchers.not(
+                        org.hamcrest.Matchers.hasKey("last_error"))));
+        // the reason is for the token's holders
+        given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
+                .body("replication.state", equalTo("ROUTING_STOPPED"))
+                .body("replication.last_error", org.hamcrest.Matchers.notNullValue());
     }
 }
