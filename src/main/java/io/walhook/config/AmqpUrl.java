@@ -62,7 +62,8 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
 
     /**
      * This text (a broker's or the AMQP client's error message) with the user and the password
-     * taken out; shorter ones than four characters cannot be told from the text's own words.
+     * taken out: wherever they appear, or, shorter than four characters (a user {@code mq}), where
+     * they stand as a word of their own, not inside the text's own words.
      */
     public String redact(String text) {
         if (text == null) {
@@ -70,9 +71,12 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
         }
         String redacted = text;
         for (String credential : new String[] {password, user}) {
-            if (credential != null && credential.length() >= 4) {
-                redacted = redacted.replace(credential, "[redacted]");
+            if (credential == null || credential.isEmpty()) {
+                continue;
             }
+            redacted = credential.length() >= 4 ? redacted.replace(credential, "[redacted]")
+                    : redacted.replaceAll("(?<![\\p{L}\\p{N}])" + java.util.regex.Pattern.quote(credential) + "(?![\\p{L}\\p{N}])",
+                            "[redacted]");
         }
         return redacted;
     }

@@ -51,8 +51,9 @@ public record SourceUrl(String host, int port, String database, String user, Str
         int port = uri.getPort() < 0 ? 5432 : uri.getPort();
         String path = uri.getRawPath() == null ? "" : uri.getRawPath();
         String database = path.length() > 1 ? decode(path.substring(1)) : "";
-        if (path.contains("@")) {
-            // postgresql://app:2024/rest@db/orders: a password holding '/' made "app:2024" the host
+        if (path.contains("@") || uri.getRawUserInfo() == null && text.contains("@")) {
+            // postgresql://app:2024/rest@db/orders: a password holding '/' (or '?', '#') made "app:2024" the host, and
+            // the rest of the password the path (the query, the fragment): nothing of it may be quoted
             throw new ConfigException(VARIABLE, "has '@' after its host; percent-encode '/', '?', '#' and '@' in a"
                     + " user name, password or database name (%2F, %3F, %23, %40)");
         }

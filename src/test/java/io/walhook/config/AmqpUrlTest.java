@@ -18,6 +18,14 @@ class AmqpUrlTest {
     }
 
     @Test
+    void aShortUserOrPasswordIsTakenOutWhereItStandsAsAWord() {
+        AmqpUrl url = AmqpUrl.parse("amqp://mq:a1@broker.example");
+        // Artemis: "AMQ229031: Unable to validate user from /127.0.0.1:5000. Username: mq; SSL certificate subject DN: unavailable"
+        assertThat(url.redact("Unable to validate user. Username: mq; password a1 (amqp, a1b2)"))
+                .isEqualTo("Unable to validate user. Username: [redacted]; password [redacted] (amqp, a1b2)");
+    }
+
+    @Test
     void defaultsPortsAndAnonymous() {
         assertThat(AmqpUrl.parse("amqp://localhost")).isEqualTo(new AmqpUrl(false, "localhost", 5672, null, null));
         assertThat(AmqpUrl.parse(" amqps://localhost/ ").port()).isEqualTo(5671);

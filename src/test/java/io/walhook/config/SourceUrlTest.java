@@ -50,6 +50,9 @@ class SourceUrlTest {
         "postgresql://app_user:Zq9/xW@db/orders      | has 'app_user' where a host[:port] belongs",
         "postgresql://app:Zq9xW@db_host:5432/orders  | has 'db_host:5432' where a host[:port] belongs",
         "postgresql://app:2024/Zq9xW@db/orders       | has '@' after its host",
+        "postgresql://app:2024/x?Zq9xW@db/orders     | has '@' after its host",
+        "postgresql://app:2024/x?sslmode=Zq9xW@db/o  | has '@' after its host",
+        "postgresql://app:2024/x#Zq9xW@db/orders     | has '@' after its host",
     })
     void aPasswordNeverAppearsInTheProblem(String url, String problem) {
         assertThatThrownBy(() -> parse(url)).isInstanceOf(ConfigException.class).hasMessageContaining(problem)
