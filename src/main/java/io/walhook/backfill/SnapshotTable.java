@@ -63,6 +63,11 @@ public final class SnapshotTable {
             // its subscriptions hold secrets and headers; its changes are never events either
             throw new Refused("table " + qualified + " is walhook's own state (schema " + stateSchema + "), never sent");
         }
+        if (io.walhook.config.SchemaMigrations.holdsState(c, schema)) {
+            // shared publications (FOR ALL TABLES) publish another deployment's state too: its secrets as well
+            throw new Refused("table " + qualified + " is another walhook deployment's state (schema " + schema
+                    + "), never sent");
+        }
         long oid;
         char identity;
         try (PreparedStatement s = c.prepareStatement("SELECT c.oid, c.relreplident FROM pg_catalog.pg_class c"
@@ -155,7 +160,10 @@ public final class SnapshotTable {
                 rowFilter);
     }
 
-    /** The tables {@code publication} publishes, as {@code schema.table}, walhook's own schema left out, in name order. */
+    /**
+     * The tables {@code publication} publishes, as {@code schema.table}, in name order: walhook's own
+     * schema left out, and any other deployment's ({@link io.walhook.config.SchemaMigrations#holdsState}).
+     */
     public static List<String> published(Connection c, String publication, String stateSchema) throws SQLException {
         List<String> tables = new ArrayList<>();
         try (PreparedStatement s = c.prepareStatement("SELECT schemaname, tablename FROM pg_catalog.pg_publication_tables"
@@ -168,7 +176,21 @@ public final class SnapshotTable {
                 }
             }
         }
-        return tables;
+        // and other deployments' state (shared publications), checked once per schema
+        java.util.Map<String, Boolean> state = new java.util.HashMap<>();
+        List<String> sent = new ArrayList<>();
+        for (String table : tables) {
+            String schema = table.substring(0, table.indexOf('.'));
+            Boolean holds = state.get(schema);
+            if (holds == null) {
+                holds = io.walhook.config.SchemaMigrations.holdsState(c, schema);
+                state.put(schema, holds);
+            }
+            if (!holds) {
+                sent.add(table);
+            }
+        }
+        return sent;
     }
 
     private static List<String> indexColumns(Connection c, long oid, String which) throws SQLException {

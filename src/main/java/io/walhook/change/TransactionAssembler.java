@@ -42,7 +42,7 @@ public final class TransactionAssembler {
     }
 
     private final Output output;
-    private final String stateSchema;
+    private final java.util.function.BiPredicate<String, String> stateTable;
     private final Path spillDirectory;
     private final String slot;
     private final long streamMemoryBytes;
@@ -82,8 +82,17 @@ public final class TransactionAssembler {
      * @param streamMemoryBytes how many bytes of streamed transactions stay in memory, all together
      */
     public TransactionAssembler(Output output, String stateSchema, Path spillDirectory, String slot, long streamMemoryBytes) {
+        this(output, (schema, table) -> schema.equals(stateSchema), spillDirectory, slot, streamMemoryBytes);
+    }
+
+    /**
+     * @param stateTable whether a table ({@code schema}, {@code table}) holds walhook's state, this
+     *     deployment's or another's: its changes are never events (asked at each relation message)
+     */
+    public TransactionAssembler(Output output, java.util.function.BiPredicate<String, String> stateTable,
+            Path spillDirectory, String slot, long streamMemoryBytes) {
         this.output = output;
-        this.stateSchema = stateSchema;
+        this.stateTable = stateTable;
         this.spillDirectory = spillDirectory;
         this.slot = slot;
         this.streamMemoryBytes = streamMemoryBytes;
@@ -316,7 +325,7 @@ public final class TransactionAssembler {
         for (int i = 0; i < converters.length; i++) {
             converters[i] = valueConverters.forColumn(columns.get(i), types::get);
         }
-        boolean routed = !relation.effectiveNamespace().equals(stateSchema);
+        boolean routed = !stateTable.test(relation.effectiveNamespace(), relation.relationName());
         RelationInfo info = new RelationInfo(relation, converters, routed);
         if (replayedRelations != null) {
             replayedRelations.put(relation.relationId(), info);

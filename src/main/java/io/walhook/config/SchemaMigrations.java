@@ -48,6 +48,32 @@ public final class SchemaMigrations {
     /** How long an instance waits for another one migrating the schema. */
     static final java.time.Duration LOCK_PATIENCE = java.time.Duration.ofMinutes(2);
 
+    /** The tables of walhook's schema. */
+    public static final java.util.Set<String> STATE_TABLES = java.util.Set.of(HISTORY, "checkpoint", "subscription",
+            "parked_event", "backfill", "activation");
+    /**
+     * Those that, all in one schema, make it a walhook deployment's state: its history, checkpoint,
+     * subscriptions (with their secrets and header values) and queues, there since its first version.
+     */
+    private static final java.util.Set<String> STATE_MARKS = java.util.Set.of(HISTORY, "checkpoint", "subscription",
+            "parked_event");
+
+    /**
+     * Whether {@code schema} holds a walhook deployment's state ({@link #STATE_MARKS}): another
+     * deployment's, when publications are shared, whose changes and rows must never be sent.
+     */
+    public static boolean holdsState(Connection c, String schema) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT count(DISTINCT c.relname) FROM pg_catalog.pg_class c"
+                + " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = ? AND c.relkind IN ('r', 'p') AND c.relname = ANY (?)")) {
+            s.setString(1, schema);
+            s.setArray(2, c.createArrayOf("text", STATE_MARKS.toArray()));
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() && rs.getInt(1) == STATE_MARKS.size();
+            }
+        }
+    }
+
     /** One migration file: {@code V3__parked_event.sql} is version 3, "parked event". */
     record Migration(int version, String description, String script, String sql, int checksum) {
     }

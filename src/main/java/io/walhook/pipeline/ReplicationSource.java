@@ -71,6 +71,8 @@ public class ReplicationSource {
     private volatile Dispatcher sender;
     /** Another instance took the lock: this one delivers nothing more, and stops without draining. */
     private volatile boolean lockLost;
+    /** Other deployments' state schemas the stream met ({@link #stateTable}). */
+    private final java.util.Set<String> foreignStateSchemas = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private volatile AmqpClient broker;
     private volatile ActiveLock lock;
     /** Renews the lock's lease ({@link #keepLease}). */
@@ -271,7 +273,8 @@ public class ReplicationSource {
                     source.password(), config.slot(), config.publication().name(), config.stateSchema(),
                     database.serverMajor(), stream.statusInterval(), stream.checkpointInterval(),
                     stream.reconnectMaxBackoff(), stream.handoffCapacity(), stream.handoffBytes(),
-                    Path.of(stream.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))), stream.streamMemoryBytes());
+                    Path.of(stream.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))), stream.streamMemoryBytes(),
+                    this::stateTable);
             return ReplicationReader.resuming(settings, checkpoints);
         });
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
@@ -425,6 +428,36 @@ public class ReplicationSource {
 
     public Role role() {
         return role;
+    }
+
+    /**
+     * Whether a table holds walhook's state, whose changes are never events: this deployment's
+     * schema, or another deployment's that the publication publishes too (both {@code FOR ALL
+     * TABLES}): its subscriptions hold their secrets and header values. Asked at each relation
+     * message; the catalog is read only for a table named like one of walhook's, and a schema found
+     * to hold state is remembered. A catalog that cannot be read breaks the stream, which is read
+     * again from the last acknowledged change: a user's table of that name is never skipped.
+     */
+    private boolean stateTable(String schema, String table) {
+        if (schema.equals(config.stateSchema()) || foreignStateSchemas.contains(schema)) {
+            return true;
+        }
+        if (!io.walhook.config.SchemaMigrations.STATE_TABLES.contains(table)) {
+            return false;
+        }
+        try (java.sql.Connection c = dataSource.getConnection()) {
+            if (!io.walhook.config.SchemaMigrations.holdsState(c, schema)) {
+                return false;
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot tell whether schema " + schema + " holds another walhook's state: "
+                    + e.getMessage(), e);
+        }
+        foreignStateSchemas.add(schema);
+        LOG.warnf("schema %s holds another walhook deployment's state (its subscriptions, with their secrets, and"
+                + " queues), and publication %s publishes it: its changes are never sent. Give each deployment a"
+                + " publication of its own tables (WALHOOK_PUBLICATION_TABLES)", schema, config.publication().name());
+        return true;
     }
 
     /** Why routing stopped, or null while it runs (or has not started). */

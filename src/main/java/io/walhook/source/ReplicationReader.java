@@ -62,7 +62,17 @@ public final class ReplicationReader {
     /** Everything the reader needs to know. */
     public record Settings(String jdbcUrl, String user, String password, String slot, String publication,
             String stateSchema, int serverMajor, Duration statusInterval, Duration checkpointInterval,
-            Duration maxBackoff, int handoffCapacity, long handoffBytes, Path spillDirectory, long streamMemoryBytes) {
+            Duration maxBackoff, int handoffCapacity, long handoffBytes, Path spillDirectory, long streamMemoryBytes,
+            java.util.function.BiPredicate<String, String> stateTable) {
+
+        /** Only {@code stateSchema}'s tables hold walhook's state. */
+        public Settings(String jdbcUrl, String user, String password, String slot, String publication,
+                String stateSchema, int serverMajor, Duration statusInterval, Duration checkpointInterval,
+                Duration maxBackoff, int handoffCapacity, long handoffBytes, Path spillDirectory, long streamMemoryBytes) {
+            this(jdbcUrl, user, password, slot, publication, stateSchema, serverMajor, statusInterval, checkpointInterval,
+                    maxBackoff, handoffCapacity, handoffBytes, spillDirectory, streamMemoryBytes,
+                    (schema, table) -> schema.equals(stateSchema));
+        }
 
         /** Without the password, should the settings ever be logged. */
         @Override
@@ -119,7 +129,7 @@ public final class ReplicationReader {
         this.acknowledged = checkpoint;
         this.saved = checkpoint;
         this.handedOnEnd = checkpoint;
-        this.assembler = new TransactionAssembler(new HandOff(), settings.stateSchema(), settings.spillDirectory(),
+        this.assembler = new TransactionAssembler(new HandOff(), settings.stateTable(), settings.spillDirectory(),
                 settings.slot(), settings.streamMemoryBytes());
         int stale = assembler.removeStaleSpills();
         if (stale > 0) {
