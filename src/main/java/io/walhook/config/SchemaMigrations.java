@@ -145,8 +145,7 @@ public final class SchemaMigrations {
                 return applied;
             } finally {
                 if (!unlocked) {
-                    // the session's lock goes with it: a connection that may still hold it is not pooled again
-                    abort(c);
+                    release(c);
                 }
             }
         }
@@ -182,11 +181,24 @@ public final class SchemaMigrations {
         }
     }
 
-    private static void abort(Connection c) {
+    /**
+     * After a migration that failed: the session's locks are let go, and the connection goes back to
+     * its pool clean. One the database broke off fails this through the connection, so the pool
+     * discards it (its session, and its lock, ended with it). Not aborted: Agroal 3.0.1 neither ends
+     * the session of a connection aborted through it nor gives its place back, so the lock stayed
+     * held and start-up's next try waited {@link #LOCK_PATIENCE} for it.
+     */
+    private static void release(Connection c) {
         try {
-            c.abort(Runnable::run);
-        } catch (SQLException | RuntimeException e) {
-            LOG.debugf("closing the migration's session: %s", e.getMessage());
+            if (!c.getAutoCommit()) {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("SELECT pg_advisory_unlock_all()");
+            }
+        } catch (SQLException e) {
+            LOG.debugf("letting the migration's session go: %s", e.getMessage());
         }
     }
 

@@ -193,6 +193,37 @@ class SchemaMigrationsTest {
         assertThat(exists(dataSource, "app.checkpoint")).isFalse();
     }
 
+    /**
+     * A migration that fails gives its connection back to the pool, without the schema's lock.
+     * Before, the connection was aborted, and Agroal 3.0.1 never gives an aborted connection's place
+     * back: start-up retries a migration the database broke off for up to a minute, and each try
+     * took one of the pool's 4 places for good.
+     */
+    @Test
+    void aFailedMigrationGivesItsPooledConnectionBackWithoutTheLock() throws Exception {
+        PGSimpleDataSource plain = database("migrate_pooled");
+        sql(plain, "CREATE SCHEMA app");
+        sql(plain, "CREATE TABLE app.orders (id int)");
+        try (io.agroal.api.AgroalDataSource pool = io.agroal.api.AgroalDataSource.from(
+                new io.agroal.api.configuration.supplier.AgroalDataSourceConfigurationSupplier()
+                        .connectionPoolConfiguration(p -> p.maxSize(2).acquisitionTimeout(java.time.Duration.ofSeconds(3))
+                                .connectionFactoryConfiguration(f -> f.jdbcUrl(plain.getUrl())
+                                        .principal(new io.agroal.api.security.NamePrincipal(plain.getUser()))
+                                        .credential(new io.agroal.api.security.SimplePassword(plain.getPassword())))))) {
+            for (int attempt = 1; attempt <= 3; attempt++) {
+                assertThatThrownBy(() -> SchemaMigrations.migrate(pool, "app")).isInstanceOf(SQLException.class)
+                        .hasMessageContaining("holds tables but no flyway_schema_history");
+            }
+            try (Connection c = pool.getConnection(); Connection other = plain.getConnection();
+                    Statement s = other.createStatement();
+                    ResultSet r = s.executeQuery("SELECT pg_try_advisory_lock(" + SchemaMigrations.lockKey("app") + ")")) {
+                assertThat(c.isValid(5)).isTrue();
+                r.next();
+                assertThat(r.getBoolean(1)).as("the schema's lock is free").isTrue();
+            }
+        }
+    }
+
     @Test
     void aBaselinedSchemaIsTakenAsMigratedUpToItsBaseline() throws Exception {
         PGSimpleDataSource dataSource = database("migrate_baseline");
