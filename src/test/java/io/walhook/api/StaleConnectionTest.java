@@ -1,0 +1,79 @@
+package io.walhook.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.Test;
+
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
+import io.quarkus.test.junit.QuarkusTest;
+import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TcpProxy;
+import io.walhook.testing.TestPostgres;
+
+/**
+ * A pooled connection a failover left half-open is found out before it is used, not by the
+ * request that uses it: the pool asks a connection idle for more than 5 s to answer (within 5 s)
+ * before handing it out. Without that, the request waited the 30 s socket timeout, then failed.
+ */
+@QuarkusTest
+@QuarkusTestResource(value = StaleConnectionTest.Resource.class, restrictToAnnotatedClass = true)
+class StaleConnectionTest {
+
+    static TcpProxy proxy;
+
+    /** A database reached through a proxy that can leave every connection half-open. */
+    public static class Resource implements QuarkusTestResourceLifecycleManager {
+
+        @Override
+        public Map<String, String> start() {
+            PostgresServer server = TestPostgres.shared();
+            String database = server.createDatabase("stale");
+            proxy = TcpProxy.to(server.host(), server.port());
+            String credentials = server.password() == null || server.password().isEmpty() ? server.user()
+                    : server.user() + ":" + server.password();
+            Map<String, String> config = new HashMap<>();
+            config.put("walhook.source.url", "postgresql://" + credentials + "@" + server.host() + ":" + proxy.port() + "/"
+                    + database);
+            config.put("walhook.slot", database);
+            config.put("walhook.api-token", "t");
+            return config;
+        }
+
+        @Override
+        public void stop() {
+            proxy.close();
+        }
+    }
+
+    @ConfigProperty(name = "quarkus.http.test-port")
+    int port;
+
+    @Test
+    void aPooledConnectionLeftHalfOpenIsReplacedBeforeARequestUsesIt() throws Exception {
+        // a short client timeout, far under the 30 s a stale connection would hold the request
+        HttpClient http = HttpClient.newHttpClient();
+        HttpRequest list = HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/subscriptions"))
+                .header("Authorization", "Bearer t").timeout(Duration.ofSeconds(20)).GET().build();
+        assertThat(http.send(list, HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+        int before = proxy.connections();
+
+        proxy.loseServerOfAll();
+        // idle past the validation interval, the API's connection is asked before it is handed out again
+        await().pollDelay(Duration.ofSeconds(6)).atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
+            HttpResponse<String> answer = http.send(list, HttpResponse.BodyHandlers.ofString());
+            assertThat(answer.statusCode()).as(answer.body()).isEqualTo(200);
+        });
+        assertThat(proxy.connections()).as("new connections through the proxy").isGreaterThan(before);
+    }
+}
