@@ -183,8 +183,15 @@ public final class WebhookClient implements AutoCloseable {
         HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? channel.tls() : channel.plain();
         channel.context().runOnContext(start -> {
             try {
-                long timer = vertx.setTimer(timeout.toMillis(), late -> result.completeExceptionally(
-                        new IOException("no response within " + timeout.toMillis() + " ms")));
+                java.util.concurrent.atomic.AtomicReference<Response> answered = new java.util.concurrent.atomic.AtomicReference<>();
+                long timer = vertx.setTimer(timeout.toMillis(), late -> {
+                    Response status = answered.get();
+                    if (status != null) {
+                        result.complete(status); // answered, and its body did not end in time: the status stands
+                    } else {
+                        result.completeExceptionally(new IOException("no response within " + timeout.toMillis() + " ms"));
+                    }
+                });
                 result.whenComplete((r, e) -> vertx.cancelTimer(timer));
                 if (publicOnly) {
                     String host = url.getHost().startsWith("[") ? url.getHost().substring(1, url.getHost().length() - 1)
@@ -204,10 +211,10 @@ public final class WebhookClient implements AutoCloseable {
                         }
                         int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
                         options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
-                        send(destination, client, options, body, timeout, result);
+                        send(destination, client, options, body, answered, result);
                     });
                 } else {
-                    send(destination, client, options, body, timeout, result);
+                    send(destination, client, options, body, answered, result);
                 }
             } catch (RuntimeException e) {
                 result.completeExceptionally(new IOException(destination.redact(describe(e)))); // at once, not as a timeout
@@ -216,8 +223,15 @@ public final class WebhookClient implements AutoCloseable {
         return result;
     }
 
-    private void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
-            Duration timeout, CompletableFuture<Response> result) {
+    /**
+     * Sends the request; {@code answered} gets the status line's outcome as soon as it comes. The
+     * status is the outcome: a 2xx was taken, whatever its body does next (a Content-Length larger
+     * than what comes, an endless stream, a connection broken off). The body is read and dropped
+     * until it ends, the request's timeout runs out or it passes {@link #DRAINED_BYTES}; cut short,
+     * its connection is closed. The result, and the destination's place, wait for that.
+     */
+    private static void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
+            java.util.concurrent.atomic.AtomicReference<Response> answered, CompletableFuture<Response> result) {
         client.request(options).compose(request -> {
             // a request given up on (timed out, cancelled) frees its connection (HTTP/1.1: closes it)
             result.whenComplete((r, e) -> {
@@ -226,20 +240,30 @@ public final class WebhookClient implements AutoCloseable {
                 }
             });
             return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
-        }).map(r -> {
-            // the status line is the outcome: a 2xx was taken, whatever its body does next (a Content-Length
-            // larger than what comes, an endless stream). The body is read and dropped, within the request's
-            // timeout and DRAINED_BYTES; one that has not ended by then closes its connection
+        }).compose(r -> {
+            Response status = new Response(r.statusCode(), r.getHeader("retry-after"));
+            answered.set(status);
+            boolean[] ended = {false};
             long[] read = {0};
-            r.handler(chunk -> {
-                read[0] += chunk.length();
-                if (read[0] > DRAINED_BYTES) {
-                    r.request().reset();
+            try {
+                r.handler(chunk -> {
+                    read[0] += chunk.length();
+                    if (read[0] > DRAINED_BYTES) {
+                        result.complete(status);
+                    }
+                });
+            } catch (IllegalStateException alreadyEnded) {
+                return io.vertx.core.Future.succeededFuture(status);
+            }
+            result.whenComplete((done, e) -> {
+                if (!ended[0]) {
+                    r.request().reset(); // cut short: the connection is not used again
                 }
             });
-            long drain = vertx.setTimer(timeout.toMillis(), late -> r.request().reset());
-            r.end().onComplete(ended -> vertx.cancelTimer(drain));
-            return new Response(r.statusCode(), r.getHeader("retry-after"));
+            return r.end().map(done -> {
+                ended[0] = true;
+                return status;
+            }).otherwise(status); // broken off after the status line: the status stands
         }).onComplete(done -> {
             if (done.succeeded()) {
                 result.complete(done.result());
