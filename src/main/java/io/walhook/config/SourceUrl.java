@@ -51,9 +51,8 @@ public record SourceUrl(String host, int port, String database, String user, Str
         int port = uri.getPort() < 0 ? 5432 : uri.getPort();
         String path = uri.getRawPath() == null ? "" : uri.getRawPath();
         String database = path.length() > 1 ? decode(path.substring(1)) : "";
-        if (path.contains("@") || uri.getRawUserInfo() == null && text.contains("@")) {
-            // postgresql://app:2024/rest@db/orders: a password holding '/' (or '?', '#') made "app:2024" the host, and
-            // the rest of the password the path (the query, the fragment): nothing of it may be quoted
+        if (path.contains("@")) {
+            // postgresql://app:2024/rest@db/orders: a password holding '/' made "app:2024" the host
             throw new ConfigException(VARIABLE, "has '@' after its host; percent-encode '/', '?', '#' and '@' in a"
                     + " user name, password or database name (%2F, %3F, %23, %40)");
         }
@@ -77,14 +76,19 @@ public record SourceUrl(String host, int port, String database, String user, Str
             for (String pair : uri.getRawQuery().split("&")) {
                 String[] kv = pair.split("=", 2);
                 String key = decode(kv[0]);
+                // postgresql://app:2024/x?rest@db/orders: a password holding '?' (or '#') made its rest the query, and
+                // what is wrong there is not quoted
+                boolean mayHoldPassword = uri.getRawUserInfo() == null && pair.contains("@");
                 if (!PARAMETERS.contains(key)) {
-                    throw new ConfigException(VARIABLE, "has an unsupported parameter '" + key + "'; supported: "
-                            + String.join(", ", new java.util.TreeSet<>(PARAMETERS)));
+                    throw new ConfigException(VARIABLE, "has an unsupported parameter" + (mayHoldPassword ? "" : " '" + key + "'")
+                            + "; supported: " + String.join(", ", new java.util.TreeSet<>(PARAMETERS))
+                            + (mayHoldPassword ? " (percent-encode '/', '?', '#' and '@' in a password)" : ""));
                 }
                 String value = kv.length > 1 ? decode(kv[1]) : "";
                 if (key.equals("sslmode") && !SSL_MODES.contains(value)) {
-                    throw new ConfigException(VARIABLE, "has sslmode=" + value + "; expected one of "
-                            + String.join(", ", new java.util.TreeSet<>(SSL_MODES)));
+                    throw new ConfigException(VARIABLE, "has sslmode=" + (mayHoldPassword ? "(not shown)" : value)
+                            + "; expected one of " + String.join(", ", new java.util.TreeSet<>(SSL_MODES))
+                            + (mayHoldPassword ? " (percent-encode '/', '?', '#' and '@' in a password)" : ""));
                 }
                 parameters.put(key, value);
             }
