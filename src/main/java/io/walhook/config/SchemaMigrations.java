@@ -51,27 +51,56 @@ public final class SchemaMigrations {
     /** The tables of walhook's schema. */
     public static final java.util.Set<String> STATE_TABLES = java.util.Set.of(HISTORY, "checkpoint", "subscription",
             "parked_event", "backfill", "activation");
-    /**
-     * Those that, all in one schema, make it a walhook deployment's state: its history, checkpoint,
-     * subscriptions (with their secrets and header values) and queues, there since its first version.
-     */
-    private static final java.util.Set<String> STATE_MARKS = java.util.Set.of(HISTORY, "checkpoint", "subscription",
-            "parked_event");
+
+    /** What the catalog says of a schema: whether it holds a walhook deployment's state. */
+    public enum StateVerdict {
+        /** No history table: not walhook's, and it cannot become one without a history first. */
+        NONE,
+        /** Its history records walhook's first migration, by its checksum: a walhook deployment's state. */
+        STATE,
+        /** A history without walhook's first migration (yet): a schema being made, or another tool's. */
+        UNSURE
+    }
 
     /**
-     * Whether {@code schema} holds a walhook deployment's state ({@link #STATE_MARKS}): another
-     * deployment's, when publications are shared, whose changes and rows must never be sent.
+     * Whether {@code schema} holds a walhook deployment's state: another deployment's, when
+     * publications are shared, whose changes and rows must never be sent. Told by its history,
+     * which records walhook's first migration with that file's checksum: no application's Flyway
+     * history does, whatever its tables are called.
      */
-    public static boolean holdsState(Connection c, String schema) throws SQLException {
-        try (PreparedStatement s = c.prepareStatement("SELECT count(DISTINCT c.relname) FROM pg_catalog.pg_class c"
-                + " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-                + " WHERE n.nspname = ? AND c.relkind IN ('r', 'p') AND c.relname = ANY (?)")) {
+    public static StateVerdict stateVerdict(Connection c, String schema) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_table_privilege(c.oid, 'SELECT')"
+                + " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = ? AND c.relname = '" + HISTORY + "' AND c.relkind IN ('r', 'p')")) {
             s.setString(1, schema);
-            s.setArray(2, c.createArrayOf("text", STATE_MARKS.toArray()));
             try (ResultSet rs = s.executeQuery()) {
-                return rs.next() && rs.getInt(1) == STATE_MARKS.size();
+                if (!rs.next()) {
+                    return StateVerdict.NONE;
+                }
+                if (!rs.getBoolean(1)) {
+                    return StateVerdict.UNSURE; // a history this role may not read
+                }
             }
         }
+        Migration first = FirstMigration.FIRST;
+        try (PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM \"" + schema.replace("\"", "\"\"")
+                + "\"." + HISTORY + " WHERE version = ? AND checksum = ?)")) {
+            s.setString(1, Integer.toString(first.version()));
+            s.setInt(2, first.checksum());
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() && rs.getBoolean(1) ? StateVerdict.STATE : StateVerdict.UNSURE;
+            }
+        }
+    }
+
+    /** Whether {@code schema} holds a walhook deployment's state ({@link #stateVerdict}). */
+    public static boolean holdsState(Connection c, String schema) throws SQLException {
+        return stateVerdict(c, schema) == StateVerdict.STATE;
+    }
+
+    /** Walhook's first migration, read once. */
+    private static final class FirstMigration {
+        static final Migration FIRST = bundled().get(0);
     }
 
     /** One migration file: {@code V3__parked_event.sql} is version 3, "parked event". */

@@ -224,6 +224,32 @@ class SchemaMigrationsTest {
         }
     }
 
+    /**
+     * Another deployment's state is told by its history recording walhook's first migration, not by
+     * its tables' names: an application's own Flyway schema with tables called subscription,
+     * checkpoint and parked_event is not walhook's, and its changes are never skipped for it.
+     */
+    @Test
+    void aSchemaHoldsWalhooksStateWhenItsHistoryRecordsWalhooksFirstMigration() throws Exception {
+        PGSimpleDataSource dataSource = database("migrate_verdict");
+        SchemaMigrations.migrate(dataSource, "walhook_other");
+        sql(dataSource, "CREATE SCHEMA app");
+        sql(dataSource, "CREATE TABLE app.flyway_schema_history (installed_rank int PRIMARY KEY, version varchar(50),"
+                + " checksum int)");
+        sql(dataSource, "INSERT INTO app.flyway_schema_history VALUES (1, '1', 12345)");
+        for (String table : List.of("checkpoint", "subscription", "parked_event", "activation")) {
+            sql(dataSource, "CREATE TABLE app." + table + " (id int)");
+        }
+        sql(dataSource, "CREATE SCHEMA plain");
+        sql(dataSource, "CREATE TABLE plain.subscription (id int)");
+        try (Connection c = dataSource.getConnection()) {
+            assertThat(SchemaMigrations.stateVerdict(c, "walhook_other")).isEqualTo(SchemaMigrations.StateVerdict.STATE);
+            assertThat(SchemaMigrations.stateVerdict(c, "app")).isEqualTo(SchemaMigrations.StateVerdict.UNSURE);
+            assertThat(SchemaMigrations.stateVerdict(c, "plain")).isEqualTo(SchemaMigrations.StateVerdict.NONE);
+            assertThat(SchemaMigrations.stateVerdict(c, "Odd\"Name")).isEqualTo(SchemaMigrations.StateVerdict.NONE);
+        }
+    }
+
     @Test
     void aBaselinedSchemaIsTakenAsMigratedUpToItsBaseline() throws Exception {
         PGSimpleDataSource dataSource = database("migrate_baseline");
