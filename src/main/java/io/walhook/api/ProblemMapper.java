@@ -41,9 +41,9 @@ public class ProblemMapper {
         String state = e.getSQLState();
         if (state == null) {
             LOG.warnf("management API: no connection to the source database: %s", e.getMessage());
-            return new ApiProblem(503, "Service Unavailable", "no connection to the source database came free in time: the"
-                    + " management API's requests share a pool of their own (QUARKUS_DATASOURCE_API_JDBC_MAX_SIZE, 2) and"
-                    + " the database may be slow to answer; retry", null).toResponse();
+            return new ApiProblem(503, "Service Unavailable", "no connection to the source database within 5 s: the"
+                    + " database did not take a new one in time, or the management API's own pool"
+                    + " (QUARKUS_DATASOURCE_API_JDBC_MAX_SIZE, 2) was busy with other requests; retry", null).toResponse();
         }
         if (busy(state)) {
             LOG.warnf("management API: the source database gave up on a statement (%s): %s", state, e.getMessage());

@@ -358,9 +358,10 @@ final class Lane {
 
     /** The hold is counted afresh: after a switch of mode, or once the lane had room to spare. */
     private void forgetHold() {
-        holdEpoch.incrementAndGet();
+        // zeroed before the new epoch shows: routing, seeing the new epoch, counts afresh from zero
         heldRouting.set(0);
         holdsOthers = false;
+        holdEpoch.incrementAndGet();
     }
 
     /**
