@@ -18,13 +18,19 @@ import java.util.function.Consumer;
  * leaves it at once, which hands it on. Lanes holding no place go first, in the order they asked,
  * then lanes that hold some: a tenant whose endpoint is slow, and whose requests therefore hold
  * their places long, gets a second place only when no other lane waits for its first, so a few
- * slow tenants of a shared host cannot take every place and hold the others to their pace.
+ * slow tenants of a shared host cannot take every place and hold the others to their pace. An
+ * eighth of the places (none below 8) are kept for lanes holding none: many slow tenants that
+ * always have more to send fill the rest, and a tenant whose events come one at a time, holding
+ * no place between them, still finds one free rather than wait for a slow request to end (up to
+ * the request timeout, when the slow ones hang and time out together).
  *
  * <p>A lane is known by its {@code granted} callback, the same object on every call.
  */
 public final class DestinationGate {
 
     private final int limit;
+    /** Places only lanes holding none may take. */
+    private final int reserve;
     private int inUse;
     /** Places each lane holds now; a lane holding none has no entry. */
     private final Map<Consumer<DestinationGate>, int[]> held = new HashMap<>();
@@ -44,6 +50,7 @@ public final class DestinationGate {
             throw new IllegalArgumentException("a destination takes at least one request at a time, not " + limit);
         }
         this.limit = limit;
+        this.reserve = limit / 8;
         this.byChannel = new int[Math.max(1, channels)];
     }
 
@@ -52,13 +59,14 @@ public final class DestinationGate {
      * (it waits once, however often it asks), and must use or leave it.
      */
     synchronized boolean tryEnter(Consumer<DestinationGate> lane) {
-        if (waitingFirst.isEmpty() && waitingMore.isEmpty() && inUse < limit) {
+        boolean holdsNone = !held.containsKey(lane);
+        if (waitingFirst.isEmpty() && (holdsNone ? inUse < limit : waitingMore.isEmpty() && inUse < limit - reserve)) {
             inUse++;
             hold(lane, 1);
             return true;
         }
         if (!waitingFirst.contains(lane) && !waitingMore.contains(lane)) {
-            (held.containsKey(lane) ? waitingMore : waitingFirst).add(lane);
+            (holdsNone ? waitingFirst : waitingMore).add(lane);
         }
         return false;
     }
@@ -72,8 +80,8 @@ public final class DestinationGate {
                 waitingFirst.add(lane); // it holds none now: it waits for its first again
             }
             next = first(waitingFirst);
-            if (next == null) {
-                next = first(waitingMore);
+            if (next == null && inUse - 1 < limit - reserve) {
+                next = first(waitingMore); // not into the places kept for lanes holding none
             }
             if (next == null) {
                 inUse--;

@@ -85,6 +85,38 @@ class DestinationGateTest {
         assertThat(gate.inUse()).isEqualTo(2);
     }
 
+    /**
+     * Slow tenants that always have more to send take at most seven eighths of the places: a tenant
+     * whose events come one at a time finds one free. Before, they took every place, and its next
+     * event waited for one of their requests to end (up to the request timeout).
+     */
+    @Test
+    void placesAreKeptForLanesHoldingNone() {
+        DestinationGate gate = new DestinationGate(16);
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> slow = g -> grants.add("slow");
+        Consumer<DestinationGate> slower = g -> grants.add("slower");
+        assertThat(gate.tryEnter(slow)).isTrue();
+        assertThat(gate.tryEnter(slower)).isTrue();
+        for (int i = 2; i < 14; i++) {
+            assertThat(gate.tryEnter(i % 2 == 0 ? slow : slower)).isTrue();
+        }
+        assertThat(gate.tryEnter(slow)).as("the last two places are kept").isFalse();
+        assertThat(gate.inUse()).isEqualTo(14);
+
+        Consumer<DestinationGate> occasional = g -> grants.add("occasional");
+        assertThat(gate.tryEnter(occasional)).as("a lane holding none finds a place at once").isTrue();
+        gate.leave(occasional); // its request ended: the kept place is not given to the slow ones
+        assertThat(grants).isEmpty();
+        assertThat(gate.inUse()).isEqualTo(14);
+        assertThat(gate.tryEnter(occasional)).isTrue();
+        gate.leave(occasional);
+
+        gate.leave(slower); // one of theirs ends: the slow one waiting gets it, within the fourteen
+        assertThat(grants).containsExactly("slow");
+        assertThat(gate.inUse()).isEqualTo(14);
+    }
+
     @Test
     void aLaneWhoseLastRequestEndsWaitsForItsFirstPlaceAgain() {
         DestinationGate gate = new DestinationGate(1);
