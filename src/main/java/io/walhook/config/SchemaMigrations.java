@@ -54,22 +54,24 @@ public final class SchemaMigrations {
 
     /** What the catalog says of a schema: whether it holds a walhook deployment's state. */
     public enum StateVerdict {
-        /** No history table: not walhook's, and it cannot become one without a history first. */
+        /** No history table: not walhook's, now. */
         NONE,
-        /** Its history records walhook's first migration, by its checksum: a walhook deployment's state. */
+        /** A walhook deployment's state. */
         STATE,
-        /** A history without walhook's first migration (yet): a schema being made, or another tool's. */
+        /** A history without walhook's migrations (yet): a schema being made, or another tool's. */
         UNSURE
     }
 
     /**
      * Whether {@code schema} holds a walhook deployment's state: another deployment's, when
      * publications are shared, whose changes and rows must never be sent. Told by its history,
-     * which records walhook's first migration with that file's checksum: no application's Flyway
-     * history does, whatever its tables are called.
+     * which records one of walhook's migrations with that file's checksum: no application's Flyway
+     * history does, whatever its tables are called. A history this role may not read, or one
+     * walhook's migrations never ran into (baselined), is told by walhook's tables, all there.
      */
     public static StateVerdict stateVerdict(Connection c, String schema) throws SQLException {
-        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_table_privilege(c.oid, 'SELECT')"
+        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_schema_privilege(n.oid, 'USAGE')"
+                + " AND pg_catalog.has_table_privilege(c.oid, 'SELECT')"
                 + " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
                 + " WHERE n.nspname = ? AND c.relname = '" + HISTORY + "' AND c.relkind IN ('r', 'p')")) {
             s.setString(1, schema);
@@ -78,17 +80,40 @@ public final class SchemaMigrations {
                     return StateVerdict.NONE;
                 }
                 if (!rs.getBoolean(1)) {
-                    return StateVerdict.UNSURE; // a history this role may not read
+                    return byTables(c, schema); // a history this role may not read
                 }
             }
         }
-        Migration first = FirstMigration.FIRST;
-        try (PreparedStatement s = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM \"" + schema.replace("\"", "\"\"")
-                + "\"." + HISTORY + " WHERE version = ? AND checksum = ?)")) {
-            s.setString(1, Integer.toString(first.version()));
-            s.setInt(2, first.checksum());
+        List<Migration> ours = Bundled.ALL;
+        StringBuilder pairs = new StringBuilder();
+        for (Migration m : ours) {
+            pairs.append(pairs.length() == 0 ? "" : ", ").append("('").append(m.version()).append("', '").append(m.checksum())
+                    .append("')");
+        }
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM \"" + schema.replace("\"", "\"\"") + "\"."
+                        + HISTORY + " h WHERE (h.version::text, h.checksum::text) IN (VALUES " + pairs + "))")) {
+            if (rs.next() && rs.getBoolean(1)) {
+                return StateVerdict.STATE;
+            }
+        } catch (SQLException e) {
+            if (e.getSQLState() == null || !e.getSQLState().startsWith("42")) {
+                throw e; // the database, not the table: asked again
+            }
+            // a table of that name that is not a history as Flyway makes it
+        }
+        return byTables(c, schema);
+    }
+
+    /** Walhook's tables, all in {@code schema}: a baselined history, or one this role may not read. */
+    private static StateVerdict byTables(Connection c, String schema) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT count(DISTINCT c.relname) FROM pg_catalog.pg_class c"
+                + " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = ? AND c.relkind IN ('r', 'p') AND c.relname = ANY (?)")) {
+            s.setString(1, schema);
+            s.setArray(2, c.createArrayOf("text", STATE_TABLES.toArray()));
             try (ResultSet rs = s.executeQuery()) {
-                return rs.next() && rs.getBoolean(1) ? StateVerdict.STATE : StateVerdict.UNSURE;
+                return rs.next() && rs.getInt(1) == STATE_TABLES.size() ? StateVerdict.STATE : StateVerdict.UNSURE;
             }
         }
     }
@@ -98,9 +123,9 @@ public final class SchemaMigrations {
         return stateVerdict(c, schema) == StateVerdict.STATE;
     }
 
-    /** Walhook's first migration, read once. */
-    private static final class FirstMigration {
-        static final Migration FIRST = bundled().get(0);
+    /** Walhook's migrations, read once. */
+    private static final class Bundled {
+        static final List<Migration> ALL = bundled();
     }
 
     /** One migration file: {@code V3__parked_event.sql} is version 3, "parked event". */

@@ -73,8 +73,6 @@ public class ReplicationSource {
     private volatile boolean lockLost;
     /** Other deployments' state schemas the stream met ({@link #stateTable}). */
     private final java.util.Set<String> foreignStateSchemas = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    /** Schemas the stream met without a history table ({@link #stateTable}): never walhook's. */
-    private final java.util.Set<String> notStateSchemas = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private volatile AmqpClient broker;
     private volatile ActiveLock lock;
     /** Renews the lock's lease ({@link #keepLease}). */
@@ -436,26 +434,20 @@ public class ReplicationSource {
      * Whether a table holds walhook's state, whose changes are never events: this deployment's
      * schema, or another deployment's that the publication publishes too (both {@code FOR ALL
      * TABLES}): its subscriptions hold their secrets and header values. Asked at each relation
-     * message; the catalog is read only for a table named like one of walhook's, and a schema found
-     * to hold state, or to have no history at all, is remembered. A catalog that cannot be read breaks the stream, which is read
-     * again from the last acknowledged change: a user's table of that name is never skipped.
+     * message (once a session for each table); the catalog is read only for a table named like one
+     * of walhook's, and a schema found to hold state is remembered. A database that cannot answer
+     * breaks the stream, which is read again from the last acknowledged change: a user's table of
+     * that name is never skipped.
      */
     private boolean stateTable(String schema, String table) {
         if (schema.equals(config.stateSchema()) || foreignStateSchemas.contains(schema)) {
             return true;
         }
-        if (!io.walhook.config.SchemaMigrations.STATE_TABLES.contains(table) || notStateSchemas.contains(schema)) {
+        if (!io.walhook.config.SchemaMigrations.STATE_TABLES.contains(table)) {
             return false;
         }
         try (java.sql.Connection c = dataSource.getConnection()) {
-            io.walhook.config.SchemaMigrations.StateVerdict verdict = io.walhook.config.SchemaMigrations.stateVerdict(c, schema);
-            if (verdict == io.walhook.config.SchemaMigrations.StateVerdict.NONE) {
-                // no history: never walhook's (it makes its history before any table, and refuses a schema holding
-                // tables without one)
-                notStateSchemas.add(schema);
-                return false;
-            }
-            if (verdict == io.walhook.config.SchemaMigrations.StateVerdict.UNSURE) {
+            if (!io.walhook.config.SchemaMigrations.holdsState(c, schema)) {
                 return false;
             }
         } catch (SQLException e) {

@@ -242,11 +242,24 @@ class SchemaMigrationsTest {
         }
         sql(dataSource, "CREATE SCHEMA plain");
         sql(dataSource, "CREATE TABLE plain.subscription (id int)");
+        // a table of the history's name that is no history: not a reason to stop the stream
+        sql(dataSource, "CREATE SCHEMA odd");
+        sql(dataSource, "CREATE TABLE odd.flyway_schema_history (note text)");
+        // a deployment whose history this role may not read: told by its tables
+        sql(dataSource, "CREATE ROLE verdict_reader LOGIN PASSWORD 'r'");
+        sql(dataSource, "REVOKE ALL ON SCHEMA walhook_other FROM PUBLIC");
         try (Connection c = dataSource.getConnection()) {
             assertThat(SchemaMigrations.stateVerdict(c, "walhook_other")).isEqualTo(SchemaMigrations.StateVerdict.STATE);
             assertThat(SchemaMigrations.stateVerdict(c, "app")).isEqualTo(SchemaMigrations.StateVerdict.UNSURE);
             assertThat(SchemaMigrations.stateVerdict(c, "plain")).isEqualTo(SchemaMigrations.StateVerdict.NONE);
+            assertThat(SchemaMigrations.stateVerdict(c, "odd")).isEqualTo(SchemaMigrations.StateVerdict.UNSURE);
             assertThat(SchemaMigrations.stateVerdict(c, "Odd\"Name")).isEqualTo(SchemaMigrations.StateVerdict.NONE);
+        }
+        try (Connection c = java.sql.DriverManager.getConnection(dataSource.getUrl(), "verdict_reader", "r")) {
+            assertThat(SchemaMigrations.stateVerdict(c, "walhook_other")).isEqualTo(SchemaMigrations.StateVerdict.STATE);
+        } finally {
+            sql(dataSource, "DROP OWNED BY verdict_reader");
+            sql(dataSource, "DROP ROLE verdict_reader");
         }
     }
 
