@@ -16,28 +16,31 @@ final class PipelineGauges {
     private PipelineGauges() {
     }
 
-    static void register(MeterRegistry metrics, ReplicationSource source) {
-        Gauge.builder("walhook.replication.streaming", source, s -> is(s, SourceStatus.State.STREAMING))
-                .description("1 while the replication stream runs").register(metrics);
-        Gauge.builder("walhook.replication.slot.invalid", source, s -> is(s, SourceStatus.State.SLOT_INVALID))
-                .description("1 when the slot is gone or invalidated: changes were lost to it").register(metrics);
-        Gauge.builder("walhook.replication.pending.transactions", source, s -> value(s, SourceStatus::pendingTransactions))
-                .description("transactions read but not yet fully delivered").register(metrics);
-        Gauge.builder("walhook.delivery.in.flight", source,
+    /** Registers them; the meters, for their removal when walhook stops. */
+    static java.util.List<io.micrometer.core.instrument.Meter> register(MeterRegistry metrics, ReplicationSource source) {
+        java.util.List<io.micrometer.core.instrument.Meter> meters = new java.util.ArrayList<>();
+        meters.add(Gauge.builder("walhook.replication.streaming", source, s -> is(s, SourceStatus.State.STREAMING))
+                .description("1 while the replication stream runs").register(metrics));
+        meters.add(Gauge.builder("walhook.replication.slot.invalid", source, s -> is(s, SourceStatus.State.SLOT_INVALID))
+                .description("1 when the slot is gone or invalidated: changes were lost to it").register(metrics));
+        meters.add(Gauge.builder("walhook.replication.pending.transactions", source, s -> value(s, SourceStatus::pendingTransactions))
+                .description("transactions read but not yet fully delivered").register(metrics));
+        meters.add(Gauge.builder("walhook.delivery.in.flight", source,
                 s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::queued).sum())
-                .description("events in memory not yet delivered or durably queued, all subscriptions").register(metrics);
-        Gauge.builder("walhook.delivery.memory", source, ReplicationSource::deliveryMemoryBytes).baseUnit("bytes")
+                .description("events in memory not yet delivered or durably queued, all subscriptions").register(metrics));
+        meters.add(Gauge.builder("walhook.delivery.memory", source, ReplicationSource::deliveryMemoryBytes).baseUnit("bytes")
                 .description("bytes of undelivered events in memory, all subscriptions: routed (at most"
                         + " WALHOOK_DELIVERY_MEMORY_BYTES after each routed chunk) and read back from durable queues (a quarter"
-                        + " of that)").register(metrics);
-        Gauge.builder("walhook.delivery.parked.current", source,
+                        + " of that)").register(metrics));
+        meters.add(Gauge.builder("walhook.delivery.parked.current", source,
                 s -> s.deliveries().stream().mapToLong(Dispatcher.DeliveryStatus::durableBacklog).sum())
-                .description("events in the durable queues now, all subscriptions").register(metrics);
-        FunctionCounter.builder("walhook.replication.events", source, s -> value(s, SourceStatus::events))
-                .description("events handed to delivery").register(metrics);
-        FunctionCounter.builder("walhook.replication.spilled.transactions", source,
+                .description("events in the durable queues now, all subscriptions").register(metrics));
+        meters.add(FunctionCounter.builder("walhook.replication.events", source, s -> value(s, SourceStatus::events))
+                .description("events handed to delivery").register(metrics));
+        meters.add(FunctionCounter.builder("walhook.replication.spilled.transactions", source,
                 s -> value(s, SourceStatus::spilledTransactions))
-                .description("streamed transactions that outgrew memory and went to disk").register(metrics);
+                .description("streamed transactions that outgrew memory and went to disk").register(metrics));
+        return meters;
     }
 
     private static double is(ReplicationSource source, SourceStatus.State state) {

@@ -64,6 +64,8 @@ public class ReplicationSource {
     private final WalhookConfig config;
     private final AgroalDataSource dataSource;
     private final MeterRegistry metrics;
+    /** The pipeline's gauges, read from this instance: removed when it stops, for the next one to register its own. */
+    private final List<io.micrometer.core.instrument.Meter> gauges;
     private volatile ReplicationReader reader;
     private volatile Thread drain;
     private volatile SubscriptionPoller poller;
@@ -101,7 +103,7 @@ public class ReplicationSource {
         this.config = config;
         this.dataSource = dataSource;
         this.metrics = metrics;
-        PipelineGauges.register(metrics, this);
+        this.gauges = PipelineGauges.register(metrics, this);
     }
 
     void onStart(@Observes @Priority(20) StartupEvent event) {
@@ -543,6 +545,7 @@ public class ReplicationSource {
                 lock.release(); // nothing is sent from here any more: the next holder need not wait out the lease
             }
         }
+        gauges.forEach(metrics::remove);
     }
 
     /** The HTTP client of every webhook (delivery and the API's test-fire). */

@@ -29,6 +29,7 @@ import io.walhook.testing.WebhookReceiver;
 @QuarkusTest
 // a database, a token, and private destinations allowed (the receiver is on 127.0.0.1)
 @QuarkusTestResource(value = SubscriptionApiDeliveryTest.Resource.class, restrictToAnnotatedClass = true)
+@org.junit.jupiter.api.extension.ExtendWith(OpenApiContract.class)
 class ForeignStateSchemaTest {
 
     private static final String SECRET = "whsec_Zm9yZWlnbi1zZWNyZXQ";

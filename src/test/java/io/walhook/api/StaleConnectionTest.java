@@ -28,6 +28,7 @@ import io.walhook.testing.TestPostgres;
  */
 @QuarkusTest
 @QuarkusTestResource(value = StaleConnectionTest.Resource.class, restrictToAnnotatedClass = true)
+@org.junit.jupiter.api.extension.ExtendWith(OpenApiContract.class)
 class StaleConnectionTest {
 
     static TcpProxy proxy;
