@@ -395,7 +395,8 @@ final class Lane {
                 long now = System.nanoTime();
                 if (holdEpoch.get() != epoch) {
                     // counted afresh from now (it went direct again, say, once its queue turned out empty): before, the
-                    // rest of this hold was not counted at all, and a receiver that never answers held routing for good
+                    // rest of this hold was not counted at all, and a receiver that never answers held routing until
+                    // ten of its requests had timed out
                     epoch = holdEpoch.get();
                     since = now;
                 }
