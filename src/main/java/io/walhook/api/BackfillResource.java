@@ -46,12 +46,14 @@ public class BackfillResource {
 
     private final ReplicationSource source;
     private final SubscriptionLookup subscriptions;
+    private final javax.sql.DataSource dataSource;
 
     @Inject
     public BackfillResource(io.walhook.config.WalhookConfig config,
             @io.quarkus.agroal.DataSource(io.walhook.config.DatasourceConfigSourceFactory.API) io.agroal.api.AgroalDataSource dataSource,
             ReplicationSource source) {
         this.source = source;
+        this.dataSource = dataSource;
         this.subscriptions = new SubscriptionLookup(
                 new io.walhook.routing.SubscriptionStore(dataSource, config.stateSchema()), source);
     }
@@ -149,12 +151,13 @@ public class BackfillResource {
         }
     }
 
+    /** Through the API's own pool: a request stuck in the database holds none of delivery's connections. */
     private Backfills backfills() {
         Backfills b = source.backfills();
         if (b == null) {
             throw new ApiProblem(503, "Service Unavailable", "walhook is still starting; try again in a moment", null);
         }
-        return b;
+        return b.through(dataSource);
     }
 
     private static String pathSegment(String id) {

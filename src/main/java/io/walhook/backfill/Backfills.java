@@ -7,6 +7,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
 
 import javax.sql.DataSource;
 
@@ -56,13 +57,27 @@ public final class Backfills {
     private final String stateSchema;
     private final String publication;
     /** Told of every change this instance stores (the runner, when it runs here): it need not wait for its poll. */
-    private volatile Runnable changed = () -> { };
+    private final AtomicReference<Runnable> changed;
 
     public Backfills(DataSource dataSource, String stateSchema, String publication) {
+        this(dataSource, stateSchema, publication, new AtomicReference<>(() -> { }));
+    }
+
+    private Backfills(DataSource dataSource, String stateSchema, String publication, AtomicReference<Runnable> changed) {
         this.dataSource = dataSource;
         this.store = new BackfillStore(dataSource, stateSchema);
         this.stateSchema = stateSchema;
         this.publication = publication;
+        this.changed = changed;
+    }
+
+    /**
+     * The same backfills, read and written through another pool (the management API's own): a request
+     * stuck in the database then holds none of the connections delivery and checkpoints need. Changes
+     * made through it still wake this instance's runner.
+     */
+    public Backfills through(DataSource other) {
+        return new Backfills(other, stateSchema, publication, changed);
     }
 
     public BackfillStore store() {
@@ -71,7 +86,7 @@ public final class Backfills {
 
     /** Calls {@code listener} after each backfill this instance starts, pauses, resumes or cancels. */
     public void onChange(Runnable listener) {
-        changed = listener;
+        changed.set(listener);
     }
 
     /** Checks the request against the subscription and the database, and stores it running. */
@@ -113,7 +128,7 @@ public final class Backfills {
             throw new Refused(409, "/tables", "table " + inserted.heldTable() + " is being backfilled already (backfill "
                     + holder.id() + ", " + holder.state().wireName() + "); cancel it or wait for it to end");
         }
-        changed.run();
+        changed.get().run();
         store.announce();
         return inserted.backfill();
     }
@@ -230,7 +245,7 @@ public final class Backfills {
             throw new Refused(409, null, "backfill " + id + " is " + now.state().wireName() + ": only a running or"
                     + " paused backfill can be " + past(action));
         }
-        changed.run();
+        changed.get().run();
         store.announce();
         return find(subscription, id);
     }

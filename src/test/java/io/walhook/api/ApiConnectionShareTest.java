@@ -62,16 +62,31 @@ class ApiConnectionShareTest {
                 .post("/subscriptions").then().statusCode(201).extract().path("id");
     }
 
+    /** A subscription of public.{name}_rows to {@code url}. */
+    private static String webhook(String name, String url) {
+        return create("{\"name\": \"" + name + "\", \"tables\": [\"public." + name + "_rows\"], \"destination\":"
+                + " {\"type\": \"webhook\", \"url\": \"" + url + "\"}}");
+    }
+
+    /** Six requests at once, once at least two of them wait for a lock in the database. */
+    private List<CompletableFuture<Integer>> sixStuck(ExecutorService clients, java.util.function.Supplier<Integer> request) {
+        List<CompletableFuture<Integer>> requests = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            requests.add(CompletableFuture.supplyAsync(request, clients));
+        }
+        await().atMost(Duration.ofSeconds(30)).until(() -> Integer.parseInt(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")) >= 2);
+        return requests;
+    }
+
     @Test
     void apiRequestsStuckInTheDatabaseLeaveDeliveryItsConnections() throws Exception {
         sql("CREATE TABLE held_rows (id int PRIMARY KEY)");
         sql("CREATE TABLE flowing_rows (id int PRIMARY KEY)");
         ExecutorService clients = Executors.newFixedThreadPool(6);
         try (WebhookReceiver receiver = WebhookReceiver.start(); Connection locker = connect()) {
-            String held = create("{\"name\": \"held\", \"tables\": [\"public.held_rows\"], \"destination\": {\"type\": \"webhook\","
-                    + " \"url\": \"" + receiver.url("/held") + "\"}}");
-            create("{\"name\": \"flowing\", \"tables\": [\"public.flowing_rows\"], \"destination\": {\"type\": \"webhook\","
-                    + " \"url\": \"" + receiver.url("/flowing") + "\"}}");
+            String held = webhook("held", receiver.url("/held"));
+            webhook("flowing", receiver.url("/flowing"));
             given().header("Authorization", "Bearer t").post("/subscriptions/" + held + "/pause").then().statusCode(200);
             sql("INSERT INTO held_rows VALUES (1), (2), (3)");
             await().atMost(Duration.ofSeconds(30)).until(() -> "3".equals(text(
@@ -82,13 +97,8 @@ class ApiConnectionShareTest {
             try (Statement s = locker.createStatement()) {
                 s.execute("SELECT id FROM walhook.parked_event WHERE subscription_id = '" + held + "' FOR UPDATE");
             }
-            List<CompletableFuture<Integer>> drops = new ArrayList<>();
-            for (int i = 0; i < 6; i++) {
-                drops.add(CompletableFuture.supplyAsync(() -> given().header("Authorization", "Bearer t")
-                        .delete("/subscriptions/" + held + "/dead-letters").then().extract().statusCode(), clients));
-            }
-            await().atMost(Duration.ofSeconds(30)).until(() -> Integer.parseInt(text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")) >= 2);
+            List<CompletableFuture<Integer>> drops = sixStuck(clients, () -> given().header("Authorization", "Bearer t")
+                    .delete("/subscriptions/" + held + "/dead-letters").then().extract().statusCode());
 
             // changes of another subscription are still delivered, and the slot still advances past them
             sql("INSERT INTO flowing_rows VALUES (1)");
@@ -108,6 +118,48 @@ class ApiConnectionShareTest {
             }
             assertThat(statuses).allMatch(status -> status == 200 || status == 503);
             assertThat(receiver.requests("/held")).isEmpty();
+        } finally {
+            clients.shutdownNow();
+        }
+    }
+    /** The same for the backfill endpoints: they went through delivery's pool, not the API's. */
+    @Test
+    void backfillRequestsStuckInTheDatabaseLeaveDeliveryItsConnections() throws Exception {
+        sql("CREATE TABLE filled_rows (id int PRIMARY KEY)");
+        sql("CREATE TABLE passing_rows (id int PRIMARY KEY)");
+        sql("INSERT INTO filled_rows SELECT generate_series(1, 50)");
+        ExecutorService clients = Executors.newFixedThreadPool(6);
+        try (WebhookReceiver receiver = WebhookReceiver.start(); Connection locker = connect()) {
+            String filled = webhook("filled", receiver.url("/filled"));
+            webhook("passing", receiver.url("/passing"));
+            String backfill = given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body("{\"max_rows_per_second\": 1}").post("/subscriptions/" + filled + "/backfills")
+                    .then().statusCode(202).extract().path("id");
+            String path = "/subscriptions/" + filled + "/backfills/" + backfill;
+            given().header("Authorization", "Bearer t").post(path + "/pause").then().statusCode(200);
+
+            // an operator's session holds the paused backfill's row; six scripts resume it meanwhile
+            locker.setAutoCommit(false);
+            try (Statement s = locker.createStatement()) {
+                s.execute("SELECT id FROM walhook.backfill WHERE id = '" + backfill + "' FOR UPDATE");
+            }
+            List<CompletableFuture<Integer>> resumes = sixStuck(clients, () -> given().header("Authorization", "Bearer t")
+                    .post(path + "/resume").then().extract().statusCode());
+
+            // changes of another subscription are still delivered, and the slot still advances past them
+            sql("INSERT INTO passing_rows VALUES (1)");
+            String written = text("SELECT pg_current_wal_lsn()");
+            await().atMost(Duration.ofSeconds(20)).until(() -> receiver.requests("/passing").size() == 1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> "t".equals(text("SELECT confirmed_flush_lsn >= '" + written
+                    + "'::pg_lsn FROM pg_replication_slots WHERE slot_name = '" + database() + "'")));
+
+            locker.rollback();
+            List<Integer> statuses = new ArrayList<>();
+            for (CompletableFuture<Integer> resume : resumes) {
+                statuses.add(resume.get(60, java.util.concurrent.TimeUnit.SECONDS));
+            }
+            assertThat(statuses).allMatch(status -> status == 200 || status == 503).contains(200);
+            given().header("Authorization", "Bearer t").get(path).then().statusCode(200);
         } finally {
             clients.shutdownNow();
         }
