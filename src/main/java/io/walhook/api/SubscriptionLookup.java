@@ -34,7 +34,7 @@ final class SubscriptionLookup {
      */
     Subscription inForce(String id) throws SQLException {
         String subscriptionId = existingId(id);
-        source.registry().refresh();
+        source.registry().refresh(store); // through the API's pool
         return source.registry().router().subscriptions().stream()
                 .filter(s -> s.id().equals(subscriptionId)).findFirst().orElseThrow(() -> notFound(id));
     }

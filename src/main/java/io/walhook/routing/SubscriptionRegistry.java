@@ -75,11 +75,19 @@ public final class SubscriptionRegistry {
     }
 
     /** Reloads the stored subscriptions if they changed; returns whether the router was replaced. */
-    public synchronized boolean refresh() throws SQLException {
+    public boolean refresh() throws SQLException {
+        return refresh(store);
+    }
+
+    /**
+     * The same, read through {@code through} (the same table through another pool: the management
+     * API's, whose connections are each checked before use).
+     */
+    public synchronized boolean refresh(SubscriptionStore through) throws SQLException {
         if (store == null) {
             return false;
         }
-        List<SubscriptionStore.Written> current = store.written();
+        List<SubscriptionStore.Written> current = through.written();
         if (current.equals(version)) {
             return false;
         }
@@ -87,7 +95,7 @@ public final class SubscriptionRegistry {
         Set<String> names = new HashSet<>();
         configured.forEach(s -> names.add(s.name()));
         Set<String> nowPaused = new HashSet<>();
-        List<SubscriptionStore.Stored> rows = store.list(current, known);
+        List<SubscriptionStore.Stored> rows = through.list(current, known);
         java.util.Map<java.util.UUID, SubscriptionStore.Stored> loaded = new java.util.HashMap<>();
         rows.forEach(row -> loaded.put(row.id(), row));
         known = loaded;

@@ -48,6 +48,7 @@ class StaleConnectionTest {
                     + database);
             config.put("walhook.slot", database);
             config.put("walhook.api-token", "t");
+            config.put("walhook.allow-private-destinations", "true");
             return config;
         }
 
@@ -76,5 +77,50 @@ class StaleConnectionTest {
             assertThat(answer.statusCode()).as(answer.body()).isEqualTo(200);
         });
         assertThat(proxy.connections()).as("new connections through the proxy").isGreaterThan(before);
+    }
+    /**
+     * After the database closed every connection (a restart), the first API requests are answered,
+     * not 503: a backfill read refreshed the subscriptions through delivery's pool, whose connections
+     * used in the last 5 s are handed out unasked (GuaranteesIT's crash had such a 503).
+     */
+    @Test
+    void connectionsTheServerClosedAreNotUsedByTheNextRequests() throws Exception {
+        try (java.sql.Connection c = TestPostgres.shared().connect(database());
+             java.sql.Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE restarted_rows (id int PRIMARY KEY)");
+        }
+        HttpClient http = HttpClient.newHttpClient();
+        String id = json(http.send(request("/subscriptions").header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"name\": \"restarted\", \"tables\": [\"public.restarted_rows\"],"
+                        + " \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/hook\"}}")).build(),
+                HttpResponse.BodyHandlers.ofString())).get("id").asText();
+        String backfills = "/subscriptions/" + id + "/backfills";
+        String backfill = json(http.send(request(backfills).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString())).get("id").asText();
+        for (int round = 0; round < 5; round++) {
+            proxy.dropAll();
+            for (String path : new String[] {backfills + "/" + backfill, backfills, "/subscriptions/" + id, "/status",
+                    "/subscriptions/" + id + "/dead-letters"}) {
+                HttpResponse<String> answer = http.send(request(path).GET().build(), HttpResponse.BodyHandlers.ofString());
+                assertThat(answer.statusCode()).as(path + ": " + answer.body()).isEqualTo(200);
+            }
+        }
+    }
+
+    @ConfigProperty(name = "quarkus.datasource.jdbc.url")
+    String jdbcUrl;
+
+    private String database() {
+        return jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1);
+    }
+
+    private HttpRequest.Builder request(String path) {
+        return HttpRequest.newBuilder(URI.create("http://localhost:" + port + path)).header("Authorization", "Bearer t")
+                .timeout(Duration.ofSeconds(20));
+    }
+
+    private static com.fasterxml.jackson.databind.JsonNode json(HttpResponse<String> answer) throws Exception {
+        assertThat(answer.statusCode()).as(answer.body()).isBetween(200, 202);
+        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(answer.body());
     }
 }
