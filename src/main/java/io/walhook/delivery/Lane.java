@@ -88,8 +88,6 @@ final class Lane {
         Instant firstFailure;
         Instant due;
         boolean underWay;
-        /** The destination's place it holds while under way ({@link DestinationGate}); null when it has none. */
-        DestinationGate gate;
         /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
         io.walhook.routing.Destination sentTo;
 
@@ -146,11 +144,26 @@ final class Lane {
     private volatile long holdStart = System.nanoTime();
     /** Routing's own: jobs routed in the current chunk, handed over at its end. */
     final List<Job> routed = new ArrayList<>();
-    /** What a destination's gate calls to give this lane a place it waited for: taken on its next turn. */
-    private final java.util.function.Consumer<DestinationGate> granted = gate -> post(() -> {
-        this.grants.add(gate);
-        this.awaitingPlace = false;
-    });
+    /** Places granted by destination gates and not yet taken by a turn (or given back at once, the lane closed). */
+    private final ConcurrentLinkedQueue<DestinationGate> offered = new ConcurrentLinkedQueue<>();
+    /**
+     * What a destination's gate calls to give this lane a place it waited for: taken on its next turn.
+     * A lane closed (its dispatcher closed, the client and its gates live on) gives it back at once,
+     * to the next lane waiting: no turn of it may ever run again.
+     */
+    private final java.util.function.Consumer<DestinationGate> granted = gate -> {
+        offered.add(gate);
+        if (this.closed) {
+            giveBackOffered();
+            return;
+        }
+        post(() -> {
+            for (DestinationGate place; (place = offered.poll()) != null; ) {
+                this.grants.add(place);
+            }
+            this.awaitingPlace = false;
+        });
+    };
 
     // the lane's own
     private Mode mode = Mode.DURABLE;
@@ -1085,11 +1098,14 @@ final class Lane {
     }
 
     private void start(Outgoing o) {
+        DestinationGate place = reserved;
+        reserved = null;
         if (closed) {
+            if (place != null) {
+                place.leave(granted);
+            }
             return; // closed during this turn (the lock went to another instance): nothing more leaves
         }
-        o.gate = reserved;
-        reserved = null;
         lastStartNanos = System.nanoTime();
         startedOnce = true;
         o.underWay = true;
@@ -1103,8 +1119,13 @@ final class Lane {
             // refused before it left (a header the client rejects): an attempt that failed, which gives back its place
             sending = CompletableFuture.failedFuture(e);
         }
-        sending.whenComplete((attempt, failure) -> post(() -> outcome(o, attempt != null ? attempt
-                : Attempt.retry("internal error: " + failure))));
+        sending.whenComplete((attempt, failure) -> {
+            if (place != null) {
+                // here, not on the lane's turn: a lane closed meanwhile has no turn to give it back on
+                place.leave(granted); // to the next lane waiting for the destination
+            }
+            post(() -> outcome(o, attempt != null ? attempt : Attempt.retry("internal error: " + failure)));
+        });
     }
 
     /** The request as the subscription sends it now: a batch is always a JSON array, AMQP a message per job in turn. */
@@ -1179,10 +1200,6 @@ final class Lane {
     }
 
     private void outcome(Outgoing o, Attempt attempt) {
-        if (o.gate != null) {
-            o.gate.leave(granted); // its place goes to the next lane waiting for the destination
-            o.gate = null;
-        }
         o.underWay = false;
         underWay--;
         underWayJobs -= o.jobs.size();
@@ -1499,11 +1516,19 @@ final class Lane {
     /** Stops the lane at shutdown; what is undelivered is read again from the slot or the queue on restart. */
     void close() {
         closed = true;
+        giveBackOffered(); // a place granted before it closed, whose turn will not come
         if (wake != null) {
             wake.cancel(false);
         }
         synchronized (room) {
             room.notifyAll();
+        }
+    }
+
+    /** Hands the places granted and not taken on to the next lanes waiting (the lane closed). */
+    private void giveBackOffered() {
+        for (DestinationGate place; (place = offered.poll()) != null; ) {
+            place.leave(granted);
         }
     }
 

@@ -909,6 +909,43 @@ class DispatcherTest {
         }
     }
 
+    /**
+     * A dispatcher closed with requests under way (a take-over tried again after it failed part-way)
+     * gives their places at the destination back as they end, and a place that ends while one of its
+     * lanes waits is not handed to that lane: the client, and its gates, outlive the dispatcher, and
+     * each place kept was one request fewer to that host for the rest of the process's life.
+     */
+    @Test
+    void aDispatcherClosedWithRequestsUnderWayGivesBackTheirPlacesAtTheDestination() throws Exception {
+        try (WebhookClient gated = new WebhookClient(vertx, null, 2)) {
+            java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+            WebhookReceiver receiver = receiver(request -> {
+                try {
+                    answer.await(1, java.util.concurrent.TimeUnit.SECONDS); // within the request timeout of 2 s
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return 204;
+            });
+            DestinationGate gate = gated.gate(URI.create(receiver.url("/one")));
+            Dispatcher closing = dispatcher(gated);
+            send(closing, webhook("config:one", "one", receiver, 1), 6, 1);
+            send(closing, webhook("config:two", "two", receiver, 1), 6, 1);
+            // both places taken, and a lane waits for one
+            await().atMost(WAIT).until(() -> gate.inUse() == 2 && gate.waiting() >= 1);
+            closing.close();
+            answer.countDown();
+            await().atMost(WAIT).untilAsserted(() -> assertThat(List.of(gate.inUse(), gate.waiting()))
+                    .as("places in use, lanes waiting").containsExactly(0, 0));
+
+            // the next dispatcher has the whole destination
+            acknowledged.set(0);
+            Dispatcher next = dispatcher(gated);
+            send(next, webhook("config:three", "three", receiver, 1), 6, 1);
+            await().atMost(WAIT).until(() -> acknowledged.get() == 6);
+        }
+    }
+
     @Test
     void aRequestWhoseTransportThrowsIsRetriedAndGivesBackItsPlaceAtTheDestination() throws Exception {
         // one request under way to the receiver at a time: a place kept by the failed start would stop it for good
