@@ -34,11 +34,22 @@ public final class SnapshotTable {
     /** Indexes (into the relation's columns) of the columns chunks are ordered by. */
     private final int[] chunkKey;
     private final List<String> chunkKeyTypes;
+    /**
+     * The key index's collation of each chunk key column (a qualified, quoted name; null for a type
+     * without): the chunks are ordered and bounded as the index orders them, so that a text key of
+     * a case-insensitive column, unique under a case-sensitive index, loses no row between chunks.
+     */
+    private final List<String> chunkKeyCollations;
+    /** A table of its own, whose inheritance children's rows the chunks leave out (ONLY); false for a partitioned one. */
+    private final boolean plain;
     /** The publication's row filter of the table (PostgreSQL 15+), an SQL expression; null for none. */
     private final String rowFilter;
 
     private SnapshotTable(String schema, String name, PgOutputMessage.Relation relation,
-            Map<Long, PgOutputMessage.Type> userTypes, int[] chunkKey, List<String> chunkKeyTypes, String rowFilter) {
+            Map<Long, PgOutputMessage.Type> userTypes, int[] chunkKey, List<String> chunkKeyTypes,
+            List<String> chunkKeyCollations, boolean plain, String rowFilter) {
+        this.chunkKeyCollations = chunkKeyCollations;
+        this.plain = plain;
         this.rowFilter = rowFilter;
         this.schema = schema;
         this.name = name;
@@ -70,7 +81,8 @@ public final class SnapshotTable {
         }
         long oid;
         char identity;
-        try (PreparedStatement s = c.prepareStatement("SELECT c.oid, c.relreplident FROM pg_catalog.pg_class c"
+        boolean plain;
+        try (PreparedStatement s = c.prepareStatement("SELECT c.oid, c.relreplident, c.relkind FROM pg_catalog.pg_class c"
                 + " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
                 + " WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p')")) {
             s.setString(1, schema);
@@ -81,6 +93,7 @@ public final class SnapshotTable {
                 }
                 oid = rs.getLong(1);
                 identity = rs.getString(2).charAt(0);
+                plain = "r".equals(rs.getString(3));
             }
         }
         List<String> published = null;
@@ -105,8 +118,9 @@ public final class SnapshotTable {
         List<PgOutputMessage.Relation.Column> columns = new ArrayList<>();
         List<String> types = new ArrayList<>();
         Map<Long, PgOutputMessage.Type> userTypes = new HashMap<>();
-        List<String> identityColumns = indexColumns(c, oid, identity == 'i' ? "indisreplident" : "indisprimary");
-        List<String> primaryKey = identity == 'i' ? indexColumns(c, oid, "indisprimary") : identityColumns;
+        // the replica identity's index, else the primary key: what chunks are read by, and (but FULL) the stream's key
+        Map<String, String> keyIndex = indexColumns(c, oid, identity == 'i' ? "indisreplident" : "indisprimary");
+        List<String> identityColumns = List.copyOf(keyIndex.keySet());
         try (PreparedStatement s = c.prepareStatement("SELECT a.attname, a.atttypid, a.atttypmod,"
                 + " pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a WHERE a.attrelid = ?"
                 + " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum")) {
@@ -127,13 +141,14 @@ public final class SnapshotTable {
                 }
             }
         }
-        List<String> keyNames = identity == 'i' ? identityColumns : primaryKey;
+        List<String> keyNames = identityColumns;
         if (keyNames.isEmpty()) {
             throw new Refused("table " + qualified + " has no primary key and no replica identity index to read it"
                     + " in chunks by");
         }
         int[] chunkKey = new int[keyNames.size()];
         List<String> keyTypes = new ArrayList<>();
+        List<String> keyCollations = new ArrayList<>();
         for (int k = 0; k < chunkKey.length; k++) {
             int index = -1;
             for (int i = 0; i < columns.size(); i++) {
@@ -147,6 +162,7 @@ public final class SnapshotTable {
             }
             chunkKey[k] = index;
             keyTypes.add(types.get(index));
+            keyCollations.add(keyIndex.get(keyNames.get(k)));
         }
         ReplicaIdentity replicaIdentity = switch (identity) {
             case 'f' -> ReplicaIdentity.FULL;
@@ -157,7 +173,7 @@ public final class SnapshotTable {
         PgOutputMessage.Relation relation = new PgOutputMessage.Relation(null, oid, schema, table, replicaIdentity,
                 List.copyOf(columns));
         return new SnapshotTable(schema, table, relation, Map.copyOf(userTypes), chunkKey, List.copyOf(keyTypes),
-                rowFilter);
+                java.util.Collections.unmodifiableList(keyCollations), plain, rowFilter);
     }
 
     /**
@@ -193,20 +209,28 @@ public final class SnapshotTable {
         return sent;
     }
 
-    private static List<String> indexColumns(Connection c, long oid, String which) throws SQLException {
-        List<String> names = new ArrayList<>();
-        try (PreparedStatement s = c.prepareStatement("SELECT a.attname FROM pg_catalog.pg_index i,"
-                + " unnest(i.indkey) WITH ORDINALITY k(attnum, ord), pg_catalog.pg_attribute a"
-                + " WHERE i.indrelid = ? AND i." + which + " AND a.attrelid = i.indrelid AND a.attnum = k.attnum"
-                + " ORDER BY k.ord")) {
+    /**
+     * The key columns of the table's index {@code which} (its INCLUDE columns are not: they may be
+     * NULL, and the stream's key leaves them out), in order, each with the index's collation of it
+     * (a qualified, quoted name; null for a type that has none).
+     */
+    private static Map<String, String> indexColumns(Connection c, long oid, String which) throws SQLException {
+        Map<String, String> columns = new java.util.LinkedHashMap<>();
+        try (PreparedStatement s = c.prepareStatement("SELECT a.attname, CASE WHEN i.indcollation[k.ord - 1] <> 0 THEN"
+                + " (SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(co.collname)"
+                + " FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace n ON n.oid = co.collnamespace"
+                + " WHERE co.oid = i.indcollation[k.ord - 1]) END"
+                + " FROM pg_catalog.pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, ord), pg_catalog.pg_attribute a"
+                + " WHERE i.indrelid = ? AND i." + which + " AND k.ord <= i.indnkeyatts AND a.attrelid = i.indrelid"
+                + " AND a.attnum = k.attnum ORDER BY k.ord")) {
             s.setLong(1, oid);
             try (ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {
-                    names.add(rs.getString(1));
+                    columns.put(rs.getString(1), rs.getString(2));
                 }
             }
         }
-        return names;
+        return columns;
     }
 
     /** A user type as pgoutput's Type message names it: by its base type, for a domain. */
@@ -269,6 +293,7 @@ public final class SnapshotTable {
         return relation.columns().equals(other.relation.columns())
                 && relation.replicaIdentity() == other.relation.replicaIdentity()
                 && java.util.Arrays.equals(chunkKey, other.chunkKey)
+                && chunkKeyTypes.equals(other.chunkKeyTypes) && chunkKeyCollations.equals(other.chunkKeyCollations)
                 && java.util.Objects.equals(rowFilter, other.rowFilter);
     }
 
@@ -283,7 +308,8 @@ public final class SnapshotTable {
         for (int i = 0; i < columns.size(); i++) {
             sql.append(i == 0 ? "" : ", ").append(quote(columns.get(i).name()));
         }
-        sql.append(" FROM ").append(quote(schema)).append('.').append(quote(name));
+        // a table's own rows: ONLY, or its inheritance children's (another table, maybe unpublished) would come as its
+        sql.append(plain ? " FROM ONLY " : " FROM ").append(quote(schema)).append('.').append(quote(name));
         String keyList = keyList();
         String params = params();
         List<String> conditions = new java.util.ArrayList<>();
@@ -299,20 +325,21 @@ public final class SnapshotTable {
         if (!conditions.isEmpty()) {
             sql.append(" WHERE ").append(String.join(" AND ", conditions));
         }
-        sql.append(" ORDER BY ");
-        for (int k = 0; k < chunkKey.length; k++) {
-            sql.append(k == 0 ? "" : ", ").append(quote(columns.get(chunkKey[k]).name()));
-        }
+        sql.append(" ORDER BY ").append(keyList, 1, keyList.length() - 1);
         if (limited) {
             sql.append(" LIMIT ?");
         }
         return sql.toString();
     }
 
+    /** The key columns, each in its index's collation, as a row: {@code ("a", "b" COLLATE "pg_catalog"."C")}. */
     private String keyList() {
         StringBuilder s = new StringBuilder("(");
         for (int k = 0; k < chunkKey.length; k++) {
             s.append(k == 0 ? "" : ", ").append(quote(relation.columns().get(chunkKey[k]).name()));
+            if (chunkKeyCollations.get(k) != null) {
+                s.append(" COLLATE ").append(chunkKeyCollations.get(k));
+            }
         }
         return s.append(')').toString();
     }
