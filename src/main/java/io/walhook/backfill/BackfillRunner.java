@@ -231,17 +231,30 @@ public final class BackfillRunner implements Runnable {
                 closeConnectionIfBroken(); // a failure of the pool's alone does not cost the chunks in flight
                 backoffMillis = Math.min(10_000, Math.max(500, backoffMillis * 2));
                 LOG.warnf("backfills wait %d ms: %s", backoffMillis, e.getMessage());
-                try {
-                    Thread.sleep(backoffMillis);
-                } catch (InterruptedException interrupted) {
-                    Thread.currentThread().interrupt();
+                if (!backOff()) {
                     break;
                 }
             } catch (RuntimeException e) {
-                LOG.errorf(e, "backfills stopped a round: %s", e.getMessage());
+                // a defect: the same round would fail again at once, a watermark written and a chunk read each time
+                backoffMillis = Math.min(10_000, Math.max(500, backoffMillis * 2));
+                LOG.errorf(e, "backfills stopped a round, and wait %d ms: %s", backoffMillis, e.getMessage());
+                if (!backOff()) {
+                    break;
+                }
             }
         }
         closeConnection();
+    }
+
+    /** Sleeps {@link #backoffMillis}; false when interrupted (stopping). */
+    private boolean backOff() {
+        try {
+            Thread.sleep(backoffMillis);
+            return true;
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /** One chunk's worth of work on every running backfill; false when there was nothing to do. */
@@ -555,7 +568,7 @@ public final class BackfillRunner implements Runnable {
             try (Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_snapshot()::text")) {
                 rs.next(); // the transaction's snapshot, taken here: the chunk is read with it
-                chunk.inProgress = inProgress(rs.getString(1));
+                chunk.unseen = unseen(rs.getString(1));
             }
             List<Chunk.Row> rows = new ArrayList<>();
             int[] key = table.chunkKey();
@@ -697,16 +710,19 @@ public final class BackfillRunner implements Runnable {
         return (int) Math.max(1, Math.min(MAX_FETCH, CHUNK_BYTES / 4 / rowBytes));
     }
 
-    /** The in-progress xids of a {@code pg_snapshot}'s text ({@code xmin:xmax:xip,...}), as 32-bit xids. */
-    static java.util.Set<Long> inProgress(String snapshot) {
+    /** What a {@code pg_snapshot}'s text ({@code xmin:xmax:xip,...}) does not see, in 32-bit xids. */
+    static Chunk.Unseen unseen(String snapshot) {
         String[] parts = snapshot.split(":", 3);
+        if (parts.length != 3) {
+            throw new IllegalArgumentException("not a snapshot (xmin:xmax:xip,...): " + snapshot);
+        }
         java.util.Set<Long> xids = new java.util.HashSet<>();
-        if (parts.length == 3 && !parts[2].isEmpty()) {
+        if (!parts[2].isEmpty()) {
             for (String xid : parts[2].split(",")) {
                 xids.add(Long.parseLong(xid.strip()) & 0xFFFF_FFFFL);
             }
         }
-        return xids;
+        return new Chunk.Unseen(Long.parseLong(parts[1].strip()) & 0xFFFF_FFFFL, java.util.Set.copyOf(xids));
     }
 
     /** Smaller chunks when one takes longer than the target, back up to the asked size when quick; the rate limit. */

@@ -56,8 +56,8 @@ final class Chunk {
     /** Set by the runner before the high watermark commits; read by the routing thread after it arrives. */
     volatile List<Row> rows;
     volatile boolean abandoned;
-    /** The xids (their lower 32 bits, as the stream carries them) in progress for the chunk's snapshot; set with the rows. */
-    volatile Set<Long> inProgress;
+    /** The transactions the chunk's snapshot did not see; set with the rows. */
+    volatile Unseen unseen;
     final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
 
     // the routing thread's, between the watermarks
@@ -103,14 +103,28 @@ final class Chunk {
         oidsBefore = oids;
     }
 
-    /** Whether a transaction the chunk's snapshot saw in progress changed its table before the low watermark. */
+    /**
+     * What a snapshot ({@code pg_current_snapshot()}) does not see, in xids' lower 32 bits as the
+     * stream carries them: the transactions in progress for it ({@code xip}), and every one from
+     * {@code xmax} on (PostgreSQL lists none of those, though one may have written its commit record
+     * already: it got its xid after the snapshot's latest completed one, and is not done yet).
+     */
+    record Unseen(long xmax, Set<Long> inProgress) {
+
+        /** Whether the transaction {@code xid} (lower 32 bits) was not visible to the snapshot. */
+        boolean hides(long xid) {
+            return inProgress.contains(xid) || (int) (xid - xmax) >= 0; // modulo 2^32, as PostgreSQL compares xids
+        }
+    }
+
+    /** Whether a transaction the chunk's snapshot did not see changed its table before the low watermark. */
     boolean missedBeforeLow() {
-        Set<Long> inProgress = this.inProgress;
-        if (inProgress == null || inProgress.isEmpty() || xidsBefore == null) {
+        Unseen unseen = this.unseen;
+        if (unseen == null || xidsBefore == null) {
             return false;
         }
         for (int i = 0; i < xidsBefore.length; i++) {
-            if (oidsBefore[i] == table.oid() && inProgress.contains(xidsBefore[i])) {
+            if (oidsBefore[i] == table.oid() && unseen.hides(xidsBefore[i])) {
                 return true;
             }
         }

@@ -1,7 +1,9 @@
 package io.walhook.backfill;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.List;
 import java.util.UUID;
 
 import org.junit.jupiter.api.Test;
@@ -44,11 +46,26 @@ class BackfillRunnerTest {
     }
 
     @Test
-    void aSnapshotsInProgressXidsAreReadAs32BitXids() {
-        assertThat(BackfillRunner.inProgress("100:100:")).isEmpty();
-        assertThat(BackfillRunner.inProgress("100:105:100,103")).containsExactlyInAnyOrder(100L, 103L);
+    void aSnapshotHidesItsInProgressXidsAndEveryOneFromItsXmaxOnAs32BitXids() {
+        Chunk.Unseen none = BackfillRunner.unseen("100:100:");
+        assertThat(none.inProgress()).isEmpty();
+        assertThat(none.hides(99)).isFalse();
+        assertThat(none.hides(100)).as("xmax itself: not listed, not seen").isTrue();
+        Chunk.Unseen some = BackfillRunner.unseen("100:105:100,103");
+        assertThat(some.inProgress()).containsExactlyInAnyOrder(100L, 103L);
+        assertThat(List.of(99L, 100L, 101L, 103L, 104L, 105L, 4000L).stream().filter(some::hides))
+                .containsExactly(100L, 103L, 105L, 4000L);
         // an xid8 of epoch 1: the stream carries its lower 32 bits
-        assertThat(BackfillRunner.inProgress("4294967396:4294967400:4294967397")).containsExactly(101L);
+        Chunk.Unseen epoch = BackfillRunner.unseen("4294967396:4294967400:4294967397");
+        assertThat(epoch.inProgress()).containsExactly(101L);
+        assertThat(epoch.hides(102)).isFalse();
+        assertThat(epoch.hides(104)).isTrue();
+        // near the 32-bit wrap: 4294967290 precedes 5 there
+        Chunk.Unseen wrapped = BackfillRunner.unseen("8589934586:8589934597:");
+        assertThat(wrapped.hides(4294967290L)).isFalse();
+        assertThat(wrapped.hides(5)).isTrue();
+        assertThat(wrapped.hides(4)).isFalse();
+        assertThatThrownBy(() -> BackfillRunner.unseen("100")).hasMessageContaining("100");
     }
 
     @Test

@@ -61,7 +61,7 @@ class WatermarksTest {
     private static Chunk chunk(Reads reads, String token) {
         Chunk chunk = new Chunk(token, UUID.randomUUID(), reads.subscription.id(), table, null, null);
         chunk.rows = List.of(new Chunk.Row("7", "row-7", TupleData.builder().text("7").text("1").build()));
-        chunk.inProgress = Set.of();
+        chunk.unseen = BackfillRunner.unseen("100:100:");
         return chunk;
     }
 
@@ -102,5 +102,29 @@ class WatermarksTest {
         assertThat(chunk.outcome).isNotDone();
         reads.done.forEach(Runnable::run);
         assertThat(chunk.outcome.getNow(null)).isEqualTo(new Chunk.Outcome(1, false));
+    }
+
+    /**
+     * A transaction that got its xid after the snapshot's latest completed one, and wrote its commit
+     * before the low watermark, is not listed in progress but was not seen either: the chunk, read
+     * without its change, is read again rather than sent after it.
+     */
+    @Test
+    void aChunkWhoseSnapshotDidNotSeeAChangeTheStreamDeliveredBeforeItsLowWatermarkIsReadAgain() {
+        Reads reads = new Reads();
+        Chunk listed = chunk(reads, "t3");
+        listed.unseen = BackfillRunner.unseen("990:1000:995");
+        listed.opened(new long[] {995}, new long[] {table.oid()});
+        assertThat(listed.missedBeforeLow()).as("in progress").isTrue();
+
+        Chunk beyond = chunk(reads, "t4");
+        beyond.unseen = BackfillRunner.unseen("1000:1000:");
+        beyond.opened(new long[] {999, 1000}, new long[] {table.oid(), table.oid()});
+        assertThat(beyond.missedBeforeLow()).as("from xmax on").isTrue();
+
+        Chunk seen = chunk(reads, "t5");
+        seen.unseen = BackfillRunner.unseen("1000:1000:");
+        seen.opened(new long[] {999, 1000}, new long[] {table.oid(), table.oid() + 1});
+        assertThat(seen.missedBeforeLow()).as("seen, or another table's").isFalse();
     }
 }
