@@ -47,6 +47,8 @@ import io.walhook.pipeline.ReplicationSource;
 @Blocking
 public class SubscriptionResource {
 
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(SubscriptionResource.class);
+
     private static final String CONFIGURED = SubscriptionLookup.CONFIGURED;
     /** The largest page {@code GET /subscriptions?limit=} gives. */
     static final long MAX_PAGE = 1000;
@@ -135,6 +137,7 @@ public class SubscriptionResource {
         JsonNode json = JsonBody.parse(contentType, body, "subscription");
         Subscription subscription = validate(json, null);
         UUID id = store.insert(json);
+        applyHere();
         return RestResponse.ResponseBuilder.<SubscriptionView>created(URI.create("/subscriptions/" + id))
                 .entity(SubscriptionView.of(id.toString(), subscription, false)).build();
     }
@@ -153,6 +156,7 @@ public class SubscriptionResource {
         if (!store.replace(uuid, json)) {
             throw SubscriptionLookup.notFound(id);
         }
+        applyHere();
         return SubscriptionView.of(id, subscription, store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
     }
 
@@ -175,6 +179,7 @@ public class SubscriptionResource {
         if (!store.setPaused(uuid, paused)) {
             throw SubscriptionLookup.notFound(id);
         }
+        applyHere();
         SubscriptionStore.Stored stored = store.find(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
         return SubscriptionView.of(id, stored.subscription(), stored.paused());
     }
@@ -205,12 +210,33 @@ public class SubscriptionResource {
         // counted before the lane is told: it drops what it writes after this itself
         int discarded = parked.deleteAll(uuid.toString());
         source.deleted(uuid.toString());
+        applyHere();
         return new Deleted(uuid.toString(), discarded);
     }
 
     /** The answer to a delete: the subscription's id and how many events of its durable queue went with it. */
     @RegisterForReflection
     public record Deleted(String id, int discardedEvents) {
+    }
+
+    /**
+     * A write applies, on this instance, to every change committed after its answer: the subscriptions
+     * are read again here before it, and routing takes them up at its next transaction. Left to the
+     * notification alone, a change committed at once could be routed before it came (a new tenant's
+     * first change missed). The other instances, and this one when reading fails, take the write up
+     * from the notification, within a second.
+     */
+    private void applyHere() {
+        io.walhook.routing.SubscriptionRegistry registry = source.registry();
+        if (registry == null) {
+            return;
+        }
+        try {
+            registry.refresh(store);
+        } catch (SQLException | RuntimeException e) {
+            LOG.warnf("a subscription was written; reading the subscriptions again failed (%s): routing takes the write up"
+                    + " from its notification", e.getMessage());
+        }
     }
 
     private void readOnly(String id) {

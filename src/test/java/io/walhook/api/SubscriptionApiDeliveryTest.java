@@ -47,6 +47,9 @@ class SubscriptionApiDeliveryTest {
     @ConfigProperty(name = "quarkus.datasource.jdbc.url")
     String jdbcUrl;
 
+    @jakarta.inject.Inject
+    io.walhook.pipeline.ReplicationSource source;
+
     private void sql(String statement) throws Exception {
         try (Connection c = TestPostgres.shared().connect(jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1));
              Statement s = c.createStatement()) {
@@ -303,6 +306,34 @@ class SubscriptionApiDeliveryTest {
                     given().header("Authorization", "Bearer t").post("/subscriptions/" + down + "/test").then().statusCode(200)
                             .body("delivered", org.hamcrest.Matchers.equalTo(false))
                             .body("status", org.hamcrest.Matchers.equalTo(503)));
+        }
+    }
+
+    private java.util.Optional<io.walhook.routing.Subscription> routed(String id) {
+        return source.registry().router().subscriptions().stream().filter(s -> s.id().equals(id)).findFirst();
+    }
+
+    /**
+     * Each write is in force for routing by the time it is answered: a change committed right after a
+     * create is routed to the new subscription, after a pause it waits, after a PUT it meets the new
+     * filter, after a delete it is not routed. Left to the notification, routing took the write up a
+     * few milliseconds later, and a tenant's first change, committed at once, could miss it.
+     */
+    @Test
+    void aWriteIsInForceForRoutingWhenItIsAnswered() {
+        String body = "{\"name\": \"%s\", \"tables\": [\"public.tickets\"], \"destination\": {\"type\": \"webhook\","
+                + " \"url\": \"http://127.0.0.1:9/hook\"}}";
+        for (int round = 0; round < 10; round++) {
+            String id = create(body.formatted("applied-" + round));
+            assertThat(routed(id)).as("created, round " + round).isPresent();
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
+            assertThat(source.registry().isPaused(id)).as("paused, round " + round).isTrue();
+            given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body(body.formatted("replaced-" + round)).put("/subscriptions/" + id).then().statusCode(200);
+            assertThat(routed(id).map(io.walhook.routing.Subscription::name)).as("replaced, round " + round)
+                    .contains("replaced-" + round);
+            given().header("Authorization", "Bearer t").delete("/subscriptions/" + id).then().statusCode(200);
+            assertThat(routed(id)).as("deleted, round " + round).isEmpty();
         }
     }
 }
