@@ -103,6 +103,25 @@ public final class TortureRun {
         querySecret = "qs" + Long.toHexString(random.nextLong());
     }
 
+    /**
+     * Where the reading and routing threads of the walhook running now stand (the top of their stacks,
+     * from {@code jcmd Thread.print}): what a stall that did not settle waits on.
+     */
+    private String pipelineThreads() {
+        if (walhook == null || !walhook.isAlive()) {
+            return "walhook not running";
+        }
+        StringBuilder threads = new StringBuilder();
+        for (String thread : walhook.threadDump().split("\n\n")) {
+            if (thread.startsWith("\"walhook-routing") || thread.startsWith("\"walhook-replication")) {
+                String[] lines = thread.split("\n");
+                threads.append(String.join(" | ", java.util.Arrays.copyOfRange(lines, 0, Math.min(lines.length, 14))))
+                        .append(" || ");
+            }
+        }
+        return threads.length() == 0 ? "no pipeline threads" : threads.toString();
+    }
+
     /** Runs one seed for this long (plus setting up and settling) and reports what it found. */
     public static Report run(long seed, Duration duration, PrintStream log) throws Exception {
         return new TortureRun(seed, duration, log).run();
@@ -145,7 +164,7 @@ public final class TortureRun {
                 // what walhook says of it, for the report
                 try {
                     violations.add("(not settled; /status: " + api().get("/status").text() + "; subscriptions "
-                            + storedSubscriptions() + ")");
+                            + storedSubscriptions() + "; " + pipelineThreads() + ")");
                 } catch (Exception e) {
                     violations.add("(not settled; no /status: " + e + ")");
                 }
