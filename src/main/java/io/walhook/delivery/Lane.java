@@ -146,6 +146,8 @@ final class Lane {
     final List<Job> routed = new ArrayList<>();
     /** Places granted by destination gates and not yet taken by a turn (or given back at once, the lane closed). */
     private final ConcurrentLinkedQueue<DestinationGate> offered = new ConcurrentLinkedQueue<>();
+    /** The gates this lane asked a place of and found none: closed, it waits at them no more. */
+    private final Set<DestinationGate> waitedAt = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /**
      * What a destination's gate calls to give this lane a place it waited for: taken on its next turn.
      * A lane closed (its dispatcher closed, the client and its gates live on) gives it back at once,
@@ -507,10 +509,13 @@ final class Lane {
             } catch (RuntimeException e) {
                 contained(e);
             }
-            for (DestinationGate unused : grants) {
-                unused.leave(granted); // to the next lane waiting
+            if (!grants.isEmpty()) {
+                List<DestinationGate> unused = new ArrayList<>(grants);
+                grants.clear(); // first: a place is left once, whatever leaving it does
+                for (DestinationGate place : unused) {
+                    place.leave(granted); // to the next lane waiting
+                }
             }
-            grants.clear();
             backlogged = queue.hasReady() || awaitingPlace;
             last = snapshot();
         } finally {
@@ -1094,6 +1099,7 @@ final class Lane {
             return true;
         }
         awaitingPlace = true;
+        waitedAt.add(gate);
         return false;
     }
 
@@ -1120,11 +1126,14 @@ final class Lane {
             sending = CompletableFuture.failedFuture(e);
         }
         sending.whenComplete((attempt, failure) -> {
-            if (place != null) {
-                // here, not on the lane's turn: a lane closed meanwhile has no turn to give it back on
-                place.leave(granted); // to the next lane waiting for the destination
+            try {
+                if (place != null) {
+                    // here, not on the lane's turn: a lane closed meanwhile has no turn to give it back on
+                    place.leave(granted); // to the next lane waiting for the destination
+                }
+            } finally {
+                post(() -> outcome(o, attempt != null ? attempt : Attempt.retry("internal error: " + failure)));
             }
-            post(() -> outcome(o, attempt != null ? attempt : Attempt.retry("internal error: " + failure)));
         });
     }
 
@@ -1516,6 +1525,9 @@ final class Lane {
     /** Stops the lane at shutdown; what is undelivered is read again from the slot or the queue on restart. */
     void close() {
         closed = true;
+        for (DestinationGate gate : waitedAt) {
+            gate.forget(granted); // a place that frees goes to a lane that can use it, not through this one
+        }
         giveBackOffered(); // a place granted before it closed, whose turn will not come
         if (wake != null) {
             wake.cancel(false);
