@@ -221,18 +221,15 @@ public class SubscriptionResource {
 
     /**
      * A write applies, on this instance, to every change committed after its answer: the subscriptions
-     * are read again here before it, and routing takes them up at its next transaction. Left to the
+     * are read again here before it, and delivery told (a new destination, batching, retry policy),
+     * and routing takes them up at its next transaction. Left to the
      * notification alone, a change committed at once could be routed before it came (a new tenant's
      * first change missed). The other instances, and this one when reading fails, take the write up
      * from the notification, within a second.
      */
     private void applyHere() {
-        io.walhook.routing.SubscriptionRegistry registry = source.registry();
-        if (registry == null) {
-            return;
-        }
         try {
-            registry.refresh(store);
+            source.applied(store);
         } catch (SQLException | RuntimeException e) {
             LOG.warnf("a subscription was written; reading the subscriptions again failed (%s): routing takes the write up"
                     + " from its notification", e.getMessage());

@@ -383,6 +383,23 @@ public class ReplicationSource {
         }
     }
 
+    /**
+     * A subscription was written through this instance's API: the subscriptions are read again (through
+     * {@code through}, the API's pool) and delivery told, before the API answers, so that the write
+     * applies to every change committed after the answer (routing reads them at its next transaction).
+     */
+    public void applied(io.walhook.routing.SubscriptionStore through) throws SQLException {
+        SubscriptionRegistry r = registry;
+        if (r == null) {
+            return;
+        }
+        r.refresh(through);
+        SubscriptionPoller p = poller;
+        if (p != null) {
+            p.syncDelivery();
+        }
+    }
+
     /** A subscription was deleted through this instance's API: if this one delivers, it stops at once. */
     public void deleted(String id) {
         if (sender != null) {

@@ -73,6 +73,22 @@ final class SubscriptionPoller {
         this.thread.setDaemon(true);
     }
 
+    /**
+     * Tells the dispatcher the subscriptions in force, when a refresh changed them since it was last
+     * told: by the refresh that made them, not by whether the caller's did (the API's threads refresh
+     * too, and call this after). One at a time, each with the latest refresh: never an older one last.
+     */
+    synchronized void syncDelivery() {
+        SubscriptionRegistry.InForce now = registry.inForce();
+        Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
+        if (delivering != null && (delivering != syncedDispatcher || now.generation() != syncedGeneration)) {
+            delivering.sync(now.subscriptions(), now.held(), id -> registry.inForce().ids().contains(id));
+            backfillsChanged.run(); // a backfill whose subscription was held or missing may go on, or end
+            syncedDispatcher = delivering;
+            syncedGeneration = now.generation();
+        }
+    }
+
     void start() {
         thread.start();
     }
@@ -110,15 +126,7 @@ final class SubscriptionPoller {
                         || System.nanoTime() - lastRefresh >= FALLBACK.toNanos()) {
                     lastRefresh = System.nanoTime();
                     registry.refresh();
-                    // by the refresh that made them, not by whether this one did: the API's threads refresh too
-                    SubscriptionRegistry.InForce now = registry.inForce();
-                    Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
-                    if (delivering != null && (delivering != syncedDispatcher || now.generation() != syncedGeneration)) {
-                        delivering.sync(now.subscriptions(), now.held(), id -> registry.inForce().ids().contains(id));
-                        backfillsChanged.run(); // a backfill whose subscription was held or missing may go on, or end
-                        syncedDispatcher = delivering;
-                        syncedGeneration = now.generation();
-                    }
+                    syncDelivery();
                 }
                 lastProblem = null;
             } catch (SQLException | RuntimeException e) {

@@ -336,4 +336,30 @@ class SubscriptionApiDeliveryTest {
             assertThat(routed(id)).as("deleted, round " + round).isEmpty();
         }
     }
+
+    /** A PUT's new destination takes every change committed after its answer, none of them going to the old one. */
+    @Test
+    void aChangeCommittedRightAfterAPutGoesToTheNewDestination() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS moves (id int PRIMARY KEY)");
+        String body = "{\"name\": \"moving\", \"tables\": [\"public.moves\"], \"destination\": {\"type\": \"webhook\","
+                + " \"url\": \"%s\"}}";
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String id = create(body.formatted(receiver.url("/at0")));
+            await().atMost(Duration.ofSeconds(30)).until(() -> routed(id).isPresent());
+            sql("INSERT INTO moves VALUES (0)");
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/at0").size() == 1);
+            for (int round = 1; round <= 5; round++) {
+                // the instances' listening sessions end: the write's notification is lost, the poller reads the
+                // subscriptions at its next round (2 s); only what the answering instance did itself holds meanwhile
+                sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                        + " AND query ILIKE 'LISTEN%'");
+                given().header("Authorization", "Bearer t").contentType("application/json")
+                        .body(body.formatted(receiver.url("/at" + round))).put("/subscriptions/" + id).then().statusCode(200);
+                sql("INSERT INTO moves VALUES (" + round + ")");
+                String path = "/at" + round;
+                await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests(path).size() == 1);
+                assertThat(receiver.requests("/at" + (round - 1))).as("the destination before round " + round).hasSize(1);
+            }
+        }
+    }
 }
