@@ -552,6 +552,17 @@ public final class BackfillRunner implements Runnable {
                     + " new backfill to read it as it is now");
             return null;
         }
+        int keyColumns = table.chunkKey().length;
+        if (after != null && after.size() != keyColumns) {
+            if (after.size() < keyColumns) {
+                fail(backfill, "table " + name + "'s key has more columns than the backfill's saved position (" + after.size()
+                        + "); start a new backfill to read it as it is now");
+                return null;
+            }
+            // saved by an earlier walhook that read by a key index's INCLUDE columns too: its key columns come first,
+            // and are unique on their own
+            after = List.copyOf(after.subList(0, keyColumns));
+        }
         String token = backfill.id() + ":" + tokens.incrementAndGet() + ":" + Long.toHexString(System.nanoTime());
         Chunk chunk = new Chunk(token, backfill.id(), backfill.subscriptionId(), table, run.filter, after);
         watermarks.expect(chunk);
