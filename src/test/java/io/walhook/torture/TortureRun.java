@@ -122,6 +122,17 @@ public final class TortureRun {
         return threads.length() == 0 ? "no pipeline threads" : threads.toString();
     }
 
+    /** The delivery gauges (memory held by undelivered events, requests under way), from /q/metrics. */
+    private String deliveryGauges() {
+        try {
+            return String.join(" ", api().get("/q/metrics").text().lines()
+                    .filter(line -> line.startsWith("walhook_delivery_memory") || line.startsWith("walhook_delivery_in_flight"))
+                    .toList());
+        } catch (Exception e) {
+            return "no gauges: " + e;
+        }
+    }
+
     /** Runs one seed for this long (plus setting up and settling) and reports what it found. */
     public static Report run(long seed, Duration duration, PrintStream log) throws Exception {
         return new TortureRun(seed, duration, log).run();
@@ -164,7 +175,7 @@ public final class TortureRun {
                 // what walhook says of it, for the report
                 try {
                     violations.add("(not settled; /status: " + api().get("/status").text() + "; subscriptions "
-                            + storedSubscriptions() + "; " + pipelineThreads() + ")");
+                            + storedSubscriptions() + "; " + deliveryGauges() + "; " + pipelineThreads() + ")");
                 } catch (Exception e) {
                     violations.add("(not settled; no /status: " + e + ")");
                 }
