@@ -54,6 +54,11 @@ public final class ReplicationReader {
     static final int REPLY_PATIENCE_INTERVALS = 3;
     /** How long a connection asked to answer may stay silent before it counts as broken ({@link #replyPatience}). */
     private long replyPatienceNanos;
+    /**
+     * The longest any read of the connection waits before the stream's reply patience is known:
+     * the start-up, the authentication, the question for the server's timeout, START_REPLICATION.
+     */
+    static final int SETUP_READ_TIMEOUT_SECONDS = 30;
     /** When the server, silent for a status interval, was asked for a reply (0: not since it was last heard). */
     private long askedNanos;
     /** Session settings that make every text value independent of server defaults (docs/protocol.md section 1). */
@@ -248,6 +253,11 @@ public final class ReplicationReader {
             socket = CoalescingSocketFactory.takeCreated();
             askedNanos = 0;
             replyPatienceNanos = replyPatience(connection);
+            // a read in the middle of a message waits for its rest at most this long: a connection cut half-open
+            // there (a failover) would otherwise hold the reader in pgjdbc's read forever, never back in the
+            // idle wait that finds a silent server out, and never logging a word
+            connection.setNetworkTimeout(Runnable::run,
+                    (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(replyPatienceNanos)));
             assembler.skipCommittedBefore(handedOnEnd);
             Lsn start = acknowledged;
             ChainedLogicalStreamBuilder builder = connection.unwrap(PGConnection.class).getReplicationAPI()
@@ -423,6 +433,8 @@ public final class ReplicationReader {
         PGProperty.OPTIONS.set(p, SESSION_OPTIONS);
         PGProperty.APPLICATION_NAME.set(p, "walhook");
         PGProperty.TCP_KEEP_ALIVE.set(p, true);
+        // until the reply patience replaces it ({@link #stream}): no read of the set-up waits forever
+        PGProperty.SOCKET_TIMEOUT.set(p, SETUP_READ_TIMEOUT_SECONDS);
         // reads that carry many messages, not one: see the factory
         PGProperty.SOCKET_FACTORY.set(p, CoalescingSocketFactory.class.getName());
         return p;

@@ -382,6 +382,38 @@ class ReplicationReaderTest {
         }
     }
 
+    /**
+     * A failover cuts the replication connection half-open in the middle of a message: the reader
+     * holds its start and waits for the rest, which never comes. It gives the connection up after
+     * the server's reply patience, as it does one silent between messages, and reconnects.
+     */
+    @Test
+    void aConnectionCutHalfOpenInTheMiddleOfAMessageIsGivenUpAndReconnectedAndNothingIsLost() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_cut");
+                io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to(TestPostgres.shared().host(),
+                        TestPostgres.shared().port())) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY, note text)");
+            source.prepare("*");
+            source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
+            source.statusInterval = Duration.ofSeconds(1);
+            source.sql("ALTER DATABASE " + source.database + " SET wal_sender_timeout = '2s'");
+            ReplicationReader reader = source.startReader();
+            source.sql("INSERT INTO t SELECT g, 'row ' || g FROM generate_series(1, 10) g");
+            await().atMost(WAIT).until(() -> source.received.size() == 10);
+            for (int round = 1; round <= 2; round++) {
+                int before = proxy.connections();
+                int first = round * 10 + 1;
+                proxy.loseServerMidMessage();
+                source.sql("INSERT INTO t SELECT g, 'row ' || g FROM generate_series(" + first + ", " + (first + 9) + ") g");
+                // the reader held one byte of the next message (a change or a keepalive) and waited for the rest
+                await().atMost(Duration.ofSeconds(30)).until(() -> proxy.connections() > before);
+                await().atMost(WAIT).until(() -> source.received.stream().map(e -> e.at("/new/id").asInt())
+                        .collect(Collectors.toSet()).size() == first + 9);
+            }
+            assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STREAMING);
+        }
+    }
+
     private static String activeWalsender(SourceFixture source) throws java.sql.SQLException {
         return source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'");
     }

@@ -28,6 +28,8 @@ public final class TcpProxy implements AutoCloseable {
     private final AtomicInteger accepted = new AtomicInteger();
     /** Connections up to this one (in order of acceptance) pass nothing on any more. */
     private volatile int silentUpTo;
+    /** Set: the next bytes a server sends are cut after the first, and every server lost ({@link #loseServerMidMessage}). */
+    private final java.util.concurrent.atomic.AtomicBoolean cutNext = new java.util.concurrent.atomic.AtomicBoolean();
 
     private TcpProxy(String host, int targetPort) throws IOException {
         this.host = host;
@@ -89,6 +91,15 @@ public final class TcpProxy implements AutoCloseable {
         });
     }
 
+    /**
+     * As {@link #loseServerOfAll}, in the middle of what a server sends next: of the next bytes any
+     * server sends, the first is passed on, then its connection and every other one open then lose
+     * their server. The client holds the start of a message whose rest never comes.
+     */
+    public void loseServerMidMessage() {
+        cutNext.set(true);
+    }
+
     private void accept() {
         while (!listener.isClosed()) {
             try {
@@ -101,15 +112,15 @@ public final class TcpProxy implements AutoCloseable {
                 }
                 open.add(client);
                 open.add(server);
-                pump(client, server, connection);
-                pump(server, client, connection);
+                pump(client, server, connection, false);
+                pump(server, client, connection, true);
             } catch (IOException e) {
                 // closed, or the server refused: the client sees its connection end
             }
         }
     }
 
-    private void pump(Socket from, Socket to, int connection) {
+    private void pump(Socket from, Socket to, int connection, boolean fromServer) {
         Thread thread = new Thread(() -> {
             byte[] buffer = new byte[16 * 1024];
             // the streams are not closed here: closing one closes its socket, and a silenced side stays open
@@ -120,6 +131,12 @@ public final class TcpProxy implements AutoCloseable {
                 while ((n = in.read(buffer)) >= 0) {
                     if (connection <= silentUpTo) {
                         continue; // silenced: taken, never passed on
+                    }
+                    if (fromServer && n >= 2 && cutNext.compareAndSet(true, false)) {
+                        out.write(buffer, 0, 1);
+                        out.flush();
+                        loseServerOfAll();
+                        continue;
                     }
                     out.write(buffer, 0, n);
                     out.flush();
