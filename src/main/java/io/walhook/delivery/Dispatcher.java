@@ -125,16 +125,23 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
         /**
          * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
-         * off while the database is away; null once {@code stop} says so.
+         * off while the database is away; null once {@code stop} says so. An unchecked exception (a
+         * pool being closed, a driver's bug) is tried again as an SQLException is, and logged with
+         * its stack: thrown on a database thread, nobody would hear of it, and the lane waiting for
+         * the call's answer would wait for good.
          */
         <T> T untilDone(SqlCall<T> call, BooleanSupplier stop, Consumer<String> problem) {
             long wait = 200;
             while (!stop.getAsBoolean()) {
                 try {
                     return call.run();
-                } catch (SQLException e) {
+                } catch (SQLException | RuntimeException e) {
                     problem.accept(e.getMessage());
-                    LOG.warnf("cannot reach the durable queue (%s); retrying in %d ms", e.getMessage(), wait);
+                    if (e instanceof SQLException) {
+                        LOG.warnf("cannot reach the durable queue (%s); retrying in %d ms", e.getMessage(), wait);
+                    } else {
+                        LOG.errorf(e, "a call to the durable queue failed unexpectedly; retrying in %d ms", wait);
+                    }
                     try {
                         Thread.sleep(wait);
                     } catch (InterruptedException interrupted) {
@@ -302,12 +309,18 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
         List<String> ids = new ArrayList<>(probed.size());
         probed.forEach(lane -> ids.add(lane.subscription().id()));
-        Set<String> withRows;
-        try {
-            withRows = context.untilDone(() -> context.store().withRows(ids), () -> false, problem -> { });
-        } catch (RuntimeException e) {
-            // not left waiting: each reads its queue itself, which is always right
-            LOG.warnf(e, "cannot ask whether %d new lanes' durable queues hold rows; each reads its own", probed.size());
+        RuntimeException[] unexpected = new RuntimeException[1];
+        Set<String> withRows = context.untilDone(() -> {
+            try {
+                return context.store().withRows(ids);
+            } catch (RuntimeException e) {
+                unexpected[0] = e; // not asked again: each lane reads its own queue, which is always right
+                return Set.of();
+            }
+        }, () -> false, problem -> { });
+        if (unexpected[0] != null) {
+            LOG.warnf(unexpected[0], "cannot ask whether %d new lanes' durable queues hold rows; each reads its own",
+                    probed.size());
             probed.forEach(lane -> lane.probed(true));
             return;
         }

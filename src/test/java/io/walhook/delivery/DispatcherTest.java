@@ -366,6 +366,49 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 311);
     }
 
+    /**
+     * The state database's client fails a call with an unchecked exception (a pool shutting down, a
+     * driver's bug) while a lane writes to its durable queue: the lane tries again, as after an
+     * SQLException, rather than waiting for an answer that never comes, its events unacknowledged and
+     * nothing logged.
+     */
+    @Test
+    void aDurableQueueCallFailingWithAnUncheckedExceptionIsTriedAgain() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "dispatch");
+        AtomicInteger failuresLeft = new AtomicInteger();
+        javax.sql.DataSource real = database.dataSource;
+        javax.sql.DataSource flaky = (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
+                getClass().getClassLoader(), new Class<?>[] {javax.sql.DataSource.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("getConnection") && failuresLeft.getAndDecrement() > 0) {
+                        throw new IllegalStateException("the pool is being closed");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        store = new ParkedEventStore(flaky, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMillis(300), Duration.ofSeconds(1), 4), store,
+                DeliveryMetrics.NONE, paused::contains,
+                s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(dispatcher);
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription subscription = webhook("config:flaky", "flaky", failingWhile(down, 503, accepted), 1);
+        failuresLeft.set(2);
+        send(dispatcher, subscription, 5, 2);
+        // past the retry window they go to the durable queue, whose first two calls fail
+        await().atMost(WAIT).until(() -> acknowledged.get() == 10);
+        assertThat(failuresLeft.get()).isNegative();
+        assertThat(store.count("config:flaky")).isEqualTo(10);
+        down.set(false);
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).values().stream().mapToInt(List::size).sum() == 10);
+        assertThat(acceptedByRow(accepted)).allSatisfy((row, versions) -> assertThat(versions).containsExactly(0, 1));
+    }
+
     @Test
     void aDestinationFailingAThirdOfRequestsGetsEveryChangeInPerRowOrder() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofSeconds(5));
