@@ -1,5 +1,6 @@
 package io.walhook.delivery;
 
+import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -69,6 +70,11 @@ final class Lane {
     static final int SPLIT_AFTER = 2;
     /** AMQP messages under way at once. */
     static final int AMQP_WINDOW = io.walhook.routing.DeliveryLimits.MAX_IN_FLIGHT_AMQP;
+    /**
+     * The outcome of a request this lane gave up (its webhook moved to another host, its
+     * subscription deleted): no attempt, and not counted as one; told apart by identity.
+     */
+    private static final Attempt GIVEN_UP = new Attempt(Outcome.RETRY, Optional.empty(), "given up");
 
     /** What a lane is doing, for /status and metrics. */
     record Status(String id, String name, String mode, long queued, long inFlight, long retrying, long heldBack,
@@ -90,6 +96,8 @@ final class Lane {
         boolean underWay;
         /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
         io.walhook.routing.Destination sentTo;
+        /** Its latest attempt's outcome, to come; completed with {@link #GIVEN_UP} to give the attempt up. */
+        CompletableFuture<Attempt> sending;
 
         Outgoing(List<Job> jobs, boolean batch) {
             this.jobs = jobs;
@@ -199,6 +207,8 @@ final class Lane {
      */
     private static final int RETRIED_UNWEIGHED = 4;
     private int probesFailed;
+    /** The destination in force at the last turn: another one is a replacement ({@link #followReplacement}). */
+    private Destination checkedFor;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -239,6 +249,8 @@ final class Lane {
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
+    /** The destination whose 410 disabled the lane: a replacement at another endpoint is not disabled for it. */
+    private Destination disabledBy;
     private volatile boolean deleted;
     /**
      * Set by {@link #close} at shutdown: the lane starts nothing more and acknowledges nothing it did
@@ -562,6 +574,7 @@ final class Lane {
         if (deleted || closed) {
             return;
         }
+        followReplacement();
         Instant now = context.clock().instant();
         if (mode == Mode.DIRECT) {
             String why = reasonToQueue(now);
@@ -1125,6 +1138,7 @@ final class Lane {
             // refused before it left (a header the client rejects): an attempt that failed, which gives back its place
             sending = CompletableFuture.failedFuture(e);
         }
+        o.sending = sending;
         sending.whenComplete((attempt, failure) -> {
             try {
                 if (place != null) {
@@ -1142,6 +1156,7 @@ final class Lane {
         Transport carrier = transport(current);
         o.sentTo = current.destination();
         if (current.destination() instanceof Destination.Amqp amqp) {
+            CompletableFuture<Attempt> outcome = new CompletableFuture<>();
             CompletableFuture<Attempt> chain = CompletableFuture.completedFuture(Attempt.DELIVERED);
             for (Job job : o.jobs) {
                 // the address of the destination in force (an edit applies to what waits too); a row queued by a
@@ -1151,10 +1166,18 @@ final class Lane {
                         : job.address != null ? job.address : amqp.address(new String[] {"", "", ""});
                 Transport.Request request = new Transport.Request(job.eventId, job.body, job.contentType, job.headers,
                         address);
-                chain = chain.thenCompose(previous -> previous.outcome() == Outcome.DELIVERED ? carrier.send(request)
-                        : CompletableFuture.completedFuture(previous));
+                // given up (the outcome completed by the lane): the messages not sent yet stay unsent
+                chain = chain.thenCompose(previous -> previous.outcome() == Outcome.DELIVERED && !outcome.isDone()
+                        ? carrier.send(request) : CompletableFuture.completedFuture(previous));
             }
-            return chain;
+            chain.whenComplete((attempt, failure) -> {
+                if (failure != null) {
+                    outcome.completeExceptionally(failure);
+                } else {
+                    outcome.complete(attempt);
+                }
+            });
+            return outcome;
         }
         if (!o.batched) {
             // as it was formed: a batching setting changed since applies to the requests formed after it
@@ -1170,6 +1193,61 @@ final class Lane {
             return x.url().equals(y.url());
         }
         return a instanceof Destination.Amqp x && b instanceof Destination.Amqp y && x.address().equals(y.address());
+    }
+
+    /**
+     * The operator pointed the subscription at another endpoint (a URL or AMQP address template):
+     * what failed at the old one says nothing of the new one. The backoff, the {@code Retry-After},
+     * the probes' pace, the retry windows and a 410's disabling that the old one earned are
+     * forgotten, and what waits goes now. Webhook requests still under way to another host are
+     * given up (one that takes requests and never answers would otherwise hold them, and their
+     * rows' later changes, for the whole request timeout) and go again at once, as no attempt; the
+     * old host may have taken one, and then has it twice, with the same id. Requests under way to
+     * the same host (a path or token changed: most likely the same receiver) end as they would:
+     * given up, one could still be applied there after the resent one and its row's next change.
+     */
+    private void followReplacement() {
+        Destination now = subscription.destination();
+        if (now == checkedFor) {
+            return;
+        }
+        Destination before = checkedFor;
+        checkedFor = now;
+        if (before == null || sameEndpoint(before, now)) {
+            return; // the lane's first turn, or the same endpoint renamed, re-signed, re-formatted
+        }
+        for (Outgoing o : outgoing) {
+            if (o.underWay && o.sending != null && o.sentTo != null && movedAway(o.sentTo, now)) {
+                o.sending.complete(GIVEN_UP); // its outcome comes back through the inbox
+            }
+            o.firstFailure = null;
+        }
+        failing.clear();
+        outOfAttempts = null;
+        boolean refusedByThisOne = disabled && disabledBy != null && sameEndpoint(disabledBy, now);
+        if (!refusedByThisOne) {
+            LOG.infof("subscription %s now delivers to %s: what waited for the destination it replaced goes now",
+                    subscription.name(), now);
+            tryEverythingNow();
+        }
+    }
+
+    /** Whether a request under way to {@code from} is given up for {@code to}: a webhook whose replacement is at another host. */
+    private static boolean movedAway(Destination from, Destination to) {
+        if (!(from instanceof Destination.Webhook old)) {
+            return false; // AMQP: the same broker, its own timeouts
+        }
+        if (!(to instanceof Destination.Webhook now)) {
+            return true;
+        }
+        URI a = old.url();
+        URI b = now.url();
+        return !String.valueOf(a.getScheme()).equalsIgnoreCase(b.getScheme())
+                || !String.valueOf(a.getHost()).equalsIgnoreCase(b.getHost()) || port(a) != port(b);
+    }
+
+    private static int port(URI url) {
+        return url.getPort() >= 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
     }
 
     /** The transport for the subscription as it is now, made again when its destination changed. */
@@ -1216,20 +1294,24 @@ final class Lane {
             return;
         }
         Instant now = context.clock().instant();
+        if (attempt == GIVEN_UP || attempt.outcome() != Outcome.DELIVERED && o.sentTo != null
+                && !sameEndpoint(o.sentTo, subscription.destination())) {
+            // given up, or refused by a destination the operator replaced since it left (the replacement has not
+            // refused anything): not an attempt at the destination in force, to which it goes now
+            o.due = now;
+            retrying.add(o);
+            return;
+        }
         switch (attempt.outcome()) {
             case DELIVERED -> delivered(o, now);
             case RETRY -> failed(o, attempt, now);
             case GONE -> {
-                if (o.sentTo != null && !sameEndpoint(o.sentTo, subscription.destination())) {
-                    // the operator replaced the destination that answered: its replacement has not refused anything
-                    failed(o, Attempt.retry(attempt.problem() + " from the destination replaced since"), now);
-                    return;
-                }
                 if (!disabled) {
                     LOG.errorf("subscription %s disabled: %s answered %s to %s; its events wait in the durable queue"
                             + " until a replay", subscription.name(), transport, attempt.problem(), o.id);
                 }
                 disabled = true;
+                disabledBy = o.sentTo;
                 failed(o, attempt, now);
             }
         }
@@ -1463,23 +1545,26 @@ final class Lane {
 
     /** The API's replay: enabled again after a 410, and every waiting request tried now. */
     void retryNow() {
-        post(() -> {
-            if (disabled) {
-                LOG.infof("subscription %s enabled again: delivering its queued events", subscription.name());
-            }
-            disabled = false;
-            schedule.reset();
-            probesFailed = 0;
-            nextProbe = Instant.MIN;
-            Instant now = context.clock().instant();
-            List<Outgoing> waiting = new ArrayList<>(retrying);
-            retrying.clear();
-            for (Outgoing o : waiting) {
-                o.due = now;
-                retrying.add(o);
-            }
-            exhausted = false;
-        });
+        post(this::tryEverythingNow);
+    }
+
+    /** Enabled again after a 410, the failures so far forgotten, and every waiting request and queued event tried now. */
+    private void tryEverythingNow() {
+        if (disabled) {
+            LOG.infof("subscription %s enabled again: delivering its queued events", subscription.name());
+        }
+        disabled = false;
+        schedule.reset();
+        probesFailed = 0;
+        nextProbe = Instant.MIN;
+        Instant now = context.clock().instant();
+        List<Outgoing> waiting = new ArrayList<>(retrying);
+        retrying.clear();
+        for (Outgoing o : waiting) {
+            o.due = now;
+            retrying.add(o);
+        }
+        exhausted = false;
     }
 
     /** The subscription is gone: delivery stops at once; what it held is dropped (the API deletes its queue). */
@@ -1495,6 +1580,9 @@ final class Lane {
             }
             for (Outgoing o : outgoing) {
                 o.jobs.forEach(this::settled);
+                if (o.underWay && o.sending != null) {
+                    o.sending.complete(GIVEN_UP); // the host gets its places back now, not at the request timeout
+                }
             }
             outgoing.clear();
             retrying.clear();

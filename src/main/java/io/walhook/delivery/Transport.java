@@ -43,7 +43,12 @@ public interface Transport {
         return null;
     }
 
-    /** Sends the request once; the future completes with its outcome, never exceptionally. */
+    /**
+     * Sends the request once; the future completes with its outcome, never exceptionally. The
+     * caller may complete it first, to give the request up (its destination was replaced or its
+     * subscription deleted): the transport then stops it where it can (a webhook request is reset,
+     * its connection closed) and its late outcome is dropped.
+     */
     CompletableFuture<Attempt> send(Request request);
 
     /** {@link #send}, waiting at most {@code timeout} for the outcome (the API's test-fire). */

@@ -49,19 +49,23 @@ public final class WebhookTransport implements Transport {
 
     @Override
     public CompletableFuture<Attempt> send(Request request) {
-        return http.postAsync(gate, destination, request.id(), request.body(), request.contentType(), request.headers(),
-                clock.instant().getEpochSecond(), timeout, publicOnly).handle((response, failure) -> {
-                    if (failure != null) {
-                        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-                                ? failure.getCause() : failure;
-                        return Attempt.retry(cause instanceof IOException ? cause.getMessage()
-                                : WebhookClient.describe(cause));
-                    }
-                    Outcome outcome = classify(response.status());
-                    String problem = response.status() == 410 ? "410 Gone" : "HTTP " + response.status();
-                    return new Attempt(outcome, outcome == Outcome.RETRY && response.retryAfter() != null
-                            ? retryAfter(response.retryAfter(), clock.instant()) : Optional.empty(), problem);
-                });
+        CompletableFuture<WebhookClient.Response> response = http.postAsync(gate, destination, request.id(), request.body(),
+                request.contentType(), request.headers(), clock.instant().getEpochSecond(), timeout, publicOnly);
+        CompletableFuture<Attempt> attempt = response.handle((answer, failure) -> {
+            if (failure != null) {
+                Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                        ? failure.getCause() : failure;
+                return Attempt.retry(cause instanceof IOException ? cause.getMessage()
+                        : WebhookClient.describe(cause));
+            }
+            Outcome outcome = classify(answer.status());
+            String problem = answer.status() == 410 ? "410 Gone" : "HTTP " + answer.status();
+            return new Attempt(outcome, outcome == Outcome.RETRY && answer.retryAfter() != null
+                    ? retryAfter(answer.retryAfter(), clock.instant()) : Optional.empty(), problem);
+        });
+        // given up by the caller before it ended: the client resets it, which frees its connection
+        attempt.whenComplete((done, failure) -> response.completeExceptionally(new IOException("given up")));
+        return attempt;
     }
 
     static Outcome classify(int status) {

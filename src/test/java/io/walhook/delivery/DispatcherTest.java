@@ -120,6 +120,21 @@ class DispatcherTest {
                 Duration.ofSeconds(2), false));
     }
 
+    /** As {@link #dispatcher(WebhookClient)}, each request given {@code timeout}. */
+    private Dispatcher dispatcher(WebhookClient webhooks, Duration timeout) throws Exception {
+        return dispatcher(s -> new WebhookTransport(webhooks, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                timeout, false));
+    }
+
+    /** A receiver's handler holding its request until {@code latch} opens, or {@code seconds} pass. */
+    private static void hold(java.util.concurrent.CountDownLatch latch, int seconds) {
+        try {
+            latch.await(seconds, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     private Dispatcher dispatcher(java.util.function.Function<Subscription, Transport> transports) throws Exception {
         database = new SourceFixture(TestPostgres.shared(), "dispatch");
         store = new ParkedEventStore(database.dataSource, "walhook");
@@ -986,6 +1001,153 @@ class DispatcherTest {
             Dispatcher next = dispatcher(gated);
             send(next, webhook("config:three", "three", receiver, 1), 6, 1);
             await().atMost(WAIT).until(() -> acknowledged.get() == 6);
+        }
+    }
+
+    /**
+     * An operator moves a subscription from a host that takes requests and never answers (they would
+     * end only at the request timeout, here a minute) to another: the requests under way to it are
+     * given up at once, their connections reset and their places at the old host freed, and their
+     * events go to the replacement without waiting, counted as no failed attempt.
+     */
+    @Test
+    void requestsHungAtAHostReplacedMeanwhileGoToTheReplacementAtOnce() throws Exception {
+        try (WebhookClient gated = new WebhookClient(vertx, null, 4)) {
+            java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+            List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+            WebhookReceiver hung = receiver(request -> {
+                hold(released, 90);
+                return 204;
+            });
+            WebhookReceiver fixed = receiver(request -> {
+                accepted.add(request);
+                return 204;
+            });
+            try (io.walhook.testing.TcpProxy hungHost = io.walhook.testing.TcpProxy.to("127.0.0.1",
+                    URI.create(hung.url("/")).getPort())) {
+                Dispatcher dispatcher = dispatcher(gated, Duration.ofSeconds(60));
+                String id = "6f1c2b6e-0000-4000-8000-000000000011";
+                URI hungUrl = URI.create("http://127.0.0.1:" + hungHost.port() + "/tenant");
+                Subscription before = new Subscription(id, "tenant", List.of(TablePattern.ALL), Set.of(Operation.values()),
+                        java.util.Optional.empty(), new Destination.Webhook(hungUrl, List.of(), Map.of()), EventFormat.JSON,
+                        1, 0, Projection.ALL, false, RetryPolicy.DEFAULTS, null);
+                send(dispatcher, before, 3, 1);
+                DestinationGate oldHost = gated.gate(hungUrl);
+                await().atMost(WAIT).until(() -> hung.requests().size() == 3 && oldHost.inUse() == 3);
+                assertThat(hungHost.clientsOpen()).isEqualTo(3);
+                dispatcher.sync(List.of(webhook(id, "tenant", fixed, 1)));
+                // well within the minute the hung requests would take to time out
+                await().atMost(Duration.ofSeconds(15)).until(() -> acknowledged.get() == 3);
+                assertThat(accepted).hasSize(3);
+                assertThat(oldHost.inUse()).as("places in use at the replaced host").isZero();
+                await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> assertThat(hungHost.clientsOpen())
+                        .as("connections to the replaced host").isZero());
+                assertThat(dispatcher.status()).singleElement().satisfies(status -> {
+                    assertThat(status.lastError()).as("no attempt failed").isNull();
+                    assertThat(status.retrying()).isZero();
+                });
+                assertThat(accepted).extracting(r -> r.header("webhook-id")).doesNotHaveDuplicates()
+                        .containsExactlyInAnyOrderElementsOf(hung.requests().stream().map(r -> r.header("webhook-id")).toList());
+            } finally {
+                released.countDown();
+            }
+        }
+    }
+
+    /**
+     * A replacement on the same host (a path or a token changed: most likely the same receiver)
+     * does not give up the requests under way, which the receiver may still apply; one of them
+     * refused afterwards, with a {@code Retry-After} of two minutes, is no attempt at the replacement
+     * and goes to it at once.
+     */
+    @Test
+    void aRequestUnderWayToTheSameHostEndsAndARefusalOfItGoesToTheReplacementAtOnce() throws Exception {
+        java.util.concurrent.CountDownLatch replaced = new java.util.concurrent.CountDownLatch(1);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (request.path().equals("/old")) {
+                hold(replaced, 30);
+                return 503;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        receiver.respondHeaders(request -> request.path().equals("/old") ? Map.of("Retry-After", "120") : Map.of());
+        Dispatcher dispatcher = dispatcher(client, Duration.ofSeconds(60));
+        String id = "6f1c2b6e-0000-4000-8000-000000000014";
+        send(dispatcher, webhook(id, "old", receiver, 1), 1, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/old").size() == 1);
+        dispatcher.sync(List.of(webhook(id, "new", receiver, 1)));
+        // not given up: nothing goes to the new path while the old one holds the request
+        await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> receiver.requests("/new").isEmpty());
+        replaced.countDown();
+        await().atMost(Duration.ofSeconds(20)).until(() -> accepted.size() == 1 && acknowledged.get() == 1);
+        assertThat(dispatcher.status()).singleElement().satisfies(status -> assertThat(status.retrying()).isZero());
+    }
+
+    /**
+     * An operator replaces a destination that asked to be left alone for two minutes
+     * ({@code Retry-After}), and one that disabled its subscription with a 410: what failed at the
+     * old endpoint is nothing against the new one, whose events go at once.
+     */
+    @Test
+    void eventsWaitingOnTheBackoffOrTheGoneOfAReplacedDestinationGoToTheReplacementAtOnce() throws Exception {
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (request.path().equals("/busy")) {
+                return 429;
+            }
+            if (request.path().equals("/retired")) {
+                return 410;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        receiver.respondHeaders(request -> request.path().equals("/busy") ? Map.of("Retry-After", "120") : Map.of());
+        Dispatcher dispatcher = dispatcher(client, Duration.ofSeconds(2));
+        String busy = "6f1c2b6e-0000-4000-8000-000000000012";
+        String retired = "6f1c2b6e-0000-4000-8000-000000000013";
+        send(dispatcher, webhook(busy, "busy", receiver, 1), 3, 1);
+        versions.clear();
+        send(dispatcher, webhook(retired, "retired", receiver, 1), 3, 1);
+        await().atMost(WAIT).until(() -> receiver.requests("/busy").size() == 3
+                && dispatcher.status().stream().anyMatch(s -> s.name().equals("retired") && s.disabled()));
+        dispatcher.sync(List.of(webhook(busy, "calm", receiver, 1), webhook(retired, "successor", receiver, 1)));
+        // well within the two minutes the busy one asked for, and with no replay
+        await().atMost(Duration.ofSeconds(20)).until(() -> acknowledged.get() == 6 && accepted.size() == 6);
+        assertThat(accepted).extracting(WebhookReceiver.Request::path).containsOnly("/calm", "/successor");
+        assertThat(dispatcher.status()).allSatisfy(status -> assertThat(status.disabled()).isFalse());
+    }
+
+    /**
+     * A subscription deleted while its destination holds requests without answering: they are
+     * given up at once, so the deleted tenant's host gets its places back (other subscriptions to it
+     * need them) rather than after the request timeout.
+     */
+    @Test
+    void requestsHungAtTheDestinationOfADeletedSubscriptionAreGivenUpAtOnce() throws Exception {
+        try (WebhookClient gated = new WebhookClient(vertx, null, 3)) {
+            java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+            WebhookReceiver receiver = receiver(request -> {
+                if (request.path().equals("/gone")) {
+                    hold(released, 90);
+                }
+                return 204;
+            });
+            try {
+                Dispatcher dispatcher = dispatcher(gated, Duration.ofSeconds(60));
+                DestinationGate host = gated.gate(URI.create(receiver.url("/gone")));
+                send(dispatcher, webhook("config:gone", "gone", receiver, 1), 3, 1);
+                await().atMost(WAIT).until(() -> host.inUse() == 3);
+                dispatcher.deleted("config:gone");
+                await().atMost(Duration.ofSeconds(15)).until(() -> host.inUse() == 0);
+                // the host's places serve another subscription at once
+                acknowledged.set(0);
+                send(dispatcher, webhook("config:other", "other", receiver, 1), 3, 1);
+                await().atMost(Duration.ofSeconds(15)).until(() -> acknowledged.get() == 3);
+            } finally {
+                released.countDown();
+            }
         }
     }
 

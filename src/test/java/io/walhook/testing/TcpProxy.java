@@ -26,6 +26,8 @@ public final class TcpProxy implements AutoCloseable {
     /** The server side of each connection, by its number. */
     private final java.util.Map<Integer, Socket> servers = new java.util.concurrent.ConcurrentHashMap<>();
     private final AtomicInteger accepted = new AtomicInteger();
+    /** Connections whose client has not closed (or reset) its side. */
+    private final AtomicInteger clientsOpen = new AtomicInteger();
     /** Connections up to this one (in order of acceptance) pass nothing on any more. */
     private volatile int silentUpTo;
     /** Set: the next bytes a server sends are cut after the first, and every server lost ({@link #loseServerMidMessage}). */
@@ -56,6 +58,11 @@ public final class TcpProxy implements AutoCloseable {
     /** Connections accepted so far. */
     public int connections() {
         return accepted.get();
+    }
+
+    /** Connections whose client has not closed or reset its side yet. */
+    public int clientsOpen() {
+        return clientsOpen.get();
     }
 
     /** Closes every connection through the proxy, both sides, without a word: new ones are accepted as before. */
@@ -112,6 +119,7 @@ public final class TcpProxy implements AutoCloseable {
                 }
                 open.add(client);
                 open.add(server);
+                clientsOpen.incrementAndGet();
                 pump(client, server, connection, false);
                 pump(server, client, connection, true);
             } catch (IOException e) {
@@ -144,6 +152,9 @@ public final class TcpProxy implements AutoCloseable {
             } catch (IOException e) {
                 // one side went away
             } finally {
+                if (!fromServer) {
+                    clientsOpen.decrementAndGet();
+                }
                 closeQuietly(from);
                 open.remove(from);
                 servers.values().remove(from);
