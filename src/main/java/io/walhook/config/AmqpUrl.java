@@ -39,6 +39,11 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
         if (uri.getRawQuery() != null) {
             throw new ConfigException(VARIABLE, "has parameters (after '?'), which walhook does not read");
         }
+        if (uri.getRawFragment() != null) {
+            // amqp://walhook:4417#rest@broker: a password holding '#' made the user the host, its digits the port
+            throw new ConfigException(VARIABLE, "has a fragment (after '#'); percent-encode '/', '?', '#' and '@' in a"
+                    + " password (%2F, %3F, %23, %40)");
+        }
         boolean tls = "amqps".equals(uri.getScheme());
         String user = null;
         String password = null;

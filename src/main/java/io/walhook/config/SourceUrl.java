@@ -56,6 +56,11 @@ public record SourceUrl(String host, int port, String database, String user, Str
             throw new ConfigException(VARIABLE, "has '@' after its host; percent-encode '/', '?', '#' and '@' in a"
                     + " user name, password or database name (%2F, %3F, %23, %40)");
         }
+        if (uri.getRawFragment() != null) {
+            // libpq URIs have none: a password holding '#' ends the URL's authority there (not quoted)
+            throw new ConfigException(VARIABLE, "has a fragment (after '#'), which a PostgreSQL URL does not;"
+                    + " percent-encode '/', '?', '#' and '@' in a user name, password or database name (%2F, %3F, %23, %40)");
+        }
         if (database.isEmpty() || database.contains("/")) {
             throw new ConfigException(VARIABLE, "must name one database in its path, as in postgresql://host:5432/mydb");
         }
@@ -73,12 +78,12 @@ public record SourceUrl(String host, int port, String database, String user, Str
         String effectivePassword = password.orElse(urlPassword);
         Map<String, String> parameters = new LinkedHashMap<>();
         if (uri.getRawQuery() != null && !uri.getRawQuery().isEmpty()) {
+            // postgresql://app:2024/x?rest@db/orders: a password holding '?' made its rest the query, and what is
+            // wrong there is not quoted (any pair of it: the password may hold '&' too)
+            boolean mayHoldPassword = uri.getRawUserInfo() == null && uri.getRawQuery().contains("@");
             for (String pair : uri.getRawQuery().split("&")) {
                 String[] kv = pair.split("=", 2);
                 String key = decode(kv[0]);
-                // postgresql://app:2024/x?rest@db/orders: a password holding '?' (or '#') made its rest the query, and
-                // what is wrong there is not quoted
-                boolean mayHoldPassword = uri.getRawUserInfo() == null && pair.contains("@");
                 if (!PARAMETERS.contains(key)) {
                     throw new ConfigException(VARIABLE, "has an unsupported parameter" + (mayHoldPassword ? "" : " '" + key + "'")
                             + "; supported: " + String.join(", ", new java.util.TreeSet<>(PARAMETERS))

@@ -42,6 +42,8 @@ class AmqpUrlTest {
         "amqp://bro ker          | WALHOOK_AMQP_URL is not a URL",
         "amqp://u:1234/pa55@broker | WALHOOK_AMQP_URL has a path; addresses belong in WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS (percent-encode",
         "amqp://u:1234/x#pa55@broker | WALHOOK_AMQP_URL has a path; addresses belong in WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS (percent-encode",
+        // a '#' in the password made the rest a fragment, and the user the host, the password's digits its port
+        "amqp://walhook:4417#pa55@broker | WALHOOK_AMQP_URL has a fragment (after '#'); percent-encode '/', '?', '#' and '@' in a password",
     })
     void namesTheVariableAndTheProblem(String text, String message) {
         assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigException.class).hasMessageStartingWith(message)

@@ -42,6 +42,11 @@ class SourceUrlTest {
     @CsvSource(delimiter = '|', value = {
         "postgresql://app:2024/x?Zq9xW@db/orders     | has an unsupported parameter;",
         "postgresql://app:2024/x?sslmode=Zq9xW@db/o  | has sslmode=(not shown)",
+        // only the last pair holds the '@': the first is part of the password as well
+        "postgresql://app:2024/x?Zq9&xW@db/orders    | has an unsupported parameter;",
+        // a '#' in the password made the rest a fragment, and the host 'app', its port the first digits
+        "postgresql://app:2024/x#Zq9@db/orders       | has a fragment",
+        "postgresql://app:2024/Zq9#xW@db/orders      | has a fragment",
     })
     void aPasswordInTheQueryNeverAppearsInTheProblem(String url, String problem) {
         assertThatThrownBy(() -> SourceUrl.parse(Optional.of(url), Optional.of("app"), Optional.empty()))
