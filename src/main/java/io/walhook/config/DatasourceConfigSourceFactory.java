@@ -44,11 +44,36 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
                 }
             }
             derived.put("quarkus.datasource.reactive.url", source.reactiveUrl());
+            reactiveTls(source, derived);
         } catch (ConfigException notUsable) {
             // reported by StartupCheck, with the variable's name
         }
         // Below application.properties (ordinal 250), so an explicit quarkus.datasource.* still wins.
         return List.of(new PropertiesConfigSource(derived, "walhook-source-url", 200));
+    }
+
+    /**
+     * The Vert.x pool behind {@code /status} checks the server as pgjdbc does for the same
+     * {@code sslmode}: {@code verify-ca} against the root certificate, {@code verify-full} its host
+     * name too; {@code allow}, {@code prefer} and {@code require} encrypt without checking. By
+     * itself it refused {@code verify-full} (no host name check named) and {@code verify-ca} (no
+     * trust), and never used TLS when the URL gave no {@code sslmode}.
+     */
+    private static void reactiveTls(SourceUrl source, Map<String, String> derived) {
+        String reactive = "quarkus.datasource.reactive.";
+        switch (source.sslMode()) {
+            case "verify-ca", "verify-full" -> {
+                source.rootCertificate().ifPresent(root -> {
+                    derived.put(reactive + "trust-certificate-pem", "true");
+                    derived.put(reactive + "trust-certificate-pem.certs", root);
+                });
+                if (source.sslMode().equals("verify-full")) {
+                    derived.put(reactive + "hostname-verification-algorithm", "HTTPS");
+                }
+            }
+            case "allow", "prefer", "require" -> derived.put(reactive + "trust-all", "true");
+            default -> { } // disable
+        }
     }
 
     @Override

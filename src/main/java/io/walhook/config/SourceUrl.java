@@ -119,15 +119,31 @@ public record SourceUrl(String host, int port, String database, String user, Str
         return url.toString();
     }
 
-    /** For the Vert.x client, which reads libpq URIs; credentials are passed apart. */
+    /**
+     * For the Vert.x client, which reads libpq URIs; credentials are passed apart. The
+     * {@code sslmode} is always given: without one, libpq and pgjdbc use TLS where the server
+     * offers it ({@code prefer}), and the Vert.x client never would.
+     */
     public String reactiveUrl() {
-        StringBuilder url = new StringBuilder("postgresql://").append(hostForUrl()).append(':').append(port)
-                .append('/').append(encode(database));
-        String sslmode = parameters.get("sslmode");
-        if (sslmode != null) {
-            url.append("?sslmode=").append(sslmode);
+        return "postgresql://" + hostForUrl() + ':' + port + '/' + encode(database) + "?sslmode=" + sslMode();
+    }
+
+    /** The {@code sslmode} given, or libpq's and pgjdbc's default, {@code prefer}. */
+    public String sslMode() {
+        return parameters.getOrDefault("sslmode", "prefer");
+    }
+
+    /**
+     * The CA certificates that sign the server's: {@code sslrootcert}, or libpq's and pgjdbc's
+     * default file, {@code ~/.postgresql/root.crt}, where it exists.
+     */
+    public Optional<String> rootCertificate() {
+        String given = parameters.get("sslrootcert");
+        if (given != null) {
+            return Optional.of(given);
         }
-        return url.toString();
+        java.nio.file.Path fallback = java.nio.file.Path.of(System.getProperty("user.home"), ".postgresql", "root.crt");
+        return java.nio.file.Files.isReadable(fallback) ? Optional.of(fallback.toString()) : Optional.empty();
     }
 
     private String hostForUrl() {

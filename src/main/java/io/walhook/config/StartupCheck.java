@@ -60,6 +60,11 @@ public class StartupCheck {
                 SchemaMigrations.migrate(dataSource.get(), config.stateSchema());
                 break;
             } catch (RuntimeException | java.sql.SQLException e) {
+                if (tls(e)) {
+                    throw stop(new ConfigException(SourceUrl.VARIABLE, "points at " + source + " whose TLS walhook"
+                            + " does not accept (sslmode=" + source.sslMode() + "): " + firstLine(e)
+                            + "; check the server's certificate against sslmode and sslrootcert"));
+                }
                 if (!restarting(e, attempt) || System.nanoTime() - deadline > 0) {
                     throw stop(new ConfigException(SourceUrl.VARIABLE, "points at " + source
                             + " where walhook cannot set up its schema '" + config.stateSchema() + "': " + firstLine(e)));
@@ -137,6 +142,21 @@ public class StartupCheck {
                         || state.equals("08001") && attempt > 1) {
                     return true;
                 }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Whether the connection failed in its TLS handshake (a certificate not signed by the root
+     * given, a host name it does not name): a setting, not a restart, however the driver classes it.
+     */
+    public static boolean tls(Throwable e) {
+        for (Throwable cause = e; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
+            if (cause instanceof javax.net.ssl.SSLException || cause instanceof java.security.cert.CertificateException
+                    || cause instanceof java.sql.SQLException && cause.getMessage() != null
+                    && (cause.getMessage().startsWith("SSL error") || cause.getMessage().contains("hostnameverifier"))) {
+                return true;
             }
         }
         return false;

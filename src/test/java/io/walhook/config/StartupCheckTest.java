@@ -67,4 +67,15 @@ class StartupCheckTest {
         assertThat(StartupCheck.restarting(new java.sql.SQLException("Acquisition timeout while waiting for new connection",
                 new java.util.concurrent.TimeoutException()), 1)).as("the pool's: a server too busy to answer").isTrue();
     }
+
+    @org.junit.jupiter.api.Test
+    void aTlsHandshakeFailureIsASettingNotARestart() {
+        assertThat(StartupCheck.tls(new org.postgresql.util.PSQLException("SSL error: PKIX path building failed",
+                org.postgresql.util.PSQLState.CONNECTION_FAILURE, new javax.net.ssl.SSLHandshakeException("PKIX path building failed"))))
+                .isTrue();
+        assertThat(StartupCheck.tls(new org.postgresql.util.PSQLException("The hostname db could not be verified by"
+                + " hostnameverifier PgjdbcHostnameVerifier.", org.postgresql.util.PSQLState.CONNECTION_FAILURE))).isTrue();
+        assertThat(StartupCheck.tls(new org.postgresql.util.PSQLException("terminating connection due to administrator command",
+                org.postgresql.util.PSQLState.CONNECTION_FAILURE))).isFalse();
+    }
 }
