@@ -1,6 +1,5 @@
 package io.walhook.delivery;
 
-import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -209,6 +208,11 @@ final class Lane {
     private int probesFailed;
     /** The destination in force at the last turn: another one is a replacement ({@link #followReplacement}). */
     private Destination checkedFor;
+    /**
+     * The subscription as this turn's pump found it: its requests reserve and start with it, so that
+     * one replaced in the middle of the turn is followed ({@link #followReplacement}) before any goes to it.
+     */
+    private Subscription pumping;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -574,6 +578,7 @@ final class Lane {
         if (deleted || closed) {
             return;
         }
+        pumping = subscription;
         followReplacement();
         Instant now = context.clock().instant();
         if (mode == Mode.DIRECT) {
@@ -1106,7 +1111,7 @@ final class Lane {
      * when the destination has every request it takes under way (the gate gives one when it can).
      */
     private boolean reserve() {
-        DestinationGate gate = transport(subscription).gate();
+        DestinationGate gate = transport(pumping).gate();
         if (gate == null || grants.remove(gate) || gate.tryEnter(granted)) {
             reserved = gate;
             return true;
@@ -1130,7 +1135,7 @@ final class Lane {
         o.underWay = true;
         underWay++;
         underWayJobs += o.jobs.size();
-        Subscription current = subscription;
+        Subscription current = pumping;
         CompletableFuture<Attempt> sending;
         try {
             sending = send(current, o);
@@ -1207,7 +1212,7 @@ final class Lane {
      * given up, one could still be applied there after the resent one and its row's next change.
      */
     private void followReplacement() {
-        Destination now = subscription.destination();
+        Destination now = pumping.destination();
         if (now == checkedFor) {
             return;
         }
@@ -1221,6 +1226,10 @@ final class Lane {
                 o.sending.complete(GIVEN_UP); // its outcome comes back through the inbox
             }
             o.firstFailure = null;
+            o.attempts = 0; // max_attempts and the backoff count from the first failure at the new one
+            for (Job job : o.jobs) {
+                job.attempts = 0;
+            }
         }
         failing.clear();
         outOfAttempts = null;
@@ -1232,22 +1241,16 @@ final class Lane {
         }
     }
 
-    /** Whether a request under way to {@code from} is given up for {@code to}: a webhook whose replacement is at another host. */
+    /**
+     * Whether a request under way to {@code from} is given up for {@code to}: a webhook whose
+     * replacement has another host name (another scheme or port on the same name is most likely
+     * the same receiver).
+     */
     private static boolean movedAway(Destination from, Destination to) {
         if (!(from instanceof Destination.Webhook old)) {
             return false; // AMQP: the same broker, its own timeouts
         }
-        if (!(to instanceof Destination.Webhook now)) {
-            return true;
-        }
-        URI a = old.url();
-        URI b = now.url();
-        return !String.valueOf(a.getScheme()).equalsIgnoreCase(b.getScheme())
-                || !String.valueOf(a.getHost()).equalsIgnoreCase(b.getHost()) || port(a) != port(b);
-    }
-
-    private static int port(URI url) {
-        return url.getPort() >= 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
+        return !(to instanceof Destination.Webhook now) || !String.valueOf(old.url().getHost()).equalsIgnoreCase(now.url().getHost());
     }
 
     /** The transport for the subscription as it is now, made again when its destination changed. */

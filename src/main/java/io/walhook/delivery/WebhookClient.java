@@ -182,6 +182,9 @@ public final class WebhookClient implements AutoCloseable {
         Channel channel = channels[picked];
         HttpClient client = "https".equalsIgnoreCase(url.getScheme()) ? channel.tls() : channel.plain();
         channel.context().runOnContext(start -> {
+            if (result.isDone()) {
+                return; // given up before it started: no connection to a host that may be hung
+            }
             try {
                 java.util.concurrent.atomic.AtomicReference<Response> answered = new java.util.concurrent.atomic.AtomicReference<>();
                 long timer = vertx.setTimer(timeout.toMillis(), late -> {

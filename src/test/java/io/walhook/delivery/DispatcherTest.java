@@ -1027,7 +1027,8 @@ class DispatcherTest {
                     URI.create(hung.url("/")).getPort())) {
                 Dispatcher dispatcher = dispatcher(gated, Duration.ofSeconds(60));
                 String id = "6f1c2b6e-0000-4000-8000-000000000011";
-                URI hungUrl = URI.create("http://127.0.0.1:" + hungHost.port() + "/tenant");
+                // another host name than the replacement's (127.0.0.1): the same receiver is not given up on
+                URI hungUrl = URI.create("http://localhost:" + hungHost.port() + "/tenant");
                 Subscription before = new Subscription(id, "tenant", List.of(TablePattern.ALL), Set.of(Operation.values()),
                         java.util.Optional.empty(), new Destination.Webhook(hungUrl, List.of(), Map.of()), EventFormat.JSON,
                         1, 0, Projection.ALL, false, RetryPolicy.DEFAULTS, null);
@@ -1052,6 +1053,59 @@ class DispatcherTest {
                 released.countDown();
             }
         }
+    }
+
+    /**
+     * A subscription allowed three attempts before its events go to the durable queue, whose
+     * request failed twice at the endpoint the operator then replaces: the new endpoint's first
+     * failure is its first attempt there, not the third.
+     */
+    @Test
+    void attemptsAtAReplacedEndpointDoNotCountAgainstItsReplacement() throws Exception {
+        java.util.concurrent.CountDownLatch replaced = new java.util.concurrent.CountDownLatch(1);
+        AtomicInteger oldRequests = new AtomicInteger();
+        AtomicInteger newFailuresLeft = new AtomicInteger(1);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (request.path().equals("/old")) {
+                if (oldRequests.incrementAndGet() == 3) {
+                    hold(replaced, 30); // the third attempt is under way as the operator replaces the endpoint
+                }
+                return 500;
+            }
+            if (newFailuresLeft.getAndDecrement() > 0) {
+                return 500;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        AtomicInteger parked = new AtomicInteger();
+        database = new SourceFixture(TestPostgres.shared(), "dispatch");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4), store, new DeliveryMetrics() {
+                    @Override
+                    public void parked(Subscription subscription, int events) {
+                        parked.addAndGet(events);
+                    }
+                }, paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(),
+                        Clock.systemUTC(), Duration.ofSeconds(30), false));
+        dispatchers.add(dispatcher);
+        String id = "6f1c2b6e-0000-4000-8000-000000000015";
+        RetryPolicy threeAttempts = new RetryPolicy(java.util.Optional.of(3), java.util.Optional.empty(),
+                java.util.Optional.empty());
+        send(dispatcher, withRetry(webhook(id, "old", receiver, 1), threeAttempts), 1, 1);
+        await().atMost(WAIT).until(() -> oldRequests.get() == 3);
+        dispatcher.sync(List.of(withRetry(webhook(id, "new", receiver, 1), threeAttempts)));
+        replaced.countDown();
+        await().atMost(WAIT).until(() -> accepted.size() == 1 && acknowledged.get() == 1);
+        assertThat(receiver.requests("/new")).hasSize(2);
+        assertThat(parked.get()).as("events sent to the durable queue").isZero();
+    }
+
+    private static Subscription withRetry(Subscription s, RetryPolicy retry) {
+        return new Subscription(s.id(), s.name(), s.tables(), s.operations(), s.filter(), s.destination(), s.format(),
+                s.batchMaxEvents(), s.batchMaxWaitMs(), s.projection(), s.readOnly(), retry, s.limits());
     }
 
     /**
