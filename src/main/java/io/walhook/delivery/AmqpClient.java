@@ -71,6 +71,8 @@ public final class AmqpClient implements AutoCloseable {
     // touched on the event-loop context only
     private ProtonConnection connection;
     private boolean connecting;
+    /** Counts connection attempts: the callbacks of one given up are ignored. */
+    private long attempts;
     private boolean anonymousRelay;
     private String lastProblem;
     private final List<Waiting> waiting = new ArrayList<>();
@@ -133,8 +135,23 @@ public final class AmqpClient implements AutoCloseable {
 
     private void connect() {
         connecting = true;
+        long attempt = ++attempts;
+        int deadline = (int) Math.min(timeout.toMillis(), 10_000);
+        ProtonConnection[] pending = new ProtonConnection[1];
+        // a broker (or a load balancer before it) that takes the connection and never opens it would otherwise
+        // leave walhook connecting for good: every message timing out, none connecting again
+        vertx.setTimer(deadline, late -> {
+            if (attempts == attempt && connecting && connection == null) {
+                attempts++; // what this attempt still says is not heard
+                failWaiting("the broker at " + url + " took the connection but did not open it within " + deadline
+                        + " ms");
+                if (pending[0] != null) {
+                    pending[0].disconnect();
+                }
+            }
+        });
         ProtonClientOptions options = new ProtonClientOptions()
-                .setConnectTimeout((int) Math.min(timeout.toMillis(), 10_000))
+                .setConnectTimeout(deadline)
                 .setHeartbeat(10_000);
         if (url.tls()) {
             options.setSsl(true).setHostnameVerificationAlgorithm("HTTPS");
@@ -142,25 +159,48 @@ public final class AmqpClient implements AutoCloseable {
         if (url.user() == null) {
             options.addEnabledSaslMechanism("ANONYMOUS");
         }
-        ProtonClient.create(vertx).connect(options, url.host(), url.port(), url.user(), url.password(), connected -> {
-            if (connected.failed()) {
-                failWaiting("cannot connect to " + url + ": " + connected.cause().getMessage());
-                return;
-            }
-            ProtonConnection opening = connected.result();
-            opening.setContainer("walhook");
-            opening.openHandler(opened -> {
-                if (opened.failed()) {
-                    failWaiting("the broker at " + url + " refused the connection: " + opened.cause().getMessage());
-                    opening.disconnect();
+        try {
+            ProtonClient.create(vertx).connect(options, url.host(), url.port(), url.user(), url.password(), connected -> {
+                if (attempts != attempt) {
+                    if (connected.succeeded()) {
+                        connected.result().disconnect(); // given up already
+                    }
                     return;
                 }
-                opened(opening);
+                if (connected.failed()) {
+                    failWaiting("cannot connect to " + url + ": " + connected.cause().getMessage());
+                    return;
+                }
+                ProtonConnection opening = connected.result();
+                pending[0] = opening;
+                opening.setContainer("walhook");
+                opening.openHandler(opened -> {
+                    if (attempts != attempt) {
+                        opening.disconnect(); // opened after it was given up
+                        return;
+                    }
+                    if (opened.failed()) {
+                        failWaiting("the broker at " + url + " refused the connection: " + opened.cause().getMessage());
+                        opening.disconnect();
+                        return;
+                    }
+                    opened(opening);
+                });
+                opening.closeHandler(closed -> {
+                    if (attempts == attempt || connection == opening) {
+                        lost(opening, "closed by the broker" + condition(opening.getRemoteCondition()));
+                    }
+                });
+                opening.disconnectHandler(gone -> {
+                    if (attempts == attempt || connection == opening) {
+                        lost(opening, "connection lost");
+                    }
+                });
+                opening.open();
             });
-            opening.closeHandler(closed -> lost(opening, "closed by the broker" + condition(opening.getRemoteCondition())));
-            opening.disconnectHandler(gone -> lost(opening, "connection lost"));
-            opening.open();
-        });
+        } catch (RuntimeException e) {
+            failWaiting("cannot connect to " + url + ": " + e.getMessage()); // Vert.x closing, say: not left connecting
+        }
     }
 
     private void opened(ProtonConnection opened) {

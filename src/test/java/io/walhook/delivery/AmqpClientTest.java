@@ -83,6 +83,48 @@ class AmqpBrokerTest {
         }
     }
 
+    /**
+     * A peer that takes the TCP connection and never answers (a load balancer whose broker is down):
+     * the attempt is given up after the timeout, and the next message connects again, rather than
+     * every later message waiting on a connection that never opens.
+     */
+    @Test
+    void aPeerThatTakesTheConnectionAndNeverOpensItIsConnectedToAgain() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.List<java.net.Socket> held = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            Thread acceptor = new Thread(() -> {
+                while (!silent.isClosed()) {
+                    try {
+                        held.add(silent.accept()); // takes it, reads nothing, writes nothing
+                        accepted.incrementAndGet();
+                    } catch (java.io.IOException closed) {
+                        return;
+                    }
+                }
+            });
+            acceptor.setDaemon(true);
+            acceptor.start();
+            Duration timeout = Duration.ofMillis(500);
+            AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + silent.getLocalPort()), timeout);
+            try {
+                Transport transport = broker.transport(new Destination.Amqp("orders"));
+                // messages one after another, each retried at its timeout, until one connects again (at most 6)
+                for (int message = 1; message <= 6 && accepted.get() < 2; message++) {
+                    Transport.Attempt attempt = transport.attempt(new Transport.Request("000000000000000" + message + "-0001",
+                            "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"), timeout);
+                    assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
+                }
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> accepted.get() >= 2);
+            } finally {
+                broker.close();
+                for (java.net.Socket socket : held) {
+                    socket.close();
+                }
+            }
+        }
+    }
+
     @Test
     void aPeerThatNeverSettlesIsRetriedAfterTheTimeout() throws Exception {
         ProtonServer server = peer(Peer.NEVER_SETTLES);
