@@ -126,22 +126,17 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         /**
          * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
          * off while the database is away; null once {@code stop} says so. An unchecked exception (a
-         * pool being closed, a driver's bug) is tried again as an SQLException is, and logged with
-         * its stack: thrown on a database thread, nobody would hear of it, and the lane waiting for
-         * the call's answer would wait for good.
+         * pool being closed, a row this walhook cannot read, a driver's bug) is thrown to the
+         * caller, which tries again without holding one of the two database threads meanwhile.
          */
         <T> T untilDone(SqlCall<T> call, BooleanSupplier stop, Consumer<String> problem) {
             long wait = 200;
             while (!stop.getAsBoolean()) {
                 try {
                     return call.run();
-                } catch (SQLException | RuntimeException e) {
+                } catch (SQLException e) {
                     problem.accept(e.getMessage());
-                    if (e instanceof SQLException) {
-                        LOG.warnf("cannot reach the durable queue (%s); retrying in %d ms", e.getMessage(), wait);
-                    } else {
-                        LOG.errorf(e, "a call to the durable queue failed unexpectedly; retrying in %d ms", wait);
-                    }
+                    LOG.warnf("cannot reach the durable queue (%s); retrying in %d ms", e.getMessage(), wait);
                     try {
                         Thread.sleep(wait);
                     } catch (InterruptedException interrupted) {

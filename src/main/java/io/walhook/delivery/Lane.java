@@ -44,6 +44,8 @@ import io.walhook.routing.Subscription;
 final class Lane {
 
     private static final Logger LOG = Logger.getLogger(Lane.class);
+    /** The first wait before a state-database call that failed unexpectedly is tried again. */
+    static final long UNEXPECTED_FIRST_MILLIS = 200;
     /** Rows written to the durable queue in one transaction. */
     static final int WRITE_CHUNK = 1000;
     /** Rows read from the durable queue at once. */
@@ -951,8 +953,35 @@ final class Lane {
     /** Runs a state-database call off the lane, until it succeeds; its result comes back on a turn. */
     private <T> void database(Dispatcher.SqlCall<T> call, java.util.function.Consumer<T> then) {
         busy = true;
+        database(call, then, UNEXPECTED_FIRST_MILLIS);
+    }
+
+    /**
+     * As {@link #database(Dispatcher.SqlCall, java.util.function.Consumer)}; a call failing with an
+     * unchecked exception is logged with its stack and tried again after {@code wait} ms (doubling
+     * to 30 s) from the timer, its database thread free meanwhile: thrown on that thread it was
+     * lost, and the lane, busy, waited for an answer for good; retried on it, a call that fails
+     * every time (a queue row this walhook cannot read) held one of the two threads every lane
+     * shares.
+     */
+    private <T> void database(Dispatcher.SqlCall<T> call, java.util.function.Consumer<T> then, long wait) {
         context.database().submit(() -> {
-            T result = context.untilDone(call, () -> deleted || closed, problem -> lastError = "state database: " + problem);
+            T result;
+            try {
+                result = context.untilDone(call, () -> deleted || closed, problem -> lastError = "state database: " + problem);
+            } catch (RuntimeException e) {
+                lastError = "state database: " + e;
+                post(() -> { }); // a turn: /status shows it
+                LOG.errorf(e, "subscription %s: a call to its durable queue failed unexpectedly; trying again in %d ms",
+                        subscription.name(), wait);
+                try {
+                    context.timer().schedule(() -> database(call, then, Math.min(wait * 2, 30_000)), wait,
+                            TimeUnit.MILLISECONDS);
+                } catch (java.util.concurrent.RejectedExecutionException stopping) {
+                    // walhook stops: what is undelivered is read again from the slot or the queue on restart
+                }
+                return;
+            }
             post(() -> {
                 busy = false;
                 if (closed && !deleted) {
@@ -1610,7 +1639,13 @@ final class Lane {
     }
 
     private void dropQueue() {
-        context.database().submit(() -> context.untilDone(() -> context.store().deleteAll(id), () -> false, p -> { }));
+        context.database().submit(() -> {
+            try {
+                context.untilDone(() -> context.store().deleteAll(id), () -> false, p -> { });
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "subscription %s deleted: its durable queue could not be dropped", subscription.name());
+            }
+        });
     }
 
     /** Stops the lane at shutdown; what is undelivered is read again from the slot or the queue on restart. */

@@ -424,6 +424,33 @@ class DispatcherTest {
         assertThat(acceptedByRow(accepted)).allSatisfy((row, versions) -> assertThat(versions).containsExactly(0, 1));
     }
 
+    /**
+     * Two subscriptions whose durable queues hold a row this walhook cannot read (its headers edited
+     * by hand into something else than an object): their lanes fail reading it every time, and try
+     * again, without holding the two threads every lane's durable queue shares. Another
+     * subscription's failing destination still has its events written to its own queue and
+     * acknowledged.
+     */
+    @Test
+    void queuesThatFailEveryReadDoNotHoldTheDurableQueueFromOtherSubscriptions() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        for (String broken : List.of("a", "b")) {
+            database.sql("INSERT INTO walhook.parked_event (subscription, subscription_id, event_id, commit_lsn, content_type,"
+                    + " headers, body) VALUES ('" + broken + "', 'config:" + broken + "', '0000000000000001-0001', '0/1',"
+                    + " 'application/json', '[1]', '\\x7b7d')");
+        }
+        WebhookReceiver healthy = receiver(request -> 204);
+        send(dispatcher, webhook("config:a", "a", healthy, 1), 1, 1);
+        send(dispatcher, webhook("config:b", "b", healthy, 1), 1, 1);
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+        send(dispatcher, webhook("config:c", "c", failingWhile(down, 503, new CopyOnWriteArrayList<>()), 1), 5, 1);
+        // past its retry window, c's events go to its durable queue, which acknowledges them
+        await().atMost(WAIT).until(() -> acknowledged.get() == 5);
+        assertThat(store.count("config:c")).isEqualTo(5);
+        await().atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status()).filteredOn(status -> status.name().equals("a"))
+                .singleElement().satisfies(status -> assertThat(status.lastError()).contains("not JSON")));
+    }
+
     @Test
     void aDestinationFailingAThirdOfRequestsGetsEveryChangeInPerRowOrder() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofSeconds(5));
