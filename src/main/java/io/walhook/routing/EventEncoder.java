@@ -30,6 +30,8 @@ public final class EventEncoder {
 
     private final EventJsonWriter writer = new EventJsonWriter();
     private final String source;
+    /** {@link #source} as a binary-mode header value ({@link #percentEncode}): a database name may hold anything. */
+    private final String sourceHeader;
     private final Map<String, String> extensions;
     /* The CloudEvents time of the last transaction seen: formatting it is dearer than most of an event. */
     private TxInfo timeOf;
@@ -47,6 +49,7 @@ public final class EventEncoder {
             }
         }
         this.source = source;
+        this.sourceHeader = percentEncode(source);
         this.extensions = Map.copyOf(extensions);
     }
 
@@ -106,7 +109,7 @@ public final class EventEncoder {
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put("ce-specversion", "1.0");
         headers.put("ce-id", event.id());
-        headers.put("ce-source", source);
+        headers.put("ce-source", sourceHeader);
         headers.put("ce-type", type(event));
         headers.put("ce-subject", percentEncode(subject(event)));
         String time = time(event);

@@ -235,10 +235,11 @@ class AmqpBrokerTest {
     @Test
     void binaryCloudEventsHeadersBecomePrefixedPropertiesWithPlainValues() {
         assertThat(AmqpClient.applicationProperties(Map.of("ce-id", "0000000001-0001", "ce-subject", "public.caf%C3%A9%20bar",
-                "ce-team", "a+b")))
+                "ce-team", "a+b", "ce-source", "/walhook/sales%25eu caf%C3%A9")))
                 .containsEntry("cloudEvents:id", "0000000001-0001")
                 .containsEntry("cloudEvents:subject", "public.café bar")
                 .containsEntry("cloudEvents:team", "a+b")
-                .hasSize(3);
+                .containsEntry("cloudEvents:source", "/walhook/sales%eu café")
+                .hasSize(4);
     }
 }

@@ -70,6 +70,21 @@ class EventEncoderTest {
         assertThat(text(ce)).startsWith("{\"id\":\"" + message.id() + "\",\"op\":\"message\"");
     }
 
+    /**
+     * A database named outside printable ASCII, or with a {@code %}: its {@code source} is
+     * percent-encoded in the header as the binding asks (a raw {@code %} failed every AMQP message of
+     * it, decoded back there; raw UTF-8 is not a header value), and stays whole in the structured form.
+     */
+    @Test
+    void aSourceOutsidePrintableAsciiIsPercentEncodedInItsHeader() throws Exception {
+        EventEncoder named = new EventEncoder("/walhook/sales%eu caf\u00e9", Map.of());
+        ChangeEvent message = TestEvents.message("p", "hi".getBytes(StandardCharsets.UTF_8), true);
+        assertThat(named.encode(message, EventFormat.CLOUDEVENTS_BINARY, Projection.ALL).headers())
+                .containsEntry("ce-source", "/walhook/sales%25eu caf%C3%A9");
+        assertThat(JSON.readTree(named.encode(message, EventFormat.CLOUDEVENTS, Projection.ALL).body()).get("source").asText())
+                .isEqualTo("/walhook/sales%eu caf\u00e9");
+    }
+
     @Test
     void projectionKeepsOnlyTheChosenColumnsOfNewAndOldButTheWholeKey() throws Exception {
         ChangeEvent update = ORDERS.full().update(new String[] {"1", "new", "5"}, "1", "paid", "5");
