@@ -138,6 +138,27 @@ class DatabaseTlsIT {
         }
     }
 
+    /**
+     * No {@code sslmode} at all: libpq's and pgjdbc's default, {@code prefer}, for every session, the
+     * {@code /status} pool's too (it used to connect without TLS, and against a server refusing that
+     * {@code /status} answered 500).
+     */
+    @Test
+    void withoutAnSslmodeEverySessionPrefersTls() throws Exception {
+        String database = pg.createDatabase("tls_prefer");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)");
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+                WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                        "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN,
+                        "WALHOOK_SUBSCRIPTIONS_ITEMS_URL", receiver.url("/items")))) {
+            walhook.awaitReady(WAIT);
+            pg.execute(database, "INSERT INTO items VALUES (1, 1)");
+            await().atMost(WAIT).until(() -> receiver.requests("/items").size() == 1);
+            ApiClient.Answer status = new ApiClient(walhook, TOKEN).get("/status");
+            assertThat(status.status()).as(status.text()).isEqualTo(200);
+        }
+    }
+
     @Test
     void aServerWhoseCertificateTheRootDoesNotSignIsRefusedAndSaysSo() throws Exception {
         String database = pg.createDatabase("tls_other");
