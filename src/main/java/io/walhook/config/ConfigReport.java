@@ -33,6 +33,12 @@ public final class ConfigReport {
     private static final Pattern PREFIX = Pattern.compile("^(?:[\\w.$]+Exception: )?(?:SRCFG\\d+: )?");
     /** SmallRye's other problems that start by naming the property. */
     private static final Pattern NAMED = Pattern.compile("^The config property (\\S+) (.*)$", Pattern.DOTALL);
+    /**
+     * SmallRye's words for a {@code ${...}} in a value that names no setting: what is inside may
+     * be part of a password (only Quarkus' own settings are expanded: {@link LiteralValues}).
+     */
+    private static final Pattern EXPANSION = Pattern.compile("Could not expand value .* in property (\\S+)$",
+            Pattern.DOTALL);
     /** Variables whose values are credentials: never echoed. */
     private static final Pattern SECRET = Pattern.compile("PASSWORD|SECRET|TOKEN|CREDENTIAL|KEY");
     /** Quarkus's default console pattern's date. */
@@ -61,6 +67,10 @@ public final class ConfigReport {
         String text = problem.replaceAll("\\s*\\R\\s*", " ").strip();
         Matcher conversion = CONVERSION.matcher(text);
         if (!conversion.find()) {
+            Matcher expansion = EXPANSION.matcher(text);
+            if (expansion.find()) {
+                return variable(expansion.group(1)) + " holds a ${...} that names no setting (write a $ in it as $$)";
+            }
             // SmallRye's other problems (a required value missing, an empty one, an expression that
             // does not expand) name the property too: as its variable, and without a secret's text
             Matcher named = NAMED.matcher(PREFIX.matcher(text).replaceFirst(""));

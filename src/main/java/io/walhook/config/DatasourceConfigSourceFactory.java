@@ -25,6 +25,9 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
      */
     public static final String API = "api";
 
+    /** The name of the source this factory yields; {@link LiteralValues} keeps its values as written. */
+    static final String SOURCE_NAME = "walhook-source-url";
+
     @Override
     public Iterable<ConfigSource> getConfigSources(ConfigSourceContext context) {
         Map<String, String> derived = new LinkedHashMap<>();
@@ -49,7 +52,7 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
             // reported by StartupCheck, with the variable's name
         }
         // Below application.properties (ordinal 250), so an explicit quarkus.datasource.* still wins.
-        return List.of(new PropertiesConfigSource(derived, "walhook-source-url", 200));
+        return List.of(new PropertiesConfigSource(derived, SOURCE_NAME, 200));
     }
 
     /**
@@ -82,7 +85,7 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
     }
 
     private static Optional<String> value(ConfigSourceContext context, String name) {
-        ConfigValue value = context.getValue(name);
+        ConfigValue value = LiteralValues.written(context, name);
         return value == null ? Optional.empty() : Optional.ofNullable(value.getValue());
     }
 }

@@ -134,6 +134,41 @@ class WalhookConfigTest {
                         .contains("eighty").doesNotContain("SRCFG"));
     }
 
+    /** walhook's settings and what it derives from them are taken as written; Quarkus' own keep their expressions. */
+    @Test
+    void walhooksSettingsAreTakenAsWritten() {
+        io.smallrye.config.SmallRyeConfig config = new SmallRyeConfigBuilder().addDefaultInterceptors()
+                .addDiscoveredInterceptors().withSources(new DatasourceConfigSourceFactory())
+                .withSources(new PropertiesConfigSource(Map.of(
+                        "walhook.source.url", "postgresql://app@db.internal/app",
+                        "walhook.source.password", "p$${HOME}w${no.such}d$$",
+                        "walhook.api-token", "t${walhook.source.url}",
+                        "walhook.slot", "orders",
+                        "quarkus.http.host", "${walhook.slot}"), "test", 500))
+                .build();
+        assertThat(config.getValue("walhook.source.password", String.class)).isEqualTo("p$${HOME}w${no.such}d$$");
+        assertThat(config.getValue("quarkus.datasource.password", String.class)).isEqualTo("p$${HOME}w${no.such}d$$");
+        assertThat(config.getValue("quarkus.datasource.api.password", String.class)).isEqualTo("p$${HOME}w${no.such}d$$");
+        assertThat(config.getValue("walhook.api-token", String.class)).isEqualTo("t${walhook.source.url}");
+        assertThat(config.getValue("quarkus.http.host", String.class)).isEqualTo("orders");
+    }
+
+    @io.smallrye.config.ConfigMapping(prefix = "quarkus.datasource")
+    interface DatasourceLike {
+        String password();
+    }
+
+    /** A Quarkus setting (walhook's own are taken as written) whose ${...} names nothing: its text is not shown. */
+    @Test
+    void anExpressionThatNamesNoSettingIsNamedWithoutItsText() {
+        assertThatThrownBy(() -> new SmallRyeConfigBuilder().addDefaultInterceptors().withMapping(DatasourceLike.class)
+                .withSources(new PropertiesConfigSource(Map.of("quarkus.datasource.password", "hun${ter2}"), "test", 500))
+                .build())
+                .isInstanceOfSatisfying(ConfigValidationException.class, e -> assertThat(ConfigReport.lines(e))
+                        .singleElement().asString()
+                        .isEqualTo("QUARKUS_DATASOURCE_PASSWORD holds a ${...} that names no setting (write a $ in it as $$)"));
+    }
+
     @Test
     void aProfiledPropertyIsNamedByItsVariable() {
         assertThat(ConfigReport.variable("%prod.walhook.delivery.request-timeout")).isEqualTo("WALHOOK_DELIVERY_REQUEST_TIMEOUT");
