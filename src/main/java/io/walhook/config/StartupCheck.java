@@ -1,5 +1,6 @@
 package io.walhook.config;
 
+import java.util.Optional;
 import java.util.regex.Pattern;
 
 import jakarta.annotation.Priority;
@@ -110,7 +111,21 @@ public class StartupCheck {
             }
         }
         config.amqpUrl().filter(url -> !url.isBlank()).ifPresent(AmqpUrl::parse);
+        refusePlaceholder("WALHOOK_API_TOKEN", config.apiToken());
+        refusePlaceholder("WALHOOK_API_READ_TOKEN", config.apiReadToken());
         return source;
+    }
+
+    /**
+     * An API token left as an example's placeholder ({@code CHANGE_ME}) is one anyone can read in
+     * the example: it would open the API, writes included, to them.
+     */
+    private static void refusePlaceholder(String variable, Optional<String> token) {
+        String normalized = token.orElse("").toLowerCase(java.util.Locale.ROOT).replace('-', '_');
+        if (normalized.contains("change_me") || normalized.contains("changeme")) {
+            throw new ConfigException(variable, "is a placeholder (it says change me): set a token of your own,"
+                    + " e.g. the output of openssl rand -hex 32");
+        }
     }
 
     /**

@@ -24,6 +24,9 @@ class StartupCheckTest {
         "walhook.state-schema=wal-hook   | WALHOOK_STATE_SCHEMA 'wal-hook' is not a plain identifier",
         "walhook.publication=Changes     | WALHOOK_PUBLICATION 'Changes' is not a plain identifier: use lower-case",
         "walhook.slot=Orders             | WALHOOK_SLOT 'Orders' is not a replication slot name",
+        "walhook.api-token=CHANGE_ME     | WALHOOK_API_TOKEN is a placeholder (it says change me): set a token of your own",
+        "walhook.api-read-token=demo-token-change-me | WALHOOK_API_READ_TOKEN is a placeholder",
+        "walhook.api-token=ChangeMe      | WALHOOK_API_TOKEN is a placeholder",
     })
     void aBadValueStopsStartupNamingItsVariable(String assignment, String problem) {
         String[] kv = assignment.split("=", 2);
