@@ -216,12 +216,19 @@ public final class SubscriptionJson {
                     if (!h.isObject()) {
                         throw new SubscriptionException("/destination/headers", "must be an object of header names to values");
                     }
-                    for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); ) {
+                    int index = 0;
+                    for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); index++) {
                         Map.Entry<String, JsonNode> header = it.next();
-                        if (!header.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}") || !header.getValue().isTextual()
+                        if (!header.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}")) {
+                            // not repeated: a name that is no header name is often a whole header pasted, value and all
+                            throw new SubscriptionException("/destination/headers", "header " + (index + 1) + "'s name is"
+                                    + " not a header name: 1 to 100 letters, digits or !#$%&'*+.^_`|~- (the value goes"
+                                    + " after it, as in {\"Authorization\": \"Bearer ...\"})");
+                        }
+                        if (!header.getValue().isTextual()
                                 || header.getValue().asText().chars().anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7F)) {
                             throw new SubscriptionException("/destination/headers/" + header.getKey(),
-                                    "must be a valid header name with a text value without control characters");
+                                    "must be a text value without control characters");
                         }
                         String lower = header.getKey().toLowerCase(java.util.Locale.ROOT);
                         if (RESERVED_HEADERS.contains(lower) || lower.startsWith("ce-")) {

@@ -233,4 +233,15 @@ class MalformedRequestsTest {
         authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then().statusCode(400)
                 .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(pointer));
     }
+
+    /** A whole header pasted as a name, its credential too, is refused without being repeated. */
+    @Test
+    void aHeaderNameThatIsNoHeaderNameIsRefusedWithoutRepeatingIt() {
+        String body = BODY.formatted("pasted").replace("\"type\": \"webhook\",",
+                "\"type\": \"webhook\", \"headers\": {\"X-Fine\": \"1\", \"Authorization: Bearer s3cr3t-pasted\": \"\"},");
+        String answer = authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then()
+                .statusCode(400).contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("/destination/headers"))
+                .body("detail", containsString("header 2's name is not a header name")).extract().asString();
+        assertThat(answer).doesNotContain("s3cr3t");
+    }
 }
