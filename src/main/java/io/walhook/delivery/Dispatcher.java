@@ -304,17 +304,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
         List<String> ids = new ArrayList<>(probed.size());
         probed.forEach(lane -> ids.add(lane.subscription().id()));
-        RuntimeException[] unexpected = new RuntimeException[1];
-        Set<String> withRows = context.untilDone(() -> {
-            try {
-                return context.store().withRows(ids);
-            } catch (RuntimeException e) {
-                unexpected[0] = e; // not asked again: each lane reads its own queue, which is always right
-                return Set.of();
-            }
-        }, () -> false, problem -> { });
-        if (unexpected[0] != null) {
-            LOG.warnf(unexpected[0], "cannot ask whether %d new lanes' durable queues hold rows; each reads its own",
+        Set<String> withRows;
+        try {
+            withRows = context.untilDone(() -> context.store().withRows(ids), () -> false, problem -> { });
+        } catch (RuntimeException unexpected) { // not asked again: each lane reads its own queue, which is always right
+            LOG.warnf(unexpected, "cannot ask whether %d new lanes' durable queues hold rows; each reads its own",
                     probed.size());
             probed.forEach(lane -> lane.probed(true));
             return;

@@ -46,6 +46,8 @@ final class Lane {
     private static final Logger LOG = Logger.getLogger(Lane.class);
     /** The first wait before a state-database call that failed unexpectedly is tried again. */
     static final long UNEXPECTED_FIRST_MILLIS = 200;
+    /** Rows of a deleted subscription's queue dropped in one statement. */
+    static final int DROP_BATCH = 10_000;
     /** Rows written to the durable queue in one transaction. */
     static final int WRITE_CHUNK = 1000;
     /** Rows read from the durable queue at once. */
@@ -274,6 +276,8 @@ final class Lane {
     private volatile long delivered;
     private volatile long backlog;
     private volatile String lastError;
+    /** The last reason the deleted subscription's queue could not be dropped, logged once. */
+    private volatile String dropProblem;
     private volatile long deliveredFromQueue;
     private volatile Status last;
     private long rateMark;
@@ -957,44 +961,58 @@ final class Lane {
     }
 
     /**
-     * As {@link #database(Dispatcher.SqlCall, java.util.function.Consumer)}; a call failing with an
-     * unchecked exception is logged with its stack and tried again after {@code wait} ms (doubling
-     * to 30 s) from the timer, its database thread free meanwhile: thrown on that thread it was
-     * lost, and the lane, busy, waited for an answer for good; retried on it, a call that fails
-     * every time (a queue row this walhook cannot read) held one of the two threads every lane
-     * shares.
+     * As {@link #database(Dispatcher.SqlCall, java.util.function.Consumer)}: a call that fails is
+     * tried again after {@code wait} ms (doubling to 30 s) from the timer, its database thread free
+     * meanwhile. Retried on that thread, a call waiting on rows another session holds (an
+     * operator's transaction, the API dropping the queue), or one failing every time (a queue row
+     * this walhook cannot read), held one of the two threads every lane shares; thrown there, an
+     * unchecked exception was lost, and the lane, busy, waited for an answer for good.
      */
     private <T> void database(Dispatcher.SqlCall<T> call, java.util.function.Consumer<T> then, long wait) {
         context.database().submit(() -> {
-            T result;
-            try {
-                result = context.untilDone(call, () -> deleted || closed, problem -> lastError = "state database: " + problem);
-            } catch (RuntimeException e) {
-                lastError = "state database: " + e;
-                post(() -> { }); // a turn: /status shows it
-                LOG.errorf(e, "subscription %s: a call to its durable queue failed unexpectedly; trying again in %d ms",
-                        subscription.name(), wait);
+            T result = null;
+            if (!deleted && !closed) {
                 try {
-                    context.timer().schedule(() -> database(call, then, Math.min(wait * 2, 30_000)), wait,
-                            TimeUnit.MILLISECONDS);
-                } catch (java.util.concurrent.RejectedExecutionException stopping) {
-                    // walhook stops: what is undelivered is read again from the slot or the queue on restart
+                    result = call.run();
+                } catch (java.sql.SQLException e) {
+                    lastError = "state database: " + e.getMessage();
+                    // once per call: in an outage every lane with a call under way says the same
+                    LOG.logf(wait == UNEXPECTED_FIRST_MILLIS ? Logger.Level.WARN : Logger.Level.DEBUG,
+                            "subscription %s: cannot reach its durable queue (%s); trying again in %d ms",
+                            subscription.name(), e.getMessage(), wait);
+                    databaseAgain(call, then, wait);
+                    return;
+                } catch (RuntimeException e) {
+                    lastError = "state database: " + e;
+                    LOG.errorf(e, "subscription %s: a call to its durable queue failed unexpectedly; trying again in %d ms",
+                            subscription.name(), wait);
+                    databaseAgain(call, then, wait);
+                    return;
                 }
-                return;
             }
+            T answer = result;
             post(() -> {
                 busy = false;
                 if (closed && !deleted) {
                     return; // shutting down: what was written stays written, and its jobs are acknowledged only if it was
                 }
-                if (result != null && !deleted) {
-                    then.accept(result);
+                if (answer != null && !deleted) {
+                    then.accept(answer);
                 }
                 if (deleted) {
                     dropQueue(); // written meanwhile: goes too
                 }
             });
         });
+    }
+
+    private <T> void databaseAgain(Dispatcher.SqlCall<T> call, java.util.function.Consumer<T> then, long wait) {
+        post(() -> { }); // a turn: /status shows the error
+        try {
+            context.timer().schedule(() -> database(call, then, Math.min(wait * 2, 30_000)), wait, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            // walhook stops: what is undelivered is read again from the slot or the queue on restart
+        }
     }
 
     // --- sending --------------------------------------------------------------------------------
@@ -1639,13 +1657,46 @@ final class Lane {
     }
 
     private void dropQueue() {
-        context.database().submit(() -> {
-            try {
-                context.untilDone(() -> context.store().deleteAll(id), () -> false, p -> { });
-            } catch (RuntimeException e) {
-                LOG.errorf(e, "subscription %s deleted: its durable queue could not be dropped", subscription.name());
-            }
-        });
+        dropQueue(UNEXPECTED_FIRST_MILLIS);
+    }
+
+    /**
+     * Drops the deleted subscription's durable queue, {@link #DROP_BATCH} rows a turn of the
+     * database threads, so other subscriptions' calls go between; rows another session holds (the
+     * API dropping the same queue) are tried again after {@code wait} ms (doubling to 30 s) from
+     * the timer. Waiting for them, as one unlimited statement did, two deletions took both threads
+     * every subscription's queue needs until the API's own drops ended, and for good behind an
+     * operator's transaction.
+     */
+    private void dropQueue(long wait) {
+        try {
+            context.database().submit(() -> {
+                try {
+                    ParkedEventStore.Dropped dropped = context.store().dropSome(id, DROP_BATCH);
+                    if (!dropped.left()) {
+                        return;
+                    }
+                    if (dropped.deleted() == DROP_BATCH) {
+                        dropQueue(wait); // more: behind the calls waiting meanwhile
+                        return;
+                    }
+                } catch (java.sql.SQLException | RuntimeException e) {
+                    String problem = String.valueOf(e.getMessage());
+                    if (!problem.equals(dropProblem)) {
+                        LOG.warnf("subscription %s deleted: its durable queue cannot be dropped yet (%s); trying again",
+                                subscription.name(), problem);
+                        dropProblem = problem;
+                    }
+                }
+                try {
+                    context.timer().schedule(() -> dropQueue(Math.min(wait * 2, 30_000)), wait, TimeUnit.MILLISECONDS);
+                } catch (java.util.concurrent.RejectedExecutionException stopping) {
+                    // walhook stops: the next start drops what is left of a deleted subscription's queue
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            // walhook stops: the next start drops what is left of a deleted subscription's queue
+        }
     }
 
     /** Stops the lane at shutdown; what is undelivered is read again from the slot or the queue on restart. */

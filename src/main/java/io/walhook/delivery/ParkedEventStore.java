@@ -293,6 +293,41 @@ public final class ParkedEventStore {
         }
     }
 
+    /** What {@link #dropSome} did: rows deleted, and whether rows of the queue are left (locked by another session). */
+    public record Dropped(int deleted, boolean left) {
+    }
+
+    /**
+     * A deleted subscription's queue dropped by delivery, {@code limit} rows at a time: rows another
+     * session holds (the API dropping the same queue, an operator's transaction) are skipped, not
+     * waited for, so a drop never holds one of the threads every subscription's queue needs. Rows
+     * left are dropped by a later call.
+     */
+    public Dropped dropSome(String subscriptionId, int limit) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            return io.walhook.config.DurableWrite.run(c, t -> {
+                int deleted;
+                try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE id IN (SELECT id FROM "
+                        + table + " WHERE subscription_id = ? LIMIT ? FOR UPDATE SKIP LOCKED)")) {
+                    s.setString(1, subscriptionId);
+                    s.setInt(2, limit);
+                    deleted = s.executeUpdate();
+                }
+                if (deleted == limit) {
+                    return new Dropped(deleted, true);
+                }
+                try (PreparedStatement s = t.prepareStatement("SELECT EXISTS (SELECT 1 FROM " + table
+                        + " WHERE subscription_id = ?)")) {
+                    s.setString(1, subscriptionId);
+                    try (java.sql.ResultSet r = s.executeQuery()) {
+                        r.next();
+                        return new Dropped(deleted, r.getBoolean(1));
+                    }
+                }
+            });
+        }
+    }
+
     /**
      * What {@link #sync} did: how many delivered rows it deleted, the page it read (empty when none
      * was asked), and whether rows after it are left.

@@ -451,6 +451,46 @@ class DispatcherTest {
                 .singleElement().satisfies(status -> assertThat(status.lastError()).contains("not JSON")));
     }
 
+    /**
+     * Two subscriptions deleted while another session holds rows of their queues (the API dropping
+     * the same queues, an operator's transaction): delivery drops what it can and tries the rest
+     * later, and a third subscription's events still reach its queue. Dropped as one statement
+     * waiting for those rows, the two drops held both threads every queue shares.
+     */
+    @Test
+    void queuesDroppedBehindAnotherSessionsLocksDoNotHoldTheDurableQueueFromOtherSubscriptions() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        WebhookReceiver healthy = receiver(request -> 204);
+        send(dispatcher, webhook("config:a", "a", healthy, 1), 1, 1);
+        send(dispatcher, webhook("config:b", "b", healthy, 1), 1, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 2);
+        for (String deleted : List.of("a", "b")) {
+            for (int row = 1; row <= 3; row++) {
+                database.sql("INSERT INTO walhook.parked_event (subscription, subscription_id, event_id, commit_lsn,"
+                        + " content_type, headers, body) VALUES ('" + deleted + "', 'config:" + deleted + "', '000000000000000"
+                        + row + "-0001', '0/1', 'application/json', '[]', '\\x7b7d')");
+            }
+        }
+        try (java.sql.Connection locker = database.dataSource.getConnection();
+                java.sql.Statement s = locker.createStatement()) {
+            locker.setAutoCommit(false);
+            // two of each queue's three rows held, as a session dropping them holds them
+            s.executeQuery("SELECT id FROM walhook.parked_event WHERE subscription_id IN ('config:a', 'config:b')"
+                    + " AND event_id <> '0000000000000003-0001' FOR UPDATE").close();
+            dispatcher.deleted("config:a");
+            dispatcher.deleted("config:b");
+            await().atMost(WAIT).until(() -> store.count("config:a") == 2 && store.count("config:b") == 2);
+            java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+            send(dispatcher, webhook("config:c", "c", failingWhile(down, 503, new CopyOnWriteArrayList<>()), 1), 5, 1);
+            // past its retry window, c's events go to its durable queue, which acknowledges them
+            await().atMost(Duration.ofSeconds(20)).until(() -> acknowledged.get() == 7);
+            assertThat(store.count("config:c")).isEqualTo(5);
+            locker.rollback();
+        }
+        // the rows held are dropped once they are free
+        await().atMost(WAIT).until(() -> store.count("config:a") == 0 && store.count("config:b") == 0);
+    }
+
     @Test
     void aDestinationFailingAThirdOfRequestsGetsEveryChangeInPerRowOrder() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofSeconds(5));
