@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.Optional;
 
 import javax.sql.DataSource;
@@ -41,13 +42,35 @@ public final class CheckpointStore {
 
     /** Persists {@code lsn} unless a later position is already stored. */
     public void save(String slot, Lsn lsn) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(saveSql)) {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                try (Statement s = c.createStatement()) {
+                    // the replication stream waits for this write: a row another session holds (an operator's
+                    // transaction) makes it fail soon, and the stream goes on, rather than wait with it
+                    s.execute("SET LOCAL lock_timeout = '" + LOCK_TIMEOUT.toMillis() + "ms'");
+                }
+                try (PreparedStatement s = c.prepareStatement(saveSql)) {
+                    s.setString(1, slot);
+                    s.setString(2, lsn.toString());
+                    s.executeUpdate();
+                }
+                c.commit();
+            } catch (SQLException e) {
+                try {
+                    c.rollback();
+                    c.setAutoCommit(true);
+                } catch (SQLException broken) {
+                    e.addSuppressed(broken);
+                }
+                throw e;
+            }
             c.setAutoCommit(true);
-            s.setString(1, slot);
-            s.setString(2, lsn.toString());
-            s.executeUpdate();
         }
     }
+
+    /** How long a save waits for a lock on its row. */
+    public static final java.time.Duration LOCK_TIMEOUT = java.time.Duration.ofSeconds(1);
 
     /** Forgets a slot's position (the operator starts it afresh). */
     public void delete(String slot) throws SQLException {

@@ -123,6 +123,11 @@ public final class ReplicationReader {
     private Lsn eventsUpTo = Lsn.INVALID;
     /** The position last persisted as the checkpoint. */
     private Lsn saved;
+    /** Checkpoint saves that failed in a row, and when the next may be tried. */
+    private int saveFailures;
+    private long saveAgainAtNanos;
+    private static final Duration SAVE_AGAIN_FIRST = Duration.ofSeconds(1);
+    private static final Duration SAVE_AGAIN_MAX = Duration.ofSeconds(30);
     private long lastStatusNanos;
 
     public ReplicationReader(Settings settings, CheckpointStore checkpoints, Lsn checkpoint) {
@@ -474,7 +479,28 @@ public final class ReplicationReader {
                 // confirmed position suffices, and writing one would itself be new WAL to
                 // acknowledge, so an idle database would be written to forever. Saved until the
                 // checkpoint covers every event read, even when the last ones complete later.
-                checkpoints.save(settings.slot(), target);
+                if (saveFailures > 0 && now - saveAgainAtNanos < 0) {
+                    return; // a save that failed waits its turn: nothing is acknowledged meanwhile
+                }
+                try {
+                    checkpoints.save(settings.slot(), target);
+                } catch (SQLException e) {
+                    // the stream goes on (breaking it to save again after reconnecting read the same changes again
+                    // and again, a row held by an operator's transaction made it wait with it); the slot keeps what
+                    // is not acknowledged
+                    saveFailures++;
+                    saveAgainAtNanos = now + Math.min(SAVE_AGAIN_FIRST.toNanos() << Math.min(saveFailures - 1, 5),
+                            SAVE_AGAIN_MAX.toNanos());
+                    if (saveFailures == 1) {
+                        LOG.warnf("cannot save the checkpoint of slot %s (%s): nothing is acknowledged until it is;"
+                                + " trying again", settings.slot(), e.getMessage());
+                    }
+                    return;
+                }
+                if (saveFailures > 0) {
+                    LOG.infof("the checkpoint of slot %s is saved again after %d failed tries", settings.slot(), saveFailures);
+                    saveFailures = 0;
+                }
                 saved = target;
             }
             LogSequenceNumber position = LogSequenceNumber.valueOf(target.value());
