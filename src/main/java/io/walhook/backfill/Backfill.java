@@ -34,8 +34,12 @@ public record Backfill(UUID id, String subscriptionId, String origin, State stat
      * sent, done, and the table's oid when it was read (0: not read yet, or stored before walhook kept
      * it): a table dropped and created again under the same name is another table.
      */
-    public record TableProgress(List<String> cursor, long rowsSent, boolean done, long oid) {
-        public static final TableProgress NONE = new TableProgress(null, 0, false, 0);
+    /**
+     * @param key the chunk key's shape the cursor was saved under ({@link SnapshotTable#keyShape}); null
+     *     before a chunk was read, or when saved by an earlier walhook
+     */
+    public record TableProgress(List<String> cursor, long rowsSent, boolean done, long oid, String key) {
+        public static final TableProgress NONE = new TableProgress(null, 0, false, 0, null);
 
         public TableProgress {
             cursor = cursor == null ? null : List.copyOf(cursor);

@@ -505,7 +505,7 @@ public final class BackfillRunner implements Runnable {
             String table = done.table.qualifiedName();
             Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
             run.progress.put(table, new Backfill.TableProgress(done.last != null ? done.last : before.cursor(),
-                    before.rowsSent() + outcome.sent(), done.lastOfTable, done.table.oid()));
+                    before.rowsSent() + outcome.sent(), done.lastOfTable, done.table.oid(), done.table.keyShape()));
             Subscription subscription = inForce.get().stream()
                     .filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst().orElse(null);
             if (subscription != null && outcome.sent() > 0) {
@@ -542,9 +542,16 @@ public final class BackfillRunner implements Runnable {
             run.describedAt.put(name, System.nanoTime());
         }
         SnapshotTable first = run.shapes.putIfAbsent(name, table);
-        long began = first != null ? first.oid() : run.progress.getOrDefault(name, Backfill.TableProgress.NONE).oid();
+        Backfill.TableProgress saved = run.progress.getOrDefault(name, Backfill.TableProgress.NONE);
+        long began = first != null ? first.oid() : saved.oid();
         if (began != 0 && began != table.oid()) {
             fail(backfill, recreated(name));
+            return null;
+        }
+        if (first == null && saved.key() != null && !saved.key().equals(table.keyShape())) {
+            // a run resumed (after a pause, a restart, a failover) under another key order than its position's
+            fail(backfill, "table " + name + "'s key changed since the backfill's saved position (" + saved.key()
+                    + "; now " + table.keyShape() + "); start a new backfill to read it as it is now");
             return null;
         }
         if (first != null && !first.sameShape(table)) {

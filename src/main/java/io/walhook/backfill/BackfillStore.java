@@ -210,6 +210,9 @@ public final class BackfillStore {
             if (p.oid() != 0) {
                 t.put("oid", p.oid());
             }
+            if (p.key() != null) {
+                t.put("key", p.key());
+            }
         }
         return json.toString();
     }
@@ -254,7 +257,8 @@ public final class BackfillStore {
                     }
                 }
                 progress.put(e.getKey(), new Backfill.TableProgress(values, e.getValue().path("rows_sent").asLong(),
-                        e.getValue().path("done").asBoolean(), e.getValue().path("oid").asLong(0)));
+                        e.getValue().path("done").asBoolean(), e.getValue().path("oid").asLong(0),
+                        e.getValue().path("key").isTextual() ? e.getValue().path("key").asText() : null));
             });
         } catch (JsonProcessingException e) {
             throw new SQLException("a backfill's progress is not JSON: " + e.getOriginalMessage());

@@ -119,7 +119,7 @@ public final class SnapshotTable {
         List<String> types = new ArrayList<>();
         Map<Long, PgOutputMessage.Type> userTypes = new HashMap<>();
         // the replica identity's index, else the primary key: what chunks are read by, and (but FULL) the stream's key
-        Map<String, String> keyIndex = indexColumns(c, oid, identity == 'i' ? "indisreplident" : "indisprimary");
+        Map<String, String> keyIndex = indexColumns(c, qualified, oid, identity == 'i' ? "indisreplident" : "indisprimary");
         List<String> identityColumns = List.copyOf(keyIndex.keySet());
         try (PreparedStatement s = c.prepareStatement("SELECT a.attname, a.atttypid, a.atttypmod,"
                 + " pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a WHERE a.attrelid = ?"
@@ -214,23 +214,51 @@ public final class SnapshotTable {
      * NULL, and the stream's key leaves them out), in order, each with the index's collation of it
      * (a qualified, quoted name; null for a type that has none).
      */
-    private static Map<String, String> indexColumns(Connection c, long oid, String which) throws SQLException {
+    private static Map<String, String> indexColumns(Connection c, String qualified, long oid, String which)
+            throws SQLException, Refused {
         Map<String, String> columns = new java.util.LinkedHashMap<>();
         try (PreparedStatement s = c.prepareStatement("SELECT a.attname, CASE WHEN i.indcollation[k.ord - 1] <> 0 THEN"
                 + " (SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(co.collname)"
                 + " FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace n ON n.oid = co.collnamespace"
-                + " WHERE co.oid = i.indcollation[k.ord - 1]) END"
-                + " FROM pg_catalog.pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, ord), pg_catalog.pg_attribute a"
+                + " WHERE co.oid = i.indcollation[k.ord - 1]) END, opc.opcdefault, opc.opcname, ic.relname"
+                + " FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid,"
+                + " unnest(i.indkey) WITH ORDINALITY k(attnum, ord), pg_catalog.pg_attribute a, pg_catalog.pg_opclass opc"
                 + " WHERE i.indrelid = ? AND i." + which + " AND k.ord <= i.indnkeyatts AND a.attrelid = i.indrelid"
-                + " AND a.attnum = k.attnum ORDER BY k.ord")) {
+                + " AND a.attnum = k.attnum AND opc.oid = i.indclass[k.ord - 1] ORDER BY k.ord")) {
             s.setLong(1, oid);
             try (ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {
+                    if (!rs.getBoolean(3)) {
+                        // chunks are read in the order of the column type's own operators: in another order (say
+                        // text_pattern_ops over citext) the rows between two chunks' keys would be skipped
+                        throw new Refused("table " + qualified + "'s key index " + rs.getString(5) + " orders column "
+                                + rs.getString(1) + " by operator class " + rs.getString(4) + ", not its type's default:"
+                                + " a backfill cannot read it in chunks by that key");
+                    }
                     columns.put(rs.getString(1), rs.getString(2));
                 }
             }
         }
         return columns;
+    }
+
+    /**
+     * The chunk key as the saved positions depend on it: each column with its type and collation.
+     * A position saved under another shape (a key or its collation changed while the backfill was
+     * paused, or walhook stopped) would be compared in another order, and rows skipped.
+     */
+    public String keyShape() {
+        StringBuilder shape = new StringBuilder();
+        for (int k = 0; k < chunkKey.length; k++) {
+            if (k > 0) {
+                shape.append(", ");
+            }
+            shape.append(relation.columns().get(chunkKey[k]).name()).append(' ').append(chunkKeyTypes.get(k));
+            if (chunkKeyCollations.get(k) != null) {
+                shape.append(" COLLATE ").append(chunkKeyCollations.get(k));
+            }
+        }
+        return shape.toString();
     }
 
     /** A user type as pgoutput's Type message names it: by its base type, for a domain. */

@@ -128,4 +128,25 @@ class SnapshotTableTest {
         // the same type: a cursor of the old order went on under the new one, and skipped rows
         assertThat(before.sameShape(describe("public.named"))).isFalse();
     }
+
+    @Test
+    void aKeyShapeNamesEachKeyColumnWithItsTypeAndCollation() throws Exception {
+        pg.execute(database, "CREATE TABLE shaped (region text, n bigint, PRIMARY KEY (region, n))");
+        String before = describe("public.shaped").keyShape();
+        assertThat(before).isEqualTo("region text COLLATE pg_catalog.\"default\", n bigint");
+        pg.execute(database, "ALTER TABLE shaped ALTER COLUMN region TYPE text COLLATE \"C\"");
+        assertThat(describe("public.shaped").keyShape()).isNotEqualTo(before).contains("COLLATE pg_catalog.\"C\"");
+    }
+
+    /** Chunks are compared with the type's own operators: a key index ordered by others would skip rows between them. */
+    @Test
+    void aKeyIndexOrderedByAnotherOperatorClassIsRefusedNamingIt() throws Exception {
+        pg.execute(database, "CREATE TABLE patterns (k text NOT NULL, n int)",
+                "CREATE UNIQUE INDEX patterns_k ON patterns (k text_pattern_ops)",
+                "ALTER TABLE patterns REPLICA IDENTITY USING INDEX patterns_k");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> describe("public.patterns"))
+                .isInstanceOf(SnapshotTable.Refused.class)
+                .hasMessageContaining("public.patterns").hasMessageContaining("patterns_k")
+                .hasMessageContaining("text_pattern_ops");
+    }
 }
