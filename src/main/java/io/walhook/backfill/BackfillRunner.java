@@ -428,6 +428,19 @@ public final class BackfillRunner implements Runnable {
             return worked; // the rows-per-second limit
         }
         String name = tables.get(run.table);
+        if (leftOut(run, name)) {
+            // edited to leave the table out: it counts as done now, and is not read on; read on, a chunk
+            // counted as sent without its rows, and the table taken back meanwhile got the rest without them
+            Backfill.TableProgress before = run.progress.getOrDefault(name, Backfill.TableProgress.NONE);
+            run.progress.put(name, new Backfill.TableProgress(before.cursor(), before.rowsSent(), true, before.oid(),
+                    before.key()));
+            store.saveProgress(run.backfill.id(), tables, run.progress);
+            LOG.infof("backfill %s: its subscription no longer takes table %s, which counts as done", run.backfill.id(),
+                    name);
+            run.table++;
+            run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
+            return true;
+        }
         Chunk chunk = read(run, name, run.after, null, limit(run));
         if (chunk == null) {
             return true; // failed, or to be tried again smaller
@@ -440,6 +453,13 @@ public final class BackfillRunner implements Runnable {
             run.after = chunk.last;
         }
         return true;
+    }
+
+    /** Whether the backfill's subscription, in force, no longer takes the table (held or missing: not known). */
+    private boolean leftOut(Run run, String table) {
+        int dot = table.indexOf('.');
+        return inForce.get().stream().filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst()
+                .map(s -> !s.matchesTable(table.substring(0, dot), table.substring(dot + 1))).orElse(false);
     }
 
     private static long inFlightBytes(Run run) {
@@ -505,7 +525,8 @@ public final class BackfillRunner implements Runnable {
             String table = done.table.qualifiedName();
             Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
             run.progress.put(table, new Backfill.TableProgress(done.last != null ? done.last : before.cursor(),
-                    before.rowsSent() + outcome.sent(), done.lastOfTable, done.table.oid(), done.table.keyShape()));
+                    before.rowsSent() + outcome.sent(), done.lastOfTable || before.done(), done.table.oid(),
+                    done.table.keyShape()));
             Subscription subscription = inForce.get().stream()
                     .filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst().orElse(null);
             if (subscription != null && outcome.sent() > 0) {
