@@ -267,6 +267,11 @@ public final class AmqpClient implements AutoCloseable {
             message.setApplicationProperties(new ApplicationProperties(properties));
         }
         message.setBody(new Data(new Binary(request.body())));
+        String tooLarge = tooLarge(sender, message, request);
+        if (tooLarge != null) {
+            outcome.complete(Transport.Attempt.retry(url.redact(tooLarge)));
+            return;
+        }
         Set<CompletableFuture<Transport.Attempt>> pending = unsettled.computeIfAbsent(sender, s -> new HashSet<>());
         pending.add(outcome);
         sender.send(message, delivery -> {
@@ -276,6 +281,26 @@ public final class AmqpClient implements AutoCloseable {
             outcome.complete(new Transport.Attempt(attempt.outcome(), attempt.retryAfter(), url.redact(attempt.problem())));
         });
     }
+
+    /**
+     * Why the message is not sent on this link: larger than the most the broker said the link takes
+     * (known once it is attached); null when it may be sent. Sent, it made the broker detach the
+     * link (amqp:link:message-size-exceeded), failing every other message under way on it, of other
+     * subscriptions too under the anonymous relay, again at each retry.
+     */
+    private String tooLarge(ProtonSender sender, Message message, Transport.Request request) {
+        org.apache.qpid.proton.amqp.UnsignedLong limit = sender.getRemoteMaxMessageSize();
+        long max = limit == null ? 0 : limit.longValue(); // 0: no limit; above Long.MAX_VALUE: none that matters
+        if (max <= 0 || request.body().length + ENVELOPE_BYTES < max) {
+            return null;
+        }
+        int size = message.encode(new org.apache.qpid.proton.codec.DroppingWritableBuffer());
+        return size <= max ? null : "the message is " + size + " bytes, more than the " + max + " the broker takes on"
+                + " the link to " + (anonymousRelay ? "its anonymous relay" : request.address());
+    }
+
+    /** More than the properties and headers around a body take once encoded. */
+    private static final int ENVELOPE_BYTES = 64 * 1024;
 
     /** The anonymous relay's sender, or the address's own; opened on first use, dropped when the broker detaches it. */
     private ProtonSender sender(String address) {

@@ -195,6 +195,69 @@ class AmqpBrokerTest {
         }
     }
 
+    /**
+     * A message larger than the broker's link takes (it says so when it attaches the link) fails
+     * alone, without being sent: sent, the broker detached the link, failing the other messages
+     * under way on it, under the anonymous relay other subscriptions' too.
+     */
+    @Test
+    void aMessageLargerThanTheLinkTakesFailsAloneWithoutDetachingTheLink() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger links = new java.util.concurrent.atomic.AtomicInteger();
+        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
+        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(open -> connection.open());
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(link -> {
+                links.incrementAndGet();
+                link.setTarget(link.getRemoteTarget());
+                link.setMaxMessageSize(org.apache.qpid.proton.amqp.UnsignedLong.valueOf(1024));
+                link.setAutoAccept(false);
+                link.handler((delivery, message) -> {
+                    if (((org.apache.qpid.proton.amqp.messaging.Data) message.getBody()).getValue().getLength() > 1024) {
+                        // as a broker enforcing its limit does
+                        link.setCondition(new ErrorCondition(Symbol.valueOf("amqp:link:message-size-exceeded"), "too large"));
+                        link.close();
+                        return;
+                    }
+                    vertx.setTimer(300, t -> delivery.disposition(Accepted.getInstance(), true)); // under way a while
+                });
+                link.open();
+            });
+        });
+        server.listen(0, "127.0.0.1", result -> {
+            if (result.succeeded()) {
+                listening.complete(result.result());
+            } else {
+                listening.completeExceptionally(result.cause());
+            }
+        });
+        listening.get(10, TimeUnit.SECONDS);
+        AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()),
+                Duration.ofSeconds(10));
+        java.util.function.BiFunction<Integer, Integer, Transport.Request> request = (n, bytes) -> new Transport.Request(
+                "000000000000000" + n + "-0001", "x".repeat(bytes).getBytes(StandardCharsets.UTF_8), "application/json",
+                Map.of(), n % 2 == 0 ? "orders" : "invoices");
+        try {
+            // the first attaches the link, which says what it takes
+            assertThat(broker.send(request.apply(1, 10)).get(10, TimeUnit.SECONDS).outcome())
+                    .isEqualTo(Transport.Outcome.DELIVERED);
+            CompletableFuture<Transport.Attempt> small = broker.send(request.apply(2, 10));
+            CompletableFuture<Transport.Attempt> large = broker.send(request.apply(3, 4096));
+            assertThat(large.get(10, TimeUnit.SECONDS)).satisfies(a -> {
+                assertThat(a.outcome()).isEqualTo(Transport.Outcome.RETRY);
+                assertThat(a.problem()).contains("more than the 1024 the broker takes on the link to its anonymous relay");
+            });
+            assertThat(small.get(10, TimeUnit.SECONDS).outcome()).as("the message under way beside it")
+                    .isEqualTo(Transport.Outcome.DELIVERED);
+            assertThat(broker.send(request.apply(4, 10)).get(10, TimeUnit.SECONDS).outcome())
+                    .isEqualTo(Transport.Outcome.DELIVERED);
+            assertThat(links.get()).as("the link was never detached and opened again").isEqualTo(1);
+        } finally {
+            broker.close();
+            server.close();
+        }
+    }
+
     @Test
     void aDetachedLinkIsRetriedNamingTheBrokersCondition() throws Exception {
         ProtonServer server = peer(Peer.DETACHES);
