@@ -220,11 +220,17 @@ public final class SnapshotTable {
         try (PreparedStatement s = c.prepareStatement("SELECT a.attname, CASE WHEN i.indcollation[k.ord - 1] <> 0 THEN"
                 + " (SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(co.collname)"
                 + " FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace n ON n.oid = co.collnamespace"
-                + " WHERE co.oid = i.indcollation[k.ord - 1]) END, opc.opcdefault, opc.opcname, ic.relname"
+                + " WHERE co.oid = i.indcollation[k.ord - 1]) END,"
+                // the column type's (a domain's base type's) own default class, when it has one (citext does:
+                // text_ops over citext orders by case, citext's operators do not); else the class's own default
+                + " COALESCE((SELECT d.oid = opc.oid FROM pg_catalog.pg_opclass d WHERE d.opcmethod = opc.opcmethod"
+                + " AND d.opcintype = COALESCE(NULLIF(ty.typbasetype, 0), a.atttypid) AND d.opcdefault LIMIT 1),"
+                + " opc.opcdefault), opc.opcname, ic.relname"
                 + " FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid,"
-                + " unnest(i.indkey) WITH ORDINALITY k(attnum, ord), pg_catalog.pg_attribute a, pg_catalog.pg_opclass opc"
+                + " unnest(i.indkey) WITH ORDINALITY k(attnum, ord), pg_catalog.pg_attribute a, pg_catalog.pg_opclass opc,"
+                + " pg_catalog.pg_type ty"
                 + " WHERE i.indrelid = ? AND i." + which + " AND k.ord <= i.indnkeyatts AND a.attrelid = i.indrelid"
-                + " AND a.attnum = k.attnum AND opc.oid = i.indclass[k.ord - 1] ORDER BY k.ord")) {
+                + " AND a.attnum = k.attnum AND opc.oid = i.indclass[k.ord - 1] AND ty.oid = a.atttypid ORDER BY k.ord")) {
             s.setLong(1, oid);
             try (ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {

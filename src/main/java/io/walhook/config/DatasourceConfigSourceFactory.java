@@ -9,7 +9,6 @@ import java.util.OptionalInt;
 import io.smallrye.config.ConfigSourceContext;
 import io.smallrye.config.ConfigSourceFactory;
 import io.smallrye.config.ConfigValue;
-import io.smallrye.config.PropertiesConfigSource;
 import org.eclipse.microprofile.config.spi.ConfigSource;
 
 /**
@@ -52,7 +51,28 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
             // reported by StartupCheck, with the variable's name
         }
         // Below application.properties (ordinal 250), so an explicit quarkus.datasource.* still wins.
-        return List.of(new PropertiesConfigSource(derived, SOURCE_NAME, 200));
+        Map<String, String> values = Map.copyOf(derived);
+        return List.of(new ConfigSource() { // its name exactly: LiteralValues knows its values by it
+            @Override
+            public java.util.Set<String> getPropertyNames() {
+                return values.keySet();
+            }
+
+            @Override
+            public String getValue(String propertyName) {
+                return values.get(propertyName);
+            }
+
+            @Override
+            public String getName() {
+                return SOURCE_NAME;
+            }
+
+            @Override
+            public int getOrdinal() {
+                return 200;
+            }
+        });
     }
 
     /**

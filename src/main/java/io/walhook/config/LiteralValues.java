@@ -42,8 +42,7 @@ public final class LiteralValues implements ConfigSourceInterceptorFactory {
     }
 
     static boolean isLiteral(String name, ConfigValue value) {
-        return name.startsWith("walhook.") || value.getConfigSourceName() != null
-                && value.getConfigSourceName().contains(DatasourceConfigSourceFactory.SOURCE_NAME);
+        return name.startsWith("walhook.") || DatasourceConfigSourceFactory.SOURCE_NAME.equals(value.getConfigSourceName());
     }
 
     /** The factory's own reads of walhook's settings, which no interceptor sees. */

@@ -121,7 +121,7 @@ public class StartupCheck {
      * the example: it would open the API, writes included, to them.
      */
     private static void refusePlaceholder(String variable, Optional<String> token) {
-        String normalized = token.orElse("").toLowerCase(java.util.Locale.ROOT).replace('-', '_');
+        String normalized = token.orElse("").toLowerCase(java.util.Locale.ROOT).replace('-', '_').replace(' ', '_');
         if (normalized.contains("change_me") || normalized.contains("changeme")) {
             throw new ConfigException(variable, "is a placeholder (it says change me): set a token of your own,"
                     + " e.g. the output of openssl rand -hex 32");

@@ -19,8 +19,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
-import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
@@ -121,32 +119,6 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 Predicate<Lane> starvingElsewhere, MemoryBudget memory, MemoryBudget readBack) {
             this(clock, settings, store, metrics, paused, transports, lanes, timer, database, random, starvingElsewhere,
                     memory, readBack, () -> 0);
-        }
-
-        /**
-         * Runs a state-database call until it succeeds (the slot waits on what it writes), backing
-         * off while the database is away; null once {@code stop} says so. An unchecked exception (a
-         * pool being closed, a row this walhook cannot read, a driver's bug) is thrown to the
-         * caller, which tries again without holding one of the two database threads meanwhile.
-         */
-        <T> T untilDone(SqlCall<T> call, BooleanSupplier stop, Consumer<String> problem) {
-            long wait = 200;
-            while (!stop.getAsBoolean()) {
-                try {
-                    return call.run();
-                } catch (SQLException e) {
-                    problem.accept(e.getMessage());
-                    LOG.warnf("cannot reach the durable queue (%s); retrying in %d ms", e.getMessage(), wait);
-                    try {
-                        Thread.sleep(wait);
-                    } catch (InterruptedException interrupted) {
-                        Thread.currentThread().interrupt();
-                        return null;
-                    }
-                    wait = Math.min(wait * 2, 30_000);
-                }
-            }
-            return null;
         }
     }
 
@@ -306,16 +278,15 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         probed.forEach(lane -> ids.add(lane.subscription().id()));
         Set<String> withRows;
         try {
-            withRows = context.untilDone(() -> context.store().withRows(ids), () -> false, problem -> { });
-        } catch (RuntimeException unexpected) { // not asked again: each lane reads its own queue, which is always right
-            LOG.warnf(unexpected, "cannot ask whether %d new lanes' durable queues hold rows; each reads its own",
-                    probed.size());
+            withRows = context.store().withRows(ids);
+        } catch (SQLException | RuntimeException e) {
+            // not asked again: each lane reads its own queue (retried from the timer), which is always right
+            LOG.warnf("cannot ask whether %d new lanes' durable queues hold rows (%s); each reads its own",
+                    probed.size(), e instanceof SQLException ? e.getMessage() : e.toString());
             probed.forEach(lane -> lane.probed(true));
             return;
         }
-        if (withRows != null) {
-            probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id())));
-        }
+        probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id())));
     }
 
     @Override

@@ -46,6 +46,8 @@ final class Lane {
     private static final Logger LOG = Logger.getLogger(Lane.class);
     /** The first wait before a state-database call that failed unexpectedly is tried again. */
     static final long UNEXPECTED_FIRST_MILLIS = 200;
+    /** How often lanes that cannot reach their durable queues say so, together. */
+    private static final long QUEUE_WARNING_NANOS = TimeUnit.SECONDS.toNanos(10);
     /** Rows of a deleted subscription's queue dropped in one statement. */
     static final int DROP_BATCH = 10_000;
     /** Rows written to the durable queue in one transaction. */
@@ -976,8 +978,8 @@ final class Lane {
                     result = call.run();
                 } catch (java.sql.SQLException e) {
                     lastError = "state database: " + e.getMessage();
-                    // once per call: in an outage every lane with a call under way says the same
-                    LOG.logf(wait == UNEXPECTED_FIRST_MILLIS ? Logger.Level.WARN : Logger.Level.DEBUG,
+                    // in an outage every lane with a call under way says the same: one of them every 10 s
+                    LOG.logf(warnNow() ? Logger.Level.WARN : Logger.Level.DEBUG,
                             "subscription %s: cannot reach its durable queue (%s); trying again in %d ms",
                             subscription.name(), e.getMessage(), wait);
                     databaseAgain(call, then, wait);
@@ -1004,6 +1006,15 @@ final class Lane {
                 }
             });
         });
+    }
+
+    /** When a lane last warned that its durable queue cannot be reached; any lane's warning counts. */
+    private static final AtomicLong QUEUE_WARNED = new AtomicLong(System.nanoTime() - QUEUE_WARNING_NANOS);
+
+    private static boolean warnNow() {
+        long last = QUEUE_WARNED.get();
+        long now = System.nanoTime();
+        return now - last >= QUEUE_WARNING_NANOS && QUEUE_WARNED.compareAndSet(last, now);
     }
 
     private <T> void databaseAgain(Dispatcher.SqlCall<T> call, java.util.function.Consumer<T> then, long wait) {

@@ -313,6 +313,7 @@ public final class ReplicationReader {
                         acknowledge(false);
                     }
                 }
+                saveAgainAtNanos = System.nanoTime(); // the last chance to save before stopping: not skipped for a backoff
                 acknowledge(true);
                 ended = true;
             } finally {
@@ -485,21 +486,26 @@ public final class ReplicationReader {
                 try {
                     checkpoints.save(settings.slot(), target);
                 } catch (SQLException e) {
-                    // the stream goes on (breaking it to save again after reconnecting read the same changes again
-                    // and again, a row held by an operator's transaction made it wait with it); the slot keeps what
-                    // is not acknowledged
+                    if (!heldBack(e)) {
+                        throw e; // the database away or shutting down: the stream breaks and reconnects (a server
+                                 // stopping waits for its walsender's client to confirm what it sent, or to go)
+                    }
+                    // a row held by another session: the stream goes on (broken, it read the same changes again and
+                    // again; waited for, the row held the stream); the slot keeps what is not acknowledged
                     saveFailures++;
                     saveAgainAtNanos = now + Math.min(SAVE_AGAIN_FIRST.toNanos() << Math.min(saveFailures - 1, 5),
                             SAVE_AGAIN_MAX.toNanos());
-                    if (saveFailures == 1) {
+                    lastError = "cannot save the checkpoint, so nothing is acknowledged: " + e.getMessage();
+                    if (saveFailures % 10 == 1) { // then about every 5 minutes
                         LOG.warnf("cannot save the checkpoint of slot %s (%s): nothing is acknowledged until it is;"
-                                + " trying again", settings.slot(), e.getMessage());
+                                + " trying again (%d tries)", settings.slot(), e.getMessage(), saveFailures);
                     }
                     return;
                 }
                 if (saveFailures > 0) {
                     LOG.infof("the checkpoint of slot %s is saved again after %d failed tries", settings.slot(), saveFailures);
                     saveFailures = 0;
+                    lastError = null;
                 }
                 saved = target;
             }
@@ -510,6 +516,11 @@ public final class ReplicationReader {
             lastStatusNanos = now;
             acknowledged = target;
         }
+    }
+
+    /** A save that failed on a lock (55P03), a cancel (57014) or a conflict (40001, 40P01): the database is there. */
+    private static boolean heldBack(SQLException e) {
+        return java.util.Set.of("55P03", "57014", "40001", "40P01").contains(String.valueOf(e.getSQLState()));
     }
 
     private void abandonOpenTransaction() {

@@ -148,5 +148,23 @@ class SnapshotTableTest {
                 .isInstanceOf(SnapshotTable.Refused.class)
                 .hasMessageContaining("public.patterns").hasMessageContaining("patterns_k")
                 .hasMessageContaining("text_pattern_ops");
+        // a class used for a type that has none of its own (varchar: text's) is that type's default
+        pg.execute(database, "CREATE TABLE codes (k varchar(10) PRIMARY KEY)");
+        assertThat(describe("public.codes").keyShape()).startsWith("k character varying(10)");
+    }
+
+    @Test
+    void aCitextKeyIndexedByTextsDefaultClassIsRefused() throws Exception {
+        try {
+            pg.execute(database, "CREATE EXTENSION IF NOT EXISTS citext");
+        } catch (java.sql.SQLException e) {
+            Assumptions.abort("this PostgreSQL has no citext extension: " + e.getMessage());
+        }
+        // text's default class over citext: case-sensitive, where citext's operators the chunks use are not
+        pg.execute(database, "CREATE TABLE handles (k citext NOT NULL)",
+                "CREATE UNIQUE INDEX handles_k ON handles (k text_ops)",
+                "ALTER TABLE handles REPLICA IDENTITY USING INDEX handles_k");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> describe("public.handles"))
+                .isInstanceOf(SnapshotTable.Refused.class).hasMessageContaining("text_ops");
     }
 }

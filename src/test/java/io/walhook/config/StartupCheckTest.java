@@ -27,6 +27,7 @@ class StartupCheckTest {
         "walhook.api-token=CHANGE_ME     | WALHOOK_API_TOKEN is a placeholder (it says change me): set a token of your own",
         "walhook.api-read-token=demo-token-change-me | WALHOOK_API_READ_TOKEN is a placeholder",
         "walhook.api-token=ChangeMe      | WALHOOK_API_TOKEN is a placeholder",
+        "walhook.api-token=<change me>   | WALHOOK_API_TOKEN is a placeholder",
     })
     void aBadValueStopsStartupNamingItsVariable(String assignment, String problem) {
         String[] kv = assignment.split("=", 2);

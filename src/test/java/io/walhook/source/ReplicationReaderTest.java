@@ -739,7 +739,7 @@ class ReplicationReaderTest {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_held_checkpoint")) {
             source.sql("CREATE TABLE t (id int PRIMARY KEY)");
             source.prepare("*");
-            source.startReader();
+            ReplicationReader reader = source.startReader();
             source.sql("INSERT INTO t VALUES (0)");
             await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).isPresent());
             Lsn before = source.checkpoints.load(source.slot).orElseThrow();
@@ -757,6 +757,9 @@ class ReplicationReaderTest {
                 // nothing read while the row was held is acknowledged (positions between events may be)
                 Lsn firstHeld = Lsn.parse(source.received.get(1).at("/tx/commit_lsn").asText());
                 assertThat(source.confirmedFlush()).isLessThan(firstHeld);
+                // and /status says why
+                await().atMost(WAIT).untilAsserted(() -> assertThat(reader.status().lastError())
+                        .startsWith("cannot save the checkpoint, so nothing is acknowledged: "));
                 locker.rollback();
             }
             Lsn last = Lsn.parse(source.received.get(source.received.size() - 1).at("/tx/commit_lsn").asText());
@@ -764,6 +767,7 @@ class ReplicationReaderTest {
             await().atMost(WAIT).until(() -> source.confirmedFlush().compareTo(last) > 0);
             // read once: the stream did not break and start again from the old position
             assertThat(source.received).hasSize(31);
+            assertThat(reader.status().lastError()).isNull();
         }
     }
 
