@@ -84,6 +84,15 @@ public class StatusResource {
                 .map(b -> new StatusView.BackfillStatusView(b.id().toString(), b.rowsSent())).toList();
     }
 
+    /** Events its filter failed on since it was last compiled (created, replaced or started): not sent to it. */
+    private static long filterErrors(Subscription subscription) {
+        return subscription.filter().map(io.walhook.routing.CelFilter::errorCount).orElse(0L);
+    }
+
+    private static String filterLastError(Subscription subscription) {
+        return subscription.filter().map(io.walhook.routing.CelFilter::lastError).orElse(null);
+    }
+
     /** Every subscription in force, by name: those no event has reached yet (or standing by) with zeros. */
     private List<StatusView.SubscriptionStatusView> subscriptions() {
         Map<String, StatusView.SubscriptionStatusView> byId = new java.util.HashMap<>();
@@ -92,16 +101,17 @@ public class StatusResource {
             for (Subscription subscription : registry.router().subscriptions()) {
                 byId.put(subscription.id(), new StatusView.SubscriptionStatusView(subscription.id(), subscription.name(),
                         "direct", 0, 0, 0, 0, 0, null, 0, 0, null, false, registry.isPaused(subscription.id()),
-                        backfills(subscription.id())));
+                        backfills(subscription.id()), filterErrors(subscription), filterLastError(subscription)));
             }
         }
         for (Dispatcher.DeliveryStatus d : source.deliveries()) {
-            if (byId.containsKey(d.id())) {
-                byId.put(d.id(), new StatusView.SubscriptionStatusView(d.id(), byId.get(d.id()).name(), d.mode(),
+            StatusView.SubscriptionStatusView inForce = byId.get(d.id());
+            if (inForce != null) {
+                byId.put(d.id(), new StatusView.SubscriptionStatusView(d.id(), inForce.name(), d.mode(),
                         d.queued(), d.inFlight(), d.retrying(), d.heldBack(), d.durableBacklog(),
                         d.oldestParkedCommit() == null ? null : d.oldestParkedCommit().toString(),
                         Math.round(d.drainRate() * 10) / 10.0, d.delivered(), d.lastError(), d.disabled(), d.paused(),
-                        backfills(d.id())));
+                        backfills(d.id()), inForce.filterErrors(), inForce.filterLastError()));
             }
         }
         List<StatusView.SubscriptionStatusView> all = new java.util.ArrayList<>(byId.values());

@@ -40,7 +40,8 @@ public record StatusView(String role, SlotView slot, String serverLsn, Long lagB
     @JsonInclude(JsonInclude.Include.ALWAYS)
     public record SubscriptionStatusView(String id, String name, String mode, long queued, long inFlight, long retrying,
             long heldBack, long parked, String oldestParkedCommit, double drainRate, long delivered, String lastError,
-            boolean disabled, boolean paused, List<BackfillStatusView> backfills) {
+            boolean disabled, boolean paused, List<BackfillStatusView> backfills, long filterErrors,
+            String filterLastError) {
     }
 
     /** A backfill running on this instance: its id and the rows it has sent so far. */

@@ -347,6 +347,20 @@ public final class CelFilter {
         return "CelFilter[" + expression + "]";
     }
 
+    /**
+     * Whether a failure just counted is to be logged: the first, then at most one a minute (an
+     * expression failing on every event of a busy table would fill the log otherwise).
+     */
+    public boolean reportNow() {
+        long now = System.nanoTime();
+        long last = reported.get();
+        return (last == NEVER || now - last >= REPORT_EVERY_NANOS) && reported.compareAndSet(last, now);
+    }
+
+    private static final long NEVER = Long.MIN_VALUE;
+    private static final long REPORT_EVERY_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
+    private final AtomicLong reported = new AtomicLong(NEVER);
+
     private Outcome failed(CelVariables variables, String detail) {
         errors.incrementAndGet();
         String id = variables.eventId();

@@ -25,6 +25,8 @@ import io.walhook.change.RelationInfo;
  */
 public final class Router {
 
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(Router.class);
+
     private final List<Subscription> subscriptions;
     /* Candidates are indexes into these: the subscription, and its operations as one bit per ordinal
        (an immutable Set's contains() hashes the enum, several times slower than the rest of routing). */
@@ -75,6 +77,20 @@ public final class Router {
     }
 
     /**
+     * A filter that failed on an event does not match it: the event is not sent to the subscription.
+     * Said in the log (the first failure, then one a minute) and in /status ({@code filter_errors}),
+     * or an expression failing on every event (a column the old row does not carry) lost them all
+     * without a word.
+     */
+    private static void failed(Subscription subscription) {
+        CelFilter filter = subscription.filter().get();
+        if (filter.reportNow()) {
+            LOG.warnf("subscription %s: its filter failed on an event, which is not sent to it (%d failures so far): %s",
+                    subscription.name(), filter.errorCount(), filter.lastError());
+        }
+    }
+
+    /**
      * The subscriptions that want this event, in the order they were given; when only one does, the
      * same unmodifiable list every time, so the usual event makes no list. Filters read the rows
      * straight from the event's tuples ({@link CelVariables#of(ChangeEvent)}): call it on the thread
@@ -119,7 +135,11 @@ public final class Router {
                 if (variables == null) {
                     variables = variables(event, eventJson);
                 }
-                if (!subscription.filter().get().matches(variables)) {
+                CelFilter.Outcome outcome = subscription.filter().get().evaluate(variables);
+                if (outcome != CelFilter.Outcome.MATCH) {
+                    if (outcome == CelFilter.Outcome.ERROR) {
+                        failed(subscription);
+                    }
                     continue;
                 }
             }

@@ -271,6 +271,34 @@ class SubscriptionApiDeliveryTest {
         }
     }
 
+    /**
+     * The contract's own example filter, on a table of the default replica identity: an update's old
+     * row carries only the key, so {@code old.status} fails on every update. Each such event is not
+     * sent; /status says so, where before nothing did.
+     */
+    @Test
+    void aFilterThatFailsOnEventsSaysSoInStatus() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS paid (id int PRIMARY KEY, status text)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            create("{\"name\": \"paidonly\", \"tables\": [\"public.paid\"], \"filter\": \"op == 'update' &&"
+                    + " new.status != old.status\", \"destination\": {\"type\": \"webhook\", \"url\": \""
+                    + receiver.url("/paid") + "\"}}");
+            await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                    .get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'paidonly' }.filter_errors", org.hamcrest.Matchers.equalTo(0))
+                    .body("subscriptions.find { it.name == 'paidonly' }", org.hamcrest.Matchers.hasKey("filter_last_error")));
+            sql("INSERT INTO paid VALUES (1, 'new')");
+            sql("UPDATE paid SET status = 'paid' WHERE id = 1");
+            sql("UPDATE paid SET status = 'shipped' WHERE id = 1");
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                    .get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'paidonly' }.filter_errors", org.hamcrest.Matchers.equalTo(2))
+                    .body("subscriptions.find { it.name == 'paidonly' }.filter_last_error",
+                            org.hamcrest.Matchers.containsString("filter failed on event ")));
+            assertThat(receiver.requests("/paid")).isEmpty();
+        }
+    }
+
     @Test
     void testFireSendsASignedTestEventAndReportsTheOutcome() {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
