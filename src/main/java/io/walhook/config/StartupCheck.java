@@ -1,6 +1,9 @@
 package io.walhook.config;
 
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 import jakarta.annotation.Priority;
@@ -51,6 +54,7 @@ public class StartupCheck {
     void onStart(@Observes @Priority(10) StartupEvent event) {
         SourceUrl source;
         try {
+            environment(System.getenv());
             source = validate(config);
         } catch (ConfigException problem) {
             throw stop(problem);
@@ -114,6 +118,103 @@ public class StartupCheck {
         refusePlaceholder("WALHOOK_API_TOKEN", config.apiToken());
         refusePlaceholder("WALHOOK_API_READ_TOKEN", config.apiReadToken());
         return source;
+    }
+
+    /** Every {@code WALHOOK_*} variable walhook reads but those of a subscription ({@link #SUBSCRIPTION_FIELDS}). */
+    static final Set<String> SETTINGS = Set.of("WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "WALHOOK_AMQP_URL",
+            "WALHOOK_API_READ_TOKEN", "WALHOOK_API_TOKEN", "WALHOOK_BACKFILL_CHUNK_TARGET",
+            "WALHOOK_BACKFILL_STATEMENT_TIMEOUT", "WALHOOK_DELIVERY_CONCURRENCY", "WALHOOK_DELIVERY_MAX_BACKOFF",
+            "WALHOOK_DELIVERY_MEMORY_BYTES", "WALHOOK_DELIVERY_PARKED_RETRY_INTERVAL", "WALHOOK_DELIVERY_REQUEST_TIMEOUT",
+            "WALHOOK_DELIVERY_RETRY_WINDOW", "WALHOOK_PUBLICATION", "WALHOOK_PUBLICATION_TABLES",
+            "WALHOOK_SHUTDOWN_GRACE_PERIOD", "WALHOOK_SLOT", "WALHOOK_SOURCE_CHECKPOINT_INTERVAL",
+            "WALHOOK_SOURCE_HANDOFF_BYTES", "WALHOOK_SOURCE_HANDOFF_CAPACITY", "WALHOOK_SOURCE_PASSWORD",
+            "WALHOOK_SOURCE_RECONNECT_MAX_BACKOFF", "WALHOOK_SOURCE_SPILL_DIRECTORY", "WALHOOK_SOURCE_STATUS_INTERVAL",
+            "WALHOOK_SOURCE_STREAM_MEMORY_BYTES", "WALHOOK_SOURCE_URL", "WALHOOK_SOURCE_USER",
+            "WALHOOK_STANDBY_POLL_INTERVAL", "WALHOOK_STATE_SCHEMA");
+
+    /** The settings of a configured subscription: {@code WALHOOK_SUBSCRIPTIONS_<NAME>_<FIELD>}. */
+    static final Set<String> SUBSCRIPTION_FIELDS = Set.of("AMQP_ADDRESS", "BACKFILL", "BATCH_MAX_EVENTS",
+            "BATCH_MAX_WAIT_MS", "EXCLUDE_COLUMNS", "FILTER", "FORMAT", "INCLUDE_COLUMNS", "MAX_IN_FLIGHT", "OPERATIONS",
+            "RATE_LIMIT", "RETRY_MAX_ATTEMPTS", "RETRY_MAX_BACKOFF", "RETRY_WINDOW", "SECRET", "TABLES", "URL");
+
+    private static final String SUBSCRIPTIONS = "WALHOOK_SUBSCRIPTIONS_";
+    private static final Pattern SUBSCRIPTION_NAME = Pattern.compile("[A-Z][A-Z0-9]{0,62}");
+
+    /**
+     * The process environment's {@code WALHOOK_*} variables, each one walhook reads: a name it
+     * does not know (a typo, {@code _TABLE} for {@code _TABLES}, {@code _FILTERS}) was ignored, and
+     * the subscription it was meant for went out with every table or every row. So was a
+     * subscription's setting set empty ({@code FILTER=} from a template whose value was missing):
+     * Quarkus reads an empty value as unset. Both stop the start, naming the variable.
+     */
+    static void environment(Map<String, String> env) {
+        for (String variable : new java.util.TreeSet<>(env.keySet())) {
+            if (!variable.startsWith("WALHOOK_") || SETTINGS.contains(variable)
+                    || variable.startsWith("WALHOOK_TEST_") || variable.startsWith("WALHOOK_BENCH_")) {
+                continue; // those two: the project's own test and benchmark tools
+            }
+            if (variable.startsWith(SUBSCRIPTIONS)) {
+                String rest = variable.substring(SUBSCRIPTIONS.length());
+                String field = SUBSCRIPTION_FIELDS.stream().filter(f -> rest.endsWith("_" + f))
+                        .max(java.util.Comparator.comparingInt(String::length)).orElse(null);
+                if (field != null) {
+                    String name = rest.substring(0, rest.length() - field.length() - 1);
+                    if (!SUBSCRIPTION_NAME.matcher(name).matches()) {
+                        throw new ConfigException(variable, "names subscription '" + name + "': a subscription's name is"
+                                + " a letter, then letters and digits (63 at most), as in WALHOOK_SUBSCRIPTIONS_ORDERS_URL");
+                    }
+                    if (env.get(variable).isBlank()) {
+                        throw new ConfigException(variable, "is empty: give it a value, or leave it unset for its default");
+                    }
+                    continue;
+                }
+            }
+            throw new ConfigException(variable, "is not a walhook setting" + suggestion(variable)
+                    + "; README.md's Configuration table lists them");
+        }
+    }
+
+    /** The known setting closest to a mistyped one, when one is close. */
+    private static String suggestion(String variable) {
+        String best = null;
+        int bestDistance = 4;
+        List<String> known = new java.util.ArrayList<>(SETTINGS);
+        if (variable.startsWith(SUBSCRIPTIONS)) {
+            String rest = variable.substring(SUBSCRIPTIONS.length());
+            int underscore = rest.indexOf('_');
+            if (underscore > 0) {
+                String name = rest.substring(0, underscore);
+                SUBSCRIPTION_FIELDS.forEach(f -> known.add(SUBSCRIPTIONS + name + "_" + f));
+            }
+        }
+        for (String candidate : known) {
+            int distance = distance(variable, candidate);
+            if (distance < bestDistance) {
+                bestDistance = distance;
+                best = candidate;
+            }
+        }
+        return best == null ? "" : " (did you mean " + best + "?)";
+    }
+
+    /** Levenshtein distance. */
+    private static int distance(String a, String b) {
+        int[] previous = new int[b.length() + 1];
+        int[] current = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            previous[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            current[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int substitution = previous[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+                current[j] = Math.min(substitution, Math.min(previous[j], current[j - 1]) + 1);
+            }
+            int[] swap = previous;
+            previous = current;
+            current = swap;
+        }
+        return previous[b.length()];
     }
 
     /**

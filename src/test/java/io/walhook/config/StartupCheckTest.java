@@ -82,4 +82,44 @@ class StartupCheckTest {
         assertThat(StartupCheck.tls(new org.postgresql.util.PSQLException("terminating connection due to administrator command",
                 org.postgresql.util.PSQLState.CONNECTION_FAILURE))).isFalse();
     }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "WALHOOK_SUBSCRIPTIONS_ORDERS_TABLE=public.orders | WALHOOK_SUBSCRIPTIONS_ORDERS_TABLE is not a walhook setting (did you mean WALHOOK_SUBSCRIPTIONS_ORDERS_TABLES?)",
+        "WALHOOK_SUBSCRIPTIONS_ORDERS_FILTERS=new.id == 1 | WALHOOK_SUBSCRIPTIONS_ORDERS_FILTERS is not a walhook setting (did you mean WALHOOK_SUBSCRIPTIONS_ORDERS_FILTER?)",
+        "WALHOOK_SLOTS=orders                             | WALHOOK_SLOTS is not a walhook setting (did you mean WALHOOK_SLOT?)",
+        "WALHOOK_SUBSCRIPTIONS_URL=https://x              | WALHOOK_SUBSCRIPTIONS_URL is not a walhook setting",
+        "WALHOOK_SUBSCRIPTIONS_MY_ORDERS_URL=https://x    | WALHOOK_SUBSCRIPTIONS_MY_ORDERS_URL names subscription 'MY_ORDERS': a subscription's name is a letter",
+        "WALHOOK_SUBSCRIPTIONS_2_URL=https://x            | WALHOOK_SUBSCRIPTIONS_2_URL names subscription '2'",
+        "WALHOOK_SUBSCRIPTIONS_ORDERS_FILTER=             | WALHOOK_SUBSCRIPTIONS_ORDERS_FILTER is empty: give it a value",
+        "WALHOOK_SUBSCRIPTIONS_ORDERS_TABLES=<blank>      | WALHOOK_SUBSCRIPTIONS_ORDERS_TABLES is empty",
+    })
+    void aVariableWalhookWouldIgnoreStopsStartupNamingIt(String assignment, String problem) {
+        String[] kv = assignment.split("=", 2);
+        Map<String, String> env = new HashMap<>(Map.of("PATH", "/bin", "WALHOOK_SOURCE_URL", "postgresql://a@b/c",
+                "WALHOOK_SUBSCRIPTIONS_ORDERS_URL", "https://x", kv[0], kv[1].replace("<blank>", "  ")));
+        assertThatThrownBy(() -> StartupCheck.environment(env)).isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith(problem);
+    }
+
+    @org.junit.jupiter.api.Test
+    void everyVariableWalhookReadsPasses() {
+        Map<String, String> env = new HashMap<>(Map.of("PATH", "/bin", "WALHOOK_TEST_PG_URL", "postgresql://a@b/c"));
+        for (ConfigReference.Property p : ConfigReference.properties()) {
+            env.put(p.envVar().replace(ConfigReference.KEY, "ORDERS2"), "1");
+        }
+        StartupCheck.environment(env);
+        // and the lists it checks against are walhook's configuration, no more, no less
+        java.util.Set<String> settings = new java.util.TreeSet<>();
+        java.util.Set<String> fields = new java.util.TreeSet<>();
+        for (ConfigReference.Property p : ConfigReference.properties()) {
+            if (p.envVar().contains(ConfigReference.KEY)) {
+                fields.add(p.envVar().substring(p.envVar().indexOf(ConfigReference.KEY) + ConfigReference.KEY.length() + 1));
+            } else {
+                settings.add(p.envVar());
+            }
+        }
+        assertThat(new java.util.TreeSet<>(StartupCheck.SETTINGS)).isEqualTo(settings);
+        assertThat(new java.util.TreeSet<>(StartupCheck.SUBSCRIPTION_FIELDS)).isEqualTo(fields);
+    }
 }

@@ -62,6 +62,16 @@ class StartupIT {
                 "WALHOOK_PUBLICATION_TABLES", "'customers'");
     }
 
+    /** A mistyped variable was ignored: the subscription it was meant to narrow went out with every table. */
+    @Test
+    void aMistypedVariableStopsStartupNamingIt() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        assertStopsNaming(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase()),
+                "WALHOOK_SUBSCRIPTIONS_ORDERS_URL", "https://hooks.example.com/orders",
+                "WALHOOK_SUBSCRIPTIONS_ORDERS_TABLE", "public.orders"),
+                "WALHOOK_SUBSCRIPTIONS_ORDERS_TABLE", "is not a walhook setting (did you mean WALHOOK_SUBSCRIPTIONS_ORDERS_TABLES?)");
+    }
+
     @Test
     void badDurationStopsStartupNamingItsVariable() throws Exception {
         PostgresServer pg = TestPostgres.shared();
