@@ -17,6 +17,7 @@ import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -146,7 +147,9 @@ public class DeadLetterResource {
     /** A row key filter: a JSON object of the row's key columns, in the form the queue keeps it. */
     private static String rowKey(String text) {
         try {
-            JsonNode parsed = JSON.readTree(text);
+            // one JSON object and nothing after it ({"id":1}x was read as {"id":1}), each column once
+            JsonNode parsed = JSON.reader().with(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+                    .with(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(text);
             if (parsed != null && parsed.isObject() && !parsed.isEmpty()) {
                 return parsed.toString();
             }

@@ -20,6 +20,8 @@ final class JsonBody {
     static {
         JSON.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(20)
                 .maxStringLength(20_000).maxNumberLength(30).build());
+        // a field given twice is refused: the last one won, so a filter could be undone by a second, empty one
+        JSON.getFactory().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
     }
 
     private JsonBody() {

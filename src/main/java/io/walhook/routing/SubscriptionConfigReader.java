@@ -48,7 +48,7 @@ public final class SubscriptionConfigReader {
                         + " and WALHOOK_SUBSCRIPTIONS_KSINK_* defines one too; remove one of them");
             }
             subscriptions.add(new Subscription(KNATIVE_SINK, List.of(TablePattern.ALL), EnumSet.copyOf(Operation.SUBSCRIBABLE),
-                    Optional.empty(), new Destination.Webhook(url("K_SINK", sink), List.of(), Map.of()),
+                    Optional.empty(), new Destination.Webhook(writtenUrl("K_SINK", sink), List.of(), Map.of()),
                     EventFormat.CLOUDEVENTS, 1, 0, Projection.ALL, true));
         }
         return List.copyOf(subscriptions);
@@ -114,7 +114,7 @@ public final class SubscriptionConfigReader {
                     : "(or " + prefix + "AMQP_ADDRESS) is required: where should its events go?");
         }
         if (c.url().isPresent()) {
-            destination = new Destination.Webhook(url(prefix + "URL", c.url().get()),
+            destination = new Destination.Webhook(writtenUrl(prefix + "URL", c.url().get()),
                     secrets(prefix + "SECRET", c.secret()), Map.of());
         } else {
             if (!amqpConfigured) {
@@ -220,6 +220,16 @@ public final class SubscriptionConfigReader {
                     + " insert, update, delete, truncate, message");
         }
         return operations;
+    }
+
+    /** {@link #url} of a destination written now: a port out of range too is refused. */
+    static URI writtenUrl(String variable, String text) {
+        URI uri = url(variable, text);
+        if (uri.getPort() == 0 || uri.getPort() > 65_535) {
+            // accepted, every request to it failed in the client, to be retried and queued for good
+            throw new ConfigException(variable, "has port " + uri.getPort() + "; a port is 1 to 65535");
+        }
+        return uri;
     }
 
     static URI url(String variable, String text) {

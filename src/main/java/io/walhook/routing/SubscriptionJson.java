@@ -23,6 +23,9 @@ import io.walhook.config.ConfigException;
  */
 public final class SubscriptionJson {
 
+    /** The longest destination header value: servers refuse header fields much beyond a few KB. */
+    static final int MAX_HEADER_VALUE = 4096;
+
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     /** Headers walhook sets on every request (lower case); a subscription's own headers may not replace them. */
     private static final Set<String> RESERVED_HEADERS = Set.of("webhook-id", "webhook-timestamp", "webhook-signature",
@@ -34,7 +37,21 @@ public final class SubscriptionJson {
     private SubscriptionJson() {
     }
 
+    /** A subscription written now (the API): every check. */
     public static Subscription parse(JsonNode body) {
+        return parse(body, true);
+    }
+
+    /**
+     * A subscription stored by an earlier walhook: the checks added since that only refuse what
+     * could never be delivered well (destination headers' characters, length and repeats) are not
+     * made, so an upgrade does not hold such a subscription out of force, its changes unrouted.
+     */
+    public static Subscription parseStored(JsonNode body) {
+        return parse(body, false);
+    }
+
+    private static Subscription parse(JsonNode body, boolean written) {
         if (body == null || !body.isObject()) {
             throw new SubscriptionException("", "a subscription is a JSON object");
         }
@@ -79,7 +96,7 @@ public final class SubscriptionJson {
                 throw new SubscriptionException("/filter", e.getMessage());
             }
         }
-        Destination destination = destination(body.get("destination"));
+        Destination destination = destination(body.get("destination"), written);
         EventFormat format = EventFormat.JSON;
         String formatText = text(body, "/format", false);
         if (formatText != null) {
@@ -187,7 +204,7 @@ public final class SubscriptionJson {
         return node.get(field) != null && !node.get(field).isNull();
     }
 
-    private static Destination destination(JsonNode node) {
+    private static Destination destination(JsonNode node, boolean written) {
         if (node == null || !node.isObject()) {
             throw new SubscriptionException("/destination", "is required: {\"type\": \"webhook\", \"url\": ...} or"
                     + " {\"type\": \"amqp\", \"address\": ...}");
@@ -199,7 +216,7 @@ public final class SubscriptionJson {
                 String url = text(node, "/destination/url", true);
                 java.net.URI uri;
                 try {
-                    uri = SubscriptionConfigReader.url("url", url);
+                    uri = written ? SubscriptionConfigReader.writtenUrl("url", url) : SubscriptionConfigReader.url("url", url);
                 } catch (ConfigException e) {
                     throw new SubscriptionException("/destination/url", e.getMessage().substring("url ".length()));
                 }
@@ -217,6 +234,7 @@ public final class SubscriptionJson {
                         throw new SubscriptionException("/destination/headers", "must be an object of header names to values");
                     }
                     int index = 0;
+                    Set<String> names = new java.util.HashSet<>();
                     for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); index++) {
                         Map.Entry<String, JsonNode> header = it.next();
                         if (!header.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}")) {
@@ -225,10 +243,19 @@ public final class SubscriptionJson {
                                     + " not a header name: 1 to 100 letters, digits or !#$%&'*+.^_`|~- (the value goes"
                                     + " after it, as in {\"Authorization\": \"Bearer ...\"})");
                         }
-                        if (!header.getValue().isTextual()
-                                || header.getValue().asText().chars().anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7F)) {
-                            throw new SubscriptionException("/destination/headers/" + header.getKey(),
-                                    "must be a text value without control characters");
+                        if (!header.getValue().isTextual() || header.getValue().asText().chars()
+                                .anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7F || written && c > 0x7F)
+                                || written && header.getValue().asText().length() > MAX_HEADER_VALUE) {
+                            // beyond ASCII a value is mangled on the wire, and a long one refused by servers: every
+                            // request would fail, to be retried and queued for good
+                            throw new SubscriptionException("/destination/headers/" + header.getKey(), "must be a text"
+                                    + " value of printable ASCII characters (no control or non-ASCII ones), "
+                                    + MAX_HEADER_VALUE + " at most");
+                        }
+                        if (!names.add(header.getKey().toLowerCase(java.util.Locale.ROOT)) && written) {
+                            // one replaced the other when sent, which one from a hash order
+                            throw new SubscriptionException("/destination/headers/" + header.getKey(), "is given twice"
+                                    + " (header names are case-insensitive)");
                         }
                         String lower = header.getKey().toLowerCase(java.util.Locale.ROOT);
                         if (RESERVED_HEADERS.contains(lower) || lower.startsWith("ce-")) {

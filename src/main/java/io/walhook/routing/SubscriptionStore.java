@@ -147,7 +147,7 @@ public final class SubscriptionStore {
         String written = rs.getString(5);
         boolean paused = rs.getBoolean(4);
         try {
-            return new Stored(id, SubscriptionJson.parse(JSON.readTree(rs.getString(3))).withId(id.toString()), paused,
+            return new Stored(id, SubscriptionJson.parseStored(JSON.readTree(rs.getString(3))).withId(id.toString()), paused,
                     written);
         } catch (SubscriptionException | com.fasterxml.jackson.core.JsonProcessingException e) {
             LOG.errorf("subscription %s (%s) is left out: %s", rs.getString(2), rs.getString(1), e.getMessage());

@@ -48,4 +48,16 @@ class JsonBodyTest {
         assertThat(problem.toJson()).contains("\"field\":\"" + field + "\""); // as JSON writes it
         assertThat(problem.getMessage()).contains("NUL");
     }
+
+    /** A field given twice: the last one won, so a second, empty filter undid the first. */
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "{\"name\": \"a\", \"filter\": \"new.tenant_id == 42\", \"filter\": \"true\"}",
+        "{\"destination\": {\"headers\": {\"X-Tenant\": \"1\", \"X-Tenant\": \"2\"}}}",
+    })
+    void aFieldGivenTwiceIsRefusedNamingIt(String body) {
+        ApiProblem problem = refused(body);
+        assertThat(problem.status()).isEqualTo(400);
+        assertThat(problem.getMessage()).contains("Duplicate field");
+    }
 }

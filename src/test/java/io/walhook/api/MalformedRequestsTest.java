@@ -244,4 +244,15 @@ class MalformedRequestsTest {
                 .body("detail", containsString("header 2's name is not a header name")).extract().asString();
         assertThat(answer).doesNotContain("s3cr3t");
     }
+
+    /** A dead-letter key is one JSON object and nothing after it: {"id":1}x was read as {"id":1}. */
+    @ParameterizedTest
+    @ValueSource(strings = {"{\"id\":1}x", "{\"id\":1}{\"id\":2}", "{\"id\":1,\"id\":2}"})
+    void aDeadLetterKeyWithMoreThanOneObjectIsRefused(String key) {
+        String id = create("keyed");
+        authorized().queryParam("key", key).get("/subscriptions/" + id + "/dead-letters").then().statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo("key"));
+        authorized().queryParam("key", "{\"id\":1}").get("/subscriptions/" + id + "/dead-letters").then().statusCode(200);
+        authorized().delete("/subscriptions/" + id).then().statusCode(200);
+    }
 }

@@ -107,6 +107,8 @@ class SubscriptionConfigReaderTest {
         "https//hooks.example.com/h?token=Zq9xW   | must be an http:// or https:// URL, not a URL without a scheme",
         "http://user:Zq9/xW@hooks.example.com/    | has 'user' where a host[:port] belongs",
         "https:///h?token=Zq9xW                   | names no host",
+        "http://hooks.example.com:0/h?token=Zq9xW | has port 0; a port is 1 to 65535",
+        "http://hooks.example.com:99999/h?k=Zq9xW | has port 99999; a port is 1 to 65535",
     })
     void aRefusedUrlIsNotRepeated(String url, String problem) {
         assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(Map.of("URL", url)), false))
