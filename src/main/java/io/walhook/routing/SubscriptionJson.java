@@ -80,15 +80,24 @@ public final class SubscriptionJson {
             }
         }
         Set<Operation> operations;
-        List<String> ops = strings(body, "/operations", List.of());
+        List<String> ops = strings(body, "/operations", null);
+        if (written && ops != null && (ops.isEmpty() || ops.stream().anyMatch(String::isBlank))) {
+            // it meant every operation: the opposite of what an empty list says
+            throw new SubscriptionException("/operations", "is empty or holds an empty name; leave it out for every"
+                    + " operation, or list some of insert, update, delete, truncate, message");
+        }
         try {
-            operations = ops.isEmpty() ? EnumSet.copyOf(Operation.SUBSCRIBABLE)
+            operations = ops == null || ops.isEmpty() ? EnumSet.copyOf(Operation.SUBSCRIBABLE)
                     : SubscriptionConfigReader.operations("operations", Optional.of(String.join(",", ops)));
         } catch (ConfigException e) {
             throw new SubscriptionException("/operations", e.getMessage().substring("operations ".length()));
         }
         Optional<CelFilter> filter = Optional.empty();
         String filterText = text(body, "/filter", false);
+        if (written && filterText != null && filterText.isBlank()) {
+            // it meant no filter: every row, to a subscription that was to get some
+            throw new SubscriptionException("/filter", "is empty; leave it out for every row, or give a CEL expression");
+        }
         if (filterText != null && !filterText.isBlank()) {
             try {
                 filter = Optional.of(CelFilter.compile(filterText));
