@@ -15,6 +15,7 @@ import io.quarkus.runtime.configuration.DurationConverter;
  */
 public final class Converters {
 
+    static final Duration SHORTEST = Duration.ofMillis(1);
     static final Duration HOUR = Duration.ofHours(1);
     static final Duration DAY = Duration.ofDays(1);
     static final Duration WEEK = Duration.ofDays(7);
@@ -37,8 +38,18 @@ public final class Converters {
         if (duration == null) {
             throw new IllegalArgumentException("is '" + text + "', not a duration; write e.g. 500ms, 30s, 5m, 1h or PT1M");
         }
+        if (text.chars().allMatch(Character::isDigit) && !duration.isZero()) {
+            // Quarkus reads a bare number as seconds; beside settings in milliseconds (BATCH_MAX_WAIT_MS, the API's
+            // *_ms), 60000 meant as a minute was 16 hours
+            throw new IllegalArgumentException("is " + text + " without a unit; write " + text + "ms or " + text
+                    + "s (or 500ms, 30s, 5m, 1h, PT1M)");
+        }
         if (duration.isNegative() || duration.isZero() && !zeroAllowed) {
             throw new IllegalArgumentException("is " + text + "; it must be " + (zeroAllowed ? "zero or more" : "longer than zero"));
+        }
+        if (!duration.isZero() && duration.compareTo(SHORTEST) < 0) {
+            // read in milliseconds it is 0: no statement timeout at all, a poll that never sleeps
+            throw new IllegalArgumentException("is " + text + "; it must be at least 1ms" + (zeroAllowed ? ", or 0" : ""));
         }
         if (duration.compareTo(longest) > 0) {
             throw new IllegalArgumentException("is " + text + "; it must be at most " + words(longest));

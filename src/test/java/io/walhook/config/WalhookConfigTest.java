@@ -104,6 +104,9 @@ class WalhookConfigTest {
         "walhook.source.reconnect-max-backoff=-1s   | WALHOOK_SOURCE_RECONNECT_MAX_BACKOFF is -1s; it must be longer than zero",
         "walhook.backfill.chunk-target=2h           | WALHOOK_BACKFILL_CHUNK_TARGET is 2h; it must be at most 1h",
         "walhook.backfill.statement-timeout=never   | WALHOOK_BACKFILL_STATEMENT_TIMEOUT is 'never', not a duration",
+        "walhook.delivery.max-backoff=60000         | WALHOOK_DELIVERY_MAX_BACKOFF is 60000 without a unit; write 60000ms or 60000s",
+        "walhook.backfill.statement-timeout=PT0.0005S | WALHOOK_BACKFILL_STATEMENT_TIMEOUT is PT0.0005S; it must be at least 1ms",
+        "walhook.standby-poll-interval=PT0.0001S    | WALHOOK_STANDBY_POLL_INTERVAL is PT0.0001S; it must be at least 1ms",
     })
     void aBadValueIsOneLineNamingItsVariable(String assignment, String problem) {
         String[] kv = assignment.split("=", 2);

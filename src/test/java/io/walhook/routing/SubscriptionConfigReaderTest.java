@@ -72,6 +72,7 @@ class SubscriptionConfigReaderTest {
         "RETRY_MAX_BACKOFF=2d              | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 2d; it must be at most 24h",
         "RETRY_WINDOW=PT-5M                | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is PT-5M; it must be longer than zero",
         "RETRY_WINDOW=8d                   | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is 8d; it must be at most 7d",
+        "RETRY_MAX_BACKOFF=60000           | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 60000 without a unit",
         "RETRY_WINDOW=5 minutes            | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW is '5 minutes', not a duration",
         "RETRY_MAX_BACKOFF=2m;RETRY_WINDOW=1m | WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_MAX_BACKOFF is 2m, longer than WALHOOK_SUBSCRIPTIONS_DEMO_RETRY_WINDOW (1m)",
         "MAX_IN_FLIGHT=0                   | WALHOOK_SUBSCRIPTIONS_DEMO_MAX_IN_FLIGHT is 0; it must be from 1 to 64 for a webhook (100 for AMQP)",
