@@ -101,7 +101,11 @@ public final class Backfills {
             throw new Refused(400, "/max_rows_per_second", "max_rows_per_second is " + rate + "; use 1 to "
                     + MAX_ROWS_PER_SECOND + ", or leave it out for no limit");
         }
-        String filter = request.filter() == null || request.filter().isBlank() ? null : request.filter().strip();
+        if (request.filter() != null && request.filter().isBlank()) {
+            // it meant every row: the opposite of a filter
+            throw new Refused(400, "/filter", "is empty; leave it out for every row, or give a CEL expression");
+        }
+        String filter = request.filter() == null ? null : request.filter().strip();
         if (filter != null) {
             try {
                 CelFilter.compile(filter);

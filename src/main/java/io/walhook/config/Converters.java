@@ -38,7 +38,7 @@ public final class Converters {
         if (duration == null) {
             throw new IllegalArgumentException("is '" + text + "', not a duration; write e.g. 500ms, 30s, 5m, 1h or PT1M");
         }
-        if (text.chars().allMatch(Character::isDigit) && !duration.isZero()) {
+        if (text.matches("[+-]?[0-9]+") && !duration.isZero()) {
             // Quarkus reads a bare number as seconds; beside settings in milliseconds (BATCH_MAX_WAIT_MS, the API's
             // *_ms), 60000 meant as a minute was 16 hours
             throw new IllegalArgumentException("is " + text + " without a unit; write " + text + "ms or " + text

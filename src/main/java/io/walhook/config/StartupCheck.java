@@ -138,6 +138,13 @@ public class StartupCheck {
             "RATE_LIMIT", "RETRY_MAX_ATTEMPTS", "RETRY_MAX_BACKOFF", "RETRY_WINDOW", "SECRET", "TABLES", "URL");
 
     private static final String SUBSCRIPTIONS = "WALHOOK_SUBSCRIPTIONS_";
+    /**
+     * What Kubernetes gives every pod for each Service of the namespace (service links, on unless
+     * the pod turns them off): for a Service named walhook (or walhook-db...), WALHOOK_SERVICE_HOST,
+     * WALHOOK_SERVICE_PORT[_HTTP], WALHOOK_PORT, WALHOOK_PORT_8080_TCP[_PROTO|_PORT|_ADDR].
+     */
+    private static final Pattern SERVICE_LINK = Pattern.compile(
+            "WALHOOK(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)");
     private static final Pattern SUBSCRIPTION_NAME = Pattern.compile("[A-Z][A-Z0-9]{0,62}");
 
     /**
@@ -150,8 +157,9 @@ public class StartupCheck {
     static void environment(Map<String, String> env) {
         for (String variable : new java.util.TreeSet<>(env.keySet())) {
             if (!variable.startsWith("WALHOOK_") || SETTINGS.contains(variable)
-                    || variable.startsWith("WALHOOK_TEST_") || variable.startsWith("WALHOOK_BENCH_")) {
-                continue; // those two: the project's own test and benchmark tools
+                    || variable.startsWith("WALHOOK_TEST_") || variable.startsWith("WALHOOK_BENCH_")
+                    || SERVICE_LINK.matcher(variable).matches()) {
+                continue; // the project's own test and benchmark tools; Kubernetes' variables of a Service walhook*
             }
             if (variable.startsWith(SUBSCRIPTIONS)) {
                 String rest = variable.substring(SUBSCRIPTIONS.length());

@@ -85,8 +85,9 @@ public final class Router {
     private static void failed(Subscription subscription) {
         CelFilter filter = subscription.filter().get();
         if (filter.reportNow()) {
-            LOG.warnf("subscription %s: its filter failed on an event, which is not sent to it (%d failures so far): %s",
-                    subscription.name(), filter.errorCount(), filter.lastError());
+            // not CEL's words, which can quote the row's values: /status (filter_last_error) has them
+            LOG.warnf("subscription %s: its filter failed on an event, which is not sent to it (%d failures so far);"
+                    + " /status shows why (filter_last_error)", subscription.name(), filter.errorCount());
         }
     }
 

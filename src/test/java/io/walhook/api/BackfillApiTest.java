@@ -254,6 +254,7 @@ class BackfillApiTest {
         "{}                                                            | /tables   | no primary key",
         "{\"filter\": \"new.id ==\", \"tables\": [\"public.bfr_items\"]} | /filter  | ''",
         "{\"filter\": 1}                                               | /filter   | CEL",
+        "{\"filter\": \"  \", \"tables\": [\"public.bfr_items\"]}     | /filter   | is empty",
         "{\"chunk_size\": 0}                                           | /chunk_size | 100000",
         "{\"chunk_size\": 100001}                                      | /chunk_size | 100000",
         "{\"chunk_size\": -1}                                          | /chunk_size | 100000",

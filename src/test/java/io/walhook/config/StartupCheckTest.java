@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.params.ParameterizedTest;
@@ -105,6 +106,12 @@ class StartupCheckTest {
     @org.junit.jupiter.api.Test
     void everyVariableWalhookReadsPasses() {
         Map<String, String> env = new HashMap<>(Map.of("PATH", "/bin", "WALHOOK_TEST_PG_URL", "postgresql://a@b/c"));
+        // what Kubernetes gives every pod for the Service deploy/k8s/service.yaml makes, and for another walhook-db
+        for (String link : List.of("WALHOOK_SERVICE_HOST", "WALHOOK_SERVICE_PORT", "WALHOOK_SERVICE_PORT_HTTP", "WALHOOK_PORT",
+                "WALHOOK_PORT_8080_TCP", "WALHOOK_PORT_8080_TCP_PROTO", "WALHOOK_PORT_8080_TCP_PORT",
+                "WALHOOK_PORT_8080_TCP_ADDR", "WALHOOK_DB_SERVICE_HOST", "WALHOOK_DB_PORT_5432_TCP")) {
+            env.put(link, "10.0.0.1");
+        }
         for (ConfigReference.Property p : ConfigReference.properties()) {
             env.put(p.envVar().replace(ConfigReference.KEY, "ORDERS2"), "1");
         }

@@ -105,6 +105,7 @@ class WalhookConfigTest {
         "walhook.backfill.chunk-target=2h           | WALHOOK_BACKFILL_CHUNK_TARGET is 2h; it must be at most 1h",
         "walhook.backfill.statement-timeout=never   | WALHOOK_BACKFILL_STATEMENT_TIMEOUT is 'never', not a duration",
         "walhook.delivery.max-backoff=60000         | WALHOOK_DELIVERY_MAX_BACKOFF is 60000 without a unit; write 60000ms or 60000s",
+        "walhook.delivery.max-backoff=+60000        | WALHOOK_DELIVERY_MAX_BACKOFF is +60000 without a unit",
         "walhook.backfill.statement-timeout=PT0.0005S | WALHOOK_BACKFILL_STATEMENT_TIMEOUT is PT0.0005S; it must be at least 1ms",
         "walhook.standby-poll-interval=PT0.0001S    | WALHOOK_STANDBY_POLL_INTERVAL is PT0.0001S; it must be at least 1ms",
     })
