@@ -332,16 +332,26 @@ final class Workload {
         Ledger.Tx message = ledger.begin(0, null, false);
         ledger.add(message, new Ledger.Change(content, null, "message", 0, "message", null), false);
         long lsn;
+        // A non-transactional message is in the WAL buffers when the call returns, not yet on disk: in a
+        // transaction that then rolls back, nothing flushes it, and a crash right after (pg_ctl stop -m immediate)
+        // loses it before any walsender could send it. Flushed (PostgreSQL 17's flush argument), it is required;
+        // before 17 it is written or not.
+        boolean flushed = connection.getMetaData().getDatabaseMajorVersion() >= 17;
         // its own LSN, from the same statement: reading it apart would end the transaction it is in
         try (Statement s = connection.createStatement(); ResultSet rs = s.executeQuery(
-                "SELECT (pg_logical_emit_message(false, 'torture', '" + content + "') - '0/0')::bigint")) {
+                "SELECT (pg_logical_emit_message(false, 'torture', '" + content + "'" + (flushed ? ", true" : "")
+                        + ") - '0/0')::bigint")) {
             rs.next();
             lsn = rs.getLong(1);
         } catch (SQLException e) {
             ledger.unknown(message); // written or not: neither required nor forbidden
             throw e;
         }
-        ledger.committed(message, lsn);
+        if (flushed) {
+            ledger.committed(message, lsn);
+        } else {
+            ledger.unknown(message);
+        }
     }
 
     private Ledger.Tx begin(String gid) throws SQLException {
