@@ -48,7 +48,6 @@ class AmqpBrokerTest {
 
     /** A real AMQP 1.0 server on a free port that accepts connections and links, then behaves as told. */
     private static ProtonServer peer(Peer behaviour) throws Exception {
-        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
         ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
             connection.openHandler(open -> connection.open());
             connection.sessionOpenHandler(ProtonSession::open);
@@ -63,6 +62,12 @@ class AmqpBrokerTest {
                 }
             });
         });
+        return listening(server);
+    }
+
+    /** The peer, listening on a free port of 127.0.0.1. */
+    private static ProtonServer listening(ProtonServer server) throws Exception {
+        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
         server.listen(0, "127.0.0.1", result -> {
             if (result.succeeded()) {
                 listening.complete(result.result());
@@ -141,7 +146,6 @@ class AmqpBrokerTest {
     void anAddressThatNeverSettlesDoesNotFailTheMessagesOfAnother() throws Exception {
         // a broker with a link per address (no anonymous relay) that leaves one address's messages unsettled (held
         // back, an address full) and accepts another's after 200 ms
-        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
         ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
             connection.openHandler(open -> {
                 connection.setOfferedCapabilities(new Symbol[0]);
@@ -160,14 +164,7 @@ class AmqpBrokerTest {
                 link.open();
             });
         });
-        server.listen(0, "127.0.0.1", result -> {
-            if (result.succeeded()) {
-                listening.complete(result.result());
-            } else {
-                listening.completeExceptionally(result.cause());
-            }
-        });
-        listening.get(10, TimeUnit.SECONDS);
+        listening(server);
         Duration timeout = Duration.ofMillis(500);
         AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), timeout);
         try {
@@ -203,7 +200,6 @@ class AmqpBrokerTest {
     @Test
     void aMessageLargerThanTheLinkTakesFailsAloneWithoutDetachingTheLink() throws Exception {
         java.util.concurrent.atomic.AtomicInteger links = new java.util.concurrent.atomic.AtomicInteger();
-        CompletableFuture<ProtonServer> listening = new CompletableFuture<>();
         ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
             connection.openHandler(open -> connection.open());
             connection.sessionOpenHandler(ProtonSession::open);
@@ -224,14 +220,7 @@ class AmqpBrokerTest {
                 link.open();
             });
         });
-        server.listen(0, "127.0.0.1", result -> {
-            if (result.succeeded()) {
-                listening.complete(result.result());
-            } else {
-                listening.completeExceptionally(result.cause());
-            }
-        });
-        listening.get(10, TimeUnit.SECONDS);
+        listening(server);
         AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()),
                 Duration.ofSeconds(10));
         java.util.function.BiFunction<Integer, Integer, Transport.Request> request = (n, bytes) -> new Transport.Request(

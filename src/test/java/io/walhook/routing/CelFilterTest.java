@@ -286,6 +286,20 @@ class CelFilterTest {
             assertThat(filter.lastError()).startsWith("filter failed: ").doesNotContain("\n");
         }
 
+        /** A failure is reported once, then not again within the minute: an expression failing on every event of a busy table. */
+        @Test
+        void aFailureIsReportedFirstThenNotAgainAtOnce() {
+            CelFilter filter = CelFilter.compile("key.id / 0 == 1");
+            CelVariables v = vars("insert", Map.of(), null);
+            assertThat(filter.evaluate(v)).isEqualTo(CelFilter.Outcome.ERROR);
+            assertThat(filter.reportNow()).isTrue();
+            for (int i = 0; i < 100; i++) {
+                filter.evaluate(v);
+                assertThat(filter.reportNow()).isFalse();
+            }
+            assertThat(filter.errorCount()).isEqualTo(101);
+        }
+
         static List<Long> bigList() {
             List<Long> list = new ArrayList<>();
             for (long i = 0; i < 200; i++) {
