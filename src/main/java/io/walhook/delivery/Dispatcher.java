@@ -242,7 +242,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         for (String orphan : queued) {
             // a subscription of the API deleted while rows were still being written: nothing will deliver them
             if (!orphan.startsWith(Subscription.CONFIGURED)) {
-                LOG.infof("dropped %d queued events of deleted subscription %s", context.store().deleteAll(orphan), orphan);
+                LOG.infof("subscription %s was deleted: dropping its durable queue", orphan);
+                QueueDrop.start(context, orphan, orphan); // rows another session holds are not waited for here
             }
         }
     }

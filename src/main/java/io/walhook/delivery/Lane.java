@@ -48,8 +48,6 @@ final class Lane {
     static final long UNEXPECTED_FIRST_MILLIS = 200;
     /** How often lanes that cannot reach their durable queues say so, together. */
     private static final long QUEUE_WARNING_NANOS = TimeUnit.SECONDS.toNanos(10);
-    /** Rows of a deleted subscription's queue dropped in one statement. */
-    static final int DROP_BATCH = 10_000;
     /** Rows written to the durable queue in one transaction. */
     static final int WRITE_CHUNK = 1000;
     /** Rows read from the durable queue at once. */
@@ -278,8 +276,6 @@ final class Lane {
     private volatile long delivered;
     private volatile long backlog;
     private volatile String lastError;
-    /** The last reason the deleted subscription's queue could not be dropped, logged once. */
-    private volatile String dropProblem;
     private volatile long deliveredFromQueue;
     private volatile Status last;
     private long rateMark;
@@ -1668,46 +1664,7 @@ final class Lane {
     }
 
     private void dropQueue() {
-        dropQueue(UNEXPECTED_FIRST_MILLIS);
-    }
-
-    /**
-     * Drops the deleted subscription's durable queue, {@link #DROP_BATCH} rows a turn of the
-     * database threads, so other subscriptions' calls go between; rows another session holds (the
-     * API dropping the same queue) are tried again after {@code wait} ms (doubling to 30 s) from
-     * the timer. Waiting for them, as one unlimited statement did, two deletions took both threads
-     * every subscription's queue needs until the API's own drops ended, and for good behind an
-     * operator's transaction.
-     */
-    private void dropQueue(long wait) {
-        try {
-            context.database().submit(() -> {
-                try {
-                    ParkedEventStore.Dropped dropped = context.store().dropSome(id, DROP_BATCH);
-                    if (!dropped.left()) {
-                        return;
-                    }
-                    if (dropped.deleted() == DROP_BATCH) {
-                        dropQueue(wait); // more: behind the calls waiting meanwhile
-                        return;
-                    }
-                } catch (java.sql.SQLException | RuntimeException e) {
-                    String problem = String.valueOf(e.getMessage());
-                    if (!problem.equals(dropProblem)) {
-                        LOG.warnf("subscription %s deleted: its durable queue cannot be dropped yet (%s); trying again",
-                                subscription.name(), problem);
-                        dropProblem = problem;
-                    }
-                }
-                try {
-                    context.timer().schedule(() -> dropQueue(Math.min(wait * 2, 30_000)), wait, TimeUnit.MILLISECONDS);
-                } catch (java.util.concurrent.RejectedExecutionException stopping) {
-                    // walhook stops: the next start drops what is left of a deleted subscription's queue
-                }
-            });
-        } catch (java.util.concurrent.RejectedExecutionException stopping) {
-            // walhook stops: the next start drops what is left of a deleted subscription's queue
-        }
+        QueueDrop.start(context, id, subscription.name());
     }
 
     /** Stops the lane at shutdown; what is undelivered is read again from the slot or the queue on restart. */

@@ -1892,6 +1892,37 @@ class DispatcherTest {
     }
 
     @Test
+    void aDeletedSubscriptionsQueueHeldByAnotherSessionDoesNotHoldStartUp() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        String deleted = "6f1c2b6e-0000-4000-8000-0000000000ee";
+        for (int row = 1; row <= 3; row++) {
+            store.append(deleted, "deleted", List.of(new ParkedEventStore.Entry("orphan-" + row, Lsn.of(0x10 + row),
+                    java.time.Instant.EPOCH, "application/json", Map.of(), null,
+                    "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
+        }
+        try (java.sql.Connection locker = database.dataSource.getConnection();
+                java.sql.Statement s = locker.createStatement()) {
+            locker.setAutoCommit(false);
+            // one of its rows held, as the API dropping the same queue or an operator's transaction holds it
+            s.executeQuery("SELECT id FROM walhook.parked_event WHERE subscription_id = '" + deleted
+                    + "' AND event_id = 'orphan-2' FOR UPDATE").close();
+            // the take-over resumes the queues: it does not wait for the held row
+            java.util.concurrent.CompletableFuture<Void> resumed = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    dispatcher.resumeParked(List.of());
+                } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            resumed.get(5, java.util.concurrent.TimeUnit.SECONDS);
+            await().atMost(WAIT).until(() -> store.count(deleted) == 1);
+            locker.rollback();
+        }
+        // the row held is dropped once it is free
+        await().atMost(WAIT).until(() -> store.count(deleted) == 0);
+    }
+
+    @Test
     void startUpAfterASyncResumesWithTheSyncsSubscriptionsNotItsOwnOlderLook() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
