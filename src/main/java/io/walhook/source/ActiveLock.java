@@ -89,6 +89,10 @@ public final class ActiveLock implements AutoCloseable {
             java.time.Duration fencePatience) {
         this.jdbcUrl = jdbcUrl;
         this.properties = sessionProperties(user, password, "walhook-lock");
+        // every wait for a lock ends on the server after fencePatience: a statement walhook gave up on
+        // (its activation row held by another session) must not go on waiting there holding the slot's lock
+        this.properties.setProperty("options", SessionTimeout.poolOptions() + " -c lock_timeout="
+                + Math.max(1, fencePatience.toMillis()));
         this.slot = slot;
         this.activationTable = stateSchema + ".activation";
         this.fencePatience = fencePatience;
@@ -104,6 +108,7 @@ public final class ActiveLock implements AutoCloseable {
         properties.setProperty("ApplicationName", applicationName);
         properties.setProperty("tcpKeepAlive", "true");
         properties.setProperty(SessionTimeout.SOCKET_TIMEOUT, SessionTimeout.SECONDS);
+        properties.setProperty("options", SessionTimeout.poolOptions()); // the server gives up before the client does
         return properties;
     }
 
@@ -297,36 +302,26 @@ public final class ActiveLock implements AutoCloseable {
      */
     private void awaitPreviousHolder() throws SQLException {
         Long previous = previousToken();
-        try (PreparedStatement s = connection.prepareStatement("SELECT set_config('lock_timeout', ?, false)")) {
-            s.setString(1, Math.max(1, fencePatience.toMillis()) + "ms");
-            s.execute();
+        if (previous != null) {
+            // in pg_locks a 64-bit key is its high half (classid) and its low half (objid), objsubid 1
+            awaitAlone("SELECT pg_advisory_lock(?), pg_advisory_unlock(?)", s -> {
+                s.setLong(1, previous);
+                s.setLong(2, previous);
+            }, "classid = ?::oid AND objid = ?::oid AND objsubid = 1", s -> {
+                s.setLong(1, previous >>> 32);
+                s.setLong(2, previous & 0xffffffffL);
+            }, "sessions of the instance that held slot %s before, still holding its lock after %s");
         }
-        try {
-            if (previous != null) {
-                // in pg_locks a 64-bit key is its high half (classid) and its low half (objid), objsubid 1
-                awaitAlone("SELECT pg_advisory_lock(?), pg_advisory_unlock(?)", s -> {
-                    s.setLong(1, previous);
-                    s.setLong(2, previous);
-                }, "classid = ?::oid AND objid = ?::oid AND objsubid = 1", s -> {
-                    s.setLong(1, previous >>> 32);
-                    s.setLong(2, previous & 0xffffffffL);
-                }, "sessions of the instance that held slot %s before, still holding its lock after %s");
-            }
-            awaitAlone("SELECT pg_advisory_lock(?, hashtext(?)), pg_advisory_unlock(?, hashtext(?))", s -> {
-                s.setInt(1, FENCE);
-                s.setString(2, slot);
-                s.setInt(3, FENCE);
-                s.setString(4, slot);
-            }, "classid = ?::oid AND objid = hashtext(?)::oid AND objsubid = 2", s -> {
-                s.setInt(1, FENCE);
-                s.setString(2, slot);
-            }, "writes to durable queues of the instance that held slot %s before, which did not end within %s;"
-                    + " what they wrote is rolled back and read again from the slot");
-        } finally {
-            try (PreparedStatement s = connection.prepareStatement("SELECT set_config('lock_timeout', '0', false)")) {
-                s.execute();
-            }
-        }
+        awaitAlone("SELECT pg_advisory_lock(?, hashtext(?)), pg_advisory_unlock(?, hashtext(?))", s -> {
+            s.setInt(1, FENCE);
+            s.setString(2, slot);
+            s.setInt(3, FENCE);
+            s.setString(4, slot);
+        }, "classid = ?::oid AND objid = hashtext(?)::oid AND objsubid = 2", s -> {
+            s.setInt(1, FENCE);
+            s.setString(2, slot);
+        }, "writes to durable queues of the instance that held slot %s before, which did not end within %s;"
+                + " what they wrote is rolled back and read again from the slot");
     }
 
     private interface Parameters {

@@ -137,6 +137,42 @@ class ActiveLockTest {
     }
 
     @Test
+    void anActivationRowHeldByAnotherSessionDoesNotLeaveTheSlotsLockHeldOnTheServer() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "lock_row_held");
+                ActiveLock first = lock(source, Duration.ofMillis(500));
+                ActiveLock second = lock(source, Duration.ofMillis(500));
+                ActiveLock third = lock(source, Duration.ofMillis(500));
+                Connection locker = source.dataSource.getConnection()) {
+            assertThat(first.tryAcquire()).isTrue();
+            first.release();
+            await().atMost(WAIT).until(() -> slotLockHolders(source) == 0);
+            // the slot's activation row held (an operator's transaction, a migration): taking the lock gives up
+            locker.setAutoCommit(false);
+            try (Statement s = locker.createStatement()) {
+                s.executeQuery("SELECT * FROM walhook.activation WHERE slot_name = '" + source.slot + "' FOR UPDATE").close();
+            }
+            CompletableFuture<Boolean> taking = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return second.tryAcquire();
+                } catch (SQLException e) {
+                    throw new java.util.concurrent.CompletionException(e);
+                }
+            });
+            assertThat(taking).failsWithin(Duration.ofSeconds(10)).withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                    .withCauseInstanceOf(SQLException.class);
+            // and nothing on the server still holds the slot's lock for it, waiting for the row after walhook gave up
+            await().atMost(Duration.ofSeconds(5)).until(() -> slotLockHolders(source) == 0);
+            locker.rollback();
+            await().atMost(WAIT).until(third::tryAcquire);
+        }
+    }
+
+    private static long slotLockHolders(SourceFixture source) throws SQLException {
+        return Long.parseLong(source.queryOne("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                + " AND classid = " + ActiveLock.NAMESPACE + " AND objid = hashtext('" + source.slot + "')::oid"));
+    }
+
+    @Test
     void anInstanceWhoseLockSessionEndedDoesNotTakeTheLockAgainIfAnotherWasActiveMeanwhile() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "lock_between");
                 ActiveLock first = lock(source, ActiveLock.FENCE_PATIENCE);
