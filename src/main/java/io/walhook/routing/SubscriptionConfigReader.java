@@ -41,17 +41,35 @@ public final class SubscriptionConfigReader {
         for (Map.Entry<String, WalhookConfig.SubscriptionConfig> entry : new TreeMap<>(config.subscriptions()).entrySet()) {
             subscriptions.add(read(entry.getKey(), entry.getValue(), config.amqpUrl().isPresent()));
         }
-        String sink = env.get("K_SINK");
-        if (sink != null && !sink.isBlank()) {
+        Optional<Subscription> sink = knativeSink(env);
+        if (sink.isPresent()) {
             if (subscriptions.stream().anyMatch(s -> s.name().equals(KNATIVE_SINK))) {
                 throw new ConfigException("K_SINK", "asks for a subscription named " + KNATIVE_SINK
                         + " and WALHOOK_SUBSCRIPTIONS_KSINK_* defines one too; remove one of them");
             }
-            subscriptions.add(new Subscription(KNATIVE_SINK, List.of(TablePattern.ALL), EnumSet.copyOf(Operation.SUBSCRIBABLE),
-                    Optional.empty(), new Destination.Webhook(writtenUrl("K_SINK", sink), List.of(), Map.of()),
-                    EventFormat.CLOUDEVENTS, 1, 0, Projection.ALL, true));
+            subscriptions.add(sink.get());
         }
         return List.copyOf(subscriptions);
+    }
+
+    /**
+     * The subscription Knative's SinkBinding asks for: every change, as CloudEvents, to {@code
+     * K_SINK}; none without it. Set but empty, it is refused: the binding that set it found no
+     * sink, or a compose file left it blank, and starting without the one subscription asked for
+     * would route nothing without a word.
+     */
+    static Optional<Subscription> knativeSink(Map<String, String> env) {
+        String sink = env.get("K_SINK");
+        if (sink == null) {
+            return Optional.empty();
+        }
+        if (sink.isBlank()) {
+            throw new ConfigException("K_SINK", "is set but empty: it is the URL of the sink the events go to (Knative's"
+                    + " SinkBinding sets it); give one, or leave it unset");
+        }
+        return Optional.of(new Subscription(KNATIVE_SINK, List.of(TablePattern.ALL), EnumSet.copyOf(Operation.SUBSCRIBABLE),
+                Optional.empty(), new Destination.Webhook(writtenUrl("K_SINK", sink), List.of(), Map.of()),
+                EventFormat.CLOUDEVENTS, 1, 0, Projection.ALL, true));
     }
 
     /**
@@ -134,6 +152,10 @@ public final class SubscriptionConfigReader {
         int batchMaxEvents = (int) number(prefix + "BATCH_MAX_EVENTS", c.batchMaxEvents(), 1, 1,
                 Subscription.MAX_BATCH_EVENTS);
         long batchMaxWaitMs = number(prefix + "BATCH_MAX_WAIT_MS", c.batchMaxWaitMs(), 0, 0, Subscription.MAX_BATCH_WAIT_MS);
+        if (batchMaxEvents > 1 && destination instanceof Destination.Amqp) {
+            throw new ConfigException(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but each event is one AMQP"
+                    + " message; batches are for webhooks (leave it out, or 1)");
+        }
         if (batchMaxEvents > 1 && !format.batches()) {
             throw new ConfigException(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but binary CloudEvents carry"
                     + " one event per request; use FORMAT=cloudevents for batches (CloudEvents batched mode)");

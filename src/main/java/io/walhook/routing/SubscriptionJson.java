@@ -129,6 +129,11 @@ public final class SubscriptionJson {
                 throw new SubscriptionException("/batch/max_events", "must be 1 with format cloudevents-binary (one event"
                         + " per request); use cloudevents for batches");
             }
+            if (written && maxEvents > 1 && destination instanceof Destination.Amqp) {
+                // it was ignored: each event is a message of its own
+                throw new SubscriptionException("/batch/max_events", "must be 1 for an amqp destination: each event is"
+                        + " one AMQP message; batches are for webhooks");
+            }
         }
         Projection projection = Projection.ALL;
         JsonNode columns = body.get("columns");

@@ -48,6 +48,25 @@ class SubscriptionConfigReaderTest {
         assertThat(s.batchMaxEvents()).isEqualTo(1);
     }
 
+    @Test
+    void anEmptyKnativeSinkIsRefusedNotSkipped() {
+        assertThatThrownBy(() -> SubscriptionConfigReader.knativeSink(Map.of("K_SINK", " ")))
+                .isInstanceOf(ConfigException.class).hasMessageStartingWith("K_SINK is set but empty");
+        assertThat(SubscriptionConfigReader.knativeSink(Map.of())).isEmpty();
+        assertThat(SubscriptionConfigReader.knativeSink(Map.of("K_SINK", "http://sink.default.svc/")))
+                .hasValueSatisfying(s -> assertThat(s.name()).isEqualTo(SubscriptionConfigReader.KNATIVE_SINK));
+    }
+
+    @Test
+    void batchingAnAmqpSubscriptionIsRefusedNotIgnored() {
+        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(Map.of("AMQP_ADDRESS", "orders",
+                "BATCH_MAX_EVENTS", "10")), true))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 10, but each event is one AMQP message");
+        assertThat(SubscriptionConfigReader.read("demo", config(Map.of("AMQP_ADDRESS", "orders", "BATCH_MAX_EVENTS", "1")),
+                true).batchMaxEvents()).isEqualTo(1);
+    }
+
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "URL=ftp://x/                      | WALHOOK_SUBSCRIPTIONS_DEMO_URL must be an http:// or https:// URL",

@@ -88,6 +88,7 @@ class SubscriptionJsonTest {
         "{\"name\": \"a\", \"batch\": {\"max_events\": 0}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"batch\": {\"max_events\": 1.5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"format\": \"cloudevents-binary\", \"batch\": {\"max_events\": 5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
+        "{\"name\": \"a\", \"batch\": {\"max_events\": 5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\", \"url\": \"http://x\"}} | /destination/url",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"a b\": \"c\"}}} | /destination/headers",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"webhook-id\": \"mine\"}}} | /destination/headers/webhook-id",
@@ -166,5 +167,15 @@ class SubscriptionJsonTest {
         org.assertj.core.api.Assertions.assertThat(SubscriptionJson.parse(new com.fasterxml.jackson.databind.ObjectMapper()
                 .readTree(body.toString().replace("x".repeat(SubscriptionJson.MAX_HEADER_VALUE + 1),
                         "x".repeat(SubscriptionJson.MAX_HEADER_VALUE)))).name()).isEqualTo("a");
+    }
+
+    /** An AMQP subscription an earlier walhook stored with batching (which it ignored) still reads. */
+    @org.junit.jupiter.api.Test
+    void aStoredAmqpSubscriptionWithBatchingStillReads() throws Exception {
+        com.fasterxml.jackson.databind.JsonNode body = JSON.readTree("{\"name\": \"old\", \"batch\": {\"max_events\": 50},"
+                + " \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}}");
+        assertThatThrownBy(() -> SubscriptionJson.parse(body)).isInstanceOf(SubscriptionException.class)
+                .hasMessageContaining("one AMQP message");
+        assertThat(SubscriptionJson.parseStored(body).name()).isEqualTo("old");
     }
 }
