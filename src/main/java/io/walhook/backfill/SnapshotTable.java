@@ -14,7 +14,8 @@ import io.walhook.pgoutput.ReplicaIdentity;
 
 /**
  * A table as a backfill reads it, described from the catalog the way pgoutput describes it to the
- * stream (the published columns in order, generated ones left out, the replica identity's columns
+ * stream (the published columns in order, generated ones only where PostgreSQL 18 publishes stored
+ * ones, the replica identity's columns
  * marked as key, user types by their base type), plus the columns it is read in order of: the
  * replica identity index when the table has one, else its primary key.
  */
@@ -123,7 +124,10 @@ public final class SnapshotTable {
         List<String> identityColumns = List.copyOf(keyIndex.keySet());
         try (PreparedStatement s = c.prepareStatement("SELECT a.attname, a.atttypid, a.atttypmod,"
                 + " pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a WHERE a.attrelid = ?"
-                + " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum")) {
+                + " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated " + (serverMajor >= 18
+                        // 18 publishes stored generated columns when the publication or its column list says so,
+                        // and its attnames says which; before 18 none is published, though 15 to 17 list them there
+                        ? "IN ('', 's')" : "= ''") + " ORDER BY a.attnum")) {
             s.setLong(1, oid);
             try (ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {

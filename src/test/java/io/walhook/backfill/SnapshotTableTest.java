@@ -167,4 +167,54 @@ class SnapshotTableTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> describe("public.handles"))
                 .isInstanceOf(SnapshotTable.Refused.class).hasMessageContaining("text_ops");
     }
+
+    /**
+     * PostgreSQL 18 publishes stored generated columns when the publication says so ({@code
+     * publish_generated_columns = stored}) or its column list names them: a read event has the
+     * columns the stream's change events have, no more and no fewer. Virtual ones are never published.
+     */
+    @Test
+    void aBackfillReadsTheColumnsTheStreamPublishesGeneratedOnesIncluded() throws Exception {
+        PostgresServer pg18 = TestPostgres.shared(18);
+        String db = pg18.createDatabase("snapshot_generated");
+        pg18.execute(db, "CREATE TABLE gen (id int PRIMARY KEY, n int, doubled int GENERATED ALWAYS AS (n * 2) STORED,"
+                        + " tripled int GENERATED ALWAYS AS (n * 3) VIRTUAL)",
+                "CREATE TABLE listed (id int PRIMARY KEY, n int, doubled int GENERATED ALWAYS AS (n * 2) STORED)",
+                "CREATE PUBLICATION with_generated FOR TABLE gen WITH (publish_generated_columns = stored)",
+                "CREATE PUBLICATION without_generated FOR TABLE gen",
+                "CREATE PUBLICATION listing FOR TABLE listed (id, doubled)");
+        for (String[] pair : new String[][] {{"with_generated", "gen"}, {"without_generated", "gen"}, {"listing", "listed"}}) {
+            List<String> streamed = streamedColumns(pg18, db, pair[0], pair[1]);
+            try (Connection c = pg18.connect(db)) {
+                SnapshotTable described = SnapshotTable.describe(c, "public." + pair[1], pair[0], "walhook");
+                assertThat(described.relation().columns().stream().map(PgOutputMessage.Relation.Column::name).toList())
+                        .as("publication %s", pair[0]).isEqualTo(streamed);
+            }
+        }
+        assertThat(streamedColumns(pg18, db, "with_generated", "gen")).containsExactly("id", "n", "doubled");
+    }
+
+    /** The columns of the Relation message pgoutput sends for {@code table} through {@code publication}. */
+    private static List<String> streamedColumns(PostgresServer server, String db, String publication, String table)
+            throws Exception {
+        String slot = "cols_" + publication;
+        try (Connection c = server.connect(db); java.sql.Statement s = c.createStatement()) {
+            s.execute("SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
+            try {
+                s.execute("INSERT INTO " + table + " (id, n) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM " + table + "), 7)");
+                try (ResultSet rs = s.executeQuery("SELECT data FROM pg_logical_slot_peek_binary_changes('" + slot
+                        + "', NULL, NULL, 'proto_version', '1', 'publication_names', '" + publication + "')")) {
+                    io.walhook.pgoutput.PgOutputDecoder decoder = new io.walhook.pgoutput.PgOutputDecoder();
+                    while (rs.next()) {
+                        if (decoder.decode(rs.getBytes(1)) instanceof PgOutputMessage.Relation relation) {
+                            return relation.columns().stream().map(PgOutputMessage.Relation.Column::name).toList();
+                        }
+                    }
+                }
+            } finally {
+                s.execute("SELECT pg_drop_replication_slot('" + slot + "')");
+            }
+        }
+        throw new AssertionError("no Relation message for " + table + " through " + publication);
+    }
 }
