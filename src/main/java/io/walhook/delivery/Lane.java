@@ -239,6 +239,8 @@ final class Lane {
     /** The chunk the durable queue's write under way holds: acknowledged once written, or when the subscription is deleted. */
     private List<Job> writing = List.of();
     private final List<Job> toDelete = new ArrayList<>();
+    /** Changes the stream sent again after a restart, found in the queue behind a newer change of their row. */
+    private final ReplayedRows replayed = new ReplayedRows();
     private final Map<String, List<String>> toFail = new LinkedHashMap<>();
     /** Durable jobs in memory whose rows the cursor has not passed: a read of the queue skips them. */
     private final Set<String> resident = new HashSet<>();
@@ -564,6 +566,7 @@ final class Lane {
         }
         for (Job job : jobs) {
             job.arrival = ++arrivals;
+            replayed.streamed(job.commitLsn);
             if (deleted) {
                 settled(job); // deleted: discarded, as the API said
             } else if (mode == Mode.DIRECT) {
@@ -707,6 +710,7 @@ final class Lane {
         if (allRead && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held()) {
             mode = Mode.DIRECT;
             direct = true;
+            replayed.clear();
             forgetHold();
             backlog = 0;
             if (queuedSince != null) {
@@ -922,6 +926,7 @@ final class Lane {
         readReserved = 0;
         List<ParkedEventStore.Parked> page = synced.page();
         long bytes = 0;
+        int superseded = 0;
         try {
             for (ParkedEventStore.Parked row : page) {
                 cursor = Math.max(cursor, row.id());
@@ -935,6 +940,11 @@ final class Lane {
                 job.attempts = row.attempts();
                 job.rowKey = row.rowKey();
                 job.addressParts = row.addressParts();
+                if (replayed.supersededOnRead(job)) {
+                    toDelete.add(job); // delivered before the crash that made the stream send it again
+                    superseded++;
+                    continue;
+                }
                 job.arrival = ++arrivals;
                 resident.add(job.eventId);
                 durableInMemory++;
@@ -944,6 +954,11 @@ final class Lane {
             }
         } finally {
             readBackTaken(bytes); // what joined the queue, even if a row further on could not
+        }
+        if (superseded > 0) {
+            LOG.infof("subscription %s: %d changes the stream sent again after a restart were queued behind a newer change"
+                    + " of their row, which they preceded and were delivered before it: dropped, not delivered again",
+                    subscription.name(), superseded);
         }
         exhausted = !synced.more();
         nextRowTooBig = page.isEmpty() && synced.more();
