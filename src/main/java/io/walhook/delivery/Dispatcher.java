@@ -232,6 +232,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             subscriptions = lastSynced.byId().values();
             held = this.held;
         }
+        context.store().markRun(); // before routing starts: what the queues hold now was written before this run
         Set<String> queued = new HashSet<>(context.store().subscriptionsWithParkedEvents());
         for (Subscription subscription : subscriptions) {
             if (queued.remove(subscription.id())) {

@@ -217,6 +217,8 @@ final class Lane {
      * one replaced in the middle of the turn is followed ({@link #followReplacement}) before any goes to it.
      */
     private Subscription pumping;
+    /** The subscription whose tables, operations and filter the last turn saw ({@link #followNarrowing}). */
+    private Subscription matchedFor;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -566,7 +568,6 @@ final class Lane {
         }
         for (Job job : jobs) {
             job.arrival = ++arrivals;
-            replayed.streamed(job.commitLsn);
             if (deleted) {
                 settled(job); // deleted: discarded, as the API said
             } else if (mode == Mode.DIRECT) {
@@ -587,6 +588,7 @@ final class Lane {
         }
         pumping = subscription;
         followReplacement();
+        followNarrowing();
         Instant now = context.clock().instant();
         if (mode == Mode.DIRECT) {
             String why = reasonToQueue(now);
@@ -940,7 +942,7 @@ final class Lane {
                 job.attempts = row.attempts();
                 job.rowKey = row.rowKey();
                 job.addressParts = row.addressParts();
-                if (replayed.supersededOnRead(job)) {
+                if (replayed.supersededOnRead(job, context.store().writtenBefore())) {
                     toDelete.add(job); // delivered before the crash that made the stream send it again
                     superseded++;
                     continue;
@@ -955,6 +957,7 @@ final class Lane {
         } finally {
             readBackTaken(bytes); // what joined the queue, even if a row further on could not
         }
+        replayed.pageRead();
         if (superseded > 0) {
             LOG.infof("subscription %s: %d changes the stream sent again after a restart were queued behind a newer change"
                     + " of their row, which they preceded and were delivered before it: dropped, not delivered again",
@@ -1308,6 +1311,33 @@ final class Lane {
                     subscription.name(), now);
             tryEverythingNow();
         }
+    }
+
+    /**
+     * The subscription's tables, operations or filter changed (through the API): the events routed
+     * to it under the old ones, still in memory and not acknowledged, go to the durable queue. They
+     * are delivered, as the contract says; but after a crash the slot would send them again to be
+     * routed under the new ones, which may no longer take them, and they would be lost. Written,
+     * they are acknowledged and a restart finds them in the queue.
+     */
+    private void followNarrowing() {
+        Subscription before = matchedFor;
+        Subscription now = pumping;
+        matchedFor = now;
+        if (before == null || before == now || sameMatching(before, now)) {
+            return;
+        }
+        if (mode == Mode.DURABLE) {
+            mustWrite = toWrite.size(); // arrivals waiting in memory to go direct with the queue's last rows: written now
+        } else if (volatileJobs.get() > 0) {
+            queueDurably("its tables, operations or filter changed, and events routed under the old ones are kept in its"
+                    + " durable queue (a crash would route the slot's resend of them under the new ones)");
+        }
+    }
+
+    private static boolean sameMatching(Subscription a, Subscription b) {
+        return a.tables().equals(b.tables()) && a.operations().equals(b.operations())
+                && a.filter().map(io.walhook.routing.CelFilter::expression).equals(b.filter().map(io.walhook.routing.CelFilter::expression));
     }
 
     /**

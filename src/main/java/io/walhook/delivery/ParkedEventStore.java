@@ -72,6 +72,7 @@ public final class ParkedEventStore {
 
     private final DataSource dataSource;
     private final String table;
+    private volatile long writtenBefore = Long.MAX_VALUE;
     private final Fence fence;
 
     /** @param stateSchema a validated plain identifier */
@@ -450,6 +451,27 @@ public final class ParkedEventStore {
      * probe of the queue's index per subscription found (a loose index scan), not a read of every
      * row: a queue of millions takes milliseconds, well within the session's limit.
      */
+    /**
+     * Marks the start of this run's writes (an instance starting or taking over, fenced from the one
+     * before): rows up to the queues' newest id now were written before; see {@link #writtenBefore}.
+     */
+    public void markRun() throws SQLException {
+        if (writtenBefore != Long.MAX_VALUE) {
+            return; // marked by an earlier try of the same start
+        }
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT coalesce(max(id), 0) FROM " + table);
+             ResultSet rs = s.executeQuery()) {
+            rs.next();
+            writtenBefore = rs.getLong(1);
+        }
+    }
+
+    /** The newest row id written before this run ({@link #markRun}); every id until it is marked. */
+    public long writtenBefore() {
+        return writtenBefore;
+    }
+
     public Set<String> subscriptionsWithParkedEvents() throws SQLException {
         Set<String> ids = new TreeSet<>();
         try (Connection c = dataSource.getConnection();

@@ -1,10 +1,7 @@
 package io.walhook.delivery;
 
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.Map;
-
-import io.walhook.pgoutput.Lsn;
 
 /**
  * Finds, in a lane's durable queue, the changes the stream sent again after a restart that are
@@ -14,73 +11,93 @@ import io.walhook.pgoutput.Lsn;
  * an older change of its row, delivered directly before the crash, is written behind it, and was
  * delivered after it: the receiver was left with the older state.
  *
- * <p>A row of the queue is such a resend when a row read before it (a lower id) holds a change of
- * the same row key from later in the stream. Changes of a row are queued in stream order, and a
- * change is queued only once the earlier changes of its row were delivered or queued before it,
- * so the older change was delivered before the crash: it is dropped, not delivered again. Only
- * what can still be resent is remembered: changes ahead of the newest the stream brought the lane
- * since it started, at most {@link #LIMIT} rows' keys; none once the lane delivers directly.
+ * <p>A row of the queue is such a resend when a row read before it (a lower id) written before
+ * this run holds a later change of the same row (or a later TRUNCATE of its table; for a
+ * TRUNCATE, a later change of any row of its table). Changes are queued in stream order, and one
+ * only once what it must follow was delivered or queued before it, so the older change was
+ * delivered before the crash: it is dropped, not delivered again.
+ *
+ * <p>Only rows written before this run are remembered, at most {@link #LIMIT} rows' keys; a row
+ * written in this run at a commit LSN means every resend older than it was written, and read,
+ * before it, so what is older is forgotten. Nothing is kept once the lane delivers directly.
  */
 final class ReplayedRows {
 
-    /** Row keys remembered at most (a few MB): beyond them, a resend is delivered again, as before. */
-    static final int LIMIT = 50_000;
+    /** Row keys remembered at most (about a MB): beyond them, a resend is delivered again, as before. */
+    static final int LIMIT = 10_000;
 
     /** Per row key: the commit LSN, position in its transaction and queue row id of its newest change read. */
-    private final Map<Long, long[]> newest = new HashMap<>();
-    /** The newest commit LSN the stream brought the lane (once {@link #anyStreamed}): nothing older is queued from now on. */
-    private long streamed;
-    private boolean anyStreamed;
-    private long readsSincePrune;
-
-    /** The stream brought the lane a change committed at {@code commitLsn}. */
-    void streamed(Lsn commitLsn) {
-        if (commitLsn != null && (!anyStreamed || Long.compareUnsigned(commitLsn.value(), streamed) > 0)) {
-            streamed = commitLsn.value();
-            anyStreamed = true;
-        }
-    }
+    private final Map<Long, long[]> rows = new HashMap<>();
+    /** Per table (or logical messages): the same of its newest TRUNCATE (message) read. */
+    private final Map<Long, long[]> truncates = new HashMap<>();
+    /** Per table: the same of its newest change of any kind read. */
+    private final Map<Long, long[]> tables = new HashMap<>();
+    /** The newest commit LSN of a row written in this run read so far: older ones are forgotten at the page's end. */
+    private long forgetBelow;
+    private boolean forgetting;
 
     /**
      * Whether {@code job}, read from the durable queue (its row id set), is a resend of a change
-     * older than one of its row read before it; else it is remembered, if it is ahead of the stream.
+     * older than one read before it; else it is remembered, if its row was written before this run
+     * (row ids up to {@code writtenBefore}).
      */
-    boolean supersededOnRead(Job job) {
-        if (job.ordering.scope() != Ordering.Scope.ROW || job.commitLsn == null) {
-            return false;
+    boolean supersededOnRead(Job job, long writtenBefore) {
+        Ordering ordering = job.ordering;
+        if (ordering.scope() == Ordering.Scope.ALL || job.commitLsn == null) {
+            return false; // parked before orderings were kept
         }
         long seq = position(job.eventId);
         if (seq < 0) {
             return false; // not a change of the stream (a backfill's row)
         }
         long lsn = job.commitLsn.value();
-        if (newer(job.ordering.key(), lsn, seq, job.rowId) || newer(job.ordering.otherKey(), lsn, seq, job.rowId)) {
+        long rowId = job.rowId;
+        boolean superseded = ordering.scope() == Ordering.Scope.ROW
+                ? newer(rows, ordering.key(), lsn, seq, rowId) || newer(rows, ordering.otherKey(), lsn, seq, rowId)
+                        || newer(truncates, ordering.table(), lsn, seq, rowId)
+                : newer(tables, ordering.table(), lsn, seq, rowId);
+        if (superseded) {
             return true;
         }
-        if (anyStreamed && Long.compareUnsigned(lsn, streamed) < 0) {
-            return false; // the stream is past it: nothing older of its row is queued from now on
+        if (rowId > writtenBefore) {
+            if (!forgetting || Long.compareUnsigned(lsn, forgetBelow) > 0) {
+                forgetBelow = lsn;
+                forgetting = true;
+            }
+            return false;
         }
-        if (++readsSincePrune >= 1024) {
-            prune();
+        if (ordering.scope() == Ordering.Scope.ROW) {
+            remember(rows, ordering.key(), lsn, seq, rowId);
+            remember(rows, ordering.otherKey(), lsn, seq, rowId);
+        } else {
+            remember(truncates, ordering.table(), lsn, seq, rowId);
         }
-        remember(job.ordering.key(), lsn, seq, job.rowId);
-        if (job.ordering.otherKey() != job.ordering.key()) {
-            remember(job.ordering.otherKey(), lsn, seq, job.rowId);
-        }
+        remember(tables, ordering.table(), lsn, seq, rowId);
         return false;
+    }
+
+    /** A page was read: what is older than a row written in this run that it held is forgotten. */
+    void pageRead() {
+        if (forgetting) {
+            for (Map<Long, long[]> map : java.util.List.of(rows, truncates, tables)) {
+                map.values().removeIf(seen -> Long.compareUnsigned(seen[0], forgetBelow) < 0);
+            }
+        }
     }
 
     /** The lane delivers directly: no resend is queued behind a row it read any more. */
     void clear() {
-        newest.clear();
+        rows.clear();
+        truncates.clear();
+        tables.clear();
     }
 
     int remembered() {
-        return newest.size();
+        return rows.size() + truncates.size();
     }
 
-    private boolean newer(long key, long lsn, long seq, long rowId) {
-        long[] seen = newest.get(key);
+    private static boolean newer(Map<Long, long[]> map, long key, long lsn, long seq, long rowId) {
+        long[] seen = map.get(key);
         if (seen == null || seen[2] >= rowId) {
             return false;
         }
@@ -88,11 +105,11 @@ final class ReplayedRows {
         return byLsn > 0 || byLsn == 0 && seen[1] > seq;
     }
 
-    private void remember(long key, long lsn, long seq, long rowId) {
-        long[] seen = newest.get(key);
+    private void remember(Map<Long, long[]> map, long key, long lsn, long seq, long rowId) {
+        long[] seen = map.get(key);
         if (seen == null) {
-            if (newest.size() < LIMIT) {
-                newest.put(key, new long[] {lsn, seq, rowId});
+            if (map != rows || rows.size() < LIMIT) {
+                map.put(key, new long[] {lsn, seq, rowId});
             }
             return;
         }
@@ -101,18 +118,6 @@ final class ReplayedRows {
             seen[0] = lsn;
             seen[1] = seq;
             seen[2] = rowId;
-        }
-    }
-
-    private void prune() {
-        readsSincePrune = 0;
-        if (!anyStreamed) {
-            return;
-        }
-        for (Iterator<long[]> it = newest.values().iterator(); it.hasNext();) {
-            if (Long.compareUnsigned(it.next()[0], streamed) < 0) {
-                it.remove();
-            }
         }
     }
 

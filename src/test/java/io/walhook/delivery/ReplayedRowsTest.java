@@ -11,47 +11,73 @@ import io.walhook.pgoutput.Lsn;
 /** Which rows read from a durable queue are resends of changes older than one of their row read before them. */
 class ReplayedRowsTest {
 
-    private static Job queued(long rowId, long lsn, int position, int rowKey) {
+    /** Rows up to this id were written before this run. */
+    private static final long BEFORE = 100;
+
+    private static Job queued(long rowId, long lsn, int position, Ordering ordering) {
         Job job = new Job(String.format("%016X-%04d", lsn, position), Lsn.of(lsn), null, new byte[0], "application/json",
-                Map.of(), null, Ordering.row(7, rowKey, rowKey));
+                Map.of(), null, ordering);
         job.rowId = rowId;
         job.durable = true;
         return job;
     }
 
+    private static Job row(long rowId, long lsn, int position, int rowKey) {
+        return queued(rowId, lsn, position, Ordering.row(7, rowKey, rowKey));
+    }
+
+    private static Job truncate(long rowId, long lsn) {
+        return queued(rowId, lsn, 1, new Ordering(Ordering.Scope.TABLE, 7, 0, 0));
+    }
+
     @Test
     void anOlderChangeOfARowQueuedBehindANewerOneIsAResend() {
         ReplayedRows replayed = new ReplayedRows();
-        assertThat(replayed.supersededOnRead(queued(1, 0x100, 1, 42))).isFalse();
-        assertThat(replayed.supersededOnRead(queued(2, 0x300, 2, 42))).isFalse();
+        assertThat(replayed.supersededOnRead(row(1, 0x100, 1, 42), BEFORE)).isFalse();
+        assertThat(replayed.supersededOnRead(row(2, 0x300, 2, 42), BEFORE)).isFalse();
         // behind them: an older change of the same row (a resend), one of the same transaction before it, another row's
-        assertThat(replayed.supersededOnRead(queued(3, 0x200, 1, 42))).isTrue();
-        assertThat(replayed.supersededOnRead(queued(4, 0x300, 1, 42))).isTrue();
-        assertThat(replayed.supersededOnRead(queued(5, 0x200, 1, 43))).isFalse();
+        assertThat(replayed.supersededOnRead(row(101, 0x200, 1, 42), BEFORE)).isTrue();
+        assertThat(replayed.supersededOnRead(row(102, 0x300, 1, 42), BEFORE)).isTrue();
+        assertThat(replayed.supersededOnRead(row(103, 0x200, 1, 43), BEFORE)).isFalse();
         // a later change of the row is not
-        assertThat(replayed.supersededOnRead(queued(6, 0x400, 1, 42))).isFalse();
+        assertThat(replayed.supersededOnRead(row(104, 0x400, 1, 42), BEFORE)).isFalse();
+    }
+
+    @Test
+    void aTruncateAndTheRowsOfItsTableAreOrderedTheSameWay() {
+        ReplayedRows replayed = new ReplayedRows();
+        assertThat(replayed.supersededOnRead(row(1, 0x300, 1, 42), BEFORE)).isFalse();
+        // a TRUNCATE delivered before the crash, resent behind a newer insert: it would remove the row
+        assertThat(replayed.supersededOnRead(truncate(101, 0x250), BEFORE)).isTrue();
+        ReplayedRows other = new ReplayedRows();
+        assertThat(other.supersededOnRead(truncate(1, 0x300), BEFORE)).isFalse();
+        // an insert delivered before a queued TRUNCATE, resent behind it: the truncated row would come back
+        assertThat(other.supersededOnRead(row(101, 0x200, 1, 42), BEFORE)).isTrue();
+        assertThat(other.supersededOnRead(row(102, 0x400, 1, 42), BEFORE)).isFalse();
     }
 
     @Test
     void rowsReadAgainAfterTheCursorMovedBackAreNotResends() {
         ReplayedRows replayed = new ReplayedRows();
-        assertThat(replayed.supersededOnRead(queued(1, 0x100, 1, 42))).isFalse();
-        assertThat(replayed.supersededOnRead(queued(2, 0x300, 1, 42))).isFalse();
+        assertThat(replayed.supersededOnRead(row(1, 0x100, 1, 42), BEFORE)).isFalse();
+        assertThat(replayed.supersededOnRead(row(2, 0x300, 1, 42), BEFORE)).isFalse();
         // given back (paused) and read again: the same rows, in the same order
-        assertThat(replayed.supersededOnRead(queued(1, 0x100, 1, 42))).isFalse();
-        assertThat(replayed.supersededOnRead(queued(2, 0x300, 1, 42))).isFalse();
+        assertThat(replayed.supersededOnRead(row(1, 0x100, 1, 42), BEFORE)).isFalse();
+        assertThat(replayed.supersededOnRead(row(2, 0x300, 1, 42), BEFORE)).isFalse();
     }
 
     @Test
-    void rowsTheStreamIsPastAreNotRememberedAndNoneOnceTheLaneDeliversDirectly() {
+    void rowsOfThisRunAreNotRememberedAndWhatIsOlderThanOneReadIsForgotten() {
         ReplayedRows replayed = new ReplayedRows();
-        replayed.streamed(Lsn.of(0x500));
-        assertThat(replayed.supersededOnRead(queued(1, 0x300, 1, 42))).isFalse();
-        assertThat(replayed.remembered()).isZero();
-        assertThat(replayed.supersededOnRead(queued(2, 0x600, 1, 43))).isFalse();
+        assertThat(replayed.supersededOnRead(row(1, 0x300, 1, 42), BEFORE)).isFalse();
+        assertThat(replayed.supersededOnRead(row(2, 0x600, 1, 43), BEFORE)).isFalse();
+        assertThat(replayed.supersededOnRead(row(101, 0x500, 1, 44), BEFORE)).isFalse();
+        assertThat(replayed.remembered()).isEqualTo(2);
+        replayed.pageRead(); // every resend older than 0x500 was written before it, and read
         assertThat(replayed.remembered()).isEqualTo(1);
+        assertThat(replayed.supersededOnRead(row(102, 0x550, 1, 43), BEFORE)).isTrue();
         replayed.clear();
-        assertThat(replayed.supersededOnRead(queued(3, 0x550, 1, 43))).isFalse();
+        assertThat(replayed.supersededOnRead(row(103, 0x550, 1, 43), BEFORE)).isFalse();
     }
 
     @Test
