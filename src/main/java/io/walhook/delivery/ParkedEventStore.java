@@ -72,6 +72,7 @@ public final class ParkedEventStore {
 
     private final DataSource dataSource;
     private final String table;
+    private final String subscriptions;
     private volatile long writtenBefore = Long.MAX_VALUE;
     private final Fence fence;
 
@@ -84,6 +85,7 @@ public final class ParkedEventStore {
     public ParkedEventStore(DataSource dataSource, String stateSchema, Fence fence) {
         this.dataSource = dataSource;
         this.table = stateSchema + ".parked_event";
+        this.subscriptions = stateSchema + ".subscription";
         this.fence = fence;
     }
 
@@ -294,8 +296,14 @@ public final class ParkedEventStore {
         }
     }
 
-    /** What {@link #dropSome} did: rows deleted, and whether rows of the queue are left (locked by another session). */
-    public record Dropped(int deleted, boolean left) {
+    /**
+     * What {@link #dropSome} did: rows deleted, whether rows of the queue are left (locked by another
+     * session), and whether none was, the subscription being stored (not deleted).
+     */
+    public record Dropped(int deleted, boolean left, boolean stored) {
+        Dropped(int deleted, boolean left) {
+            this(deleted, left, false);
+        }
     }
 
     /**
@@ -307,6 +315,18 @@ public final class ParkedEventStore {
     public Dropped dropSome(String subscriptionId, int limit) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             return io.walhook.config.DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement("SELECT EXISTS (SELECT 1 FROM " + subscriptions
+                        + " WHERE id::text = ?)")) {
+                    // stored: not deleted, whatever an instance's older look at the subscriptions said (a standby
+                    // taking over with a list from before the subscription was created)
+                    s.setString(1, subscriptionId);
+                    try (ResultSet r = s.executeQuery()) {
+                        r.next();
+                        if (r.getBoolean(1)) {
+                            return new Dropped(0, false, true);
+                        }
+                    }
+                }
                 int deleted;
                 try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE id IN (SELECT id FROM "
                         + table + " WHERE subscription_id = ? LIMIT ? FOR UPDATE SKIP LOCKED)")) {

@@ -48,6 +48,10 @@ final class QueueDrop {
     private void turn(long wait) {
         try {
             ParkedEventStore.Dropped dropped = context.store().dropSome(id, BATCH);
+            if (dropped.stored()) {
+                LOG.warnf("subscription %s is stored: its durable queue is kept, not dropped as a deleted one's", named);
+                return;
+            }
             if (dropped.deleted() > 0) {
                 LOG.debugf("subscription %s deleted: dropped %d events of its durable queue", named, dropped.deleted());
             }

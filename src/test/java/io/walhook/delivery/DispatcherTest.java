@@ -1982,6 +1982,28 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acceptedByRow(accepted).size() == 5 && store.count(wide.id()) == 0);
     }
 
+    /**
+     * A standby taking over resumes the queues with the subscriptions it last loaded: one created on
+     * the active instance just before it died, whose events went to its queue, may be missing from
+     * that list. Its queue is not a deleted subscription's while the subscription is stored.
+     */
+    @Test
+    void aQueueOfAStoredSubscriptionMissingFromAStaleListIsNotDroppedAtTakeOver() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        String id = "6f1c2b6e-0000-4000-8000-0000000000ff";
+        database.sql("INSERT INTO walhook.subscription (id, name, body) VALUES ('" + id + "', 'created-late',"
+                + " '{\"name\": \"created-late\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}}')");
+        store.append(id, "created-late", List.of(new ParkedEventStore.Entry("queued", Lsn.of(0x10), java.time.Instant.EPOCH,
+                "application/json", Map.of(), null, "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)),
+                0, null);
+        dispatcher.resumeParked(List.of());
+        await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> store.count(id) == 1);
+        // deleted (its row gone): its queue goes
+        database.sql("DELETE FROM walhook.subscription WHERE id = '" + id + "'");
+        restartedDispatcher().resumeParked(List.of());
+        await().atMost(WAIT).until(() -> store.count(id) == 0);
+    }
+
     @Test
     void aDeletedSubscriptionsQueueHeldByAnotherSessionDoesNotHoldStartUp() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
