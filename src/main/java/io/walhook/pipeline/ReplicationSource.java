@@ -197,9 +197,23 @@ public class ReplicationSource {
                 return;
             }
             if (!lockLost) {
-                lock.stillHeld(); // false at once while not held (a standby)
+                try {
+                    lock.stillHeld(); // false at once while not held (a standby)
+                } catch (RuntimeException e) {
+                    LOG.debugf("renewing the lease: %s", e.getMessage()); // the poller's look takes the lock again
+                }
             }
         }
+    }
+
+    /**
+     * A thread walhook cannot go on without ended on an unexpected error: walhook stops (exit 1).
+     * Staying up, it would hold the slot's lock with nothing reading or routing behind it, and no
+     * other instance would take over; restarted, it resumes from the checkpoint.
+     */
+    private void fatal(String what, Throwable e) {
+        LOG.errorf(e, "%s ended unexpectedly (%s): walhook stops, and a restart resumes from the checkpoint", what, e);
+        Quarkus.asyncExit(1); // a graceful stop: what is under way finishes and is acknowledged, and the lock is let go
     }
 
     /** A start-up step against the database. */
@@ -251,6 +265,10 @@ public class ReplicationSource {
             } catch (SourceSetupException e) {
                 LOG.error("walhook cannot take over: " + e.variable() + " " + e.getMessage());
                 Quarkus.asyncExit(StartupCheck.EXIT_CONFIG);
+                return;
+            } catch (RuntimeException | Error e) {
+                // it holds the lock now: standing by on, it would keep every instance from taking over
+                fatal("taking over slot " + config.slot(), e);
                 return;
             } catch (SQLException e) {
                 if (!String.valueOf(e.getMessage()).equals(lastProblem)) {
@@ -319,7 +337,11 @@ public class ReplicationSource {
         Thread backfilling = new Thread(runner, "walhook-backfill");
         backfilling.setDaemon(true);
         routing.setDaemon(true);
-        routing.setUncaughtExceptionHandler((t, e) -> routingFailure = String.valueOf(e.getMessage()));
+        routing.setUncaughtExceptionHandler((t, e) -> {
+            routingFailure = String.valueOf(e.getMessage());
+            fatal("routing", e);
+        });
+        resumed.onFailure((t, e) -> fatal("the replication reader", e));
         role = Role.ACTIVE;
         listening.thenRun(() -> {
             synchronized (this) { // not after onStop began

@@ -101,6 +101,11 @@ final class SubscriptionPoller {
         try (SubscriptionChanges changes = new SubscriptionChanges(source.jdbcUrl(), source.user(), source.password(),
                 List.of(SubscriptionStore.CHANNEL, BackfillStore.CHANNEL))) {
             run(changes);
+        } catch (RuntimeException | Error e) {
+            // this thread also takes the slot's lock again after its session ended: without it, no instance would
+            // stream after the next blip; a restart resumes from the checkpoint
+            LOG.errorf(e, "watching subscriptions and the slot's lock ended unexpectedly (%s): walhook stops", e);
+            Quarkus.asyncExit(1);
         }
     }
 

@@ -172,6 +172,15 @@ public final class ReplicationReader {
     }
 
     /**
+     * Told when the reader's thread ends on an unexpected error (an {@link Error}: out of memory
+     * where the JVM is not told to exit on it, a defect): the stream is then read no more, and
+     * {@link #status()} says STOPPED with the error.
+     */
+    public void onFailure(Thread.UncaughtExceptionHandler failed) {
+        thread.setUncaughtExceptionHandler(failed);
+    }
+
+    /**
      * Stops reading at once, then keeps acknowledging while delivery finishes what it was handed,
      * until every closed transaction is delivered or parked or the grace period ends; acknowledges
      * a last time and closes the stream.
@@ -203,6 +212,16 @@ public final class ReplicationReader {
     }
 
     private void run() {
+        try {
+            read();
+        } catch (Error e) {
+            lastError = describe(e);
+            state = SourceStatus.State.STOPPED;
+            throw e;
+        }
+    }
+
+    private void read() {
         MDC.put("slot", settings.slot());
         long backoffMillis = 1000;
         while (running) {
