@@ -138,6 +138,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * their lanes hold as paused ones do.
      */
     private volatile Set<String> held = Set.of();
+    /** Queues resumed as deleted subscriptions' whose subscriptions are stored, waiting for a sync to put them in force. */
+    private final Set<String> kept = new HashSet<>();
     /** How many {@link #sync}s ran (under this object's lock, as {@link #resumeParked}). */
     private long syncs;
     /**
@@ -244,7 +246,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             // a subscription of the API deleted while rows were still being written: nothing will deliver them
             if (!orphan.startsWith(Subscription.CONFIGURED)) {
                 LOG.infof("subscription %s was deleted: dropping its durable queue", orphan);
-                QueueDrop.start(context, orphan, orphan); // rows another session holds are not waited for here
+                // rows another session holds are not waited for here; a subscription stored after all (missing
+                // from the look taken before the take-over) keeps its queue, delivered once it is in force
+                QueueDrop.start(context, orphan, orphan, () -> keptQueue(orphan));
             }
         }
     }
@@ -311,6 +315,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         job.relation = event.relation();
         job.background = event.op() == io.walhook.change.Operation.READ;
         job.done = done;
+        Subscription current = lane.subscription();
+        if (current != subscription && !Lane.sameMatching(current, subscription)) {
+            job.routedUnderOther = true; // a crash's resend would be routed under the lane's: kept durably (Lane)
+        }
         if (lane.routed.isEmpty()) {
             routedTo.add(lane);
         }
@@ -424,7 +432,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
             Lane lane = lanes.get(subscription.id());
             if (lane == null) {
-                if (heldBefore.contains(subscription.id())) {
+                if (heldBefore.contains(subscription.id()) || kept.remove(subscription.id())) {
                     toStart.add(subscription); // in force again: what waits in its queue goes without its next event
                 }
                 continue;
@@ -456,6 +464,19 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
         }
         context.metrics().onlyInForce(ids);
+    }
+
+    /**
+     * A queue resumed as a deleted subscription's is its stored subscription's after all: its lane
+     * starts now if a sync put the subscription in force, else at the sync that does.
+     */
+    private synchronized void keptQueue(String id) {
+        Subscription inForce = lastSynced.byId().get(id);
+        if (inForce != null) {
+            lane(inForce);
+        } else {
+            kept.add(id);
+        }
     }
 
     /** A subscription was deleted: its delivery stops at once and what its lane wrote to the queue goes. */

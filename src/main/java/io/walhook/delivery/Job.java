@@ -50,6 +50,11 @@ final class Job {
     int attempts;
     /** A backfill's row: sent when no live change is ready ({@link KeyedQueue}). */
     boolean background;
+    /**
+     * Routed under another definition of the subscription (tables, operations, filter) than its
+     * lane's: the rest of a transaction routed as it was when the subscription changed.
+     */
+    boolean routedUnderOther;
 
     // KeyedQueue's
     int pending;

@@ -219,6 +219,8 @@ final class Lane {
     private Subscription pumping;
     /** The subscription whose tables, operations and filter the last turn saw ({@link #followNarrowing}). */
     private Subscription matchedFor;
+    /** Jobs routed under another definition than the lane's arrived since the last turn ({@link Job#routedUnderOther}). */
+    private boolean routedUnderOther;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
     /** Failed requests waiting for their next attempt, soonest first. */
@@ -568,6 +570,7 @@ final class Lane {
         }
         for (Job job : jobs) {
             job.arrival = ++arrivals;
+            routedUnderOther |= job.routedUnderOther;
             if (deleted) {
                 settled(job); // deleted: discarded, as the API said
             } else if (mode == Mode.DIRECT) {
@@ -1324,7 +1327,9 @@ final class Lane {
         Subscription before = matchedFor;
         Subscription now = pumping;
         matchedFor = now;
-        if (before == null || before == now || sameMatching(before, now)) {
+        boolean routedOtherwise = routedUnderOther;
+        routedUnderOther = false;
+        if (!routedOtherwise && (before == null || before == now || sameMatching(before, now))) {
             return;
         }
         if (mode == Mode.DURABLE) {
@@ -1335,7 +1340,7 @@ final class Lane {
         }
     }
 
-    private static boolean sameMatching(Subscription a, Subscription b) {
+    static boolean sameMatching(Subscription a, Subscription b) {
         return a.tables().equals(b.tables()) && a.operations().equals(b.operations())
                 && a.filter().map(io.walhook.routing.CelFilter::expression).equals(b.filter().map(io.walhook.routing.CelFilter::expression));
     }

@@ -24,17 +24,25 @@ final class QueueDrop {
     private final String id;
     /** How the subscription is named in the log: its name, or its id once nothing else is known of it. */
     private final String named;
+    /** Told when the subscription turns out to be stored: its queue is kept, for a lane to deliver. */
+    private final Runnable whenStored;
     private volatile String problem;
 
-    private QueueDrop(Dispatcher.Context context, String id, String named) {
+    private QueueDrop(Dispatcher.Context context, String id, String named, Runnable whenStored) {
         this.context = context;
         this.id = id;
         this.named = named;
+        this.whenStored = whenStored;
     }
 
     /** Starts dropping the queue of subscription {@code id}, known in the log as {@code named}; returns at once. */
     static void start(Dispatcher.Context context, String id, String named) {
-        new QueueDrop(context, id, named).next(Lane.UNEXPECTED_FIRST_MILLIS);
+        start(context, id, named, () -> { });
+    }
+
+    /** As {@link #start(Dispatcher.Context, String, String)}; {@code whenStored} runs if the subscription is stored. */
+    static void start(Dispatcher.Context context, String id, String named, Runnable whenStored) {
+        new QueueDrop(context, id, named, whenStored).next(Lane.UNEXPECTED_FIRST_MILLIS);
     }
 
     private void next(long wait) {
@@ -50,6 +58,7 @@ final class QueueDrop {
             ParkedEventStore.Dropped dropped = context.store().dropSome(id, BATCH);
             if (dropped.stored()) {
                 LOG.warnf("subscription %s is stored: its durable queue is kept, not dropped as a deleted one's", named);
+                whenStored.run();
                 return;
             }
             if (dropped.deleted() > 0) {

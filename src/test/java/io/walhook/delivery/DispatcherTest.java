@@ -1998,10 +1998,41 @@ class DispatcherTest {
                 0, null);
         dispatcher.resumeParked(List.of());
         await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> store.count(id) == 1);
+        // the poller's next look has it: its queue is delivered without waiting for its next event
+        WebhookReceiver receiver = receiver(request -> 204);
+        dispatcher.sync(List.of(webhook(id, "created-late", receiver, 1)));
+        await().atMost(WAIT).until(() -> receiver.requests().size() == 1 && store.count(id) == 0);
+        store.append(id, "created-late", List.of(new ParkedEventStore.Entry("queued-2", Lsn.of(0x20),
+                java.time.Instant.EPOCH, "application/json", Map.of(), null,
+                "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
         // deleted (its row gone): its queue goes
         database.sql("DELETE FROM walhook.subscription WHERE id = '" + id + "'");
         restartedDispatcher().resumeParked(List.of());
         await().atMost(WAIT).until(() -> store.count(id) == 0);
+    }
+
+    /**
+     * Routing picks its subscriptions once per transaction: the rest of a transaction routed when a
+     * subscription was narrowed reaches its lane under the old definition, after the lane took the
+     * new one. Those events too go through the durable queue.
+     */
+    @Test
+    void eventsRoutedUnderTheOldDefinitionAfterTheLaneTookTheNewOneAreKeptThroughACrash() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(false);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = failingWhile(down, 503, accepted);
+        Subscription wide = webhook("config:midway", "midway", receiver, 1);
+        send(dispatcher, wide, 1, 1);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 1);
+        Subscription narrowed = new Subscription(wide.id(), wide.name(), List.of(TablePattern.parse("public.other")),
+                wide.operations(), wide.filter(), wide.destination(), wide.format(), wide.batchMaxEvents(),
+                wide.batchMaxWaitMs(), wide.projection(), false, wide.retry(), wide.limits());
+        dispatcher.sync(List.of(narrowed)); // idle: nothing to keep
+        await().during(Duration.ofMillis(500)).atMost(WAIT).until(() -> store.count(wide.id()) == 0);
+        down.set(true);
+        send(dispatcher, wide, 3, 1); // the end of a transaction routed before the change
+        await().atMost(WAIT).until(() -> acknowledged.get() == 4 && store.count(wide.id()) == 3);
     }
 
     @Test
