@@ -1891,6 +1891,13 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> store.count(id) == 0 && dispatcher.status().isEmpty());
     }
 
+    /** {@code wide} edited through the API to take another table's changes only. */
+    private static Subscription narrowedToAnotherTable(Subscription wide) {
+        return new Subscription(wide.id(), wide.name(), List.of(TablePattern.parse("public.other")), wide.operations(),
+                wide.filter(), wide.destination(), wide.format(), wide.batchMaxEvents(), wide.batchMaxWaitMs(),
+                wide.projection(), false, wide.retry(), wide.limits());
+    }
+
     /** A dispatcher over the same durable queue as the last one made: walhook started again after a crash. */
     private Dispatcher restartedDispatcher() {
         Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
@@ -1969,9 +1976,7 @@ class DispatcherTest {
         send(before, wide, 5, 1);
         await().atMost(WAIT).until(() -> receiver.requests().size() >= 5); // retried in memory, not acknowledged
         assertThat(acknowledged.get()).isZero();
-        Subscription narrowed = new Subscription(wide.id(), wide.name(), List.of(TablePattern.parse("public.other")),
-                wide.operations(), wide.filter(), wide.destination(), wide.format(), wide.batchMaxEvents(),
-                wide.batchMaxWaitMs(), wide.projection(), false, wide.retry(), wide.limits());
+        Subscription narrowed = narrowedToAnotherTable(wide);
         before.sync(List.of(narrowed));
         await().atMost(WAIT).until(() -> acknowledged.get() == 5 && store.count(wide.id()) == 5);
         before.close(); // the crash; the slot resends nothing the narrowed subscription takes
@@ -2025,9 +2030,7 @@ class DispatcherTest {
         Subscription wide = webhook("config:midway", "midway", receiver, 1);
         send(dispatcher, wide, 1, 1);
         await().atMost(WAIT).until(() -> acknowledged.get() == 1);
-        Subscription narrowed = new Subscription(wide.id(), wide.name(), List.of(TablePattern.parse("public.other")),
-                wide.operations(), wide.filter(), wide.destination(), wide.format(), wide.batchMaxEvents(),
-                wide.batchMaxWaitMs(), wide.projection(), false, wide.retry(), wide.limits());
+        Subscription narrowed = narrowedToAnotherTable(wide);
         dispatcher.sync(List.of(narrowed)); // idle: nothing to keep
         await().during(Duration.ofMillis(500)).atMost(WAIT).until(() -> store.count(wide.id()) == 0);
         down.set(true);
