@@ -33,6 +33,7 @@ import io.walhook.pgoutput.Lsn;
 public final class ParkedEventStore {
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(ParkedEventStore.class);
     private static final TypeReference<LinkedHashMap<String, String>> HEADERS = new TypeReference<>() { };
 
     /** One queued request. */
@@ -212,13 +213,38 @@ public final class ParkedEventStore {
                 Timestamp commitTime = rs.getTimestamp(5);
                 parked.add(new Parked(rs.getLong(1), rs.getString(2), rs.getString(3), Lsn.parse(rs.getString(4)),
                         commitTime == null ? null : commitTime.toInstant(), rs.getString(6),
-                        JSON.readValue(rs.getString(7), HEADERS), rs.getString(8), rs.getBytes(9), rs.getInt(10),
+                        headers(rs.getString(7)), rs.getString(8), rs.getBytes(9), rs.getInt(10),
                         rs.getString(11), longs(rs.getArray(12)), rs.getString(13), texts(rs.getArray(14))));
             }
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("a parked event's headers are not JSON", e);
         }
         return parked;
+    }
+
+    /**
+     * A row's stored headers: an object of strings as walhook writes them; read leniently otherwise
+     * (written by hand, or by another version), so that the row is delivered, not read again and
+     * again: a value that is not a string is sent as its JSON text, a null one left out, and
+     * anything but an object is no headers.
+     */
+    static Map<String, String> headers(String stored) throws JsonProcessingException {
+        try {
+            return JSON.readValue(stored, HEADERS);
+        } catch (JsonProcessingException notStrings) {
+            com.fasterxml.jackson.databind.JsonNode tree = JSON.readTree(stored);
+            Map<String, String> headers = new LinkedHashMap<>();
+            if (tree != null && tree.isObject()) {
+                tree.fields().forEachRemaining(field -> {
+                    com.fasterxml.jackson.databind.JsonNode value = field.getValue();
+                    if (!value.isNull()) {
+                        headers.put(field.getKey(), value.isTextual() ? value.asText() : value.toString());
+                    }
+                });
+            }
+            LOG.warnf("a queued event's stored headers are not an object of strings; sent as read: %s", headers.keySet());
+            return headers;
+        }
     }
 
     private static String[] texts(Array array) throws SQLException {

@@ -2038,6 +2038,28 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 4 && store.count(wide.id()) == 3);
     }
 
+    /**
+     * A queued row whose stored headers are not an object of strings (written by hand, or by
+     * another version) is delivered with what can be read of them: failing the read held its
+     * lane's queue work for good, and its writes behind it, until routing waited for its memory.
+     */
+    @Test
+    void aQueuedRowWithUnreadableHeadersIsDeliveredNotRetriedForever() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = failingWhile(new java.util.concurrent.atomic.AtomicBoolean(false), 500, accepted);
+        Subscription subscription = webhook("config:odd", "odd", receiver, 1);
+        store.append(subscription.id(), "odd", List.of(new ParkedEventStore.Entry("odd-1", Lsn.of(0x10),
+                java.time.Instant.EPOCH, "application/json", Map.of("x-tenant", "7"), null,
+                "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
+        database.sql("UPDATE walhook.parked_event SET headers = '{\"x-tenant\": 7, \"x-nested\": {\"a\": 1},"
+                + " \"x-gone\": null}' WHERE event_id = 'odd-1'");
+        dispatcher.resumeParked(List.of(subscription));
+        await().atMost(WAIT).until(() -> accepted.size() == 1 && store.count(subscription.id()) == 0);
+        assertThat(accepted.get(0).header("x-tenant")).isEqualTo("7");
+        assertThat(accepted.get(0).header("x-nested")).isEqualTo("{\"a\":1}");
+    }
+
     @Test
     void aDeletedSubscriptionsQueueHeldByAnotherSessionDoesNotHoldStartUp() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
