@@ -315,10 +315,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         job.relation = event.relation();
         job.background = event.op() == io.walhook.change.Operation.READ;
         job.done = done;
-        Subscription current = lane.subscription();
-        if (current != subscription && !Lane.sameMatching(current, subscription)) {
-            job.routedUnderOther = true; // a crash's resend would be routed under the lane's: kept durably (Lane)
-        }
+        job.routedBy = subscription; // compared with the lane's when the lane takes it (Lane.accept)
         if (lane.routed.isEmpty()) {
             routedTo.add(lane);
         }

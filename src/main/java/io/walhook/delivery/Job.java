@@ -51,10 +51,11 @@ final class Job {
     /** A backfill's row: sent when no live change is ready ({@link KeyedQueue}). */
     boolean background;
     /**
-     * Routed under another definition of the subscription (tables, operations, filter) than its
-     * lane's: the rest of a transaction routed as it was when the subscription changed.
+     * The subscription as routing matched it, until its lane takes the job: routed under another
+     * definition (tables, operations, filter) than the lane's by then (the rest of a transaction
+     * routed as it was when the subscription changed), it goes through the durable queue.
      */
-    boolean routedUnderOther;
+    io.walhook.routing.Subscription routedBy;
 
     // KeyedQueue's
     int pending;

@@ -219,7 +219,7 @@ final class Lane {
     private Subscription pumping;
     /** The subscription whose tables, operations and filter the last turn saw ({@link #followNarrowing}). */
     private Subscription matchedFor;
-    /** Jobs routed under another definition than the lane's arrived since the last turn ({@link Job#routedUnderOther}). */
+    /** Jobs routed under another definition than the lane's arrived since the last turn ({@link Job#routedBy}). */
     private boolean routedUnderOther;
     /** Every request not delivered yet, under way or waiting. */
     private final Set<Outgoing> outgoing = new java.util.LinkedHashSet<>();
@@ -570,7 +570,11 @@ final class Lane {
         }
         for (Job job : jobs) {
             job.arrival = ++arrivals;
-            routedUnderOther |= job.routedUnderOther;
+            Subscription routedBy = job.routedBy;
+            job.routedBy = null;
+            if (routedBy != null && routedBy != subscription && !sameMatching(routedBy, subscription)) {
+                routedUnderOther = true; // a crash's resend would be routed under the lane's: kept durably
+            }
             if (deleted) {
                 settled(job); // deleted: discarded, as the API said
             } else if (mode == Mode.DIRECT) {

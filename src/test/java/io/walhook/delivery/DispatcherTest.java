@@ -433,12 +433,35 @@ class DispatcherTest {
      */
     @Test
     void queuesThatFailEveryReadDoNotHoldTheDurableQueueFromOtherSubscriptions() throws Exception {
-        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        dispatcher(Duration.ofMillis(300)).close();
+        // the state database refuses every statement on the queues of a and b (a policy that raises for their rows),
+        // to walhook's role (not a superuser, whom no policy binds)
+        database.sql("DO $$ BEGIN CREATE ROLE queue_reader LOGIN PASSWORD 'queue'; EXCEPTION WHEN duplicate_object THEN"
+                        + " NULL; END $$",
+                "GRANT USAGE ON SCHEMA walhook TO queue_reader",
+                "GRANT ALL ON ALL TABLES IN SCHEMA walhook TO queue_reader",
+                "GRANT ALL ON ALL SEQUENCES IN SCHEMA walhook TO queue_reader",
+                "CREATE FUNCTION walhook.readable(id text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN"
+                        + " IF id IN ('config:a', 'config:b') THEN RAISE EXCEPTION 'queue % cannot be read', id; END IF;"
+                        + " RETURN true; END $$",
+                "ALTER TABLE walhook.parked_event ENABLE ROW LEVEL SECURITY",
+                "CREATE POLICY readable ON walhook.parked_event USING (walhook.readable(subscription_id)) WITH CHECK (true)");
         for (String broken : List.of("a", "b")) {
             database.sql("INSERT INTO walhook.parked_event (subscription, subscription_id, event_id, commit_lsn, content_type,"
                     + " headers, body) VALUES ('" + broken + "', 'config:" + broken + "', '0000000000000001-0001', '0/1',"
-                    + " 'application/json', '[1]', '\\x7b7d')");
+                    + " 'application/json', '{}', '\\x7b7d')");
         }
+        org.postgresql.ds.PGSimpleDataSource restricted = new org.postgresql.ds.PGSimpleDataSource();
+        restricted.setUrl(database.dataSource.getUrl());
+        restricted.setUser("queue_reader");
+        restricted.setPassword("queue");
+        store = new ParkedEventStore(restricted, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMillis(300), Duration.ofSeconds(1), 4), store,
+                DeliveryMetrics.NONE, paused::contains,
+                s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(dispatcher);
         WebhookReceiver healthy = receiver(request -> 204);
         send(dispatcher, webhook("config:a", "a", healthy, 1), 1, 1);
         send(dispatcher, webhook("config:b", "b", healthy, 1), 1, 1);
@@ -448,7 +471,7 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 5);
         assertThat(store.count("config:c")).isEqualTo(5);
         await().atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status()).filteredOn(status -> status.name().equals("a"))
-                .singleElement().satisfies(status -> assertThat(status.lastError()).contains("not JSON")));
+                .singleElement().satisfies(status -> assertThat(status.lastError()).contains("cannot be read")));
     }
 
     /**
@@ -2052,12 +2075,19 @@ class DispatcherTest {
         store.append(subscription.id(), "odd", List.of(new ParkedEventStore.Entry("odd-1", Lsn.of(0x10),
                 java.time.Instant.EPOCH, "application/json", Map.of("x-tenant", "7"), null,
                 "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
+        store.append(subscription.id(), "odd", List.of(new ParkedEventStore.Entry("odd-2", Lsn.of(0x20),
+                java.time.Instant.EPOCH, "application/json", Map.of("x-tenant", "8"), null,
+                "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
         database.sql("UPDATE walhook.parked_event SET headers = '{\"x-tenant\": 7, \"x-nested\": {\"a\": 1},"
                 + " \"x-gone\": null}' WHERE event_id = 'odd-1'");
+        // a null value alone: read as an object of strings, with a null
+        database.sql("UPDATE walhook.parked_event SET headers = '{\"x-tenant\": 8, \"x-gone\": null}'"
+                + " WHERE event_id = 'odd-2'");
         dispatcher.resumeParked(List.of(subscription));
-        await().atMost(WAIT).until(() -> accepted.size() == 1 && store.count(subscription.id()) == 0);
+        await().atMost(WAIT).until(() -> accepted.size() == 2 && store.count(subscription.id()) == 0);
         assertThat(accepted.get(0).header("x-tenant")).isEqualTo("7");
         assertThat(accepted.get(0).header("x-nested")).isEqualTo("{\"a\":1}");
+        assertThat(accepted.get(1).header("x-tenant")).isEqualTo("8");
     }
 
     @Test
