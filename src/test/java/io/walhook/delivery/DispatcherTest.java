@@ -456,12 +456,7 @@ class DispatcherTest {
         restricted.setUser("queue_reader");
         restricted.setPassword("queue");
         store = new ParkedEventStore(restricted, "walhook");
-        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), Duration.ofMillis(300), Duration.ofSeconds(1), 4), store,
-                DeliveryMetrics.NONE, paused::contains,
-                s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
-                        Duration.ofSeconds(2), false));
-        dispatchers.add(dispatcher);
+        Dispatcher dispatcher = dispatcherOn(store, Duration.ofMillis(300));
         WebhookReceiver healthy = receiver(request -> 204);
         send(dispatcher, webhook("config:a", "a", healthy, 1), 1, 1);
         send(dispatcher, webhook("config:b", "b", healthy, 1), 1, 1);
@@ -1923,8 +1918,13 @@ class DispatcherTest {
 
     /** A dispatcher over the same durable queue as the last one made: walhook started again after a crash. */
     private Dispatcher restartedDispatcher() {
+        return dispatcherOn(store, Duration.ofMinutes(10));
+    }
+
+    /** A dispatcher of default settings but {@code retryWindow} over {@code queues}. */
+    private Dispatcher dispatcherOn(ParkedEventStore queues, Duration retryWindow) {
         Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4), store,
+                Duration.ofMillis(300), retryWindow, Duration.ofSeconds(1), 4), queues,
                 DeliveryMetrics.NONE, paused::contains,
                 s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
                         Duration.ofSeconds(2), false));
