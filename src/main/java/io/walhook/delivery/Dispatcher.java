@@ -428,8 +428,9 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 pausedNow.add(subscription.id());
             }
             Lane lane = lanes.get(subscription.id());
+            boolean keptQueue = kept.remove(subscription.id()); // in force: no longer waiting, lane or not
             if (lane == null) {
-                if (heldBefore.contains(subscription.id()) || kept.remove(subscription.id())) {
+                if (heldBefore.contains(subscription.id()) || keptQueue) {
                     toStart.add(subscription); // in force again: what waits in its queue goes without its next event
                 }
                 continue;

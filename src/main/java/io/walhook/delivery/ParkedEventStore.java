@@ -497,11 +497,6 @@ public final class ParkedEventStore {
     }
 
     /**
-     * Subscriptions (by id) with rows in their queue: their lanes start at once, to deliver them. One
-     * probe of the queue's index per subscription found (a loose index scan), not a read of every
-     * row: a queue of millions takes milliseconds, well within the session's limit.
-     */
-    /**
      * Marks the start of this run's writes (an instance starting or taking over, fenced from the one
      * before): rows up to the queues' newest id now were written before; see {@link #writtenBefore}.
      */
@@ -522,6 +517,11 @@ public final class ParkedEventStore {
         return writtenBefore;
     }
 
+    /**
+     * Subscriptions (by id) with rows in their queue: their lanes start at once, to deliver them. One
+     * probe of the queue's index per subscription found (a loose index scan), not a read of every
+     * row: a queue of millions takes milliseconds, well within the session's limit.
+     */
     public Set<String> subscriptionsWithParkedEvents() throws SQLException {
         Set<String> ids = new TreeSet<>();
         try (Connection c = dataSource.getConnection();
