@@ -75,11 +75,13 @@ public class ProblemMapper {
 
     /**
      * Whether a failure with this SQLSTATE means the database could not be reached or would not
-     * serve (connection exception 08, operator intervention 57P, insufficient resources 53), or
-     * came with no state at all (the pool timing out for a connection).
+     * serve (connection exception 08, operator intervention 57P, insufficient resources 53, walhook's
+     * credentials refused 28: a password or certificate rotated, pg_hba.conf changed), or came with no
+     * state at all (the pool timing out for a connection).
      */
     static boolean unreachable(String sqlState) {
-        return sqlState == null || sqlState.startsWith("08") || sqlState.startsWith("57P") || sqlState.startsWith("53");
+        return sqlState == null || sqlState.startsWith("08") || sqlState.startsWith("57P") || sqlState.startsWith("53")
+                || sqlState.startsWith("28");
     }
 
     static ApiProblem unavailable(String message) {

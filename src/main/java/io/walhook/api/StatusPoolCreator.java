@@ -1,32 +1,55 @@
 package io.walhook.api;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Base64;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
+
+import org.jboss.logging.Logger;
 
 import io.quarkus.reactive.pg.client.PgPoolCreator;
 import io.vertx.core.Future;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.net.PemKeyCertOptions;
 import io.vertx.pgclient.PgBuilder;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.sqlclient.Pool;
+import io.walhook.config.ConfigException;
 import io.walhook.config.SessionTimeout;
+import io.walhook.config.SourceUrl;
+import io.walhook.config.WalhookConfig;
 
 /**
  * The reactive pool behind {@code GET /status}, with the limit walhook's JDBC sessions have
  * ({@link SessionTimeout}): a connection that has neither read nor written for that long is closed.
  * A query on a connection a failover left half-open then fails (a 503) instead of waiting forever
  * and keeping its connection from the pool; an idle connection is opened again when next needed.
+ * It presents the client certificate the JDBC sessions do ({@code sslcert} and {@code sslkey}, or
+ * pgjdbc's default files), to a server that admits walhook by certificate.
  */
 @Singleton
 public class StatusPoolCreator implements PgPoolCreator {
 
+    private static final Logger LOG = Logger.getLogger(StatusPoolCreator.class);
+
+    @Inject
+    WalhookConfig config;
+
     @Override
     public Pool create(Input input) {
         List<PgConnectOptions> servers = input.pgConnectOptionsList();
+        Optional<PemKeyCertOptions> clientCertificate = clientCertificate();
         for (PgConnectOptions options : servers) {
             options.setIdleTimeout((int) SessionTimeout.LIMIT.toSeconds()).setIdleTimeoutUnit(TimeUnit.SECONDS);
+            clientCertificate.ifPresent(options::setPemKeyCertOptions);
         }
         var pool = PgBuilder.pool().with(input.poolOptions()).using(input.vertx());
         if (servers.size() == 1) {
@@ -35,5 +58,38 @@ public class StatusPoolCreator implements PgPoolCreator {
         AtomicInteger next = new AtomicInteger(); // in turn, as Quarkus's own pool takes them
         return pool.connectingTo(() -> Future.succeededFuture(servers.get(Math.floorMod(next.getAndIncrement(),
                 servers.size())))).build();
+    }
+
+    private Optional<PemKeyCertOptions> clientCertificate() {
+        SourceUrl source;
+        try {
+            source = SourceUrl.parse(config.source().url(), config.source().user(), config.source().password());
+        } catch (ConfigException notUsable) {
+            return Optional.empty(); // StartupCheck says what is wrong, and walhook does not start
+        }
+        Optional<String> certificate = source.clientCertificate();
+        Optional<String> key = source.clientKey();
+        if (source.sslMode().equals("disable") || certificate.isEmpty() || key.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(new PemKeyCertOptions().addCertPath(certificate.get())
+                    .addKeyValue(pemKey(Files.readAllBytes(Path.of(key.get())))));
+        } catch (IOException | RuntimeException unreadable) {
+            // the JDBC sessions read the same file: walhook does not start where they cannot
+            LOG.warnf("GET /status connects without a client certificate: its key %s cannot be read (%s)", key.get(),
+                    unreadable.getMessage());
+            return Optional.empty();
+        }
+    }
+
+    /** A key as pgjdbc reads it, PEM or DER (PKCS #8, its {@code .pk8}), as the PEM the Vert.x client reads. */
+    static Buffer pemKey(byte[] key) {
+        String text = new String(key, StandardCharsets.ISO_8859_1);
+        if (text.contains("-----BEGIN ")) {
+            return Buffer.buffer(key);
+        }
+        return Buffer.buffer("-----BEGIN PRIVATE KEY-----\n"
+                + Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(key) + "\n-----END PRIVATE KEY-----\n");
     }
 }

@@ -138,11 +138,28 @@ public record SourceUrl(String host, int port, String database, String user, Str
      * default file, {@code ~/.postgresql/root.crt}, where it exists.
      */
     public Optional<String> rootCertificate() {
-        String given = parameters.get("sslrootcert");
+        return file("sslrootcert", "root.crt");
+    }
+
+    /**
+     * The certificate walhook presents to a server that asks for one: {@code sslcert}, or pgjdbc's
+     * default file, {@code ~/.postgresql/postgresql.crt}, where it exists.
+     */
+    public Optional<String> clientCertificate() {
+        return file("sslcert", "postgresql.crt");
+    }
+
+    /** The client certificate's key: {@code sslkey}, or pgjdbc's default file, {@code ~/.postgresql/postgresql.pk8}. */
+    public Optional<String> clientKey() {
+        return file("sslkey", "postgresql.pk8");
+    }
+
+    private Optional<String> file(String parameter, String defaultName) {
+        String given = parameters.get(parameter);
         if (given != null) {
             return Optional.of(given);
         }
-        java.nio.file.Path fallback = java.nio.file.Path.of(System.getProperty("user.home"), ".postgresql", "root.crt");
+        java.nio.file.Path fallback = java.nio.file.Path.of(System.getProperty("user.home"), ".postgresql", defaultName);
         return java.nio.file.Files.isReadable(fallback) ? Optional.of(fallback.toString()) : Optional.empty();
     }
 

@@ -16,6 +16,8 @@ class ProblemMapperTest {
         "08006, 503", // connection lost
         "57P01, 503", // the server is shutting down
         "53300, 503", // too many connections
+        "28P01, 503", // walhook's password refused (rotated)
+        "28000, 503", // walhook not admitted (pg_hba.conf, a client certificate)
         "none,  503", // the pool timed out waiting for a connection
         "57014, 503", // the statement_timeout, or an operator, cancelled the statement
         "55P03, 503", // a lock not granted within lock_timeout

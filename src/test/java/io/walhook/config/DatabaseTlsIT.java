@@ -19,6 +19,8 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import io.walhook.testing.ApiClient;
 import io.walhook.testing.EmbeddedPostgres;
@@ -38,6 +40,7 @@ class DatabaseTlsIT {
 
     private static final Duration WAIT = Duration.ofSeconds(90);
     private static final String TOKEN = "tls-test-token";
+    private static final String CERT_ROLE = "walhook_cert";
     private static Path certificates;
     private static EmbeddedPostgres pg;
 
@@ -55,9 +58,20 @@ class DatabaseTlsIT {
         Files.writeString(certificates.resolve("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
         openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
                 "-extfile", "san.ext", "-out", "server.crt");
+        // a client certificate, signed by the same CA, for a role the server admits by certificate only; its key
+        // as PEM and as pgjdbc's traditional DER PKCS #8
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=" + CERT_ROLE, "-keyout", "client.key",
+                "-out", "client.csr");
+        openssl("x509", "-req", "-in", "client.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+                "-out", "client.crt");
+        openssl("pkcs8", "-topk8", "-nocrypt", "-in", "client.key", "-outform", "DER", "-out", "client.pk8");
+        for (String key : List.of("client.key", "client.pk8")) {
+            Files.setPosixFilePermissions(certificates.resolve(key), Set.of(PosixFilePermission.OWNER_READ));
+        }
         Files.writeString(certificates.resolve("pg_hba.conf"), String.join("\n",
                 "local all all trust",
                 "hostnossl all all 0.0.0.0/0 reject",
+                "hostssl all " + CERT_ROLE + " 127.0.0.1/32 cert",
                 "hostssl all all 127.0.0.1/32 trust",
                 "hostssl replication all 127.0.0.1/32 trust", ""));
         for (String file : List.of("server.crt", "server.key", "pg_hba.conf", "ca.crt", "other.crt")) {
@@ -73,8 +87,10 @@ class DatabaseTlsIT {
                 .setting("ssl", "on")
                 .setting("ssl_cert_file", certificates.resolve("server.crt").toString())
                 .setting("ssl_key_file", certificates.resolve("server.key").toString())
+                .setting("ssl_ca_file", certificates.resolve("ca.crt").toString())
                 .setting("hba_file", certificates.resolve("pg_hba.conf").toString())
                 .start();
+        pg.execute(pg.defaultDatabase(), "CREATE ROLE " + CERT_ROLE + " LOGIN REPLICATION SUPERUSER");
     }
 
     @AfterAll
@@ -167,6 +183,41 @@ class DatabaseTlsIT {
             // a setting, said at once: not waited for as a database that went away
             assertThat(walhook.output()).contains("walhook cannot start: WALHOOK_SOURCE_URL", "TLS", "sslrootcert")
                     .doesNotContain("trying again").doesNotContain("postgres:postgres");
+        }
+    }
+
+    /**
+     * A role the server admits only with a client certificate ({@code cert} in pg_hba.conf): given
+     * {@code sslcert} and {@code sslkey}, every session presents the certificate, the pool behind
+     * {@code /status} too (it presented none, and {@code /status} answered 503), with the key as
+     * PEM or as DER (PKCS #8, pgjdbc's {@code .pk8}).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"client.key", "client.pk8"})
+    void aClientCertificateIsPresentedByEverySession(String key) throws Exception {
+        String database = pg.createDatabase("tls_cert");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)");
+        String url = "postgresql://" + CERT_ROLE + "@" + pg.host() + ":" + pg.port() + "/" + database
+                + "?sslmode=verify-full&sslrootcert=" + certificates.resolve("ca.crt") + "&sslcert="
+                + certificates.resolve("client.crt") + "&sslkey=" + certificates.resolve(key);
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+                WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", url,
+                        "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN,
+                        "WALHOOK_SUBSCRIPTIONS_ITEMS_URL", receiver.url("/items"),
+                        "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"))) {
+            walhook.awaitReady(WAIT);
+            pg.execute(database, "INSERT INTO items VALUES (1, 1)");
+            await().atMost(WAIT).until(() -> receiver.requests("/items").size() == 1);
+            ApiClient.Answer status = new ApiClient(walhook, TOKEN).get("/status");
+            assertThat(status.status()).as(status.text()).isEqualTo(200);
+            try (Connection c = pg.connect(database); Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT count(*), count(*) FILTER (WHERE ssl.client_dn = '/CN="
+                            + CERT_ROLE + "') FROM pg_stat_activity a JOIN pg_stat_ssl ssl USING (pid)"
+                            + " WHERE a.usename = '" + CERT_ROLE + "'")) {
+                rs.next();
+                assertThat(rs.getInt(1)).as("walhook's sessions").isGreaterThanOrEqualTo(3);
+                assertThat(rs.getInt(2)).as("of them with the client certificate").isEqualTo(rs.getInt(1));
+            }
         }
     }
 }
