@@ -244,6 +244,17 @@ public final class WebhookClient implements AutoCloseable {
             });
             return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
         }).compose(r -> {
+            if (r.statusCode() < 200) {
+                // an interim answer other than 100 and 103 (102 Processing, ...), which the client takes as the
+                // final one: its connection would give the next request this one's final answer
+                if (r.version() == io.vertx.core.http.HttpVersion.HTTP_2) {
+                    r.request().reset();
+                } else {
+                    r.request().connection().close();
+                }
+                return io.vertx.core.Future.failedFuture(new IOException("the receiver answered " + r.statusCode()
+                        + ", an interim status walhook cannot wait past; the connection is closed"));
+            }
             Response status = new Response(r.statusCode(), r.getHeader("retry-after"));
             answered.set(status);
             boolean[] ended = {false};

@@ -185,6 +185,100 @@ class WebhookClientTest {
         }
     }
 
+    /**
+     * A receiver that sends an interim answer other than 100 and 103 (an HTTP/1.1 {@code 102
+     * Processing}) before its final one. The Vert.x client takes any other 1xx as the final answer
+     * and gives the connection to the next request, which then read the late final answer meant for
+     * the first: the second request here was taken as a 200 that the receiver gave the first, and
+     * its own 500 went to the request after it (a failed event counted delivered, and lost). An
+     * interim answer now fails its attempt (to be retried) and closes its connection.
+     */
+    @Test
+    void anInterimAnswerFailsTheAttemptAndItsConnectionIsNotUsedAgain() throws Exception {
+        AtomicInteger connections = new AtomicInteger();
+        Queue<String> answered = new ConcurrentLinkedQueue<>();
+        try (java.net.ServerSocket listening = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            Thread acceptor = new Thread(() -> {
+                while (!listening.isClosed()) {
+                    try {
+                        java.net.Socket socket = listening.accept();
+                        connections.incrementAndGet();
+                        Thread handler = new Thread(() -> processingFirst(socket, answered));
+                        handler.setDaemon(true);
+                        handler.start();
+                    } catch (IOException closed) {
+                        return;
+                    }
+                }
+            });
+            acceptor.setDaemon(true);
+            acceptor.start();
+            Destination.Webhook slow = new Destination.Webhook(URI.create("http://127.0.0.1:" + listening.getLocalPort() + "/"),
+                    List.of(), Map.of());
+            for (int i = 1; i <= 2; i++) {
+                WebhookClient.Response response;
+                try {
+                    response = client.post(slow, "evt_" + i, new byte[] {'{', '}'}, "application/json", Map.of(), 1, TIMEOUT);
+                } catch (IOException failed) {
+                    assertThat(failed).hasMessageContaining("102");
+                    continue;
+                }
+                assertThat(response.status()).as("request %d, the receiver's answers in order: %s", i, answered)
+                        .isNotEqualTo(200).isGreaterThanOrEqualTo(200);
+            }
+            assertThat(connections.get()).as("connections for two requests").isEqualTo(2);
+        }
+    }
+
+    /**
+     * Answers a connection's first request {@code 102} at once and {@code 200} a moment later, or as
+     * soon as a second request comes on the connection, and that second one 500.
+     */
+    private static void processingFirst(java.net.Socket socket, Queue<String> answered) {
+        try (socket) {
+            var in = new java.io.BufferedInputStream(socket.getInputStream());
+            var out = socket.getOutputStream();
+            readRequest(in);
+            out.write("HTTP/1.1 102 Processing\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            socket.setSoTimeout(500);
+            boolean second;
+            try {
+                second = readRequest(in);
+            } catch (java.net.SocketTimeoutException nothingMore) {
+                second = false;
+            }
+            out.write("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            answered.add("200 for the first");
+            if (second) {
+                out.write("HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                answered.add("500 for the second");
+            }
+            out.flush();
+            socket.setSoTimeout(2_000);
+            while (in.read() >= 0) {
+                // until the client closes
+            }
+        } catch (IOException gone) {
+            // the client closed the connection
+        }
+    }
+
+    /** Reads one request's head and body; false at the end of the connection. */
+    private static boolean readRequest(java.io.InputStream in) throws IOException {
+        StringBuilder head = new StringBuilder();
+        int c;
+        while (!head.toString().endsWith("\r\n\r\n")) {
+            if ((c = in.read()) < 0) {
+                return false;
+            }
+            head.append((char) c);
+        }
+        java.util.regex.Matcher length = java.util.regex.Pattern.compile("(?i)content-length: *(\\d+)").matcher(head);
+        in.readNBytes(length.find() ? Integer.parseInt(length.group(1)) : 0);
+        return true;
+    }
+
     @Test
     void aClosedClientFailsTheAttemptAtOnceRatherThanAsATimeout() throws Exception {
         HttpServer server = listen(new HttpServerOptions(), request -> request.response().end(), new AtomicInteger());
