@@ -246,7 +246,7 @@ public final class SubscriptionConfigReader {
 
     /** {@link #url} of a destination written now: a port out of range too is refused. */
     static URI writtenUrl(String variable, String text) {
-        URI uri = url(variable, text);
+        URI uri = url(variable, text, true);
         if (uri.getPort() == 0 || uri.getPort() > 65_535) {
             // accepted, every request to it failed in the client, to be retried and queued for good
             throw new ConfigException(variable, "has port " + uri.getPort() + "; a port is 1 to 65535");
@@ -255,6 +255,10 @@ public final class SubscriptionConfigReader {
     }
 
     static URI url(String variable, String text) {
+        return url(variable, text, false);
+    }
+
+    private static URI url(String variable, String text, boolean written) {
         // a refused URL is never repeated: its query string or user info may be a credential
         URI uri;
         try {
@@ -270,6 +274,15 @@ public final class SubscriptionConfigReader {
         if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme())) {
             throw new ConfigException(variable, "must be an http:// or https:// URL, not "
                     + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
+        }
+        if ((written || uri.getHost() == null) && uri.getRawUserInfo() == null && uri.getRawPath() != null
+                && uri.getRawPath().replaceFirst("^/", "").split("/", 2)[0].indexOf('@') > 0) {
+            // http://user:2024/Zq9xW@hooks.example.com/: a password holding '/' ended the authority, which
+            // made "user" the host and the credentials part of the path, shown in views and logs (a stored
+            // destination's is read as before)
+            throw new ConfigException(variable, "has '@' inside its path's first segment, as where user info holding"
+                    + " '/' ends; credentials do not belong in the URL (use a secret or headers), and a path's '@' is"
+                    + " written %40");
         }
         if (uri.getHost() == null && uri.getRawAuthority() != null) {
             throw new ConfigException(variable, UrlAuthority.problem(uri.getRawAuthority()));
