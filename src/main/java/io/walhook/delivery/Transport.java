@@ -21,6 +21,44 @@ public interface Transport {
     /** The outcome, how long the destination asked us to wait, and what went wrong (for logs and /status). */
     record Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem) {
 
+        /** The longest problem kept: the rest of a receiver's or broker's text is cut off. */
+        static final int PROBLEM_LENGTH = 500;
+
+        /**
+         * The problem goes to the log, {@code /status} and dead letters, and can quote what a receiver
+         * or broker sent (a status line walhook could not read): its control characters (a terminal's
+         * escape sequences, line breaks) are written as {@code \\uXXXX}, and it is cut to
+         * {@link #PROBLEM_LENGTH} characters.
+         */
+        public Attempt {
+            problem = shown(problem);
+        }
+
+        static String shown(String text) {
+            if (text == null || (text.length() <= PROBLEM_LENGTH && text.chars().noneMatch(Attempt::control))) {
+                return text;
+            }
+            StringBuilder shown = new StringBuilder(PROBLEM_LENGTH + 8);
+            int i = 0;
+            for (; i < text.length() && shown.length() < PROBLEM_LENGTH; i++) {
+                char c = text.charAt(i);
+                if (control(c)) {
+                    shown.append(String.format("\\u%04x", (int) c));
+                } else {
+                    shown.append(c);
+                }
+            }
+            if (i < text.length() || shown.length() > PROBLEM_LENGTH) {
+                shown.setLength(PROBLEM_LENGTH - 3);
+                shown.append("...");
+            }
+            return shown.toString();
+        }
+
+        private static boolean control(int c) {
+            return c < 0x20 || (c >= 0x7f && c <= 0x9f);
+        }
+
         public static Attempt retry(String problem) {
             return new Attempt(Outcome.RETRY, Optional.empty(), problem);
         }

@@ -231,6 +231,40 @@ class WebhookClientTest {
     }
 
     /**
+     * A receiver's own text (a status line walhook cannot read) reaches the log, {@code /status}
+     * and the dead letters through the attempt's problem: control characters (a terminal's escape
+     * sequences) are shown escaped, and the text is cut to a line's length.
+     */
+    @Test
+    void aReceiversTextInAProblemHasNoControlCharactersAndIsShort() throws Exception {
+        try (java.net.ServerSocket listening = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            Thread server = new Thread(() -> {
+                while (!listening.isClosed()) {
+                    try (java.net.Socket socket = listening.accept()) {
+                        readRequest(new java.io.BufferedInputStream(socket.getInputStream()));
+                        socket.getOutputStream().write(("HTTP/1.1 2\u001b]0;owned\u0007\u009b31m" + "X".repeat(3_000)
+                                + " OK\r\ncontent-length: 0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+                        socket.getOutputStream().flush();
+                        socket.getInputStream().read();
+                    } catch (IOException closed) {
+                        // next
+                    }
+                }
+            });
+            server.setDaemon(true);
+            server.start();
+            Destination.Webhook odd = new Destination.Webhook(URI.create("http://127.0.0.1:" + listening.getLocalPort() + "/"),
+                    List.of(), Map.of());
+            Transport.Attempt attempt = new WebhookTransport(client, odd, java.time.Clock.systemUTC(), TIMEOUT, false)
+                    .send(new Transport.Request("evt_1", new byte[] {'{', '}'}, "application/json", Map.of(), null))
+                    .get(30, TimeUnit.SECONDS);
+            assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
+            assertThat(attempt.problem()).as(attempt.problem()).doesNotContainPattern("[\\p{Cntrl}\u0080-\u009f]")
+                    .hasSizeLessThanOrEqualTo(Transport.Attempt.PROBLEM_LENGTH);
+        }
+    }
+
+    /**
      * Answers a connection's first request {@code 102} at once and {@code 200} a moment later, or as
      * soon as a second request comes on the connection, and that second one 500.
      */
