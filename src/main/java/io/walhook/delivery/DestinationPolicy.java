@@ -16,7 +16,8 @@ import java.util.Optional;
  *
  * <p>IPv6 forms that embed an IPv4 address are judged by that address: IPv4-mapped
  * ({@code ::ffff:a.b.c.d}), IPv4-compatible ({@code ::a.b.c.d}), NAT64 ({@code 64:ff9b::/96}) and
- * 6to4 ({@code 2002::/16}).
+ * 6to4 ({@code 2002::/16}). A local-use NAT64 address ({@code 64:ff9b:1::/48}) is refused: its
+ * network maps it as it chose, to private addresses too.
  */
 public final class DestinationPolicy {
 
@@ -36,6 +37,10 @@ public final class DestinationPolicy {
             }
             if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && (a[3] & 0xFF) == 0xb8) {
                 return Optional.of("a documentation address (2001:db8::/32)");
+            }
+            if (a[0] == 0x00 && a[1] == 0x64 && (a[2] & 0xFF) == 0xff && (a[3] & 0xFF) == 0x9b && a[4] == 0 && a[5] == 1) {
+                // RFC 8215: translated to IPv4 by the local network's own mapping, private addresses included
+                return Optional.of("a local-use NAT64 address (64:ff9b:1::/48)");
             }
         }
         if (address.isLoopbackAddress()) {
@@ -65,6 +70,10 @@ public final class DestinationPolicy {
             }
             if (first == 192 && second == 0 && (a[2] & 0xFF) == 0) {
                 return Optional.of("an IETF protocol address (192.0.0.0/24)");
+            }
+            if ((first == 192 && second == 0 && (a[2] & 0xFF) == 2) || (first == 198 && second == 51 && (a[2] & 0xFF) == 100)
+                    || (first == 203 && second == 0 && (a[2] & 0xFF) == 113)) {
+                return Optional.of("a documentation address (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24)");
             }
             if (first == 198 && (second & 0xFE) == 18) {
                 return Optional.of("a benchmarking address (198.18.0.0/15)");
