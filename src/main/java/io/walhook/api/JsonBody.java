@@ -98,6 +98,28 @@ final class JsonBody {
         }
     }
 
+    /** Where a destination's headers are: their names are the caller's text, never repeated. */
+    private static final String HEADERS = "/destination/headers";
+
+    /**
+     * A header's null or NUL, placed at the headers without the name: a name can be a whole header
+     * pasted as one ({@code "Authorization: Bearer ..."}), as SubscriptionJson says of a bad name.
+     */
+    private static void refuseNullHeader(String name, JsonNode value) {
+        if (name.indexOf('\0') >= 0) {
+            throw new ApiProblem(400, "Bad Request", HEADERS + " has a name holding a NUL (\\u0000), a control character"
+                    + " no header name has (the name is not repeated)", HEADERS);
+        }
+        if (value.isNull()) {
+            throw new ApiProblem(400, "Bad Request", HEADERS + " has a null value; a header's value is a string (the"
+                    + " name is not repeated): leave the header out instead", HEADERS);
+        }
+        if (value.isTextual() && value.textValue().indexOf('\0') >= 0) {
+            throw new ApiProblem(400, "Bad Request", HEADERS + " has a value holding a NUL (\\u0000), a control"
+                    + " character no text in PostgreSQL can hold (the name is not repeated)", HEADERS);
+        }
+    }
+
     /** Refuses a null anywhere, and a NUL character in any string or field name (PostgreSQL text cannot hold one). */
     private static void refuseNulls(JsonNode node, String pointer, String what) {
         if (node.isNull()) {
@@ -111,6 +133,10 @@ final class JsonBody {
         if (node.isObject()) {
             for (var fields = node.fields(); fields.hasNext(); ) {
                 var field = fields.next();
+                if (pointer.equals(HEADERS)) {
+                    refuseNullHeader(field.getKey(), field.getValue());
+                    continue;
+                }
                 String at = pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1");
                 if (field.getKey().indexOf('\0') >= 0) {
                     throw new ApiProblem(400, "Bad Request", "the field name at " + at.replace("\0", "\\u0000")

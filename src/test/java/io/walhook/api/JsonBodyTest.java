@@ -49,6 +49,24 @@ class JsonBodyTest {
         assertThat(problem.getMessage()).contains("NUL");
     }
 
+    /**
+     * A header's name is the caller's text, and can be a whole header pasted as one
+     * ({@code "Authorization: Bearer ..."}): a null or NUL under it is placed at the headers,
+     * without the name.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "{\"destination\": {\"headers\": {\"Authorization: Bearer MfKQ9r8GKYqrTw\": null}}}",
+        "{\"destination\": {\"headers\": {\"Authorization: Bearer MfKQ9r8GKYqrTw\": \"a\\u0000\"}}}",
+        "{\"destination\": {\"headers\": {\"Authorization: Bearer MfKQ9r8GKYqrTw\\u0000\": \"a\"}}}",
+    })
+    void aHeadersNameIsNotRepeated(String body) {
+        ApiProblem problem = refused(body);
+        assertThat(problem.status()).isEqualTo(400);
+        assertThat(problem.toJson()).contains("\"field\":\"/destination/headers\"").doesNotContain("MfKQ9r8")
+                .doesNotContain("Bearer");
+    }
+
     /** A field given twice: the last one won, so a second, empty filter undid the first. */
     @ParameterizedTest
     @ValueSource(strings = {
