@@ -44,9 +44,13 @@ final class Observed implements AutoCloseable {
         }
     }
 
-    /** One event as a receiver got it: its id, the token of its change, op, and the TOASTed text when present. */
+    /**
+     * One event as a receiver got it: its id, the token of its change, op, and the TOASTed text when
+     * present; {@code sentAt} the request's {@code webhook-timestamp} (when walhook made that attempt,
+     * in seconds), {@link Long#MAX_VALUE} for an AMQP message.
+     */
     record Arrival(String subscription, String id, String token, String op, String table, String big, boolean bigPresent,
-            boolean bigUnchanged) {
+            boolean bigUnchanged, long sentAt) {
     }
 
     private final HttpServer server;
@@ -131,7 +135,7 @@ final class Observed implements AutoCloseable {
                 }
             }
             if (status / 100 == 2) {
-                record(path, body);
+                record(path, body, exchange.getRequestHeaders().getFirst("webhook-timestamp"));
             }
             synchronized (this) {
                 statuses.merge(path.split("/")[1] + " " + status, 1, Integer::sum);
@@ -143,15 +147,16 @@ final class Observed implements AutoCloseable {
         }
     }
 
-    private void record(String path, String body) {
+    private void record(String path, String body, String timestamp) {
         String subscription = path.split("/")[1];
         try {
+            long sentAt = Long.parseLong(timestamp);
             JsonNode root = JSON.readTree(body);
             List<JsonNode> events = new ArrayList<>();
             collect(root, events);
             synchronized (this) {
                 for (JsonNode event : events) {
-                    arrivals.add(arrival(subscription, event));
+                    arrivals.add(arrival(subscription, event, sentAt));
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -172,7 +177,7 @@ final class Observed implements AutoCloseable {
         }
     }
 
-    static Arrival arrival(String subscription, JsonNode event) {
+    static Arrival arrival(String subscription, JsonNode event, long sentAt) {
         String op = event.path("op").asText();
         String id = event.path("id").asText();
         String token;
@@ -197,7 +202,7 @@ final class Observed implements AutoCloseable {
             }
         }
         String table = event.path("table").isNull() ? null : event.path("table").asText(null);
-        return new Arrival(subscription, id, token, op, table, big, bigPresent, bigUnchanged);
+        return new Arrival(subscription, id, token, op, table, big, bigPresent, bigUnchanged, sentAt);
     }
 
     /** Everything delivered so far: webhook arrivals in order, then the AMQP peer's accepted messages in settlement order. */
@@ -207,7 +212,7 @@ final class Observed implements AutoCloseable {
             Message message = accepted.get(i);
             try {
                 JsonNode event = JSON.readTree(AmqpReceiver.body(message));
-                Arrival arrival = arrival("queue", event);
+                Arrival arrival = arrival("queue", event, Long.MAX_VALUE);
                 if (!arrival.id().equals(String.valueOf(message.getMessageId()))) {
                     malformed.add("queue: message-id " + message.getMessageId() + " is not the event's id " + arrival.id());
                 }

@@ -180,7 +180,16 @@ public final class TortureRun {
                     violations.add("(not settled; no /status: " + e + ")");
                 }
             }
+            boolean quiet = missing().isEmpty() && quiesce();
             check();
+            if (quiet) {
+                List<Observed.Arrival> arrivals = observed.arrivals();
+                for (String subscription : List.of("hooks", "single", "queue")) {
+                    checkLatest(subscription, arrivals.stream().filter(a -> a.subscription().equals(subscription)).toList());
+                }
+            } else {
+                say("not quiet: the last arrivals per row are not checked");
+            }
             if (walhook != null) {
                 exposed.append(walhook.output());
                 walhook.close();
@@ -483,7 +492,7 @@ public final class TortureRun {
                         List<JsonNode> events = new ArrayList<>();
                         Observed.collect(JSON.readTree(rs.getBytes(2)), events);
                         for (JsonNode event : events) {
-                            queued.computeIfAbsent(name, k -> new HashSet<>()).add(Observed.arrival(name, event).token());
+                            queued.computeIfAbsent(name, k -> new HashSet<>()).add(Observed.arrival(name, event, Long.MAX_VALUE).token());
                         }
                     } catch (java.io.IOException e) {
                         violations.add(when + ": a durable queue row of " + name + " is not JSON: " + e.getMessage());
@@ -693,6 +702,80 @@ public final class TortureRun {
         });
         for (String subscription : List.of("hooks", "single", "queue")) {
             checkOrder(subscription, firsts.getOrDefault(subscription, List.of()));
+        }
+    }
+
+    /**
+     * Everything acknowledged: the slot's confirmed position past the WAL written so far, and no
+     * event of hooks, single or queue in the durable queue (a minute at most). Nothing is sent after
+     * that but attempts walhook gave up on that land late.
+     */
+    private boolean quiesce() throws Exception {
+        Instant deadline = Instant.now().plusSeconds(60);
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            long target;
+            try (ResultSet rs = s.executeQuery("SELECT (pg_current_wal_lsn() - '0/0')::bigint")) {
+                rs.next();
+                target = rs.getLong(1);
+            }
+            while (Instant.now().isBefore(deadline)) {
+                watchProcess();
+                try (ResultSet rs = s.executeQuery("SELECT (SELECT (confirmed_flush_lsn - '0/0')::bigint FROM"
+                        + " pg_replication_slots WHERE slot_name = 'torture'), (SELECT count(*) FROM walhook.parked_event"
+                        + " WHERE subscription_id IN ('" + hooksId + "', 'config:single', 'config:queue'))")) {
+                    rs.next();
+                    if (rs.getLong(1) >= target && rs.getLong(2) == 0) {
+                        return true;
+                    }
+                }
+                pace(250);
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Per row, the last arrival is the newest change that arrived: a receiver that applies events in
+     * arrival order ends with the row as written. An older change may land after a newer one only
+     * as an attempt walhook gave up on (a receiver slower than the request timeout): such an attempt
+     * was made before the newer change's last one (its {@code webhook-timestamp}, in seconds, is
+     * earlier: the newer change is sent only after a later attempt of the older one succeeded, at
+     * least the request timeout of 1 s later). A resend of an older change after a newer one (a crash
+     * replaying what was already delivered) is made after it, and is a violation.
+     */
+    private void checkLatest(String subscription, List<Observed.Arrival> arrivals) {
+        Map<String, Observed.Arrival> last = new HashMap<>();
+        Map<String, long[]> newestOrder = new HashMap<>();
+        Map<String, Observed.Arrival> newest = new HashMap<>();
+        for (Observed.Arrival a : arrivals) {
+            Ledger.Change change = ledger.change(a.token());
+            Ledger.Tx tx = ledger.txOf(a.token());
+            if (change == null || change.key() == null || tx.outcome != Ledger.Outcome.COMMITTED || ledger.undone(a.token())) {
+                continue;
+            }
+            long[] order = {tx.ordinal, change.index()};
+            last.put(change.key(), a);
+            long[] known = newestOrder.get(change.key());
+            if (known == null || known[0] < order[0] || known[0] == order[0] && known[1] <= order[1]) {
+                newestOrder.put(change.key(), order);
+                newest.put(change.key(), a);
+            }
+        }
+        List<String> examples = new ArrayList<>();
+        int stale = 0;
+        for (Map.Entry<String, Observed.Arrival> entry : last.entrySet()) {
+            Observed.Arrival lastArrival = entry.getValue();
+            Observed.Arrival newestArrival = newest.get(entry.getKey());
+            if (!lastArrival.token().equals(newestArrival.token()) && lastArrival.sentAt() >= newestArrival.sentAt()) {
+                stale++;
+                if (examples.size() < 5) {
+                    examples.add(entry.getKey() + ": " + lastArrival.token() + " arrived last, after " + newestArrival.token());
+                }
+            }
+        }
+        if (stale > 0) {
+            violations.add(subscription + ": " + stale + " rows whose last arrival is an older change than one that"
+                    + " arrived before it, e.g. " + examples);
         }
     }
 
