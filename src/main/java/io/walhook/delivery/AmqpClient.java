@@ -80,6 +80,17 @@ public final class AmqpClient implements AutoCloseable {
     private final Map<ProtonSender, Set<CompletableFuture<Transport.Attempt>>> unsettled = new HashMap<>();
     /** When each link last had a message settled (System.nanoTime). */
     private final Map<ProtonSender, Long> lastSettled = new HashMap<>();
+    /**
+     * Per link, messages waiting for the broker's credit, in order: sent as credit comes, skipped if
+     * given up on meanwhile (their timeout, a deleted subscription). Handed to the AMQP library
+     * without credit, a message would be buffered there and sent whenever credit came, long after
+     * walhook counted it failed and retried it.
+     */
+    private final Map<ProtonSender, java.util.ArrayDeque<Held>> held = new HashMap<>();
+
+    /** A message waiting for credit on its link. */
+    private record Held(Message message, Transport.Request request, CompletableFuture<Transport.Attempt> outcome) {
+    }
 
     public AmqpClient(Vertx vertx, AmqpUrl url, Duration timeout) {
         this.vertx = vertx;
@@ -248,6 +259,7 @@ public final class AmqpClient implements AutoCloseable {
         unsettled.values().forEach(pending::addAll);
         unsettled.clear();
         lastSettled.clear();
+        held.clear();
         senders.clear();
         which.disconnect();
         pending.forEach(f -> f.complete(Transport.Attempt.retry(problem)));
@@ -267,13 +279,35 @@ public final class AmqpClient implements AutoCloseable {
             message.setApplicationProperties(new ApplicationProperties(properties));
         }
         message.setBody(new Data(new Binary(request.body())));
+        // under way from now: a detached link or a lost connection retries it, sent or waiting for credit
+        unsettled.computeIfAbsent(sender, s -> new HashSet<>()).add(outcome);
+        held.computeIfAbsent(sender, s -> new java.util.ArrayDeque<>()).add(new Held(message, request, outcome));
+        sendHeld(sender);
+    }
+
+    /** Sends the link's waiting messages its credit allows, in order, skipping those given up on. */
+    private void sendHeld(ProtonSender sender) {
+        java.util.ArrayDeque<Held> waiting = held.get(sender);
+        while (waiting != null && !waiting.isEmpty() && !sender.sendQueueFull()) {
+            Held next = waiting.poll();
+            if (next.outcome().isDone()) {
+                unsettled.getOrDefault(sender, Set.of()).remove(next.outcome()); // given up on: never sent
+            } else {
+                transmit(sender, next.message(), next.request(), next.outcome());
+            }
+        }
+    }
+
+    private void transmit(ProtonSender sender, Message message, Transport.Request request,
+            CompletableFuture<Transport.Attempt> outcome) {
+        Set<CompletableFuture<Transport.Attempt>> pending = unsettled.computeIfAbsent(sender, s -> new HashSet<>());
+        // with credit, the broker has attached the link and said what it takes
         String tooLarge = tooLarge(sender, message, request);
         if (tooLarge != null) {
+            pending.remove(outcome);
             outcome.complete(Transport.Attempt.retry(url.redact(tooLarge)));
             return;
         }
-        Set<CompletableFuture<Transport.Attempt>> pending = unsettled.computeIfAbsent(sender, s -> new HashSet<>());
-        pending.add(outcome);
         sender.send(message, delivery -> {
             pending.remove(outcome);
             lastSettled.put(sender, System.nanoTime());
@@ -313,6 +347,7 @@ public final class AmqpClient implements AutoCloseable {
         sender.setQoS(ProtonQoS.AT_LEAST_ONCE).setAutoSettle(true);
         sender.closeHandler(closed -> detached(key, sender));
         sender.detachHandler(detached -> detached(key, sender));
+        sender.sendQueueDrainHandler(credited -> sendHeld(sender));
         sender.open();
         senders.put(key, sender);
         return sender;
@@ -337,6 +372,7 @@ public final class AmqpClient implements AutoCloseable {
                     }
                     Set<CompletableFuture<Transport.Attempt>> pending = unsettled.remove(sender);
                     lastSettled.remove(sender);
+                    held.remove(sender);
                     String problem = "the broker gave no outcome within " + timeout + " on the link to "
                             + (key == null || key.isEmpty() ? "its anonymous relay" : key) + "; opening it again";
                     List.copyOf(pending).forEach(f -> f.complete(Transport.Attempt.retry(url.redact(problem))));
@@ -350,6 +386,7 @@ public final class AmqpClient implements AutoCloseable {
     private void detached(String key, ProtonSender sender) {
         senders.remove(key, sender);
         lastSettled.remove(sender);
+        held.remove(sender);
         String problem = url.redact("the broker detached the link to " + (key.isEmpty() ? "its anonymous relay" : key)
                 + condition(sender.getRemoteCondition()));
         Set<CompletableFuture<Transport.Attempt>> pending = unsettled.remove(sender);

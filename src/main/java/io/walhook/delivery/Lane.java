@@ -1250,9 +1250,16 @@ final class Lane {
                         : job.address != null ? job.address : amqp.address(new String[] {"", "", ""});
                 Transport.Request request = new Transport.Request(job.eventId, job.body, job.contentType, job.headers,
                         address);
-                // given up (the outcome completed by the lane): the messages not sent yet stay unsent
-                chain = chain.thenCompose(previous -> previous.outcome() == Outcome.DELIVERED && !outcome.isDone()
-                        ? carrier.send(request) : CompletableFuture.completedFuture(previous));
+                // given up (the outcome completed by the lane): the messages not sent yet stay unsent, and the one
+                // under way is given up in the client too (still waiting for the broker's credit, it is never sent)
+                chain = chain.thenCompose(previous -> {
+                    if (previous.outcome() != Outcome.DELIVERED || outcome.isDone()) {
+                        return CompletableFuture.completedFuture(previous);
+                    }
+                    CompletableFuture<Attempt> sending = carrier.send(request);
+                    outcome.whenComplete((done, e) -> sending.complete(Attempt.retry("given up")));
+                    return sending;
+                });
             }
             chain.whenComplete((attempt, failure) -> {
                 if (failure != null) {

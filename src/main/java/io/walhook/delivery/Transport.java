@@ -75,7 +75,8 @@ public interface Transport {
 
     /**
      * The limit on requests under way to this destination that lanes share, or null when there is
-     * none (AMQP: one connection per subscription, with its own credit).
+     * none (AMQP: one connection for every subscription, whose messages wait for the broker's
+     * credit in the client).
      */
     default DestinationGate gate() {
         return null;

@@ -193,6 +193,72 @@ class AmqpBrokerTest {
     }
 
     /**
+     * A broker that gives credit a message at a time, slowly (flow control, a queue near its limit):
+     * messages without credit wait in walhook, and one given up on before it had credit (its
+     * timeout, a deleted subscription) is never sent. Before, every message went into the AMQP
+     * library's buffer at once and was sent whenever credit came, long after walhook had counted it
+     * failed and queued its retry: the broker got copies of messages walhook retried, behind which
+     * the retries timed out too. Also, the first message on a link is held until the broker attached
+     * it, so a message larger than the link takes is known before it is sent.
+     */
+    @Test
+    void aMessageGivenUpOnBeforeTheBrokerGaveCreditIsNeverSent() throws Exception {
+        java.util.Map<String, Long> received = new java.util.concurrent.ConcurrentHashMap<>();
+        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(open -> connection.open());
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(link -> {
+                link.setTarget(link.getRemoteTarget());
+                link.setAutoAccept(false);
+                link.setPrefetch(0);
+                link.handler((delivery, message) -> {
+                    received.put(String.valueOf(message.getMessageId()), System.nanoTime());
+                    vertx.setTimer(200, t -> {
+                        delivery.disposition(Accepted.getInstance(), true);
+                        link.flow(1);
+                    });
+                });
+                link.open();
+                link.flow(1);
+            });
+        });
+        listening(server);
+        Duration timeout = Duration.ofMillis(500);
+        AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), timeout);
+        try {
+            assertThat(broker.send(new Transport.Request("0000000000000000-0001", "{}".getBytes(StandardCharsets.UTF_8),
+                    "application/json", Map.of(), "orders")).get(10, TimeUnit.SECONDS).outcome())
+                    .isEqualTo(Transport.Outcome.DELIVERED);
+            java.util.Map<String, Long> givenUp = new java.util.concurrent.ConcurrentHashMap<>();
+            java.util.List<CompletableFuture<Transport.Attempt>> sent = new java.util.ArrayList<>();
+            for (int n = 1; n <= 10; n++) {
+                String id = String.format("%016d-0001", n);
+                CompletableFuture<Transport.Attempt> sending = broker.send(new Transport.Request(id,
+                        "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"));
+                if (n == 10) {
+                    sending.complete(Transport.Attempt.retry("given up")); // as a lane does when its subscription goes
+                }
+                sent.add(sending.whenComplete((attempt, e) -> {
+                    if (attempt.outcome() != Transport.Outcome.DELIVERED) {
+                        givenUp.put(id, System.nanoTime());
+                    }
+                }));
+            }
+            CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+            assertThat(givenUp).as("most wait past their timeout for credit").hasSizeGreaterThanOrEqualTo(5);
+            // the broker's credit goes on coming: a message still held would be sent with it
+            java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger(-1);
+            org.awaitility.Awaitility.await().during(Duration.ofMillis(1_000)).atMost(Duration.ofSeconds(15))
+                    .until(() -> received.size() == seen.getAndSet(received.size()));
+            givenUp.forEach((id, at) -> assertThat(received.get(id)).as("%s, given up on, then received", id)
+                    .satisfiesAnyOf(time -> assertThat(time).isNull(), time -> assertThat(time).isLessThan(at)));
+        } finally {
+            broker.close();
+            server.close();
+        }
+    }
+
+    /**
      * A message larger than the broker's link takes (it says so when it attaches the link) fails
      * alone, without being sent: sent, the broker detached the link, failing the other messages
      * under way on it, under the anonymous relay other subscriptions' too.
@@ -227,7 +293,10 @@ class AmqpBrokerTest {
                 "000000000000000" + n + "-0001", "x".repeat(bytes).getBytes(StandardCharsets.UTF_8), "application/json",
                 Map.of(), n % 2 == 0 ? "orders" : "invoices");
         try {
-            // the first attaches the link, which says what it takes
+            // the first message, on a link not attached yet, waits for the broker's attach and credit, which say
+            // what the link takes (sent at once, it made the broker detach the link)
+            assertThat(broker.send(request.apply(5, 4096)).get(10, TimeUnit.SECONDS).problem())
+                    .contains("more than the 1024 the broker takes on the link to its anonymous relay");
             assertThat(broker.send(request.apply(1, 10)).get(10, TimeUnit.SECONDS).outcome())
                     .isEqualTo(Transport.Outcome.DELIVERED);
             CompletableFuture<Transport.Attempt> small = broker.send(request.apply(2, 10));
