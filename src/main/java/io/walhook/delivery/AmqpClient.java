@@ -309,6 +309,10 @@ public final class AmqpClient implements AutoCloseable {
             return;
         }
         sender.send(message, delivery -> {
+            if (!delivery.remotelySettled()
+                    && !(delivery.getRemoteState() instanceof org.apache.qpid.proton.amqp.messaging.Outcome)) {
+                return; // not an outcome yet (Received: so much of it arrived): the broker's next update has it
+            }
             pending.remove(outcome);
             lastSettled.put(sender, System.nanoTime());
             Transport.Attempt attempt = outcome(delivery.getRemoteState());

@@ -130,6 +130,41 @@ class AmqpBrokerTest {
         }
     }
 
+    /**
+     * A broker that first says it received the message ({@code Received}, not an outcome, the
+     * delivery left unsettled), then accepts it: the message is delivered. Before, the first update
+     * was taken as the outcome, a retry, and the message was sent again.
+     */
+    @Test
+    void aReceivedStateIsNotAnOutcomeAndTheAcceptanceAfterItIs() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger transfers = new java.util.concurrent.atomic.AtomicInteger();
+        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(open -> connection.open());
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(link -> {
+                link.setTarget(link.getRemoteTarget());
+                link.setAutoAccept(false);
+                link.handler((delivery, message) -> {
+                    transfers.incrementAndGet();
+                    org.apache.qpid.proton.amqp.messaging.Received received = new org.apache.qpid.proton.amqp.messaging.Received();
+                    received.setSectionNumber(org.apache.qpid.proton.amqp.UnsignedInteger.ZERO);
+                    received.setSectionOffset(org.apache.qpid.proton.amqp.UnsignedLong.ZERO);
+                    delivery.disposition(received, false);
+                    vertx.setTimer(100, t -> delivery.disposition(Accepted.getInstance(), true));
+                });
+                link.open();
+            });
+        });
+        listening(server);
+        try {
+            Transport.Attempt attempt = sendOne(server.actualPort(), Duration.ofSeconds(5));
+            assertThat(attempt.outcome()).as(attempt.problem()).isEqualTo(Transport.Outcome.DELIVERED);
+            assertThat(transfers.get()).isEqualTo(1);
+        } finally {
+            server.close();
+        }
+    }
+
     @Test
     void aPeerThatNeverSettlesIsRetriedAfterTheTimeout() throws Exception {
         ProtonServer server = peer(Peer.NEVER_SETTLES);
