@@ -93,11 +93,26 @@ public final class AmqpClient implements AutoCloseable {
     }
 
     public AmqpClient(Vertx vertx, AmqpUrl url, Duration timeout) {
+        this(vertx, url, timeout, SILENT_SOCKET);
+    }
+
+    /** {@code silentSocket}: how long a socket that neither reads nor writes is kept ({@link #SILENT_SOCKET}). */
+    AmqpClient(Vertx vertx, AmqpUrl url, Duration timeout, Duration silentSocket) {
         this.vertx = vertx;
         this.context = vertx.getOrCreateContext();
         this.url = url;
         this.timeout = timeout;
+        this.silentSocket = silentSocket;
     }
+
+    /**
+     * A socket with nothing read or written for this long is closed: one whose broker never finished
+     * its SASL exchange (given up at the connection deadline, the client gives walhook no handle on
+     * it, and each such attempt left a socket open for good). An open connection hears the broker's
+     * heartbeats (asked for every 10 s) well within it.
+     */
+    static final Duration SILENT_SOCKET = Duration.ofSeconds(30);
+    private final Duration silentSocket;
 
     /** The transport of one AMQP subscription. */
     public Transport transport(Destination.Amqp destination) {
@@ -163,7 +178,8 @@ public final class AmqpClient implements AutoCloseable {
         });
         ProtonClientOptions options = new ProtonClientOptions()
                 .setConnectTimeout(deadline)
-                .setHeartbeat(10_000);
+                .setHeartbeat(10_000)
+                .setIdleTimeout((int) silentSocket.toMillis()).setIdleTimeoutUnit(java.util.concurrent.TimeUnit.MILLISECONDS);
         if (url.tls()) {
             options.setSsl(true).setHostnameVerificationAlgorithm("HTTPS");
         }

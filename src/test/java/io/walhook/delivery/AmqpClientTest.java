@@ -111,7 +111,8 @@ class AmqpBrokerTest {
             acceptor.setDaemon(true);
             acceptor.start();
             Duration timeout = Duration.ofMillis(500);
-            AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + silent.getLocalPort()), timeout);
+            AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + silent.getLocalPort()), timeout,
+                    Duration.ofSeconds(2));
             try {
                 Transport transport = broker.transport(new Destination.Amqp("orders"));
                 // messages one after another, each retried at its timeout, until one connects again (at most 6)
@@ -121,6 +122,10 @@ class AmqpBrokerTest {
                     assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
                 }
                 org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> accepted.get() >= 2);
+                // the socket given up on is closed once silent (it was left open for good): the AMQP header walhook
+                // wrote, then the end
+                held.get(0).setSoTimeout(10_000);
+                assertThat(held.get(0).getInputStream().readAllBytes()).as("what walhook wrote before it closed").isNotEmpty();
             } finally {
                 broker.close();
                 for (java.net.Socket socket : held) {
