@@ -142,8 +142,18 @@ public final class AmqpClient implements AutoCloseable {
                     unanswered(outcome, sent);
                 }
             });
-            outcome.whenComplete((a, e) -> vertx.cancelTimer(timer));
-            whenConnected(new Waiting(() -> sendNow(request, outcome), List.of(outcome)));
+            outcome.whenComplete((a, e) -> {
+                vertx.cancelTimer(timer);
+                if (Vertx.currentContext() != context) {
+                    // given up by its lane (its subscription deleted): no longer kept waiting for credit
+                    context.runOnContext(forget -> forget(outcome));
+                }
+            });
+            whenConnected(new Waiting(() -> {
+                if (!outcome.isDone()) {
+                    sendNow(request, outcome);
+                }
+            }, List.of(outcome)));
         });
         return outcome;
     }
@@ -301,6 +311,16 @@ public final class AmqpClient implements AutoCloseable {
         sendHeld(sender);
     }
 
+    /** A message given up on: out of its link's waiting messages, if still there, and of those under way. */
+    private void forget(CompletableFuture<Transport.Attempt> outcome) {
+        for (Map.Entry<ProtonSender, java.util.ArrayDeque<Held>> link : held.entrySet()) {
+            if (link.getValue().removeIf(h -> h.outcome() == outcome)) {
+                unsettled.getOrDefault(link.getKey(), Set.of()).remove(outcome);
+                return;
+            }
+        }
+    }
+
     /** Sends the link's waiting messages its credit allows, in order, skipping those given up on. */
     private void sendHeld(ProtonSender sender) {
         java.util.ArrayDeque<Held> waiting = held.get(sender);
@@ -331,8 +351,7 @@ public final class AmqpClient implements AutoCloseable {
             }
             pending.remove(outcome);
             lastSettled.put(sender, System.nanoTime());
-            Transport.Attempt attempt = outcome(delivery.getRemoteState());
-            outcome.complete(new Transport.Attempt(attempt.outcome(), attempt.retryAfter(), url.redact(attempt.problem())));
+            outcome.complete(outcome(delivery.getRemoteState(), url::redact));
         });
     }
 
@@ -384,6 +403,10 @@ public final class AmqpClient implements AutoCloseable {
         for (Map.Entry<ProtonSender, Set<CompletableFuture<Transport.Attempt>>> link : unsettled.entrySet()) {
             if (link.getValue().remove(outcome)) {
                 ProtonSender sender = link.getKey();
+                java.util.ArrayDeque<Held> waiting = held.get(sender);
+                if (waiting != null) {
+                    waiting.removeIf(h -> h.outcome() == outcome); // still waiting for credit: never sent
+                }
                 if (lastSettled.getOrDefault(sender, sent) - sent <= 0) {
                     String key = senders.entrySet().stream().filter(e -> e.getValue() == sender).map(Map.Entry::getKey)
                             .findFirst().orElse(null);
@@ -416,12 +439,24 @@ public final class AmqpClient implements AutoCloseable {
         sender.close();
     }
 
+    private static final Transport.Attempt ACCEPTED = new Transport.Attempt(Transport.Outcome.DELIVERED,
+            java.util.Optional.empty(), "accepted");
+
     static Transport.Attempt outcome(DeliveryState state) {
+        return outcome(state, text -> text);
+    }
+
+    /**
+     * The attempt a settlement means; {@code redact} takes the destination's credentials out of the
+     * broker's words before the problem is cut to its length (cut first, a credential across the
+     * cut would stay in part).
+     */
+    static Transport.Attempt outcome(DeliveryState state, java.util.function.UnaryOperator<String> redact) {
         if (state instanceof Accepted) {
-            return new Transport.Attempt(Transport.Outcome.DELIVERED, java.util.Optional.empty(), "accepted");
+            return ACCEPTED;
         }
         if (state instanceof Rejected rejected) {
-            return Transport.Attempt.retry("rejected" + condition(rejected.getError()));
+            return Transport.Attempt.retry(redact.apply("rejected" + condition(rejected.getError())));
         }
         if (state instanceof Released) {
             return Transport.Attempt.retry("released");
@@ -430,7 +465,7 @@ public final class AmqpClient implements AutoCloseable {
             return Transport.Attempt.retry("modified" + (Boolean.TRUE.equals(modified.getUndeliverableHere())
                     ? " (undeliverable here)" : ""));
         }
-        return Transport.Attempt.retry("settled without an outcome (" + state + ")");
+        return Transport.Attempt.retry(redact.apply("settled without an outcome (" + state + ")"));
     }
 
     /**

@@ -35,7 +35,7 @@ public interface Transport {
         }
 
         static String shown(String text) {
-            if (text == null || (text.length() <= PROBLEM_LENGTH && text.chars().noneMatch(Attempt::control))) {
+            if (text == null || text.length() <= PROBLEM_LENGTH && !hasControl(text)) {
                 return text;
             }
             StringBuilder shown = new StringBuilder(PROBLEM_LENGTH + 8);
@@ -49,10 +49,20 @@ public interface Transport {
                 }
             }
             if (i < text.length() || shown.length() > PROBLEM_LENGTH) {
-                shown.setLength(PROBLEM_LENGTH - 3);
+                int cut = PROBLEM_LENGTH - 3;
+                shown.setLength(Character.isHighSurrogate(shown.charAt(cut - 1)) ? cut - 1 : cut); // not half a character
                 shown.append("...");
             }
             return shown.toString();
+        }
+
+        private static boolean hasControl(String text) {
+            for (int i = 0; i < text.length(); i++) {
+                if (control(text.charAt(i))) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         private static boolean control(int c) {

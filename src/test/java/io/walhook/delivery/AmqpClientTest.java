@@ -253,7 +253,8 @@ class AmqpBrokerTest {
                 link.setPrefetch(0);
                 link.handler((delivery, message) -> {
                     received.put(String.valueOf(message.getMessageId()), System.nanoTime());
-                    vertx.setTimer(200, t -> {
+                    // credit at 350 ms intervals: none comes near the timeouts (at 500 ms)
+                    vertx.setTimer(350, t -> {
                         delivery.disposition(Accepted.getInstance(), true);
                         link.flow(1);
                     });
@@ -377,6 +378,19 @@ class AmqpBrokerTest {
         Transport.Attempt attempt = sendOne(port, Duration.ofSeconds(5));
         assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
         assertThat(attempt.problem()).startsWith("cannot connect to amqp://127.0.0.1:" + port + ": ");
+    }
+
+    /**
+     * A broker's words about a rejection can quote the connection's credentials: they are taken out
+     * before the problem is cut to its length (cut first, a credential across the cut stayed in part).
+     */
+    @Test
+    void aRejectionsWordsAreRedactedBeforeTheyAreCut() {
+        Rejected rejected = new Rejected();
+        rejected.setError(new ErrorCondition(Symbol.valueOf("amqp:unauthorized-access"),
+                "x".repeat(454) + "Zq9xWsecretPassword refused")); // from character 490: across the cut at 497
+        Transport.Attempt attempt = AmqpClient.outcome(rejected, text -> text.replace("Zq9xWsecretPassword", "***"));
+        assertThat(attempt.problem()).doesNotContain("Zq9xW").hasSizeLessThanOrEqualTo(500);
     }
 
     @Test
