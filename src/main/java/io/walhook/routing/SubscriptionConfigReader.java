@@ -275,14 +275,13 @@ public final class SubscriptionConfigReader {
             throw new ConfigException(variable, "must be an http:// or https:// URL, not "
                     + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
         }
-        if ((written || uri.getHost() == null) && uri.getRawUserInfo() == null && uri.getRawPath() != null
-                && uri.getRawPath().replaceFirst("^/", "").split("/", 2)[0].indexOf('@') > 0) {
+        if ((written || uri.getHost() == null) && uri.getRawUserInfo() == null && userInfoEndsInPath(uri)) {
             // http://user:2024/Zq9xW@hooks.example.com/: a password holding '/' ended the authority, which
             // made "user" the host and the credentials part of the path, shown in views and logs (a stored
             // destination's is read as before)
-            throw new ConfigException(variable, "has '@' inside its path's first segment, as where user info holding"
-                    + " '/' ends; credentials do not belong in the URL (use a secret or headers), and a path's '@' is"
-                    + " written %40");
+            throw new ConfigException(variable, "has '@' in its path followed by what looks like a host, after a host"
+                    + " without a dot: as where user info holding '/' ends; credentials do not belong in the URL (use a"
+                    + " secret or headers), and a path's '@' is written %40");
         }
         if (uri.getHost() == null && uri.getRawAuthority() != null) {
             throw new ConfigException(variable, UrlAuthority.problem(uri.getRawAuthority()));
@@ -294,6 +293,26 @@ public final class SubscriptionConfigReader {
             throw new ConfigException(variable, "must not carry credentials in the URL; use a secret or headers");
         }
         return uri;
+    }
+
+    /**
+     * Whether the path holds, after a host name without a dot (or none read at all), an '@' inside a
+     * segment followed by what looks like a host ({@code host.example}, {@code host:8080},
+     * {@code localhost}): the end of user info whose '/' ended the authority early. An '@' opening
+     * a segment ({@code /@me}) or under a host with a dot ({@code /users/a@b.com}) is a path's.
+     */
+    private static boolean userInfoEndsInPath(URI uri) {
+        String path = uri.getRawPath();
+        int at = path == null ? -1 : path.indexOf('@');
+        if (at <= 0 || path.charAt(at - 1) == '/') {
+            return false;
+        }
+        String host = uri.getHost();
+        if (host != null && (host.contains(".") || host.startsWith("["))) {
+            return false;
+        }
+        String after = path.substring(at + 1).split("/", 2)[0];
+        return after.contains(".") || after.contains(":") || after.equalsIgnoreCase("localhost");
     }
 
     /** One or more {@code whsec_<base64>} secrets, separated by spaces or commas (key rotation). */

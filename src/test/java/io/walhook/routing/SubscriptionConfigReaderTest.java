@@ -125,9 +125,10 @@ class SubscriptionConfigReaderTest {
         "http://my_svc:8080/hook?token=Zq9xW      | has 'my_svc' where a host[:port] belongs",
         "ftp://user:Zq9xW@files/                  | must be an http:// or https:// URL, not ftp:",
         "https//hooks.example.com/h?token=Zq9xW   | must be an http:// or https:// URL, not a URL without a scheme",
-        "http://user:Zq9/xW@hooks.example.com/    | has '@' inside its path's first segment",
-        "http://user:2024/Zq9xW@hooks.example.com/ | has '@' inside its path's first segment",
-        "http://Zq9/xW@hooks.example.com/h        | has '@' inside its path's first segment",
+        "http://user:Zq9/xW@hooks.example.com/    | has '@' in its path followed by what looks like a host",
+        "http://user:2024/Zq9xW@hooks.example.com/ | has '@' in its path followed by what looks like a host",
+        "http://Zq9/xW@hooks.example.com/h        | has '@' in its path followed by what looks like a host",
+        "https://Zq9/xW/y@localhost:8443/h        | has '@' in its path followed by what looks like a host",
         "https:///h?token=Zq9xW                   | names no host",
         "http://hooks.example.com:0/h?token=Zq9xW | has port 0; a port is 1 to 65535",
         "http://hooks.example.com:99999/h?k=Zq9xW | has port 99999; a port is 1 to 65535",
@@ -139,15 +140,22 @@ class SubscriptionConfigReaderTest {
                 .hasMessageNotContaining("Zq9").hasMessageNotContaining("xW");
     }
 
-    /** A stored destination an earlier walhook accepted is read as before: refusing it would hold its subscription. */
+    /**
+     * A stored destination an earlier walhook accepted is read as before (refusing it would hold its
+     * subscription), and a path's own '@' is taken.
+     */
     @Test
-    void aStoredUrlWithAtInItsPathIsStillRead() {
+    void aStoredUrlWithAtInItsPathIsStillReadAndAPathsAtIsTaken() {
         assertThat(SubscriptionConfigReader.url("url", "http://user:2024/Zq9xW@hooks.example.com/").getHost())
                 .isEqualTo("user");
         assertThat(SubscriptionConfigReader.writtenUrl("url", "https://api.example.com/users/a@b.com/notify").getPath())
                 .as("an '@' past the path's first segment").isEqualTo("/users/a@b.com/notify");
         assertThat(SubscriptionConfigReader.writtenUrl("url", "https://social.example.com/@me").getPath())
                 .as("an '@' opening the first segment").isEqualTo("/@me");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "https://hooks.example.com/alerts@team/h").getPath())
+                .as("under a host with a dot").isEqualTo("/alerts@team/h");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "http://sink/alerts@team/h").getPath())
+                .as("followed by no host").isEqualTo("/alerts@team/h");
     }
 
     @Test
