@@ -73,13 +73,34 @@ public class StatusPoolCreator implements PgPoolCreator {
             return Optional.empty();
         }
         try {
-            return Optional.of(new PemKeyCertOptions().addCertPath(certificate.get())
-                    .addKeyValue(pemKey(Files.readAllBytes(Path.of(key.get())))));
+            byte[] keyBytes = Files.readAllBytes(Path.of(key.get()));
+            String unusable = !Files.isReadable(Path.of(certificate.get())) ? "its certificate " + certificate.get()
+                    + " cannot be read" : encrypted(keyBytes) ? "its key " + key.get() + " is encrypted" : null;
+            if (unusable != null) {
+                // pgjdbc reads them only when a server asks for a certificate, the Vert.x client at every connection:
+                // a /status that always failed where the stream works
+                LOG.warnf("GET /status connects without a client certificate: %s", unusable);
+                return Optional.empty();
+            }
+            return Optional.of(new PemKeyCertOptions().addCertPath(certificate.get()).addKeyValue(pemKey(keyBytes)));
         } catch (IOException | RuntimeException unreadable) {
-            // the JDBC sessions read the same file: walhook does not start where they cannot
             LOG.warnf("GET /status connects without a client certificate: its key %s cannot be read (%s)", key.get(),
                     unreadable.getMessage());
             return Optional.empty();
+        }
+    }
+
+    /** Whether a key is encrypted (PEM {@code ENCRYPTED}, or DER {@code EncryptedPrivateKeyInfo}), which the pool cannot read. */
+    static boolean encrypted(byte[] key) {
+        String text = new String(key, StandardCharsets.ISO_8859_1);
+        if (text.contains("-----BEGIN ")) {
+            return text.contains("ENCRYPTED");
+        }
+        try {
+            new javax.crypto.EncryptedPrivateKeyInfo(key);
+            return true;
+        } catch (IOException | RuntimeException notEncrypted) {
+            return false;
         }
     }
 
