@@ -35,8 +35,9 @@ public final class DestinationPolicy {
             if ((a[0] & 0xFE) == 0xFC) {
                 return Optional.of("a unique local IPv6 address (fc00::/7)");
             }
-            if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && (a[3] & 0xFF) == 0xb8) {
-                return Optional.of("a documentation address (2001:db8::/32)");
+            if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && (a[3] & 0xFF) == 0xb8
+                    || a[0] == 0x3f && (a[1] & 0xFF) == 0xff && (a[2] & 0xF0) == 0) {
+                return Optional.of("a documentation address (2001:db8::/32, 3fff::/20)");
             }
             if (a[0] == 0x00 && a[1] == 0x64 && (a[2] & 0xFF) == 0xff && (a[3] & 0xFF) == 0x9b && a[4] == 0 && a[5] == 1) {
                 // RFC 8215: translated to IPv4 by the local network's own mapping, private addresses included
