@@ -188,6 +188,7 @@ public final class TortureRun {
                     checkLatest(subscription, arrivals.stream().filter(a -> a.subscription().equals(subscription)).toList());
                 }
             } else {
+                count("last arrivals per row not checked (not quiet)");
                 say("not quiet: the last arrivals per row are not checked");
             }
             if (walhook != null) {
