@@ -193,20 +193,36 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
-    /** Whether a lane other than {@code held} starves while routing waits for it (the first one found says so). */
+    /**
+     * Whether a subscription other than {@code held} starves while routing waits for it (the first
+     * one found says so). Within {@link #IDLE_HOLD_FACTOR} times the hold limit, only a lane handed
+     * events lately counts. Past it, so does any other subscription in force with room, idle or
+     * without a lane yet: its next change may wait in the WAL behind the held one's run of changes
+     * (a large transaction only the held one wants, at a slow receiver's pace), where routing cannot
+     * see it. Alone in force, a subscription draining a backlog keeps back-pressure: the WAL is its
+     * buffer.
+     */
     private boolean starvingElsewhere(Lane held) {
-        if (lanes.size() < 2) {
-            return false; // one subscription draining a backlog: back-pressure is all there is
-        }
         long holdStart = held.holdStart();
         long window = context.settings().holdLimit().toNanos();
+        boolean idleCounts = held.heldFor() >= IDLE_HOLD_FACTOR * window;
         for (Lane lane : lanes.values()) {
-            if (lane != held && lane.starving(holdStart, window)) {
+            if (lane != held && lane.starving(holdStart, window, idleCounts)) {
                 return true;
+            }
+        }
+        if (idleCounts) {
+            for (String id : lastSynced.byId().keySet()) {
+                if (!id.equals(held.id) && !lanes.containsKey(id) && !context.paused().test(id)) {
+                    return true; // in force, no lane yet: nothing for it since this instance started
+                }
             }
         }
         return false;
     }
+
+    /** Past this many hold limits, an idle subscription counts as starving too ({@link #starvingElsewhere}). */
+    static final int IDLE_HOLD_FACTOR = 6;
 
     private static ThreadFactory daemons(String name) {
         AtomicInteger count = new AtomicInteger();

@@ -379,15 +379,16 @@ final class Lane {
      * Whether this lane starves while routing waits for another since {@code holdStart}: it
      * delivers directly, is not paused or disabled, has nothing waiting to start (for a free
      * request or a place at its destination), was handed events within {@code window}
-     * (nanoseconds) before the hold began or since, and holds less than a tenth of its memory
-     * budget. An idle subscription (nothing for it lately) does not starve, nor does one as busy
-     * as the lane routing waits for (it is as full). Counted from the hold's start, not from now:
+     * (nanoseconds) before the hold began or since (unless {@code idleCounts}: the hold lasted so
+     * long that an idle one may have its next change waiting behind it), and holds less than a tenth
+     * of its memory budget. An idle subscription (nothing for it lately) does not starve at first,
+     * nor does one as busy as the lane routing waits for (it is as full). Counted from the hold's start, not from now:
      * routing held back hands nothing, so a lane it starves would otherwise stop counting as
      * starved just as the hold reaches its limit.
      */
-    boolean starving(long holdStart, long window) {
+    boolean starving(long holdStart, long window, boolean idleCounts) {
         return direct && !closed && !deleted && !disabled && !backlogged && !context.paused().test(id)
-                && holdStart - handedOverNanos < window
+                && (idleCounts || holdStart - handedOverNanos < window)
                 && volatileJobs.get() * 10 < context.settings().bufferEvents()
                 && volatileBytes.get() * 10 < context.settings().bufferBytes();
     }
@@ -396,6 +397,14 @@ final class Lane {
     long holdStart() {
         return holdStart;
     }
+
+    /** How long routing has waited for this lane's room, in nanoseconds, counted as the hold limit counts it. */
+    long heldFor() {
+        return heldFor;
+    }
+
+    /** {@link #heldFor}: set by routing's wait before it asks whether another subscription starves. */
+    private volatile long heldFor;
 
     /** The hold is counted afresh: after a switch of mode, or once the lane had room to spare. */
     private void forgetHold() {
@@ -441,8 +450,8 @@ final class Lane {
                     epoch = holdEpoch.get();
                     since = now;
                 }
-                if (direct && !holdsOthers && heldRouting.get() + (now - since) >= limit
-                        && context.starvingElsewhere().test(this)) {
+                heldFor = heldRouting.get() + (now - since);
+                if (direct && !holdsOthers && heldFor >= limit && context.starvingElsewhere().test(this)) {
                     holdsOthers = true;
                     post(() -> { }); // its turn sends it to the durable queue
                 }

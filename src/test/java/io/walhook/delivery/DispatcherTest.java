@@ -1580,6 +1580,57 @@ class DispatcherTest {
                 .allSatisfy(s -> assertThat(s.mode()).isEqualTo("direct"));
     }
 
+    /**
+     * A long run of changes only a slow subscription wants (a large transaction on its table, its
+     * receiver slower than the stream), and after it a change for another subscription, idle until
+     * then (no lane yet): routing waited for the slow one's room at its receiver's pace, and the
+     * other's change waited in the WAL behind the run, 37 s here (hours for a large enough run),
+     * since only a subscription handed events lately counted as held back. Past six hold limits,
+     * an idle one counts too: the slow one's rest goes to its durable queue, and the other's change
+     * goes at once.
+     */
+    @Test
+    void aSlowSubscriptionsLongRunDoesNotHoldBackAnIdleSubscriptionsChangeAfterIt() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 50, Duration.ofSeconds(1));
+        List<WebhookReceiver.Request> slowAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver slowReceiver = receiver(request -> {
+            try {
+                Thread.sleep(100); // 40 requests a second (4 at once), slower than the stream
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            slowAccepted.add(request);
+            return 204;
+        });
+        List<WebhookReceiver.Request> quietAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver quietReceiver = receiver(request -> {
+            quietAccepted.add(request);
+            return 204;
+        });
+        Subscription slow = webhook("config:slow", "slow", slowReceiver, 1);
+        Subscription quiet = webhook("config:quiet", "quiet", quietReceiver, 1);
+        dispatcher.sync(List.of(slow, quiet));
+        java.util.concurrent.CompletableFuture<Void> routing = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                sendToAll(dispatcher, List.of(slow), 1_500, 1, () -> { });
+                ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, "1", "0");
+                dispatcher.send(quiet, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                        acknowledged::incrementAndGet);
+                dispatcher.flush();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // six hold limits and the rest of the run written to the durable queue: far sooner than the 37 s the run
+        // takes at the slow receiver's pace
+        await().atMost(Duration.ofSeconds(20)).until(() -> quietAccepted.size() == 1);
+        assertThat(slowAccepted.size()).as("the slow one's changes delivered by then").isLessThan(1_000);
+        routing.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        // and the slow one gets every change, from its durable queue
+        await().atMost(WAIT).until(() -> acceptedByRow(slowAccepted).size() == 1_500);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 1_501);
+    }
+
     /** Routes {@code rows} rows' versions to every one of {@code subscriptions}, a flush every 100 copies; after each flush, {@code afterFlush}. */
     private void sendToAll(Dispatcher dispatcher, List<Subscription> subscriptions, int rows, int versions,
             Runnable afterFlush) throws Exception {
