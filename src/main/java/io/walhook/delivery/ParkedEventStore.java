@@ -313,16 +313,78 @@ public final class ParkedEventStore {
         }
     }
 
-    /** Drops the subscription's whole queue (the API's drop of every dead letter, or the subscription deleted); returns how many. */
+    /** Rows {@link #deleteAll} deletes in one transaction. */
+    static final int DELETE_CHUNK = 10_000;
+
+    /**
+     * Drops the subscription's whole queue as it is now (the API's drop of every dead letter, or the
+     * subscription deleted); returns how many. A transaction per {@link #DELETE_CHUNK} rows, each
+     * committed before the next: one statement over a queue of millions held every row locked until
+     * it ended, and the lane's own statements on them (deleting what it delivered, counting
+     * attempts) waited as long, its memory full meanwhile and routing held back for every
+     * subscription. A row another session holds is skipped and taken again after it, as long as it
+     * takes.
+     */
     public int deleteAll(String subscriptionId) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
-            // a queue of any size: as long as it takes
-            return io.walhook.config.SessionTimeout.unlimited(c, u -> io.walhook.config.DurableWrite.run(u, t -> {
-                try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE subscription_id = ?")) {
-                    s.setString(1, subscriptionId);
-                    return s.executeUpdate();
+        long upTo; // rows queued after this call began are not the queue it drops
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT max(id) FROM " + table + " WHERE subscription_id = ?")) {
+            s.setString(1, subscriptionId);
+            try (ResultSet r = s.executeQuery()) {
+                r.next();
+                upTo = r.getLong(1);
+                if (r.wasNull()) {
+                    return 0;
                 }
-            }));
+            }
+        }
+        int deleted = 0;
+        long pause = 20;
+        while (true) {
+            int chunk;
+            boolean left;
+            try (Connection c = dataSource.getConnection()) {
+                long[] result = io.walhook.config.DurableWrite.run(c, t -> {
+                    int n;
+                    try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE id IN (SELECT id FROM "
+                            + table + " WHERE subscription_id = ? AND id <= ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)")) {
+                        s.setString(1, subscriptionId);
+                        s.setLong(2, upTo);
+                        s.setInt(3, DELETE_CHUNK);
+                        n = s.executeUpdate();
+                    }
+                    if (n == DELETE_CHUNK) {
+                        return new long[] {n, 1};
+                    }
+                    try (PreparedStatement s = t.prepareStatement("SELECT EXISTS (SELECT 1 FROM " + table
+                            + " WHERE subscription_id = ? AND id <= ?)")) {
+                        s.setString(1, subscriptionId);
+                        s.setLong(2, upTo);
+                        try (ResultSet r = s.executeQuery()) {
+                            r.next();
+                            return new long[] {n, r.getBoolean(1) ? 1 : 0};
+                        }
+                    }
+                });
+                chunk = (int) result[0];
+                left = result[1] != 0;
+            }
+            deleted += chunk;
+            if (!left) {
+                return deleted;
+            }
+            if (chunk == 0) {
+                // only rows another session holds (a lane's statement, an operator's transaction): after it
+                try {
+                    Thread.sleep(pause);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new SQLException("interrupted while dropping the queue of " + subscriptionId, e);
+                }
+                pause = Math.min(pause * 2, 1_000);
+            } else {
+                pause = 20;
+            }
         }
     }
 

@@ -70,6 +70,48 @@ class ParkedEventStoreTest {
         }
     }
 
+    /**
+     * A queue dropped while another session holds one of its rows (a lane's statement, an operator's
+     * transaction): the rest is deleted and committed chunk by chunk, not held locked until the held
+     * row is free. One statement held every row it deleted, and the lane's own statements on them
+     * (deleting what it delivered) waited for the whole drop, its memory full and routing held back
+     * for every subscription meanwhile.
+     */
+    @Test
+    void droppingAQueueDoesNotHoldTheRowsItDeletedWhileAnotherIsHeld() throws Exception {
+        try (java.sql.Connection locker = database.dataSource.getConnection();
+             java.sql.Statement s = locker.createStatement()) {
+            locker.setAutoCommit(false);
+            s.execute("SELECT 1 FROM walhook.parked_event WHERE event_id = 'event-5' FOR UPDATE");
+            java.util.concurrent.CompletableFuture<Integer> dropped = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return store.deleteAll(ID);
+                } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            // gone for every other session while the held one waits
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> queued() == 1);
+            assertThat(dropped).as("waits for the held row").isNotDone();
+            locker.commit();
+            assertThat(dropped.get(1, java.util.concurrent.TimeUnit.MINUTES)).isEqualTo(5);
+            assertThat(queued()).isZero();
+        }
+    }
+
+    /** The subscription's queued rows, as any other session sees them. */
+    private int queued() throws java.sql.SQLException {
+        try (java.sql.Connection c = database.dataSource.getConnection();
+             java.sql.PreparedStatement s = c.prepareStatement("SELECT count(*) FROM walhook.parked_event"
+                     + " WHERE subscription_id = ?")) {
+            s.setString(1, ID);
+            try (java.sql.ResultSet r = s.executeQuery()) {
+                r.next();
+                return r.getInt(1);
+            }
+        }
+    }
+
     @Test
     void theSubscriptionsWithQueuedEventsAreFoundOneProbeEach() throws Exception {
         List<String> others = List.of("00000000-0000-4000-8000-000000000001", "ffffffff-0000-4000-8000-000000000002",
