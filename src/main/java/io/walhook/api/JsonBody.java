@@ -105,17 +105,17 @@ final class JsonBody {
      * A header's null or NUL, placed at the headers without the name: a name can be a whole header
      * pasted as one ({@code "Authorization: Bearer ..."}), as SubscriptionJson says of a bad name.
      */
-    private static void refuseNullHeader(String name, JsonNode value) {
+    private static void refuseNullHeader(int position, String name, JsonNode value) {
         if (name.indexOf('\0') >= 0) {
-            throw new ApiProblem(400, "Bad Request", HEADERS + " has a name holding a NUL (\\u0000), a control character"
-                    + " no header name has (the name is not repeated)", HEADERS);
+            throw new ApiProblem(400, "Bad Request", "header " + position + "'s name holds a NUL (\\u0000), a control"
+                    + " character no header name has (the name is not repeated)", HEADERS);
         }
         if (value.isNull()) {
-            throw new ApiProblem(400, "Bad Request", HEADERS + " has a null value; a header's value is a string (the"
-                    + " name is not repeated): leave the header out instead", HEADERS);
+            throw new ApiProblem(400, "Bad Request", "header " + position + "'s value is null; a header's value is a"
+                    + " string (the name is not repeated): leave the header out instead", HEADERS);
         }
         if (value.isTextual() && value.textValue().indexOf('\0') >= 0) {
-            throw new ApiProblem(400, "Bad Request", HEADERS + " has a value holding a NUL (\\u0000), a control"
+            throw new ApiProblem(400, "Bad Request", "header " + position + "'s value holds a NUL (\\u0000), a control"
                     + " character no text in PostgreSQL can hold (the name is not repeated)", HEADERS);
         }
     }
@@ -131,10 +131,12 @@ final class JsonBody {
                     + " (\\u0000), a control character no text in PostgreSQL can hold", pointer);
         }
         if (node.isObject()) {
+            int position = 0;
             for (var fields = node.fields(); fields.hasNext(); ) {
                 var field = fields.next();
+                position++;
                 if (pointer.equals(HEADERS)) {
-                    refuseNullHeader(field.getKey(), field.getValue());
+                    refuseNullHeader(position, field.getKey(), field.getValue());
                     continue;
                 }
                 String at = pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1");

@@ -315,7 +315,10 @@ public final class AmqpClient implements AutoCloseable {
     private void forget(CompletableFuture<Transport.Attempt> outcome) {
         for (Map.Entry<ProtonSender, java.util.ArrayDeque<Held>> link : held.entrySet()) {
             if (link.getValue().removeIf(h -> h.outcome() == outcome)) {
-                unsettled.getOrDefault(link.getKey(), Set.of()).remove(outcome);
+                Set<CompletableFuture<Transport.Attempt>> pending = unsettled.get(link.getKey());
+                if (pending != null) {
+                    pending.remove(outcome);
+                }
                 return;
             }
         }
@@ -327,7 +330,10 @@ public final class AmqpClient implements AutoCloseable {
         while (waiting != null && !waiting.isEmpty() && !sender.sendQueueFull()) {
             Held next = waiting.poll();
             if (next.outcome().isDone()) {
-                unsettled.getOrDefault(sender, Set.of()).remove(next.outcome()); // given up on: never sent
+                Set<CompletableFuture<Transport.Attempt>> pending = unsettled.get(sender);
+                if (pending != null) {
+                    pending.remove(next.outcome()); // given up on: never sent
+                }
             } else {
                 transmit(sender, next.message(), next.request(), next.outcome());
             }

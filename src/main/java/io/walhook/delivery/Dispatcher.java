@@ -213,7 +213,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
         if (idleCounts) {
             for (String id : lastSynced.byId().keySet()) {
-                if (!id.equals(held.id) && !lanes.containsKey(id) && !context.paused().test(id)) {
+                if (!id.equals(held.id) && !lanes.containsKey(id) && !context.paused().test(id) && !deleted.contains(id)) {
                     return true; // in force, no lane yet: nothing for it since this instance started
                 }
             }

@@ -339,22 +339,30 @@ public final class ParkedEventStore {
             }
         }
         int deleted = 0;
+        long after = 0; // the sweep goes forward, not over the rows it deleted again; then back for the rows held
         long pause = 20;
         while (true) {
-            int chunk;
-            boolean left;
+            long from = after;
+            long[] result;
             try (Connection c = dataSource.getConnection()) {
-                long[] result = io.walhook.config.DurableWrite.run(c, t -> {
-                    int n;
-                    try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE id IN (SELECT id FROM "
-                            + table + " WHERE subscription_id = ? AND id <= ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)")) {
+                result = io.walhook.config.DurableWrite.run(c, t -> {
+                    long n;
+                    long last;
+                    try (PreparedStatement s = t.prepareStatement("WITH d AS (DELETE FROM " + table + " WHERE id IN"
+                            + " (SELECT id FROM " + table + " WHERE subscription_id = ? AND id > ? AND id <= ? ORDER BY id"
+                            + " LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING id) SELECT count(*), max(id) FROM d")) {
                         s.setString(1, subscriptionId);
-                        s.setLong(2, upTo);
-                        s.setInt(3, DELETE_CHUNK);
-                        n = s.executeUpdate();
+                        s.setLong(2, from);
+                        s.setLong(3, upTo);
+                        s.setInt(4, DELETE_CHUNK);
+                        try (ResultSet r = s.executeQuery()) {
+                            r.next();
+                            n = r.getLong(1);
+                            last = r.getLong(2);
+                        }
                     }
                     if (n == DELETE_CHUNK) {
-                        return new long[] {n, 1};
+                        return new long[] {n, last, 1};
                     }
                     try (PreparedStatement s = t.prepareStatement("SELECT EXISTS (SELECT 1 FROM " + table
                             + " WHERE subscription_id = ? AND id <= ?)")) {
@@ -362,29 +370,30 @@ public final class ParkedEventStore {
                         s.setLong(2, upTo);
                         try (ResultSet r = s.executeQuery()) {
                             r.next();
-                            return new long[] {n, r.getBoolean(1) ? 1 : 0};
+                            return new long[] {n, last, r.getBoolean(1) ? 1 : 0};
                         }
                     }
                 });
-                chunk = (int) result[0];
-                left = result[1] != 0;
             }
-            deleted += chunk;
-            if (!left) {
+            deleted += (int) result[0];
+            if (result[2] == 0) {
                 return deleted;
             }
-            if (chunk == 0) {
-                // only rows another session holds (a lane's statement, an operator's transaction): after it
-                try {
-                    Thread.sleep(pause);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new SQLException("interrupted while dropping the queue of " + subscriptionId, e);
-                }
-                pause = Math.min(pause * 2, 1_000);
-            } else {
+            if (result[0] == DELETE_CHUNK) {
+                after = result[1];
                 pause = 20;
+                continue;
             }
+            // the sweep reached the end; what is left another session holds (a lane's statement, an operator's
+            // transaction): from the start again, after it
+            after = 0;
+            try {
+                Thread.sleep(pause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SQLException("interrupted while dropping the queue of " + subscriptionId, e);
+            }
+            pause = result[0] > 0 ? 20 : Math.min(pause * 2, 1_000);
         }
     }
 

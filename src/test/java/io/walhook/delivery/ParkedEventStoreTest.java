@@ -99,6 +99,37 @@ class ParkedEventStoreTest {
         }
     }
 
+    /** A queue of several chunks, with a row held in the first: every row goes, and only the queue as it was. */
+    @Test
+    void droppingAQueueOfSeveralChunksTakesEveryRowUpToItsLastWhenAsked() throws Exception {
+        List<ParkedEventStore.Entry> entries = new ArrayList<>();
+        for (int i = 6; i <= 2 * ParkedEventStore.DELETE_CHUNK + 500; i++) {
+            entries.add(new ParkedEventStore.Entry("event-" + i, Lsn.of(0x1000L * i), Instant.EPOCH, "application/json",
+                    Map.of(), null, new byte[1], null, null));
+        }
+        store.append(ID, "pages", entries, 0, null);
+        int queued = queued();
+        try (java.sql.Connection locker = database.dataSource.getConnection();
+             java.sql.Statement s = locker.createStatement()) {
+            locker.setAutoCommit(false);
+            s.execute("SELECT 1 FROM walhook.parked_event WHERE event_id = 'event-2' FOR UPDATE");
+            java.util.concurrent.CompletableFuture<Integer> dropped = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return store.deleteAll(ID);
+                } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> queued() == 1);
+            // queued while it is dropped: not the queue it was asked to drop
+            store.append(ID, "pages", List.of(new ParkedEventStore.Entry("later", Lsn.of(0x100000000L), Instant.EPOCH,
+                    "application/json", Map.of(), null, new byte[1], null, null)), 0, null);
+            locker.commit();
+            assertThat(dropped.get(1, java.util.concurrent.TimeUnit.MINUTES)).isEqualTo(queued);
+        }
+        assertThat(queued()).isEqualTo(1);
+    }
+
     /** The subscription's queued rows, as any other session sees them. */
     private int queued() throws java.sql.SQLException {
         try (java.sql.Connection c = database.dataSource.getConnection();
