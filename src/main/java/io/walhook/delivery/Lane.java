@@ -382,9 +382,9 @@ final class Lane {
      * (nanoseconds) before the hold began or since (unless {@code idleCounts}: the hold lasted so
      * long that an idle one may have its next change waiting behind it), and holds less than a tenth
      * of its memory budget. An idle subscription (nothing for it lately) does not starve at first,
-     * nor does one as busy as the lane routing waits for (it is as full). Counted from the hold's start, not from now:
-     * routing held back hands nothing, so a lane it starves would otherwise stop counting as
-     * starved just as the hold reaches its limit.
+     * nor does one as busy as the lane routing waits for (it is as full). Counted from the hold's
+     * start, not from now: routing held back hands nothing, so a lane it starves would otherwise
+     * stop counting as starved just as the hold reaches its limit.
      */
     boolean starving(long holdStart, long window, boolean idleCounts) {
         return direct && !closed && !deleted && !disabled && !backlogged && !context.paused().test(id)

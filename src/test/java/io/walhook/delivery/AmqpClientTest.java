@@ -78,6 +78,24 @@ class AmqpBrokerTest {
         return listening.get(10, TimeUnit.SECONDS);
     }
 
+    /**
+     * A real AMQP 1.0 server on a free port, listening, that opens connections and sessions and
+     * hands each link walhook opens, its target set and nothing accepted on its own, to
+     * {@code link}, which opens it.
+     */
+    private static ProtonServer peerWithLinks(java.util.function.Consumer<io.vertx.proton.ProtonReceiver> link)
+            throws Exception {
+        return listening(ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(open -> connection.open());
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(receiver -> {
+                receiver.setTarget(receiver.getRemoteTarget());
+                receiver.setAutoAccept(false);
+                link.accept(receiver);
+            });
+        }));
+    }
+
     private static Transport.Attempt sendOne(int port, Duration timeout) throws InterruptedException {
         AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + port), timeout);
         try {
@@ -143,24 +161,17 @@ class AmqpBrokerTest {
     @Test
     void aReceivedStateIsNotAnOutcomeAndTheAcceptanceAfterItIs() throws Exception {
         java.util.concurrent.atomic.AtomicInteger transfers = new java.util.concurrent.atomic.AtomicInteger();
-        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
-            connection.openHandler(open -> connection.open());
-            connection.sessionOpenHandler(ProtonSession::open);
-            connection.receiverOpenHandler(link -> {
-                link.setTarget(link.getRemoteTarget());
-                link.setAutoAccept(false);
-                link.handler((delivery, message) -> {
-                    transfers.incrementAndGet();
-                    org.apache.qpid.proton.amqp.messaging.Received received = new org.apache.qpid.proton.amqp.messaging.Received();
-                    received.setSectionNumber(org.apache.qpid.proton.amqp.UnsignedInteger.ZERO);
-                    received.setSectionOffset(org.apache.qpid.proton.amqp.UnsignedLong.ZERO);
-                    delivery.disposition(received, false);
-                    vertx.setTimer(100, t -> delivery.disposition(Accepted.getInstance(), true));
-                });
-                link.open();
+        ProtonServer server = peerWithLinks(link -> {
+            link.handler((delivery, message) -> {
+                transfers.incrementAndGet();
+                org.apache.qpid.proton.amqp.messaging.Received received = new org.apache.qpid.proton.amqp.messaging.Received();
+                received.setSectionNumber(org.apache.qpid.proton.amqp.UnsignedInteger.ZERO);
+                received.setSectionOffset(org.apache.qpid.proton.amqp.UnsignedLong.ZERO);
+                delivery.disposition(received, false);
+                vertx.setTimer(100, t -> delivery.disposition(Accepted.getInstance(), true));
             });
+            link.open();
         });
-        listening(server);
         try {
             Transport.Attempt attempt = sendOne(server.actualPort(), Duration.ofSeconds(5));
             assertThat(attempt.outcome()).as(attempt.problem()).isEqualTo(Transport.Outcome.DELIVERED);
@@ -244,26 +255,19 @@ class AmqpBrokerTest {
     @Test
     void aMessageGivenUpOnBeforeTheBrokerGaveCreditIsNeverSent() throws Exception {
         java.util.Map<String, Long> received = new java.util.concurrent.ConcurrentHashMap<>();
-        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
-            connection.openHandler(open -> connection.open());
-            connection.sessionOpenHandler(ProtonSession::open);
-            connection.receiverOpenHandler(link -> {
-                link.setTarget(link.getRemoteTarget());
-                link.setAutoAccept(false);
-                link.setPrefetch(0);
-                link.handler((delivery, message) -> {
-                    received.put(String.valueOf(message.getMessageId()), System.nanoTime());
-                    // credit at 350 ms intervals: none comes near the timeouts (at 500 ms)
-                    vertx.setTimer(350, t -> {
-                        delivery.disposition(Accepted.getInstance(), true);
-                        link.flow(1);
-                    });
+        ProtonServer server = peerWithLinks(link -> {
+            link.setPrefetch(0);
+            link.handler((delivery, message) -> {
+                received.put(String.valueOf(message.getMessageId()), System.nanoTime());
+                // credit at 350 ms intervals: none comes near the timeouts (at 500 ms)
+                vertx.setTimer(350, t -> {
+                    delivery.disposition(Accepted.getInstance(), true);
+                    link.flow(1);
                 });
-                link.open();
-                link.flow(1);
             });
+            link.open();
+            link.flow(1);
         });
-        listening(server);
         Duration timeout = Duration.ofMillis(500);
         AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), timeout);
         try {
@@ -307,27 +311,20 @@ class AmqpBrokerTest {
     @Test
     void aMessageLargerThanTheLinkTakesFailsAloneWithoutDetachingTheLink() throws Exception {
         java.util.concurrent.atomic.AtomicInteger links = new java.util.concurrent.atomic.AtomicInteger();
-        ProtonServer server = ProtonServer.create(vertx).connectHandler(connection -> {
-            connection.openHandler(open -> connection.open());
-            connection.sessionOpenHandler(ProtonSession::open);
-            connection.receiverOpenHandler(link -> {
-                links.incrementAndGet();
-                link.setTarget(link.getRemoteTarget());
-                link.setMaxMessageSize(org.apache.qpid.proton.amqp.UnsignedLong.valueOf(1024));
-                link.setAutoAccept(false);
-                link.handler((delivery, message) -> {
-                    if (((org.apache.qpid.proton.amqp.messaging.Data) message.getBody()).getValue().getLength() > 1024) {
-                        // as a broker enforcing its limit does
-                        link.setCondition(new ErrorCondition(Symbol.valueOf("amqp:link:message-size-exceeded"), "too large"));
-                        link.close();
-                        return;
-                    }
-                    vertx.setTimer(300, t -> delivery.disposition(Accepted.getInstance(), true)); // under way a while
-                });
-                link.open();
+        ProtonServer server = peerWithLinks(link -> {
+            links.incrementAndGet();
+            link.setMaxMessageSize(org.apache.qpid.proton.amqp.UnsignedLong.valueOf(1024));
+            link.handler((delivery, message) -> {
+                if (((org.apache.qpid.proton.amqp.messaging.Data) message.getBody()).getValue().getLength() > 1024) {
+                    // as a broker enforcing its limit does
+                    link.setCondition(new ErrorCondition(Symbol.valueOf("amqp:link:message-size-exceeded"), "too large"));
+                    link.close();
+                    return;
+                }
+                vertx.setTimer(300, t -> delivery.disposition(Accepted.getInstance(), true)); // under way a while
             });
+            link.open();
         });
-        listening(server);
         AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()),
                 Duration.ofSeconds(10));
         java.util.function.BiFunction<Integer, Integer, Transport.Request> request = (n, bytes) -> new Transport.Request(

@@ -50,18 +50,12 @@ class ParkedEventStoreTest {
         // the pool's sessions give up on a server silent for their socket timeout, and the server cancels their
         // statements sooner (SessionTimeout): 2 s and 1 s here
         org.postgresql.ds.PGSimpleDataSource impatient = database.limited(2, 1000);
-        ParkedEventStore dropping = new ParkedEventStore(impatient, "walhook");
+        ParkedEventStore impatientStore = new ParkedEventStore(impatient, "walhook");
         try (java.sql.Connection locker = database.dataSource.getConnection();
              java.sql.Statement s = locker.createStatement()) {
             locker.setAutoCommit(false);
             s.execute("SELECT 1 FROM walhook.parked_event WHERE event_id = 'event-3' FOR UPDATE"); // as a lane's round does
-            java.util.concurrent.CompletableFuture<Integer> dropped = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return dropping.deleteAll(ID);
-                } catch (java.sql.SQLException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            java.util.concurrent.CompletableFuture<Integer> dropped = dropping(impatientStore);
             // twice the session's limit
             org.awaitility.Awaitility.await().pollDelay(java.time.Duration.ofSeconds(4)).until(() -> true);
             assertThat(dropped).as("waits for the lock").isNotDone();
@@ -83,13 +77,7 @@ class ParkedEventStoreTest {
              java.sql.Statement s = locker.createStatement()) {
             locker.setAutoCommit(false);
             s.execute("SELECT 1 FROM walhook.parked_event WHERE event_id = 'event-5' FOR UPDATE");
-            java.util.concurrent.CompletableFuture<Integer> dropped = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return store.deleteAll(ID);
-                } catch (java.sql.SQLException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            java.util.concurrent.CompletableFuture<Integer> dropped = dropping(store);
             // gone for every other session while the held one waits
             org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> queued() == 1);
             assertThat(dropped).as("waits for the held row").isNotDone();
@@ -113,13 +101,7 @@ class ParkedEventStoreTest {
              java.sql.Statement s = locker.createStatement()) {
             locker.setAutoCommit(false);
             s.execute("SELECT 1 FROM walhook.parked_event WHERE event_id = 'event-2' FOR UPDATE");
-            java.util.concurrent.CompletableFuture<Integer> dropped = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return store.deleteAll(ID);
-                } catch (java.sql.SQLException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            java.util.concurrent.CompletableFuture<Integer> dropped = dropping(store);
             org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> queued() == 1);
             // queued while it is dropped: not the queue it was asked to drop
             store.append(ID, "pages", List.of(new ParkedEventStore.Entry("later", Lsn.of(0x100000000L), Instant.EPOCH,
@@ -128,6 +110,17 @@ class ParkedEventStoreTest {
             assertThat(dropped.get(1, java.util.concurrent.TimeUnit.MINUTES)).isEqualTo(queued);
         }
         assertThat(queued()).isEqualTo(1);
+    }
+
+    /** The queue's drop, begun in the background. */
+    private static java.util.concurrent.CompletableFuture<Integer> dropping(ParkedEventStore store) {
+        return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return store.deleteAll(ID);
+            } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        });
     }
 
     /** The subscription's queued rows, as any other session sees them. */
