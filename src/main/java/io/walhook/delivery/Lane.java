@@ -195,9 +195,9 @@ final class Lane {
      * probe interval). Each waiting request's own backoff says only which is due, not that the
      * destination gets it: a lane with hundreds waiting sends no more than one with a single one.
      * Retries and new events take turns ({@link #newEventsTurn}), new ones within the lane's memory
-     * ({@link #mayTryNew}): a row the destination refuses for good, failing alone again and again,
-     * looks like a destination that is down, and the changes to other rows after it must still be
-     * tried, and then flow.
+     * ({@link #mayTryNew}): rows the destination refuses for good, three or more failing alone again
+     * and again ({@link RetrySchedule#DIFFERENT}), look like a destination that is down, and the
+     * changes to other rows after them must still be tried, and then flow.
      */
     private Instant nextProbe = Instant.MIN;
     /** Whether the next probe ({@link #nextProbe}) is a new event's, if one may go: the last was a retry. */
@@ -1482,7 +1482,7 @@ final class Lane {
     }
 
     private void failed(Outgoing o, Attempt attempt, Instant now) {
-        schedule.failed();
+        schedule.failed(o);
         o.attempts++;
         if (o.firstFailure == null) {
             o.firstFailure = now;

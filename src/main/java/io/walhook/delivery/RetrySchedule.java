@@ -12,7 +12,8 @@ import java.util.random.RandomGenerator;
  * succeed is tried again at the short pace, its first {@value #QUICK_RETRIES} retries at least;
  * beyond those its own failures grow its backoff too, so one event the destination always refuses
  * is not tried ten times a second. While every attempt fails (the last
- * {@value #STREAK} or more failed and nothing succeeded for {@link #SILENCE}) one request at a time
+ * {@value #STREAK} or more failed, {@value #DIFFERENT} different requests among them, and nothing
+ * succeeded for {@link #SILENCE}) one request at a time
  * probes the destination, its backoff growing to the probe interval (seconds, whatever the
  * maximum backoff): a destination that is down is not hammered, and one that recovers after an
  * outage of hours gets its backlog within that interval, not minutes later. One success resets
@@ -30,6 +31,14 @@ final class RetrySchedule {
      * destination failing even 30% of requests has ten in a row about once in 170,000 attempts.
      */
     static final int STREAK = 10;
+    /**
+     * Different requests that must have failed, besides the streak, before every attempt counts as
+     * failing: one request the destination refuses again and again (a row it will never take), alone
+     * in a quiet subscription, is not a destination that is down, and the changes to other rows after
+     * it go at once rather than at a probe's pace (which that request's {@code Retry-After} can put
+     * minutes off).
+     */
+    static final int DIFFERENT = 3;
     /**
      * Retries of one request at the destination's pace before its own failures grow its backoff: a
      * destination failing 30% of requests fails one request seven times about once in 4,500.
@@ -49,6 +58,9 @@ final class RetrySchedule {
     private long probeMillis;
     private long retryAfterLimitMillis;
     private int failuresInARow;
+    /** The different requests that failed since the last success, the first {@value #DIFFERENT} of them. */
+    private final Object[] failedRequests = new Object[DIFFERENT];
+    private int differentFailed;
     private java.time.Instant lastSuccess = java.time.Instant.MIN;
 
     /**
@@ -72,7 +84,7 @@ final class RetrySchedule {
      */
     boolean succeeded(java.time.Instant now) {
         boolean recovered = everyAttemptFailing(now);
-        failuresInARow = 0;
+        reset();
         lastSuccess = now;
         return recovered;
     }
@@ -80,18 +92,31 @@ final class RetrySchedule {
     /** Forget the failures so far (an operator's replay): the next attempts go at once, at the short pace. */
     void reset() {
         failuresInARow = 0;
+        java.util.Arrays.fill(failedRequests, null);
+        differentFailed = 0;
     }
 
-    /** A request failed. */
-    void failed() {
+    /** A request failed: {@code request} is its identity (the same object for each of its attempts). */
+    void failed(Object request) {
         if (failuresInARow < Integer.MAX_VALUE) {
             failuresInARow++;
         }
+        if (differentFailed < DIFFERENT) {
+            for (int i = 0; i < differentFailed; i++) {
+                if (failedRequests[i] == request) {
+                    return;
+                }
+            }
+            failedRequests[differentFailed++] = request;
+        }
     }
 
-    /** Whether the last {@value #STREAK} or more attempts failed and nothing succeeded for {@link #SILENCE} until {@code now}. */
+    /**
+     * Whether the last {@value #STREAK} or more attempts failed, {@value #DIFFERENT} different requests
+     * among them, and nothing succeeded for {@link #SILENCE} until {@code now}.
+     */
     boolean everyAttemptFailing(java.time.Instant now) {
-        return failuresInARow >= STREAK && !now.isBefore(lastSuccess.plus(SILENCE));
+        return failuresInARow >= STREAK && differentFailed >= DIFFERENT && !now.isBefore(lastSuccess.plus(SILENCE));
     }
 
     /**

@@ -268,6 +268,28 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 4);
     }
 
+    /**
+     * One row refused again and again in a quiet subscription is not a destination that is down: the
+     * changes to other rows after it go at once, not at a probe's pace (which a {@code Retry-After}
+     * on that row's refusals put two minutes off).
+     */
+    @Test
+    void aRowRefusedForGoodAloneInAQuietSubscriptionDoesNotPutOtherRowsOffToTheProbesPace() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        AtomicInteger refusals = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = refusingRowsUpTo(1, refusals, accepted);
+        // refused often enough and long enough without a success, it asks for a pause of two minutes
+        receiver.respondHeaders(request -> refusals.get() >= 12 ? Map.of("Retry-After", "120") : Map.of());
+        Subscription one = webhook("config:one", "one", receiver, 1);
+        sendRows(dispatcher, one, 1, 1, "refused");
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 12 && System.nanoTime() - since > 3_000_000_000L);
+        sendRows(dispatcher, one, 2, 5, "fine");
+        await().atMost(Duration.ofSeconds(20)).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
+        assertThat(refusals.get()).as("row 1 waits the two minutes its refusal asked for").isEqualTo(12);
+    }
+
     /** Routes the first change of each of these rows (version 0), after whatever was routed before. */
     private void sendRows(Dispatcher dispatcher, Subscription subscription, int from, int to, String note) throws Exception {
         TestEvents.Table docs = TestEvents.table("public", "items").key("id", TestEvents.INT4).column("note", TestEvents.TEXT);

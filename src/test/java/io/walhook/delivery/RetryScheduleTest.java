@@ -25,7 +25,7 @@ class RetryScheduleTest {
             RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
             schedule.succeeded(NOW);
             for (int f = 0; f < attempt; f++) {
-                schedule.failed();
+                schedule.failed(new Object());
             }
             long bound = Math.min(1000, 200L << (attempt - 1));
             long max = 0;
@@ -43,16 +43,16 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
         for (int i = 0; i < RetrySchedule.STREAK; i++) {
-            schedule.failed();
+            schedule.failed(new Object());
         }
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(1))).as("a success a second ago").isFalse();
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(3))).isTrue();
         schedule.succeeded(NOW);
         for (int i = 1; i < RetrySchedule.STREAK; i++) {
-            schedule.failed();
+            schedule.failed(new Object());
         }
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).as("one failure short of a streak").isFalse();
-        schedule.failed();
+        schedule.failed(new Object());
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).isTrue();
         long longest = 0;
         for (int i = 0; i < 200; i++) {
@@ -68,6 +68,38 @@ class RetryScheduleTest {
     }
 
     @Test
+    void oneRequestFailingAgainAndAgainIsNotADestinationThatIsDown() {
+        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
+        Object refused = new Object();
+        Object other = new Object();
+        for (int i = 0; i < 3 * RetrySchedule.STREAK; i++) {
+            schedule.failed(i % 2 == 0 ? refused : other);
+        }
+        Instant later = NOW.plusSeconds(60);
+        assertThat(schedule.everyAttemptFailing(later)).as("two requests refused, each again and again").isFalse();
+        for (int i = 0; i < 200; i++) {
+            assertThat(millis(schedule.delay(30, Optional.empty(), later, random)))
+                    .as("nothing succeeding for a while: the probe interval bounds each one's backoff").isLessThanOrEqualTo(5_000);
+        }
+        schedule.failed(new Object());
+        assertThat(schedule.everyAttemptFailing(later)).as("a third request failing too").isTrue();
+        schedule.succeeded(later);
+        for (int i = 0; i < RetrySchedule.STREAK; i++) {
+            schedule.failed(refused);
+        }
+        schedule.failed(other);
+        assertThat(schedule.everyAttemptFailing(later.plusSeconds(60)))
+                .as("the requests that failed before the success are forgotten with it").isFalse();
+        schedule.reset();
+        for (int i = 0; i < RetrySchedule.STREAK; i++) {
+            schedule.failed(i % 3);
+        }
+        assertThat(schedule.everyAttemptFailing(later.plusSeconds(60))).isTrue();
+        schedule.reset();
+        assertThat(schedule.everyAttemptFailing(later.plusSeconds(60))).as("an operator's replay forgets them").isFalse();
+    }
+
+    @Test
     void aDestinationDownForHoursIsProbedWithinTheProbeIntervalWhateverTheMaximumBackoff() {
         // 60 s of backoff while some requests succeed (the default), probes at most 5 s apart while none do
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
@@ -75,7 +107,7 @@ class RetryScheduleTest {
         Instant at = NOW;
         long longest = 0;
         for (int attempt = 1; at.isBefore(NOW.plus(Duration.ofHours(3))); attempt++) {
-            schedule.failed();
+            schedule.failed(new Object());
             Duration wait = schedule.delay(attempt, Optional.empty(), at, random);
             if (at.isAfter(NOW.plusSeconds(10))) {
                 longest = Math.max(longest, millis(wait));
@@ -91,7 +123,7 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
         schedule.succeeded(NOW);
         for (int i = 0; i < 20; i++) {
-            schedule.failed();
+            schedule.failed(new Object());
         }
         Instant later = NOW.plusSeconds(60);
         assertThat(schedule.everyAttemptFailing(later)).isTrue();
@@ -105,7 +137,7 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
         for (int f = 0; f < 5; f++) {
-            schedule.failed();
+            schedule.failed(new Object());
         }
         assertThat(millis(schedule.delay(5, Optional.empty(), NOW, random))).as("five failures in a row").isGreaterThan(0);
         long longest = 0;
@@ -115,7 +147,7 @@ class RetryScheduleTest {
         assertThat(longest).isGreaterThan(1600).isLessThanOrEqualTo(3200);
         // other requests succeed: the next failure of this one waits at the short pace again
         schedule.succeeded(NOW);
-        schedule.failed();
+        schedule.failed(new Object());
         for (int attempt = 1; attempt <= 1 + RetrySchedule.QUICK_RETRIES; attempt++) {
             for (int i = 0; i < 200; i++) {
                 assertThat(millis(schedule.delay(attempt, Optional.empty(), NOW, random)))
