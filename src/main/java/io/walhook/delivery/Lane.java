@@ -1482,7 +1482,7 @@ final class Lane {
     }
 
     private void failed(Outgoing o, Attempt attempt, Instant now) {
-        schedule.failed(o);
+        schedule.failed(o.jobs.get(0).eventId); // a batch's first half, or the same rows read back, is the same request
         o.attempts++;
         if (o.firstFailure == null) {
             o.firstFailure = now;

@@ -59,7 +59,7 @@ final class RetrySchedule {
     private long retryAfterLimitMillis;
     private int failuresInARow;
     /** The different requests that failed since the last success, the first {@value #DIFFERENT} of them. */
-    private final Object[] failedRequests = new Object[DIFFERENT];
+    private final String[] failedRequests = new String[DIFFERENT];
     private int differentFailed;
     private java.time.Instant lastSuccess = java.time.Instant.MIN;
 
@@ -96,14 +96,18 @@ final class RetrySchedule {
         differentFailed = 0;
     }
 
-    /** A request failed: {@code request} is its identity (the same object for each of its attempts). */
-    void failed(Object request) {
+    /**
+     * A request failed: {@code request} names it, the same at each of its attempts (its first event's
+     * id: a batch split in halves is still the same request in its first half, and so are events read
+     * back from the durable queue after a pause).
+     */
+    void failed(String request) {
         if (failuresInARow < Integer.MAX_VALUE) {
             failuresInARow++;
         }
         if (differentFailed < DIFFERENT) {
             for (int i = 0; i < differentFailed; i++) {
-                if (failedRequests[i] == request) {
+                if (failedRequests[i].equals(request)) {
                     return;
                 }
             }

@@ -290,6 +290,22 @@ class DispatcherTest {
         assertThat(refusals.get()).as("row 1 waits the two minutes its refusal asked for").isEqualTo(12);
     }
 
+    /** As above, two rows refused in one batch: split in halves, it is still two requests, not three. */
+    @Test
+    void twoRowsRefusedForGoodInOneBatchDoNotPutOtherRowsOffToTheProbesPace() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        AtomicInteger refusals = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = refusingRowsUpTo(2, refusals, accepted);
+        receiver.respondHeaders(request -> refusals.get() >= 14 ? Map.of("Retry-After", "120") : Map.of());
+        Subscription batched = webhook("config:batched", "batched", receiver, 10);
+        sendRows(dispatcher, batched, 1, 2, "refused"); // one batch, refused, then split: each half refused on its own
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 14 && System.nanoTime() - since > 3_000_000_000L);
+        sendRows(dispatcher, batched, 3, 5, "fine");
+        await().atMost(Duration.ofSeconds(20)).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(3, 4, 5)));
+    }
+
     /** Routes the first change of each of these rows (version 0), after whatever was routed before. */
     private void sendRows(Dispatcher dispatcher, Subscription subscription, int from, int to, String note) throws Exception {
         TestEvents.Table docs = TestEvents.table("public", "items").key("id", TestEvents.INT4).column("note", TestEvents.TEXT);

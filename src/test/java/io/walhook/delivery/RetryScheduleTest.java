@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 
@@ -25,7 +26,7 @@ class RetryScheduleTest {
             RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
             schedule.succeeded(NOW);
             for (int f = 0; f < attempt; f++) {
-                schedule.failed(new Object());
+                schedule.failed(java.util.UUID.randomUUID().toString());
             }
             long bound = Math.min(1000, 200L << (attempt - 1));
             long max = 0;
@@ -43,16 +44,16 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
         for (int i = 0; i < RetrySchedule.STREAK; i++) {
-            schedule.failed(new Object());
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(1))).as("a success a second ago").isFalse();
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(3))).isTrue();
         schedule.succeeded(NOW);
         for (int i = 1; i < RetrySchedule.STREAK; i++) {
-            schedule.failed(new Object());
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).as("one failure short of a streak").isFalse();
-        schedule.failed(new Object());
+        schedule.failed(java.util.UUID.randomUUID().toString());
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).isTrue();
         long longest = 0;
         for (int i = 0; i < 200; i++) {
@@ -70,8 +71,8 @@ class RetryScheduleTest {
     @Test
     void oneRequestFailingAgainAndAgainIsNotADestinationThatIsDown() {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
-        Object refused = new Object();
-        Object other = new Object();
+        String refused = "0000000000000001-0001";
+        String other = "0000000000000002-0001";
         for (int i = 0; i < 3 * RetrySchedule.STREAK; i++) {
             schedule.failed(i % 2 == 0 ? refused : other);
         }
@@ -81,7 +82,7 @@ class RetryScheduleTest {
             assertThat(millis(schedule.delay(30, Optional.empty(), later, random)))
                     .as("nothing succeeding for a while: the probe interval bounds each one's backoff").isLessThanOrEqualTo(5_000);
         }
-        schedule.failed(new Object());
+        schedule.failed(java.util.UUID.randomUUID().toString());
         assertThat(schedule.everyAttemptFailing(later)).as("a third request failing too").isTrue();
         schedule.succeeded(later);
         for (int i = 0; i < RetrySchedule.STREAK; i++) {
@@ -92,7 +93,7 @@ class RetryScheduleTest {
                 .as("the requests that failed before the success are forgotten with it").isFalse();
         schedule.reset();
         for (int i = 0; i < RetrySchedule.STREAK; i++) {
-            schedule.failed(i % 3);
+            schedule.failed(List.of(refused, other, "0000000000000003-0001").get(i % 3));
         }
         assertThat(schedule.everyAttemptFailing(later.plusSeconds(60))).isTrue();
         schedule.reset();
@@ -107,7 +108,7 @@ class RetryScheduleTest {
         Instant at = NOW;
         long longest = 0;
         for (int attempt = 1; at.isBefore(NOW.plus(Duration.ofHours(3))); attempt++) {
-            schedule.failed(new Object());
+            schedule.failed(java.util.UUID.randomUUID().toString());
             Duration wait = schedule.delay(attempt, Optional.empty(), at, random);
             if (at.isAfter(NOW.plusSeconds(10))) {
                 longest = Math.max(longest, millis(wait));
@@ -123,7 +124,7 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
         schedule.succeeded(NOW);
         for (int i = 0; i < 20; i++) {
-            schedule.failed(new Object());
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         Instant later = NOW.plusSeconds(60);
         assertThat(schedule.everyAttemptFailing(later)).isTrue();
@@ -137,7 +138,7 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
         for (int f = 0; f < 5; f++) {
-            schedule.failed(new Object());
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         assertThat(millis(schedule.delay(5, Optional.empty(), NOW, random))).as("five failures in a row").isGreaterThan(0);
         long longest = 0;
@@ -147,7 +148,7 @@ class RetryScheduleTest {
         assertThat(longest).isGreaterThan(1600).isLessThanOrEqualTo(3200);
         // other requests succeed: the next failure of this one waits at the short pace again
         schedule.succeeded(NOW);
-        schedule.failed(new Object());
+        schedule.failed(java.util.UUID.randomUUID().toString());
         for (int attempt = 1; attempt <= 1 + RetrySchedule.QUICK_RETRIES; attempt++) {
             for (int i = 0; i < 200; i++) {
                 assertThat(millis(schedule.delay(attempt, Optional.empty(), NOW, random)))
