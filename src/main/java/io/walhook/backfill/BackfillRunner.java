@@ -429,16 +429,8 @@ public final class BackfillRunner implements Runnable {
         }
         String name = tables.get(run.table);
         if (leftOut(run, name)) {
-            // edited to leave the table out: it counts as done now, and is not read on; read on, a chunk
-            // counted as sent without its rows, and the table taken back meanwhile got the rest without them
-            Backfill.TableProgress before = run.progress.getOrDefault(name, Backfill.TableProgress.NONE);
-            run.progress.put(name, new Backfill.TableProgress(before.cursor(), before.rowsSent(), true, before.oid(),
-                    before.key()));
-            store.saveProgress(run.backfill.id(), tables, run.progress);
-            LOG.infof("backfill %s: its subscription no longer takes table %s, which counts as done", run.backfill.id(),
-                    name);
-            run.table++;
-            run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
+            // edited to leave the table out: it counts as done now, and is not read on
+            tableLeftOut(run, name);
             return true;
         }
         Chunk chunk = read(run, name, run.after, null, limit(run));
@@ -456,6 +448,24 @@ public final class BackfillRunner implements Runnable {
     }
 
     /** Whether the backfill's subscription, in force, no longer takes the table (held or missing: not known). */
+    /**
+     * The subscription left the table out: it counts as done, at its last key done, and its chunks in
+     * flight are dropped (their rows, if any are sent, are reads of rows as they were, sent once more at most).
+     */
+    private void tableLeftOut(Run run, String table) throws SQLException {
+        List<String> tables = run.backfill.tables();
+        Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
+        run.progress.put(table, new Backfill.TableProgress(before.cursor(), before.rowsSent(), true, before.oid(),
+                before.key()));
+        store.saveProgress(run.backfill.id(), tables, run.progress);
+        LOG.infof("backfill %s: its subscription no longer takes table %s, which counts as done", run.backfill.id(), table);
+        run.inFlight.removeIf(chunk -> chunk.table.qualifiedName().equals(table));
+        if (run.table < tables.size() && tables.get(run.table).equals(table)) {
+            run.table++;
+            run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
+        }
+    }
+
     private boolean leftOut(Run run, String table) {
         int dot = table.indexOf('.');
         return inForce.get().stream().filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst()
@@ -486,7 +496,14 @@ public final class BackfillRunner implements Runnable {
         while (!run.inFlight.isEmpty() && run.inFlight.peekFirst().outcome.isDone()) {
             Chunk done = run.inFlight.peekFirst();
             Chunk.Outcome outcome = done.outcome.join();
-            if (outcome.again()) {
+            if (outcome.leftOut() && leftOut(run, done.table.qualifiedName())) {
+                tableLeftOut(run, done.table.qualifiedName());
+                changed = false; // saved with it
+                continue;
+            }
+            // met while the subscription left its table out, which it takes again now: its rows were not sent
+            // (counted as sent, the runner read on, and the backfill ended done without them)
+            if (outcome.again() || outcome.leftOut()) {
                 // the same range again: after its start, up to its end (the rows after it are in later chunks);
                 // again at once the first time, then after a growing pause (a transaction still committing);
                 // the runner meanwhile goes on with the other backfills (round() waits for the earliest due)

@@ -26,9 +26,17 @@ final class Chunk {
     record Row(String key, String id, TupleData tuple) {
     }
 
-    /** How the chunk ended: its rows sent (after the filters), or that it must be read again. */
-    record Outcome(int sent, boolean again) {
-        static final Outcome AGAIN = new Outcome(0, true);
+    /**
+     * How the chunk ended: its rows sent (after the filters), or that it must be read again, or that
+     * the subscription left its table out when the stream met its high watermark (nothing sent).
+     */
+    record Outcome(int sent, boolean again, boolean leftOut) {
+        static final Outcome AGAIN = new Outcome(0, true, false);
+        static final Outcome LEFT_OUT = new Outcome(0, false, true);
+
+        Outcome(int sent) {
+            this(sent, false, false);
+        }
     }
 
     final String token;
@@ -232,7 +240,7 @@ final class Chunk {
     void sending(int count) {
         sent = count;
         if (count == 0) {
-            outcome.complete(new Outcome(0, false));
+            outcome.complete(new Outcome(0));
         } else {
             remaining.set(count);
         }
@@ -241,7 +249,7 @@ final class Chunk {
     /** One row sent is delivered or durably queued (a delivery thread). */
     void delivered() {
         if (remaining.decrementAndGet() == 0) {
-            outcome.complete(new Outcome(sent, false));
+            outcome.complete(new Outcome(sent));
         }
     }
 }

@@ -139,7 +139,9 @@ public final class Watermarks implements RoutingLoop.Snapshots {
         }
         PgOutputMessage.Relation table = chunk.table.relation();
         if (!subscription.matchesTable(table.namespace(), table.relationName())) {
-            chunk.sending(0); // the subscription was edited and no longer takes the table
+            // the subscription was edited and no longer takes the table: the runner counts the table done, or
+            // reads the chunk again if it took the table back meanwhile (its rows are not sent)
+            chunk.outcome.complete(Chunk.Outcome.LEFT_OUT);
             return;
         }
         if (described.size() > 1024) {

@@ -41,7 +41,7 @@ class WatermarksTest {
     }
 
     /** What the routing thread sends of a chunk, to the one subscription there is. */
-    private static final class Reads implements RoutingLoop.Reads {
+    private static class Reads implements RoutingLoop.Reads {
         final Subscription subscription = TestSubscriptions.routed("all", "*", Set.of(Operation.values()), null);
         final List<ChangeEvent> sent = new ArrayList<>();
         final List<Runnable> done = new ArrayList<>();
@@ -101,7 +101,35 @@ class WatermarksTest {
         assertThat(watermarks.abandon(chunk)).isFalse();
         assertThat(chunk.outcome).isNotDone();
         reads.done.forEach(Runnable::run);
-        assertThat(chunk.outcome.getNow(null)).isEqualTo(new Chunk.Outcome(1, false));
+        assertThat(chunk.outcome.getNow(null)).isEqualTo(new Chunk.Outcome(1));
+    }
+
+    /**
+     * The stream meets a chunk's high watermark while its subscription leaves the table out: the
+     * chunk ends so (the runner counts the table done, or reads the chunk again if the table was
+     * taken back meanwhile), not as a chunk whose rows were all sent (its rows were never sent; the
+     * runner read on after it, and a table taken back ended done without them).
+     */
+    @Test
+    void aChunkMetWhileItsSubscriptionLeavesItsTableOutEndsSoNotAsSent() throws Exception {
+        Watermarks watermarks = new Watermarks();
+        Reads reads = new Reads() {
+            final Subscription narrowed = TestSubscriptions.routed("all", "public.other", Set.of(Operation.values()), null);
+
+            @Override
+            public Subscription subscription(String id) {
+                return subscription.id().equals(id) ? narrowed : null;
+            }
+        };
+        Chunk chunk = new Chunk("t6", UUID.randomUUID(), reads.subscription.id(), table, null, null);
+        chunk.rows = List.of(new Chunk.Row("7", "row-7", TupleData.builder().text("7").text("1").build()));
+        chunk.unseen = BackfillRunner.unseen("100:100:");
+        watermarks.expect(chunk);
+        watermarks.observe(watermark(Watermarks.LOW + "t6"), reads);
+        watermarks.observe(watermark(Watermarks.HIGH + "t6"), reads);
+        assertThat(reads.sent).isEmpty();
+        assertThat(chunk.outcome.getNow(null)).isEqualTo(Chunk.Outcome.LEFT_OUT);
+        assertThat(chunk.outcome.getNow(null).sent()).isZero();
     }
 
     /**
