@@ -102,6 +102,11 @@ final class Ledger {
         }
     }
 
+    /** Commit attempts so far: a transaction whose ordinal is at most this committed (if it did) before now. */
+    synchronized long ordinals() {
+        return ordinals;
+    }
+
     synchronized List<Tx> transactions() {
         return List.copyOf(transactions);
     }

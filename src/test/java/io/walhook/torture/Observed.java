@@ -47,10 +47,14 @@ final class Observed implements AutoCloseable {
     /**
      * One event as a receiver got it: its id, the token of its change, op, and the TOASTed text when
      * present; {@code sentAt} the request's {@code webhook-timestamp} (when walhook made that attempt,
-     * in seconds), {@link Long#MAX_VALUE} for an AMQP message.
+     * in seconds), {@link Long#MAX_VALUE} for an AMQP message; {@code backfill} the id of the backfill
+     * a read event belongs to (null for a change).
      */
     record Arrival(String subscription, String id, String token, String op, String table, String big, boolean bigPresent,
-            boolean bigUnchanged, long sentAt) {
+            boolean bigUnchanged, long sentAt, String backfill) {
+        boolean read() {
+            return backfill != null;
+        }
     }
 
     private final HttpServer server;
@@ -202,7 +206,8 @@ final class Observed implements AutoCloseable {
             }
         }
         String table = event.path("table").isNull() ? null : event.path("table").asText(null);
-        return new Arrival(subscription, id, token, op, table, big, bigPresent, bigUnchanged, sentAt);
+        String backfill = op.equals("read") ? event.path("backfill").path("id").asText("?") : null;
+        return new Arrival(subscription, id, token, op, table, big, bigPresent, bigUnchanged, sentAt, backfill);
     }
 
     /** Everything delivered so far: webhook arrivals in order, then the AMQP peer's accepted messages in settlement order. */

@@ -34,8 +34,9 @@ import io.walhook.testing.WalhookProcess;
  * SIGTERM, PostgreSQL restarts, the walsender terminated, every connection left half-open as by a
  * failover (walhook reaches its database through a {@link TcpProxy}), receivers failing, slow, answering 410
  * or odd {@code Retry-After}s, the broker restarting) and the API changes subscriptions (batching,
- * destination, name, pause and resume, replay, delete and recreate, dead letters dropped). Then
- * the faults stop, everything settles, and the invariants are checked.
+ * destination, name, pause and resume, replay, delete and recreate, dead letters dropped) and runs
+ * backfills (started, paused, resumed, cancelled). Then the faults stop, everything settles, and
+ * the invariants are checked.
  *
  * <p>Every choice (which transaction, which fault, which mutation, when) comes from the seed, in
  * order, so a seed replays the same sequence of actions; how they interleave with walhook's own
@@ -86,6 +87,15 @@ public final class TortureRun {
     private String hooksId;
     private String ephId;
     private int hooksVersion;
+    /** The backfills of hooks started so far, in order. */
+    private final List<BackfillRun> backfills = new ArrayList<>();
+
+    /**
+     * A backfill of hooks: its id, its tables, and the commit attempts made before it was started
+     * (a row whose last change is one of those existed, unchanged, for as long as the backfill ran).
+     */
+    private record BackfillRun(String id, List<String> tables, long startedAfter) {
+    }
 
     private TortureRun(long seed, Duration duration, PrintStream log) {
         this.seed = seed;
@@ -187,6 +197,7 @@ public final class TortureRun {
                 for (String subscription : List.of("hooks", "single", "queue")) {
                     checkLatest(subscription, arrivals.stream().filter(a -> a.subscription().equals(subscription)).toList());
                 }
+                checkBackfills();
             } else {
                 count("last arrivals per row not checked (not quiet)");
                 say("not quiet: the last arrivals per row are not checked");
@@ -335,8 +346,10 @@ public final class TortureRun {
                 count("AMQP rejects " + percent + "%");
                 observed.amqpRejects(percent);
             }
-        } else if (pick < 90) {
+        } else if (pick < 80) {
             mutateHooks();
+        } else if (pick < 93) {
+            backfillHooks(api());
         } else {
             mutateEph();
         }
@@ -426,6 +439,54 @@ public final class TortureRun {
         }
     }
 
+    /** Starts a backfill of hooks, or pauses, resumes or cancels the last one. */
+    private void backfillHooks(ApiClient api) throws Exception {
+        int pick = random.nextInt(10);
+        if (backfills.isEmpty() || pick < 5) {
+            List<String> tables = random.nextBoolean() ? List.of("public.hot") : List.of("public.hot", "public.toast");
+            // small chunks, some spread over seconds: many watermark windows for changes to fall in, and faults
+            int chunk = List.of(1, 3, 17, 1000).get(random.nextInt(4));
+            String rate = List.of("", ", \"max_rows_per_second\": 20", ", \"max_rows_per_second\": 100").get(random.nextInt(3));
+            long before = ledger.ordinals();
+            ApiClient.Answer started = api.post("/subscriptions/" + hooksId + "/backfills", "{\"tables\": "
+                    + JSON.writeValueAsString(tables) + ", \"chunk_size\": " + chunk + rate + "}");
+            answer("POST backfill", started);
+            if (started.status() == 202) {
+                count("backfill hooks");
+                backfills.add(new BackfillRun(started.body().get("id").asText(), tables, before));
+            } else {
+                count("backfill not started (" + started.status() + ")");
+            }
+            return;
+        }
+        String last = "/subscriptions/" + hooksId + "/backfills/" + backfills.get(backfills.size() - 1).id();
+        String verb = pick < 7 ? "pause" : pick < 9 ? "resume" : "cancel";
+        count(verb + " backfill");
+        answer(verb + " backfill", api.post(last + "/" + verb, null));
+    }
+
+    /** The state of each backfill of hooks, by id, as the API says (paused ones resumed first, when asked to). */
+    private Map<String, JsonNode> backfillStates(boolean resume) throws Exception {
+        ApiClient api = api();
+        Map<String, JsonNode> states = new LinkedHashMap<>();
+        for (BackfillRun run : backfills) {
+            String path = "/subscriptions/" + hooksId + "/backfills/" + run.id();
+            ApiClient.Answer answer = api.get(path);
+            answer("GET backfill", answer);
+            if (resume && answer.body() != null && "paused".equals(answer.body().path("state").asText())) {
+                answer("resume backfill", api.post(path + "/resume", null));
+                answer = api.get(path);
+            }
+            states.put(run.id(), answer.body());
+        }
+        return states;
+    }
+
+    private static boolean ended(Map<String, JsonNode> states) {
+        return states.values().stream().allMatch(state -> state != null
+                && List.of("done", "cancelled", "failed").contains(state.path("state").asText()));
+    }
+
     private void mutateEph() throws Exception {
         ApiClient api = api();
         if (random.nextBoolean()) {
@@ -493,7 +554,10 @@ public final class TortureRun {
                         List<JsonNode> events = new ArrayList<>();
                         Observed.collect(JSON.readTree(rs.getBytes(2)), events);
                         for (JsonNode event : events) {
-                            queued.computeIfAbsent(name, k -> new HashSet<>()).add(Observed.arrival(name, event, Long.MAX_VALUE).token());
+                            Observed.Arrival arrival = Observed.arrival(name, event, Long.MAX_VALUE);
+                            if (!arrival.read()) {
+                                queued.computeIfAbsent(name, k -> new HashSet<>()).add(arrival.token());
+                            }
                         }
                     } catch (java.io.IOException e) {
                         violations.add(when + ": a durable queue row of " + name + " is not JSON: " + e.getMessage());
@@ -566,7 +630,9 @@ public final class TortureRun {
     private Map<String, Set<String>> delivered() {
         Map<String, Set<String>> delivered = new HashMap<>();
         for (Observed.Arrival a : observed.arrivals()) {
-            delivered.computeIfAbsent(a.subscription(), k -> new HashSet<>()).add(a.token());
+            if (!a.read()) { // a backfill's read of a row's value is not the change that wrote it
+                delivered.computeIfAbsent(a.subscription(), k -> new HashSet<>()).add(a.token());
+            }
         }
         return delivered;
     }
@@ -583,7 +649,7 @@ public final class TortureRun {
         resolveUnknown();
         Instant deadline = Instant.now().plus(SETTLE);
         Instant nextReplay = Instant.now();
-        while (Instant.now().isBefore(deadline) && !missing().isEmpty()) {
+        while (Instant.now().isBefore(deadline) && (!missing().isEmpty() || !ended(backfillStates(true)))) {
             watchProcess();
             if (Instant.now().isAfter(nextReplay)) {
                 // a 410 disabled it, or events wait in the durable queue on a long backoff: replay
@@ -647,7 +713,12 @@ public final class TortureRun {
         Set<String> seen = new HashSet<>();
         int aborted = 0;
         List<String> abortedExamples = new ArrayList<>();
+        Map<String, Set<String>> keysOfReadId = new HashMap<>();
         for (Observed.Arrival a : arrivals) {
+            if (a.read()) {
+                checkRead(a, keysOfReadId);
+                continue;
+            }
             if (a.token().equals("w-1")) {
                 if (!a.subscription().equals("hooks")) {
                     violations.add(a.subscription() + " got the probe row, which it does not want");
@@ -701,8 +772,149 @@ public final class TortureRun {
                 violations.add("id " + id + " carried " + tokens.size() + " changes: " + tokens);
             }
         });
+        keysOfReadId.forEach((id, keys) -> {
+            if (keys.size() > 1) {
+                violations.add("read event id " + id + " carried " + keys.size() + " rows: " + keys);
+            } else if (tokensOfId.containsKey(id)) {
+                violations.add("read event id " + id + " is also a change's id: " + tokensOfId.get(id));
+            }
+        });
         for (String subscription : List.of("hooks", "single", "queue")) {
             checkOrder(subscription, firsts.getOrDefault(subscription, List.of()));
+        }
+        checkReads(arrivals.stream().filter(a -> a.subscription().equals("hooks")).toList());
+    }
+
+    /**
+     * A backfill's read event: of hooks (the only subscription backfilled), of a row version a
+     * committed transaction wrote in the table it names, with that version's TOASTed value, and its
+     * id the same row's in every attempt.
+     */
+    private void checkRead(Observed.Arrival a, Map<String, Set<String>> keysOfReadId) {
+        Ledger.Change change = ledger.change(a.token());
+        Ledger.Tx tx = ledger.txOf(a.token());
+        if (!a.subscription().equals("hooks")) {
+            violations.add(a.subscription() + " got a read event of backfill " + a.backfill() + ", run for hooks only");
+        } else if (change == null || tx.outcome != Ledger.Outcome.COMMITTED || ledger.undone(a.token())) {
+            violations.add("backfill " + a.backfill() + " read " + a.token() + ", a value never committed ("
+                    + (change == null ? "never written" : ledger.undone(a.token()) ? "a rolled-back savepoint" : tx.outcome) + ")");
+        } else if (!change.table().equals(a.table()) || change.key() == null) {
+            violations.add("backfill " + a.backfill() + " read " + a.token() + " as a row of " + a.table() + ", written to "
+                    + change.table());
+        } else {
+            if (change.big() != null && !Ledger.UNCHANGED.equals(change.big())
+                    && (!a.bigPresent() || !change.big().equals(a.big()))) {
+                violations.add("backfill " + a.backfill() + " read " + a.token() + " with a TOASTed value "
+                        + (a.bigPresent() ? "different from the one written" : "missing"));
+            }
+            keysOfReadId.computeIfAbsent(a.id(), k -> new HashSet<>()).add(change.key());
+        }
+    }
+
+    /**
+     * Where an arrival's change stands in commit order (its transaction's place, then its own in it);
+     * null for a change without a row key (a truncate, a message) or one that was never committed.
+     */
+    private long[] commitOrder(Observed.Arrival a) {
+        Ledger.Change change = ledger.change(a.token());
+        Ledger.Tx tx = ledger.txOf(a.token());
+        if (change == null || change.key() == null || tx.outcome != Ledger.Outcome.COMMITTED || ledger.undone(a.token())) {
+            return null;
+        }
+        return new long[] {tx.ordinal, change.index()};
+    }
+
+    /**
+     * No read event arrives after a newer change of its row did (DBLog's promise: a read never
+     * carries a value older than one already delivered), but for an attempt walhook gave up on that
+     * landed late (made before the newer change's attempt; see {@link #checkLatest}).
+     */
+    private void checkReads(List<Observed.Arrival> arrivals) {
+        Map<String, long[]> newestOrder = new HashMap<>();
+        Map<String, Observed.Arrival> newest = new HashMap<>();
+        int stale = 0;
+        List<String> examples = new ArrayList<>();
+        for (Observed.Arrival a : arrivals) {
+            long[] order = commitOrder(a);
+            if (order == null) {
+                continue;
+            }
+            Ledger.Change change = ledger.change(a.token());
+            long[] known = newestOrder.get(change.key());
+            boolean older = known != null && (known[0] > order[0] || known[0] == order[0] && known[1] > order[1]);
+            if (a.read() && older && a.sentAt() >= newest.get(change.key()).sentAt()) {
+                stale++;
+                if (examples.size() < 5) {
+                    examples.add(change.key() + ": backfill " + a.backfill() + " read " + a.token() + " after "
+                            + newest.get(change.key()).token() + " arrived");
+                }
+            }
+            if (!older) {
+                newestOrder.put(change.key(), order);
+                newest.put(change.key(), a);
+            }
+        }
+        if (stale > 0) {
+            violations.add("hooks: " + stale + " read events older than a change of their row that arrived before them, e.g. "
+                    + examples);
+        }
+    }
+
+    /**
+     * Every backfill ended (done, or cancelled as the run asked); one that failed breaks an invariant,
+     * but for the failure docs/backfills.md promises when its table is altered meanwhile.
+     * A done one sent every row of its tables that existed, unchanged, for as long as it ran: each
+     * row whose last change was committed before the backfill began.
+     */
+    private void checkBackfills() throws Exception {
+        Map<String, JsonNode> states = backfillStates(false);
+        Map<String, Set<String>> readKeys = new HashMap<>();
+        for (Observed.Arrival a : observed.arrivals()) {
+            Ledger.Change change = ledger.change(a.token());
+            if (a.read() && change != null && change.key() != null) {
+                readKeys.computeIfAbsent(a.backfill(), k -> new HashSet<>()).add(change.key());
+            }
+        }
+        for (BackfillRun run : backfills) {
+            JsonNode state = states.get(run.id());
+            String named = state == null ? "unknown" : state.path("state").asText();
+            if (named.equals("failed") && state.path("error").asText().contains("was altered during the backfill")) {
+                count("backfill failed: its table was altered (as documented)"); // the workload's ALTER TABLE hot
+                continue;
+            }
+            if (!List.of("done", "cancelled").contains(named)) {
+                violations.add("backfill " + run.id() + " of " + run.tables() + " ended " + named + ": " + state);
+                continue;
+            }
+            if (!named.equals("done")) {
+                continue;
+            }
+            int unsent = 0;
+            List<String> examples = new ArrayList<>();
+            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                for (String table : run.tables()) {
+                    try (ResultSet rs = s.executeQuery("SELECT w FROM " + table)) {
+                        while (rs.next()) {
+                            String token = "w" + rs.getLong(1);
+                            Ledger.Change change = ledger.change(token);
+                            Ledger.Tx tx = ledger.txOf(token);
+                            if (change == null || tx.ordinal < 0 || tx.ordinal > run.startedAfter()) {
+                                continue; // changed since the backfill began: the stream's to send
+                            }
+                            if (!readKeys.getOrDefault(run.id(), Set.of()).contains(change.key())) {
+                                unsent++;
+                                if (examples.size() < 5) {
+                                    examples.add(change.key() + " (" + token + ")");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if (unsent > 0) {
+                violations.add("backfill " + run.id() + " of " + run.tables() + " is done without sending " + unsent
+                        + " rows that existed, unchanged, all along, e.g. " + examples);
+            }
         }
     }
 
@@ -749,12 +961,11 @@ public final class TortureRun {
         Map<String, long[]> newestOrder = new HashMap<>();
         Map<String, Observed.Arrival> newest = new HashMap<>();
         for (Observed.Arrival a : arrivals) {
-            Ledger.Change change = ledger.change(a.token());
-            Ledger.Tx tx = ledger.txOf(a.token());
-            if (change == null || change.key() == null || tx.outcome != Ledger.Outcome.COMMITTED || ledger.undone(a.token())) {
+            long[] order = commitOrder(a);
+            if (order == null) {
                 continue;
             }
-            long[] order = {tx.ordinal, change.index()};
+            Ledger.Change change = ledger.change(a.token());
             last.put(change.key(), a);
             long[] known = newestOrder.get(change.key());
             if (known == null || known[0] < order[0] || known[0] == order[0] && known[1] <= order[1]) {
