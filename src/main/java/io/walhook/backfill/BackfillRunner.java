@@ -519,15 +519,21 @@ public final class BackfillRunner implements Runnable {
                 if (changed) {
                     store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
                 }
+                // whole the first time again, then its first half, of that its first half, and so on down to one
+                // row (the rest read after it): a row changed between the watermarks at every reading (updated
+                // over and over, its TOASTed value left out of the stream) falls, in a part read fast, between
+                // two of its changes; read whole, it never did
+                int part = done.attempt > 0 && done.rows != null && done.rows.size() > 1 ? done.rows.size() / 2 : 0;
                 Chunk again = read(run, done.table.qualifiedName(), done.after, done.lastOfTable ? null : done.last,
-                        done.lastOfTable ? 0 : -1);
+                        part > 0 ? part : done.lastOfTable ? 0 : -1);
                 if (again == null) {
                     return true;
                 }
                 again.attempt = done.attempt + 1;
+                again.cut |= part > 0 && again.rows.size() >= part;
                 run.inFlight.pollFirst();
                 if (again.cut) {
-                    // it stopped at its byte bound: the rest of the range is read again once it is done
+                    // it stopped at its byte bound, or its part: the rest of the range is read again once it is done
                     run.inFlight.addFirst(done.rest(again.last));
                 } else {
                     again.lastOfTable = done.lastOfTable;

@@ -54,7 +54,7 @@ final class Chunk {
     long againAt;
     /** Whether the chunk read the table's last row. */
     boolean lastOfTable;
-    /** Whether the chunk stopped at its byte bound (BackfillRunner.CHUNK_BYTES) before the end of what it was to read. */
+    /** Whether the chunk stopped before the end of what it was to read: at its byte bound (BackfillRunner.CHUNK_BYTES), or, read again, at its part. */
     boolean cut;
     /** Its rows' size, as BackfillRunner.CHUNK_BYTES counts it. */
     long bytes;
@@ -94,13 +94,13 @@ final class Chunk {
 
     /**
      * The part of this chunk's range after {@code from}, to be read again (its outcome says so): what a
-     * reading of the range again did not take, having stopped at its byte bound.
+     * reading of the range again did not take, having stopped at its byte bound or its part. Not read
+     * yet, it is read at once, whole, when its turn comes.
      */
     Chunk rest(List<String> from) {
         Chunk rest = new Chunk(token + ":rest", backfillId, subscriptionId, table, filter, from);
         rest.last = last;
         rest.lastOfTable = lastOfTable;
-        rest.attempt = attempt;
         rest.outcome.complete(Outcome.AGAIN);
         return rest;
     }
