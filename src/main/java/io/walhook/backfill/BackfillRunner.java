@@ -447,10 +447,10 @@ public final class BackfillRunner implements Runnable {
         return true;
     }
 
-    /** Whether the backfill's subscription, in force, no longer takes the table (held or missing: not known). */
     /**
      * The subscription left the table out: it counts as done, at its last key done, and its chunks in
-     * flight are dropped (their rows, if any are sent, are reads of rows as they were, sent once more at most).
+     * flight are given up (one whose high watermark the stream met already still has its rows
+     * delivered, uncounted: reads of rows as they were, the same table's, taken back meanwhile).
      */
     private void tableLeftOut(Run run, String table) throws SQLException {
         List<String> tables = run.backfill.tables();
@@ -459,13 +459,20 @@ public final class BackfillRunner implements Runnable {
                 before.key()));
         store.saveProgress(run.backfill.id(), tables, run.progress);
         LOG.infof("backfill %s: its subscription no longer takes table %s, which counts as done", run.backfill.id(), table);
-        run.inFlight.removeIf(chunk -> chunk.table.qualifiedName().equals(table));
+        run.inFlight.removeIf(chunk -> {
+            if (!chunk.table.qualifiedName().equals(table)) {
+                return false;
+            }
+            watermarks.abandon(chunk); // its rows are not sent when the stream meets it later (taken back by then)
+            return true;
+        });
         if (run.table < tables.size() && tables.get(run.table).equals(table)) {
             run.table++;
             run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
         }
     }
 
+    /** Whether the backfill's subscription, in force, no longer takes the table (held or missing: not known). */
     private boolean leftOut(Run run, String table) {
         int dot = table.indexOf('.');
         return inForce.get().stream().filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst()

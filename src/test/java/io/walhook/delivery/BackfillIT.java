@@ -556,11 +556,17 @@ class BackfillIT {
                 "ALTER TABLE items ALTER COLUMN doc SET STORAGE EXTERNAL",
                 "INSERT INTO items SELECT g, 0, repeat(md5(g::text), 200) FROM generate_series(1, 1000) g");
         Set<Integer> read = ConcurrentHashMap.newKeySet();
-        java.util.concurrent.atomic.AtomicBoolean updating = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.atomic.AtomicReference<String> hotDoc = new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicBoolean updating = new AtomicBoolean(true);
+        AtomicInteger updates = new AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<Throwable> updaterFailed = new java.util.concurrent.atomic.AtomicReference<>();
         try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
                     for (JsonNode event : events(request)) {
                         if (event.get("op").asText().equals("read")) {
                             read.add(event.get("new").get("id").asInt());
+                            if (event.get("new").get("id").asInt() == 500) {
+                                hotDoc.set(event.get("new").path("doc").asText(null));
+                            }
                         }
                     }
                 });
@@ -572,10 +578,11 @@ class BackfillIT {
                 try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
                     while (updating.get()) {
                         s.execute("UPDATE items SET n = n + 1 WHERE id = 500"); // doc stays as it was
+                        updates.incrementAndGet();
                         s.execute("SELECT pg_sleep(0.005)");
                     }
-                } catch (java.sql.SQLException e) {
-                    throw new IllegalStateException(e);
+                } catch (java.sql.SQLException | RuntimeException e) {
+                    updaterFailed.set(e);
                 }
             }, "hot-row-updater");
             updater.start();
@@ -585,10 +592,14 @@ class BackfillIT {
                 String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
                 await().atMost(Duration.ofSeconds(90)).until(() -> "done".equals(api.get(path).body().path("state").asText()));
                 assertThat(read).hasSize(1000);
+                assertThat(hotDoc.get()).as("the hot row's read carries its TOASTed value").isEqualTo(
+                        single(pg, database, "SELECT doc FROM items WHERE id = 500"));
             } finally {
                 updating.set(false);
                 updater.join();
             }
+            assertThat(updaterFailed.get()).isNull();
+            assertThat(updates.get()).as("the row was hot throughout").isGreaterThan(100);
         }
     }
 
