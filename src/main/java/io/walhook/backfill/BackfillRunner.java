@@ -145,6 +145,8 @@ public final class BackfillRunner implements Runnable {
         /** The latest description of each table, and when it was made (System.nanoTime). */
         final Map<String, SnapshotTable> described = new HashMap<>();
         final Map<String, Long> describedAt = new HashMap<>();
+        /** Each table's columns when it was last described ({@link #COLUMNS}): a chunk that finds others reads again. */
+        final Map<String, String> describedColumns = new HashMap<>();
         int size;
         long nextChunkAt;
         /** The largest row read of each table, in bytes as {@link #CHUNK_BYTES} counts them: never lowered. */
@@ -472,6 +474,22 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
+    /** A table's columns (name, type, modifier) in order, as one text: what changes when the table is altered. */
+    private static final String COLUMNS = "(SELECT pg_catalog.string_agg(a.attname || ' ' || a.atttypid || ' ' || a.atttypmod,"
+            + " ',' ORDER BY a.attnum) FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass(?)"
+            + " AND a.attnum > 0 AND NOT a.attisdropped)";
+
+    private static String columnsOf(Connection c, String name) throws SQLException {
+        int dot = name.indexOf('.');
+        String quoted = SnapshotTable.quote(name.substring(0, dot)) + "." + SnapshotTable.quote(name.substring(dot + 1));
+        try (PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS)) {
+            s.setString(1, quoted);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
     /** Whether the backfill's subscription, in force, no longer takes the table (held or missing: not known). */
     private boolean leftOut(Run run, String table) {
         int dot = table.indexOf('.');
@@ -582,7 +600,9 @@ public final class BackfillRunner implements Runnable {
         SnapshotTable table = run.described.get(name);
         Long at = run.describedAt.get(name);
         if (table == null || System.nanoTime() - at > DESCRIBE_EVERY.toNanos()) {
-            // looked at again at most every DESCRIBE_EVERY: a table dropped or altered fails the backfill
+            // looked at again at most every DESCRIBE_EVERY (and whenever a chunk finds its columns changed): a table
+            // dropped, or altered in its key, fails the backfill; its columns are taken as they are now
+            String columns = columnsOf(c, name);
             try {
                 table = SnapshotTable.describe(c, name, settings.publication(), settings.stateSchema());
             } catch (SnapshotTable.Refused e) {
@@ -591,6 +611,7 @@ public final class BackfillRunner implements Runnable {
             }
             run.described.put(name, table);
             run.describedAt.put(name, System.nanoTime());
+            run.describedColumns.put(name, columns);
         }
         SnapshotTable first = run.shapes.putIfAbsent(name, table);
         Backfill.TableProgress saved = run.progress.getOrDefault(name, Backfill.TableProgress.NONE);
@@ -606,9 +627,15 @@ public final class BackfillRunner implements Runnable {
             return null;
         }
         if (first != null && !first.sameShape(table)) {
-            fail(backfill, "table " + name + " was altered during the backfill (its columns or key changed); start a"
-                    + " new backfill to read it as it is now");
-            return null;
+            if (!first.sameKey(table)) {
+                fail(backfill, "table " + name + " was altered during the backfill (its key, replica identity or row filter"
+                        + " changed); start a new backfill to read it as it is now");
+                return null;
+            }
+            // columns added, dropped or retyped: the next chunks are read with the columns as they are now
+            LOG.infof("backfill %s: table %s was altered; its next chunks are read with its columns as they are now",
+                    backfill.id(), name);
+            run.shapes.put(name, table);
         }
         int keyColumns = table.chunkKey().length;
         if (after != null && after.size() != keyColumns) {
@@ -709,11 +736,21 @@ public final class BackfillRunner implements Runnable {
                 chunk.bytes = bytes;
             }
             long now;
-            try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.to_regclass(?)::oid")) {
+            String columnsNow;
+            try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.to_regclass(?)::oid, " + COLUMNS)) {
                 s.setString(1, table.quotedName());
+                s.setString(2, table.quotedName());
                 try (ResultSet rs = s.executeQuery()) {
                     now = rs.next() ? rs.getLong(1) : 0;
+                    columnsNow = now == 0 ? null : rs.getString(2);
                 }
+            }
+            if (now == table.oid() && !java.util.Objects.equals(columnsNow, run.describedColumns.get(name))) {
+                // altered between its description and this chunk's snapshot: read it again with its columns as they are
+                rollbackQuietly(c);
+                watermarks.abandon(chunk);
+                run.described.remove(name);
+                return null;
             }
             if (now != table.oid()) {
                 rollbackQuietly(c);
@@ -744,6 +781,9 @@ public final class BackfillRunner implements Runnable {
                 LOG.warnf("backfill %s: a chunk of %s hit the statement timeout; reading %d rows at a time", backfill.id(),
                         name, run.size);
                 return null;
+            }
+            if ("42703".equals(e.getSQLState()) && run.described.remove(name) != null) {
+                return null; // a column dropped since the table was described: described again, and read again
             }
             if ("42P01".equals(e.getSQLState()) || "42703".equals(e.getSQLState())) {
                 fail(backfill, "table " + name + " was dropped or altered during the backfill: " + e.getMessage());

@@ -336,6 +336,16 @@ public final class SnapshotTable {
     }
 
     /**
+     * Whether {@code other} reads the table by the same key (columns, types, collations), under the
+     * same replica identity and row filter: a table altered only in its other columns (added,
+     * dropped, retyped) is read on, with its columns as they are now.
+     */
+    public boolean sameKey(SnapshotTable other) {
+        return keyShape().equals(other.keyShape()) && relation.replicaIdentity() == other.relation.replicaIdentity()
+                && java.util.Objects.equals(rowFilter, other.rowFilter);
+    }
+
+    /**
      * The chunk query: every published column, in key order, after {@code ?...} (one parameter per
      * key column, when {@code after}) and up to {@code ?...} (when {@code upTo}), at most {@code ?} rows
      * when {@code limited}.

@@ -880,7 +880,7 @@ class BackfillIT {
     }
 
     @Test
-    void theInitialBackfillRunsOnceAndADroppedTableFailsItsBackfillOnly() throws Exception {
+    void theInitialBackfillRunsOnceADroppedTableFailsItsBackfillOnlyAndAnAlteredOneIsReadOnUnlessItsKeyChanged() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("backfill_initial");
         pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
@@ -922,9 +922,14 @@ class BackfillIT {
                 JsonNode failed = awaitState(api, path, "failed");
                 assertThat(failed.get("error").asText()).contains("public.doomed");
                 String reshapedPath = "/subscriptions/config:other/backfills/" + reshaping.body().get("id").asText();
-                pg.execute(database, "ALTER TABLE reshaped ADD COLUMN later int");
+                // altered in its other columns, it is read on, with its columns as they are now
+                pg.execute(database, "ALTER TABLE reshaped ADD COLUMN later int DEFAULT 7");
+                await().atMost(WAIT).until(() -> replay.saw("\"later\":7"));
+                assertThat(api.get(reshapedPath).body().get("state").asText()).isEqualTo("running");
+                // altered in its key, it fails: its position would be compared in another order
+                pg.execute(database, "ALTER TABLE reshaped DROP CONSTRAINT reshaped_pkey, ADD PRIMARY KEY (later, id)");
                 assertThat(awaitState(api, reshapedPath, "failed").get("error").asText()).contains("public.reshaped")
-                        .contains("altered");
+                        .contains("altered").contains("key");
                 pg.execute(database, "INSERT INTO items VALUES (501, 1)");
                 await().atMost(WAIT).until(() -> replay.saw("\"id\":501"));
             }
