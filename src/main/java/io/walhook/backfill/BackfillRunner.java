@@ -147,6 +147,8 @@ public final class BackfillRunner implements Runnable {
         final Map<String, Long> describedAt = new HashMap<>();
         /** Each table's columns when it was last described ({@link #COLUMNS}): a chunk that finds others reads again. */
         final Map<String, String> describedColumns = new HashMap<>();
+        /** Chunk reads in a row that named a column the table no longer has (described again each time). */
+        int undefinedColumns;
         int size;
         long nextChunkAt;
         /** The largest row read of each table, in bytes as {@link #CHUNK_BYTES} counts them: never lowered. */
@@ -474,10 +476,16 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
-    /** A table's columns (name, type, modifier) in order, as one text: what changes when the table is altered. */
-    private static final String COLUMNS = "(SELECT pg_catalog.string_agg(a.attname || ' ' || a.atttypid || ' ' || a.atttypmod,"
-            + " ',' ORDER BY a.attnum) FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass(?)"
-            + " AND a.attnum > 0 AND NOT a.attisdropped)";
+    /**
+     * A table's columns (name, type, modifier, whether generated) in order and its replica identity,
+     * as one text: what changes when the table is altered.
+     */
+    private static final String COLUMNS = "(SELECT pg_catalog.string_agg(a.attname || ' ' || a.atttypid || ' ' || a.atttypmod"
+            + " || ' ' || a.attgenerated::text, ',' ORDER BY a.attnum) || ' ' || (SELECT r.relreplident::text FROM pg_catalog.pg_class r"
+            + " WHERE r.oid = a.attrelid LIMIT 1) FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass(?)"
+            + " AND a.attnum > 0 AND NOT a.attisdropped GROUP BY a.attrelid)";
+    /** How long a chunk waits for the table's lock (an ALTER TABLE holding it, or queued for it) before it is read later. */
+    private static final Duration LOCK_WAIT = Duration.ofSeconds(1);
 
     private static String columnsOf(Connection c, String name) throws SQLException {
         int dot = name.indexOf('.');
@@ -660,6 +668,11 @@ public final class BackfillRunner implements Runnable {
             try (Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
                 s.execute("SET LOCAL statement_timeout = " + settings.statementTimeout().toMillis());
+                s.execute("SET LOCAL lock_timeout = " + LOCK_WAIT.toMillis());
+                // locked as the chunk's query locks it, but before the snapshot: an ALTER TABLE committed before it
+                // (the columns check below sees it) or waits for this chunk's commit; committed in between, a
+                // rewriting one (a column's type changed) hid every row from the snapshot, and the chunk read none
+                s.execute(table.lockSql());
             }
             try (Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_snapshot()::text")) {
@@ -782,7 +795,11 @@ public final class BackfillRunner implements Runnable {
                         name, run.size);
                 return null;
             }
-            if ("42703".equals(e.getSQLState()) && run.described.remove(name) != null) {
+            if ("55P03".equals(e.getSQLState())) {
+                return null; // an ALTER TABLE holds or waits for the table (lock_timeout): read again after it
+            }
+            if ("42703".equals(e.getSQLState()) && run.undefinedColumns++ < 3) {
+                run.described.remove(name);
                 return null; // a column dropped since the table was described: described again, and read again
             }
             if ("42P01".equals(e.getSQLState()) || "42703".equals(e.getSQLState())) {
@@ -804,6 +821,7 @@ public final class BackfillRunner implements Runnable {
                 // the connection is broken: the next call opens another
             }
         }
+        run.undefinedColumns = 0;
         adapt(run, Duration.ofNanos(System.nanoTime() - started), chunk.rows.size());
         return chunk;
     }
