@@ -149,6 +149,10 @@ public final class BackfillRunner implements Runnable {
         final Map<String, String> describedColumns = new HashMap<>();
         /** Chunk reads in a row that named a column the table no longer has (described again each time). */
         int undefinedColumns;
+        /** Chunk reads in a row that could not get the table's lock within {@link #LOCK_WAIT}. */
+        int lockWaits;
+        /** Whether this walhook's role may lock each table (table-wide SELECT; not so when granted only some columns). */
+        final Map<String, Boolean> lockable = new HashMap<>();
         int size;
         long nextChunkAt;
         /** The largest row read of each table, in bytes as {@link #CHUNK_BYTES} counts them: never lowered. */
@@ -487,6 +491,19 @@ public final class BackfillRunner implements Runnable {
     /** How long a chunk waits for the table's lock (an ALTER TABLE holding it, or queued for it) before it is read later. */
     private static final Duration LOCK_WAIT = Duration.ofSeconds(1);
 
+    /** Whether this role may lock the table ({@code LOCK TABLE} asks for SELECT on the whole table). */
+    private static boolean lockable(Connection c, String name) throws SQLException {
+        int dot = name.indexOf('.');
+        String quoted = SnapshotTable.quote(name.substring(0, dot)) + "." + SnapshotTable.quote(name.substring(dot + 1));
+        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_table_privilege(pg_catalog.to_regclass(?),"
+                + " 'SELECT')")) {
+            s.setString(1, quoted);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
     private static String columnsOf(Connection c, String name) throws SQLException {
         int dot = name.indexOf('.');
         String quoted = SnapshotTable.quote(name.substring(0, dot)) + "." + SnapshotTable.quote(name.substring(dot + 1));
@@ -548,6 +565,9 @@ public final class BackfillRunner implements Runnable {
                     if (now - done.againAt < 0) {
                         break;
                     }
+                }
+                if (run.nextChunkAt != 0 && System.nanoTime() - run.nextChunkAt < 0) {
+                    break; // its rate, or a pause after a chunk could not get the table's lock
                 }
                 if (changed) {
                     store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
@@ -611,6 +631,7 @@ public final class BackfillRunner implements Runnable {
             // looked at again at most every DESCRIBE_EVERY (and whenever a chunk finds its columns changed): a table
             // dropped, or altered in its key, fails the backfill; its columns are taken as they are now
             String columns = columnsOf(c, name);
+            run.lockable.put(name, lockable(c, name));
             try {
                 table = SnapshotTable.describe(c, name, settings.publication(), settings.stateSchema());
             } catch (SnapshotTable.Refused e) {
@@ -667,12 +688,15 @@ public final class BackfillRunner implements Runnable {
             c.setNetworkTimeout(Runnable::run, (int) settings.statementTimeout().plus(SessionTimeout.LIMIT).toMillis());
             try (Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+                if (Boolean.TRUE.equals(run.lockable.get(name))) {
+                    // locked as the chunk's query locks it, but before the snapshot: an ALTER TABLE committed before
+                    // it (the columns check below sees it) or waits for this chunk's commit; committed in between, a
+                    // rewriting one (a column's type changed) hid every row from the snapshot, and the chunk read
+                    // none. (A role granted only some columns cannot lock the table: it reads as before.)
+                    s.execute("SET LOCAL lock_timeout = " + LOCK_WAIT.toMillis());
+                    s.execute(table.lockSql());
+                }
                 s.execute("SET LOCAL statement_timeout = " + settings.statementTimeout().toMillis());
-                s.execute("SET LOCAL lock_timeout = " + LOCK_WAIT.toMillis());
-                // locked as the chunk's query locks it, but before the snapshot: an ALTER TABLE committed before it
-                // (the columns check below sees it) or waits for this chunk's commit; committed in between, a
-                // rewriting one (a column's type changed) hid every row from the snapshot, and the chunk read none
-                s.execute(table.lockSql());
             }
             try (Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_snapshot()::text")) {
@@ -796,7 +820,12 @@ public final class BackfillRunner implements Runnable {
                 return null;
             }
             if ("55P03".equals(e.getSQLState())) {
-                return null; // an ALTER TABLE holds or waits for the table (lock_timeout): read again after it
+                // an ALTER TABLE (or VACUUM FULL, CLUSTER...) holds the table or waits for it: read again after a
+                // pause growing from 1 s to 10 s, which the other backfills do not wait for
+                run.lockWaits++;
+                run.nextChunkAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
+                        Math.min(10_000, 1000L << Math.min(run.lockWaits - 1, 4)));
+                return null;
             }
             if ("42703".equals(e.getSQLState()) && run.undefinedColumns++ < 3) {
                 run.described.remove(name);
@@ -822,6 +851,7 @@ public final class BackfillRunner implements Runnable {
             }
         }
         run.undefinedColumns = 0;
+        run.lockWaits = 0;
         adapt(run, Duration.ofNanos(System.nanoTime() - started), chunk.rows.size());
         return chunk;
     }

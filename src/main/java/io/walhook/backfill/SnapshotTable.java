@@ -401,14 +401,18 @@ public final class SnapshotTable {
     }
 
     /**
+     * Locks the table as the chunk query does ({@code ACCESS SHARE}: only what takes its {@code
+     * ACCESS EXCLUSIVE} lock waits for it: ALTER, DROP, TRUNCATE, VACUUM FULL, CLUSTER).
+     */
+    String lockSql() {
+        return "LOCK TABLE " + (plain ? "ONLY " : "") + quotedName() + " IN ACCESS SHARE MODE";
+    }
+
+    /**
      * Its name as {@code to_regclass} reads it, quoted: the runner looks the oid it stands for up
      * again after each chunk's read, since another table than the one described (dropped and created
      * again) means the chunk, read with an older snapshot, saw none of the new table's rows.
      */
-    /** Locks the table as the chunk query does ({@code ACCESS SHARE}: only an ALTER or a DROP waits for it). */
-    String lockSql() {
-        return "LOCK TABLE " + (plain ? "ONLY " : "") + quotedName() + " IN ACCESS SHARE MODE";
-    }
 
     String quotedName() {
         return quote(schema) + "." + quote(name);

@@ -584,6 +584,49 @@ class BackfillIT {
     }
 
     /**
+     * A table held under an ACCESS EXCLUSIVE lock (a long ALTER TABLE, VACUUM FULL, CLUSTER) while a
+     * backfill reads it: its chunk waits a second for the lock, is read again after a pause, and the
+     * backfill ends done with every row once the lock is released.
+     */
+    @Test
+    void aBackfillWaitsOutATableLockAndEndsWhole() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_locked");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
+                "INSERT INTO items SELECT g, g FROM generate_series(1, 300) g");
+        Set<Integer> read = ConcurrentHashMap.newKeySet();
+        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
+                    for (JsonNode event : events(request)) {
+                        if (event.get("op").asText().equals("read")) {
+                            read.add(event.get("new").get("id").asInt());
+                        }
+                    }
+                });
+                WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL",
+                        receiver.url("/all"), "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100"));
+                Connection locker = pg.connect(database); Statement lock = locker.createStatement()) {
+            walhook.awaitReady(WAIT);
+            ApiClient api = new ApiClient(walhook, TOKEN);
+            ApiClient.Answer started = api.post("/subscriptions/config:all/backfills",
+                    "{\"chunk_size\": 100, \"max_rows_per_second\": 50}");
+            assertThat(started.status()).as(started.text()).isEqualTo(202);
+            String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+            await().atMost(WAIT).until(() -> !read.isEmpty());
+            locker.setAutoCommit(false);
+            lock.execute("LOCK TABLE items IN ACCESS EXCLUSIVE MODE");
+            // the next chunk waits for the lock, and waits again: it neither fails nor reads past the lock
+            await().atMost(WAIT).until(() -> "t".equals(single(pg, database, "SELECT count(*) > 0 FROM pg_locks l JOIN"
+                    + " pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.application_name = 'walhook-backfill'")));
+            await().pollDelay(Duration.ofSeconds(3)).atMost(WAIT).until(() -> true);
+            assertThat(api.get(path).body().get("state").asText()).isEqualTo("running");
+            assertThat(read).as("nothing read past the lock").hasSizeLessThan(300);
+            locker.commit();
+            awaitState(api, path, "done");
+            assertThat(read).hasSize(300);
+        }
+    }
+
+    /**
      * A row of the chunk updated again and again, by updates that leave its TOASTed value out of the
      * stream (unchanged): each time the chunk is read, the row changes between its watermarks, and
      * dropping the read would leave the consumer without the value. Read again whole, the chunk met

@@ -89,6 +89,8 @@ public final class TortureRun {
     private int hooksVersion;
     /** The backfills of hooks started so far, in order. */
     private final List<BackfillRun> backfills = new ArrayList<>();
+    /** The backfills the run asked to cancel (whatever the answer): the only ones that may end cancelled. */
+    private final Set<String> cancelAsked = new HashSet<>();
 
     /**
      * A backfill of hooks: its id, its tables, and the commit attempts made before it was started
@@ -192,12 +194,13 @@ public final class TortureRun {
             }
             boolean quiet = missing().isEmpty() && quiesce();
             check();
+            checkBackfillsEnded();
             if (quiet) {
                 List<Observed.Arrival> arrivals = observed.arrivals();
                 for (String subscription : List.of("hooks", "single", "queue")) {
                     checkLatest(subscription, arrivals.stream().filter(a -> a.subscription().equals(subscription)).toList());
                 }
-                checkBackfills();
+                checkBackfillsComplete();
             } else {
                 count("last arrivals per row not checked (not quiet)");
                 say("not quiet: the last arrivals per row are not checked");
@@ -462,6 +465,9 @@ public final class TortureRun {
         String last = "/subscriptions/" + hooksId + "/backfills/" + backfills.get(backfills.size() - 1).id();
         String verb = pick < 7 ? "pause" : pick < 9 ? "resume" : "cancel";
         count(verb + " backfill");
+        if (verb.equals("cancel")) {
+            cancelAsked.add(backfills.get(backfills.size() - 1).id());
+        }
         answer(verb + " backfill", api.post(last + "/" + verb, null));
     }
 
@@ -471,13 +477,19 @@ public final class TortureRun {
         Map<String, JsonNode> states = new LinkedHashMap<>();
         for (BackfillRun run : backfills) {
             String path = "/subscriptions/" + hooksId + "/backfills/" + run.id();
-            ApiClient.Answer answer = api.get(path);
-            answer("GET backfill", answer);
-            if (resume && answer.body() != null && "paused".equals(answer.body().path("state").asText())) {
-                answer("resume backfill", api.post(path + "/resume", null));
-                answer = api.get(path);
+            JsonNode state = null;
+            try {
+                ApiClient.Answer answer = api.get(path);
+                answer("GET backfill", answer);
+                if (resume && answer.body() != null && "paused".equals(answer.body().path("state").asText())) {
+                    answer("resume backfill", api.post(path + "/resume", null));
+                    answer = api.get(path);
+                }
+                state = answer.status() == 200 ? answer.body() : null;
+            } catch (java.io.IOException e) {
+                say("backfill state not answered: " + e); // walhook restarting, or slow: not known this time
             }
-            states.put(run.id(), answer.body());
+            states.put(run.id(), state);
         }
         return states;
     }
@@ -714,9 +726,10 @@ public final class TortureRun {
         int aborted = 0;
         List<String> abortedExamples = new ArrayList<>();
         Map<String, Set<String>> keysOfReadId = new HashMap<>();
+        Map<String, Set<String>> idsOfRead = new HashMap<>();
         for (Observed.Arrival a : arrivals) {
             if (a.read()) {
-                checkRead(a, keysOfReadId);
+                checkRead(a, keysOfReadId, idsOfRead);
                 continue;
             }
             if (a.token().equals("w-1")) {
@@ -772,6 +785,11 @@ public final class TortureRun {
                 violations.add("id " + id + " carried " + tokens.size() + " changes: " + tokens);
             }
         });
+        idsOfRead.forEach((row, ids) -> {
+            if (ids.size() > 1) {
+                violations.add("backfill row " + row + " was read under " + ids.size() + " ids: " + ids);
+            }
+        });
         keysOfReadId.forEach((id, keys) -> {
             if (keys.size() > 1) {
                 violations.add("read event id " + id + " carried " + keys.size() + " rows: " + keys);
@@ -790,7 +808,7 @@ public final class TortureRun {
      * committed transaction wrote in the table it names, with that version's TOASTed value, and its
      * id the same row's in every attempt.
      */
-    private void checkRead(Observed.Arrival a, Map<String, Set<String>> keysOfReadId) {
+    private void checkRead(Observed.Arrival a, Map<String, Set<String>> keysOfReadId, Map<String, Set<String>> idsOfRead) {
         Ledger.Change change = ledger.change(a.token());
         Ledger.Tx tx = ledger.txOf(a.token());
         if (!a.subscription().equals("hooks")) {
@@ -808,6 +826,7 @@ public final class TortureRun {
                         + (a.bigPresent() ? "different from the one written" : "missing"));
             }
             keysOfReadId.computeIfAbsent(a.id(), k -> new HashSet<>()).add(change.key());
+            idsOfRead.computeIfAbsent(a.backfill() + " " + change.key(), k -> new HashSet<>()).add(a.id());
         }
     }
 
@@ -860,14 +879,39 @@ public final class TortureRun {
         }
     }
 
-    /**
-     * Every backfill ended (done, or cancelled as the run asked); one that failed breaks an invariant
-     * (the workload's ALTER TABLE only adds columns, which a backfill reads on with).
-     * A done one sent every row of its tables that existed, unchanged, for as long as it ran: each
-     * row whose last change was committed before the backfill began.
-     */
-    private void checkBackfills() throws Exception {
+    /** The backfills' states, asked until each is answered (a few times at most: walhook may be restarting). */
+    private Map<String, JsonNode> answeredBackfillStates() throws Exception {
         Map<String, JsonNode> states = backfillStates(false);
+        for (int tries = 0; tries < 5 && states.containsValue(null); tries++) {
+            pace(2000);
+            states = backfillStates(false);
+        }
+        return states;
+    }
+
+    /**
+     * Every backfill ended, done, or cancelled when the run asked; one that failed, or was cancelled
+     * unasked, breaks an invariant (the workload's ALTER TABLE only adds columns, which a backfill
+     * reads on with).
+     */
+    private void checkBackfillsEnded() throws Exception {
+        Map<String, JsonNode> states = answeredBackfillStates();
+        for (BackfillRun run : backfills) {
+            JsonNode state = states.get(run.id());
+            String named = state == null ? "unknown" : state.path("state").asText();
+            if (!named.equals("done") && !(named.equals("cancelled") && cancelAsked.contains(run.id()))) {
+                violations.add("backfill " + run.id() + " of " + run.tables() + " ended " + named
+                        + (named.equals("cancelled") ? " unasked" : "") + ": " + state);
+            }
+        }
+    }
+
+    /**
+     * A done backfill sent every row of its tables that existed, unchanged, for as long as it ran:
+     * each row whose last change was committed before the backfill began.
+     */
+    private void checkBackfillsComplete() throws Exception {
+        Map<String, JsonNode> states = answeredBackfillStates();
         Map<String, Set<String>> readKeys = new HashMap<>();
         for (Observed.Arrival a : observed.arrivals()) {
             Ledger.Change change = ledger.change(a.token());
@@ -877,13 +921,8 @@ public final class TortureRun {
         }
         for (BackfillRun run : backfills) {
             JsonNode state = states.get(run.id());
-            String named = state == null ? "unknown" : state.path("state").asText();
-            if (!List.of("done", "cancelled").contains(named)) {
-                violations.add("backfill " + run.id() + " of " + run.tables() + " ended " + named + ": " + state);
-                continue;
-            }
-            if (!named.equals("done")) {
-                continue;
+            if (state == null || !state.path("state").asText().equals("done")) {
+                continue; // checkBackfillsEnded says why
             }
             int unsent = 0;
             List<String> examples = new ArrayList<>();
