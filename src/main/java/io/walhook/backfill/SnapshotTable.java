@@ -413,7 +413,6 @@ public final class SnapshotTable {
      * again after each chunk's read, since another table than the one described (dropped and created
      * again) means the chunk, read with an older snapshot, saw none of the new table's rows.
      */
-
     String quotedName() {
         return quote(schema) + "." + quote(name);
     }
