@@ -491,30 +491,6 @@ public final class BackfillRunner implements Runnable {
     /** How long a chunk waits for the table's lock (an ALTER TABLE holding it, or queued for it) before it is read later. */
     private static final Duration LOCK_WAIT = Duration.ofSeconds(1);
 
-    /** Whether this role may lock the table ({@code LOCK TABLE} asks for SELECT on the whole table). */
-    private static boolean lockable(Connection c, String name) throws SQLException {
-        int dot = name.indexOf('.');
-        String quoted = SnapshotTable.quote(name.substring(0, dot)) + "." + SnapshotTable.quote(name.substring(dot + 1));
-        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_table_privilege(pg_catalog.to_regclass(?),"
-                + " 'SELECT')")) {
-            s.setString(1, quoted);
-            try (ResultSet rs = s.executeQuery()) {
-                return rs.next() && rs.getBoolean(1);
-            }
-        }
-    }
-
-    private static String columnsOf(Connection c, String name) throws SQLException {
-        int dot = name.indexOf('.');
-        String quoted = SnapshotTable.quote(name.substring(0, dot)) + "." + SnapshotTable.quote(name.substring(dot + 1));
-        try (PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS)) {
-            s.setString(1, quoted);
-            try (ResultSet rs = s.executeQuery()) {
-                return rs.next() ? rs.getString(1) : null;
-            }
-        }
-    }
-
     /** Whether the backfill's subscription, in force, no longer takes the table (held or missing: not known). */
     private boolean leftOut(Run run, String table) {
         int dot = table.indexOf('.');
@@ -630,8 +606,20 @@ public final class BackfillRunner implements Runnable {
         if (table == null || System.nanoTime() - at > DESCRIBE_EVERY.toNanos()) {
             // looked at again at most every DESCRIBE_EVERY (and whenever a chunk finds its columns changed): a table
             // dropped, or altered in its key, fails the backfill; its columns are taken as they are now
-            String columns = columnsOf(c, name);
-            run.lockable.put(name, lockable(c, name));
+            // before the description: an ALTER in between makes the next chunk find other columns, and describe again
+            String columns;
+            try (PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS + ", pg_catalog.has_table_privilege("
+                    + "pg_catalog.to_regclass(?), 'SELECT')")) {
+                String quoted = SnapshotTable.quoted(name);
+                s.setString(1, quoted);
+                s.setString(2, quoted);
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    columns = rs.getString(1);
+                    // LOCK TABLE asks for SELECT on the whole table: a role granted only some columns reads unlocked
+                    run.lockable.put(name, rs.getBoolean(2));
+                }
+            }
             try {
                 table = SnapshotTable.describe(c, name, settings.publication(), settings.stateSchema());
             } catch (SnapshotTable.Refused e) {

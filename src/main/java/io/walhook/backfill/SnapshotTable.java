@@ -417,6 +417,12 @@ public final class SnapshotTable {
         return quote(schema) + "." + quote(name);
     }
 
+    /** A {@code schema.table} name (split at its first dot, as a backfill's tables are) quoted for {@code to_regclass}. */
+    static String quoted(String qualified) {
+        int dot = qualified.indexOf('.');
+        return quote(qualified.substring(0, dot)) + "." + quote(qualified.substring(dot + 1));
+    }
+
     static String quote(String identifier) {
         return '"' + identifier.replace("\"", "\"\"") + '"';
     }

@@ -113,6 +113,17 @@ class BackfillIT {
         return new com.fasterxml.jackson.databind.ObjectMapper().readTree(json).toString();
     }
 
+    /** A receiver's handler giving each read event it accepts to {@code read} (its whole event). */
+    private static java.util.function.Consumer<WebhookReceiver.Request> onReads(java.util.function.Consumer<JsonNode> read) {
+        return request -> {
+            for (JsonNode event : events(request)) {
+                if (event.get("op").asText().equals("read")) {
+                    read.accept(event);
+                }
+            }
+        };
+    }
+
     private static boolean tableDone(JsonNode backfill, String table) {
         for (JsonNode t : backfill.path("tables")) {
             if (t.path("table").asText().equals(table)) {
@@ -504,13 +515,8 @@ class BackfillIT {
         pg.execute(database, "CREATE TABLE a_items (id int PRIMARY KEY)", "CREATE TABLE b_items (id int PRIMARY KEY)",
                 "INSERT INTO a_items SELECT generate_series(1, 3000)", "INSERT INTO b_items SELECT generate_series(1, 300)");
         Map<String, AtomicInteger> reads = new ConcurrentHashMap<>();
-        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
-                    for (JsonNode event : events(request)) {
-                        if (event.get("op").asText().equals("read")) {
-                            reads.computeIfAbsent(event.get("table").asText(), t -> new AtomicInteger()).incrementAndGet();
-                        }
-                    }
-                });
+        try (WebhookReceiver receiver = WebhookReceiver.start(onReads(
+                    event -> reads.computeIfAbsent(event.get("table").asText(), t -> new AtomicInteger()).incrementAndGet()));
                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"))) {
             walhook.awaitReady(WAIT);
             ApiClient api = new ApiClient(walhook, TOKEN);
@@ -554,14 +560,10 @@ class BackfillIT {
                 "INSERT INTO items SELECT g, g, 'b' || g FROM generate_series(1, 600) g");
         Set<Integer> read = ConcurrentHashMap.newKeySet();
         List<JsonNode> reads = new java.util.concurrent.CopyOnWriteArrayList<>();
-        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
-                    for (JsonNode event : events(request)) {
-                        if (event.get("op").asText().equals("read")) {
-                            read.add(event.get("new").get("id").asInt());
-                            reads.add(event.get("new"));
-                        }
-                    }
-                });
+        try (WebhookReceiver receiver = WebhookReceiver.start(onReads(event -> {
+                    read.add(event.get("new").get("id").asInt());
+                    reads.add(event.get("new"));
+                }));
                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL",
                         receiver.url("/all"), "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100"))) {
             walhook.awaitReady(WAIT);
@@ -595,13 +597,7 @@ class BackfillIT {
         pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
                 "INSERT INTO items SELECT g, g FROM generate_series(1, 300) g");
         Set<Integer> read = ConcurrentHashMap.newKeySet();
-        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
-                    for (JsonNode event : events(request)) {
-                        if (event.get("op").asText().equals("read")) {
-                            read.add(event.get("new").get("id").asInt());
-                        }
-                    }
-                });
+        try (WebhookReceiver receiver = WebhookReceiver.start(onReads(event -> read.add(event.get("new").get("id").asInt())));
                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL",
                         receiver.url("/all"), "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100"));
                 Connection locker = pg.connect(database); Statement lock = locker.createStatement()) {
@@ -645,16 +641,12 @@ class BackfillIT {
         AtomicBoolean updating = new AtomicBoolean(true);
         AtomicInteger updates = new AtomicInteger();
         java.util.concurrent.atomic.AtomicReference<Throwable> updaterFailed = new java.util.concurrent.atomic.AtomicReference<>();
-        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
-                    for (JsonNode event : events(request)) {
-                        if (event.get("op").asText().equals("read")) {
-                            read.add(event.get("new").get("id").asInt());
-                            if (event.get("new").get("id").asInt() == 500) {
-                                hotDoc.set(event.get("new").path("doc").asText(null));
-                            }
-                        }
+        try (WebhookReceiver receiver = WebhookReceiver.start(onReads(event -> {
+                    read.add(event.get("new").get("id").asInt());
+                    if (event.get("new").get("id").asInt() == 500) {
+                        hotDoc.set(event.get("new").path("doc").asText(null));
                     }
-                });
+                }));
                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL",
                         receiver.url("/all"), "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100"))) {
             walhook.awaitReady(WAIT);
@@ -696,13 +688,7 @@ class BackfillIT {
         pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY)",
                 "INSERT INTO items SELECT generate_series(1, " + rows + ")");
         Set<Integer> received = ConcurrentHashMap.newKeySet();
-        try (WebhookReceiver receiver = WebhookReceiver.start(request -> {
-                    for (JsonNode event : events(request)) {
-                        if (event.get("op").asText().equals("read")) {
-                            received.add(event.get("new").get("id").asInt());
-                        }
-                    }
-                });
+        try (WebhookReceiver receiver = WebhookReceiver.start(onReads(event -> received.add(event.get("new").get("id").asInt())));
                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true"))) {
             walhook.awaitReady(WAIT);
             ApiClient api = new ApiClient(walhook, TOKEN);

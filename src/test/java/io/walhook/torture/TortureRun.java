@@ -775,32 +775,25 @@ public final class TortureRun {
         if (aborted > 0) {
             violations.add(aborted + " deliveries of changes that were never committed, e.g. " + abortedExamples);
         }
-        idsOfToken.forEach((token, ids) -> {
-            if (ids.size() > 1) {
-                violations.add("change " + token + " arrived under " + ids.size() + " ids: " + ids);
-            }
-        });
-        tokensOfId.forEach((id, tokens) -> {
-            if (tokens.size() > 1) {
-                violations.add("id " + id + " carried " + tokens.size() + " changes: " + tokens);
-            }
-        });
-        idsOfRead.forEach((row, ids) -> {
-            if (ids.size() > 1) {
-                violations.add("backfill row " + row + " was read under " + ids.size() + " ids: " + ids);
-            }
-        });
-        keysOfReadId.forEach((id, keys) -> {
-            if (keys.size() > 1) {
-                violations.add("read event id " + id + " carried " + keys.size() + " rows: " + keys);
-            } else if (tokensOfId.containsKey(id)) {
-                violations.add("read event id " + id + " is also a change's id: " + tokensOfId.get(id));
-            }
-        });
+        atMostOne(idsOfToken, "change %s arrived under %d ids: %s");
+        atMostOne(tokensOfId, "id %s carried %d changes: %s");
+        atMostOne(idsOfRead, "backfill row %s was read under %d ids: %s");
+        atMostOne(keysOfReadId, "read event id %s carried %d rows: %s");
+        keysOfReadId.keySet().stream().filter(tokensOfId::containsKey).forEach(id -> violations.add("read event id " + id
+                + " is also a change's id: " + tokensOfId.get(id)));
         for (String subscription : List.of("hooks", "single", "queue")) {
             checkOrder(subscription, firsts.getOrDefault(subscription, List.of()));
         }
         checkReads(arrivals.stream().filter(a -> a.subscription().equals("hooks")).toList());
+    }
+
+    /** One value per key, or a violation naming the key, how many values and which ({@code what}'s three places). */
+    private void atMostOne(Map<String, Set<String>> values, String what) {
+        values.forEach((key, of) -> {
+            if (of.size() > 1) {
+                violations.add(String.format(Locale.ROOT, what, key, of.size(), of));
+            }
+        });
     }
 
     /**
