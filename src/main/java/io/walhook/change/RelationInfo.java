@@ -20,6 +20,7 @@ public final class RelationInfo {
     private final String[] columnNames;
     private final byte[][] jsonNames;
     private final boolean[] keyColumns;
+    private final int keyShape;
     private final ValueConverter[] converters;
     private final boolean routed;
 
@@ -41,6 +42,7 @@ public final class RelationInfo {
             jsonNames[i] = JsonWriter.encodeName(columnNames[i]);
             keyColumns[i] = columns.get(i).key();
         }
+        this.keyShape = keyShape(relation);
         this.converters = converters;
         this.routed = routed;
     }
@@ -99,6 +101,29 @@ public final class RelationInfo {
     /** Whether the column is part of the replica identity (every column under FULL). */
     public boolean isKey(int i) {
         return keyColumns[i];
+    }
+
+    /**
+     * What a row's key hash is made of here ({@link ChangeEvent#rowKeyHash}): the key columns'
+     * names and types, or FULL. Equal for two descriptions of one table whose keys hash alike; an
+     * {@code ALTER TABLE} that changes the replica identity or the key columns changes it, and a
+     * row's changes from before and after it hash apart.
+     */
+    public int keyShape() {
+        return keyShape;
+    }
+
+    private static int keyShape(PgOutputMessage.Relation relation) {
+        if (relation.replicaIdentity() == ReplicaIdentity.FULL) {
+            return -1;
+        }
+        int h = 17;
+        for (PgOutputMessage.Relation.Column column : relation.columns()) {
+            if (column.key()) {
+                h = 31 * (31 * h + column.name().hashCode()) + Long.hashCode(column.typeOid());
+            }
+        }
+        return h;
     }
 
     public ValueConverter converter(int i) {

@@ -326,7 +326,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         String[] parts = last.parts();
         String address = subscription.destination() instanceof Destination.Amqp amqp ? amqp.address(parts) : null;
         Job job = new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(), body.contentType(),
-                body.headers(), address, Ordering.of(event));
+                body.headers(), address, lane.ordering(event));
         job.addressParts = parts;
         job.relation = event.relation();
         job.background = event.op() == io.walhook.change.Operation.READ;

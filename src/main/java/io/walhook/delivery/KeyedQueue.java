@@ -8,7 +8,7 @@ import java.util.List;
  * A subscription's unfinished jobs in arrival (commit) order, each released for sending once every
  * earlier unfinished job it must stay in order with ({@link Ordering#follows}) is finished: per-row
  * order, and nothing else held back. A failing job holds back the later jobs of its own row (of its
- * table, for a TRUNCATE), while every other row keeps flowing; Sequin calls these message groups.
+ * table, for a TRUNCATE or the first change after its table was rekeyed), while every other row keeps flowing; Sequin calls these message groups.
  *
  * <p>Each job waits on the latest earlier job of each of its keys, so adding and finishing cost a
  * few map operations; a TRUNCATE, or a job ordered against everything, walks the unfinished jobs
@@ -57,7 +57,7 @@ final class KeyedQueue {
                     waitFor(lastOfTable.get(ordering.table()), job);
                 }
             }
-            case TABLE -> {
+            case TABLE, REKEYED -> {
                 for (Job earlier = first; earlier != null; earlier = earlier.next) {
                     if (earlier.ordering.table() == ordering.table() || earlier.ordering.scope() == Ordering.Scope.ALL) {
                         waitFor(earlier, job);
@@ -209,7 +209,7 @@ final class KeyedQueue {
                     lastOfKey.put(job.ordering.key(), job);
                     lastOfKey.put(job.ordering.otherKey(), job);
                 }
-                case TABLE -> lastOfTable.put(job.ordering.table(), job);
+                case TABLE, REKEYED -> lastOfTable.put(job.ordering.table(), job);
                 case ALL -> lastBarrier = job;
             }
         }
@@ -241,7 +241,7 @@ final class KeyedQueue {
                     lastOfKey.remove(ordering.otherKey(), job);
                 }
             }
-            case TABLE -> lastOfTable.remove(ordering.table(), job);
+            case TABLE, REKEYED -> lastOfTable.remove(ordering.table(), job);
             case ALL -> {
                 if (lastBarrier == job) {
                     lastBarrier = null;

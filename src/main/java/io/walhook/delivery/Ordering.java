@@ -9,25 +9,49 @@ import io.walhook.change.ChangeEvent;
  * ({@link Scope#ALL}: an event parked before walhook recorded orderings). Events that share
  * nothing are delivered independently: a failure holds back only what it must.
  *
+ * <p>{@link Scope#REKEYED} is a row change ordered as a TRUNCATE is: the first change of its table
+ * routed to the subscription after the table's key shape changed ({@code ALTER TABLE ... REPLICA
+ * IDENTITY}, another primary key). Its row's earlier changes were keyed another way, so it waits
+ * for every earlier change of the table, and every later one waits for it. It supersedes only its
+ * own row's resends, though ({@link ReplayedRows}): it deletes nothing else.
+ *
  * <p>A row key is its table's oid in the upper 32 bits and the hash of its replica-identity values
  * in the lower ones: rows of different tables never collide, rows of one table rarely, and a
  * collision only orders two rows that need not be.
  */
 record Ordering(Scope scope, long table, long key, long otherKey) {
 
-    enum Scope { ROW, TABLE, ALL }
+    enum Scope {
+        ROW, TABLE, ALL, REKEYED;
+
+        /** Ordered against every earlier and later event of its table. */
+        boolean tableWide() {
+            return this == TABLE || this == REKEYED;
+        }
+
+        /** Names a row: superseded by a later change of the row, as a resend ({@link ReplayedRows}). */
+        boolean rowKeyed() {
+            return this == ROW || this == REKEYED;
+        }
+    }
 
     /** Logical messages have no table: they keep their order among themselves under this one. */
     static final long MESSAGES = -1;
     static final Ordering EVERYTHING = new Ordering(Scope.ALL, 0, 0, 0);
 
     static Ordering of(ChangeEvent event) {
+        return of(event, false);
+    }
+
+    /** {@code rekeyed}: the event's table changed its key shape since the subscription's last change of it. */
+    static Ordering of(ChangeEvent event, boolean rekeyed) {
         return switch (event.op()) {
             case MESSAGE -> new Ordering(Scope.TABLE, MESSAGES, 0, 0);
             case TRUNCATE -> new Ordering(Scope.TABLE, event.relation().oid(), 0, 0);
             case INSERT, UPDATE, DELETE, READ -> {
                 int key = event.rowKeyHash();
-                yield row(event.relation().oid(), key, event.changesKey() ? event.newRowKeyHash() : key);
+                Ordering row = row(event.relation().oid(), key, event.changesKey() ? event.newRowKeyHash() : key);
+                yield rekeyed ? new Ordering(Scope.REKEYED, row.table, row.key, row.otherKey) : row;
             }
         };
     }
@@ -46,7 +70,7 @@ record Ordering(Scope scope, long table, long key, long otherKey) {
         if (table != earlier.table) {
             return false;
         }
-        if (scope == Scope.TABLE || earlier.scope == Scope.TABLE) {
+        if (scope.tableWide() || earlier.scope.tableWide()) {
             return true;
         }
         return key == earlier.key || key == earlier.otherKey || otherKey == earlier.key || otherKey == earlier.otherKey;

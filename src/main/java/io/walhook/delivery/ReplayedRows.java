@@ -52,7 +52,7 @@ final class ReplayedRows {
         }
         long lsn = job.commitLsn.value();
         long rowId = job.rowId;
-        boolean superseded = ordering.scope() == Ordering.Scope.ROW
+        boolean superseded = ordering.scope().rowKeyed()
                 ? newer(rows, ordering.key(), lsn, seq, rowId) || newer(rows, ordering.otherKey(), lsn, seq, rowId)
                         || newer(truncates, ordering.table(), lsn, seq, rowId)
                 : newer(tables, ordering.table(), lsn, seq, rowId);
@@ -66,7 +66,7 @@ final class ReplayedRows {
             }
             return false;
         }
-        if (ordering.scope() == Ordering.Scope.ROW) {
+        if (ordering.scope().rowKeyed()) {
             remember(rows, ordering.key(), lsn, seq, rowId);
             remember(rows, ordering.otherKey(), lsn, seq, rowId);
         } else {

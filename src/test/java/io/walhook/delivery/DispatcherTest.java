@@ -238,6 +238,43 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 200);
     }
 
+    /**
+     * An {@code ALTER TABLE} that changes what identifies a row (its replica identity to or from
+     * FULL, or its key columns) changes the key its later changes are ordered by: a change before it
+     * and one after it of the same row share no key. The first change of the table after it waits
+     * for every earlier one of the table, and what follows waits for it.
+     */
+    @Test
+    void aRowsChangeAfterItsTableWasRekeyedWaitsForItsChangesFromBefore() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        java.util.concurrent.atomic.AtomicBoolean poisoned = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (poisoned.get() && request.body().contains("\"new\":{\"id\":1,\"n\":0}")) {
+                return 500;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription subscription = webhook("config:rows", "rows", receiver, 1);
+        TestEvents.Table full = ITEMS.full();
+        TestEvents.Table byN = TestEvents.table("public", "items").column("id", TestEvents.INT4).key("n", TestEvents.INT4);
+        // row 1 under its key, then under REPLICA IDENTITY FULL, under its key again, then keyed by another column
+        for (TestEvents.Table shape : List.of(ITEMS, full, ITEMS, byN)) {
+            ChangeEvent event = shape.insertAt(nextLsn += 0x100, "1", Integer.toString(versions.merge(1, 1, Integer::sum) - 1));
+            dispatcher.send(subscription, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+            dispatcher.flush();
+        }
+        await().atMost(WAIT).until(() -> receiver.requests().size() >= 2); // row 1's first change refused, and again
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).heldBack() == 3);
+        assertThat(acceptedByRow(accepted)).as("nothing of row 1 overtakes its refused first change").isEmpty();
+
+        poisoned.set(false);
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).getOrDefault(1, List.of()).size() == 4);
+        assertThat(acceptedByRow(accepted).get(1)).as("row 1 in commit order").containsExactly(0, 1, 2, 3);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 4);
+    }
+
     @Test
     void aRowRefusedForGoodAloneDoesNotHoldBackChangesToOtherRowsThatComeLater() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));

@@ -107,6 +107,47 @@ class PartialFailureIT {
         }
     }
 
+    /**
+     * An {@code ALTER TABLE ... REPLICA IDENTITY} between two changes of a row changes what they
+     * are keyed by (under FULL every column is the key): the later change still waits for the
+     * earlier one its destination refuses.
+     */
+    @Test
+    void aRowsChangesStayInOrderAcrossAChangeOfItsTablesReplicaIdentity() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "rekeyed");
+        AtomicBoolean poisoned = new AtomicBoolean(true);
+        Accepted accepted = new Accepted();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (poisoned.get() && request.body().contains("\"new\":{\"id\":1,\"n\":0}")) {
+                    return 500;
+                }
+                accepted.add(request);
+                return 204;
+            });
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_DELIVERY_MAX_BACKOFF", "1s",
+                    "WALHOOK_SUBSCRIPTIONS_ROWS_URL", receiver.url("/rows")))) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+                await().atMost(WAIT).until(() -> receiver.requests().size() >= 2); // refused, and again
+                pg.execute(database, "ALTER TABLE items REPLICA IDENTITY FULL");
+                pg.execute(database, "UPDATE items SET n = 1 WHERE id = 1");
+                pg.execute(database, "ALTER TABLE items REPLICA IDENTITY DEFAULT");
+                pg.execute(database, "UPDATE items SET n = 2 WHERE id = 1");
+                await().atMost(WAIT).until(() -> api.status("rows").get("held_back").asInt() == 2);
+                int refused = receiver.requests().size();
+                await().atMost(WAIT).until(() -> receiver.requests().size() >= refused + 2); // two more attempts meanwhile
+                assertThat(accepted.snapshot()).as("nothing of row 1 overtakes its refused first change").isEmpty();
+
+                poisoned.set(false);
+                await().atMost(WAIT).until(() -> accepted.count(row -> row == 1) == 3);
+                assertThat(accepted.snapshot().get(1)).containsExactly(0, 1, 2);
+            }
+        }
+    }
+
     @Test
     void aRequestThatHangsHoldsBackOnlyItsRow() throws Exception {
         PostgresServer pg = TestPostgres.shared();

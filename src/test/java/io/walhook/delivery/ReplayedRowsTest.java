@@ -57,6 +57,18 @@ class ReplayedRowsTest {
     }
 
     @Test
+    void aChangeOrderedAsItsTablesFirstAfterARekeySupersedesOnlyItsOwnRow() {
+        ReplayedRows replayed = new ReplayedRows();
+        Ordering row42 = Ordering.row(7, 42, 42);
+        assertThat(replayed.supersededOnRead(queued(1, 0x300, 1, new Ordering(Ordering.Scope.REKEYED, 7, row42.key(),
+                row42.otherKey())), BEFORE)).isFalse();
+        // another row's change delivered before it, resent behind it: not a resend of its row, delivered again
+        assertThat(replayed.supersededOnRead(row(101, 0x200, 1, 43), BEFORE)).isFalse();
+        // an older change of its own row is
+        assertThat(replayed.supersededOnRead(row(102, 0x200, 2, 42), BEFORE)).isTrue();
+    }
+
+    @Test
     void rowsReadAgainAfterTheCursorMovedBackAreNotResends() {
         ReplayedRows replayed = new ReplayedRows();
         assertThat(replayed.supersededOnRead(row(1, 0x100, 1, 42), BEFORE)).isFalse();
