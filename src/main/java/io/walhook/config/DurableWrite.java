@@ -11,8 +11,9 @@ import java.sql.Statement;
  * it back. With {@code synchronous_commit = off} (the server's or role's default) a commit is
  * acknowledged before that: such a write commits with {@code local} instead. Any other setting
  * already flushes, and is kept (a stronger one, waiting for synchronous standbys, is not weakened;
- * {@code on} where the default is {@code local} would wait for standbys that may be down). Writes
- * that may be repeated after a crash (progress, positions) keep the default.
+ * {@code on} where the default is {@code local} would wait for standbys that may be down). Events
+ * written to a durable queue are such writes too: the slot's position passes them once written.
+ * Writes that may be repeated after a crash (progress, positions) keep the default.
  */
 public final class DurableWrite {
 
@@ -54,7 +55,7 @@ public final class DurableWrite {
     }
 
     /** Makes the transaction open on {@code c} commit durably (at least flushed locally). */
-    private static void durable(Connection c) throws SQLException {
+    public static void durable(Connection c) throws SQLException {
         try (Statement s = c.createStatement()) {
             s.execute("SELECT pg_catalog.set_config('synchronous_commit', 'local', true)"
                     + " WHERE pg_catalog.current_setting('synchronous_commit') = 'off'");

@@ -126,6 +126,8 @@ public final class ParkedEventStore {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
+                // acknowledged once committed: the slot passes its changes, and a crash must not take it back
+                io.walhook.config.DurableWrite.durable(c);
                 fence.check(c); // in the transaction: holds until it commits
                 int added = 0;
                 try (PreparedStatement s = c.prepareStatement("INSERT INTO " + table + " (subscription_id, subscription,"

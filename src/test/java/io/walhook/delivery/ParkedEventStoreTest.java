@@ -124,6 +124,40 @@ class ParkedEventStoreTest {
     }
 
     /** The subscription's queued rows, as any other session sees them. */
+    /**
+     * Once a change is parked, the slot's position passes it: its row in the queue is its only copy
+     * and must reach the disk before it is acknowledged. With the server's synchronous_commit off,
+     * the write committed in memory only, and a server crash before its WAL writer flushed took the
+     * row with it while the slot had already moved on.
+     */
+    @Test
+    void aParkedRowSurvivesACrashThatLosesUnflushedCommits() throws Exception {
+        io.walhook.testing.EmbeddedPostgres pg = io.walhook.testing.EmbeddedPostgres.builder()
+                .major(TestPostgres.defaultMajor()).unflushedCommits().start();
+        try {
+            SourceFixture own = new SourceFixture(pg, "parked_crash");
+            ParkedEventStore crashing = new ParkedEventStore(own.dataSource, "walhook");
+            pg.execute(own.database, "CHECKPOINT"); // the schema on disk
+            pg.holdWalWriter();
+            crashing.append(ID, "crash", List.of(new ParkedEventStore.Entry("parked", Lsn.of(0x2000L), Instant.EPOCH,
+                    "application/json", Map.of(), null, new byte[10], null, null)), 1, "503");
+            pg.crashLosingUnflushedCommits();
+            // the server recovers by itself, from what its WAL writer had flushed
+            int[] rows = {-1};
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).ignoreExceptions().until(() -> {
+                try (java.sql.Connection c = pg.connect(own.database); java.sql.Statement q = c.createStatement();
+                     java.sql.ResultSet r = q.executeQuery("SELECT count(*) FROM walhook.parked_event")) {
+                    r.next();
+                    rows[0] = r.getInt(1);
+                    return true;
+                }
+            });
+            assertThat(rows[0]).as("the parked row after the crash").isEqualTo(1);
+        } finally {
+            pg.stop();
+        }
+    }
+
     private int queued() throws java.sql.SQLException {
         try (java.sql.Connection c = database.dataSource.getConnection();
              java.sql.PreparedStatement s = c.prepareStatement("SELECT count(*) FROM walhook.parked_event"
