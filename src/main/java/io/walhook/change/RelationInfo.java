@@ -105,7 +105,7 @@ public final class RelationInfo {
 
     /**
      * What a row's key hash is made of here ({@link ChangeEvent#rowKeyHash}): the key columns'
-     * names and types, or FULL. Equal for two descriptions of one table whose keys hash alike; an
+     * names, types and type modifiers, or FULL. Equal for two descriptions of one table whose keys hash alike; an
      * {@code ALTER TABLE} that changes the replica identity or the key columns changes it, and a
      * row's changes from before and after it hash apart.
      */
@@ -120,7 +120,9 @@ public final class RelationInfo {
         int h = 17;
         for (PgOutputMessage.Relation.Column column : relation.columns()) {
             if (column.key()) {
-                h = 31 * (31 * h + column.name().hashCode()) + Long.hashCode(column.typeOid());
+                // the type and its modifier: numeric(10,2) and numeric(12,4) write one value apart ("1.00", "1.0000")
+                h = 31 * (31 * (31 * h + column.name().hashCode()) + Long.hashCode(column.typeOid()))
+                        + column.typeModifier();
             }
         }
         return h;

@@ -4,7 +4,7 @@ package io.walhook.delivery;
  * A map from long keys to values, open addressing with linear probing: the per-event lookups of
  * {@link KeyedQueue} without boxing a key or allocating an entry. Not thread-safe.
  *
- * <p>Small while little is in it: every subscription's lane has two, so with 10,000 tenant
+ * <p>Small while little is in it: every subscription's lane has three, so with 10,000 tenant
  * subscriptions their size at rest is heap. It starts at {@value #SMALL} slots, and goes back
  * to that when emptied after growing.
  */

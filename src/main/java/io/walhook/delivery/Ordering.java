@@ -12,8 +12,8 @@ import io.walhook.change.ChangeEvent;
  * <p>{@link Scope#REKEYED} is a row change ordered as a TRUNCATE is: the first change of its table
  * routed to the subscription after the table's key shape changed ({@code ALTER TABLE ... REPLICA
  * IDENTITY}, another primary key). Its row's earlier changes were keyed another way, so it waits
- * for every earlier change of the table, and every later one waits for it. It supersedes only its
- * own row's resends, though ({@link ReplayedRows}): it deletes nothing else.
+ * for every earlier change of the table, and every later one waits for it. Only its request
+ * differs from a TRUNCATE's: it carries one row.
  *
  * <p>A row key is its table's oid in the upper 32 bits and the hash of its replica-identity values
  * in the lower ones: rows of different tables never collide, rows of one table rarely, and a
@@ -29,10 +29,6 @@ record Ordering(Scope scope, long table, long key, long otherKey) {
             return this == TABLE || this == REKEYED;
         }
 
-        /** Names a row: superseded by a later change of the row, as a resend ({@link ReplayedRows}). */
-        boolean rowKeyed() {
-            return this == ROW || this == REKEYED;
-        }
     }
 
     /** Logical messages have no table: they keep their order among themselves under this one. */

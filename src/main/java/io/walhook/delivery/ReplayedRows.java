@@ -13,7 +13,10 @@ import java.util.Map;
  *
  * <p>A row of the queue is such a resend when a row read before it (a lower id) written before
  * this run holds a later change of the same row (or a later TRUNCATE of its table; for a
- * TRUNCATE, a later change of any row of its table). Changes are queued in stream order, and one
+ * TRUNCATE, a later change of any row of its table). A change ordered against its whole table
+ * ({@link Ordering.Scope#REKEYED}: the first after its table's key changed) counts as a TRUNCATE
+ * does: it was queued only after every earlier change of its table was delivered or queued, and
+ * its row's earlier changes hash by another key. Changes are queued in stream order, and one
  * only once what it must follow was delivered or queued before it, so the older change was
  * delivered before the crash: it is dropped, not delivered again.
  *
@@ -52,7 +55,7 @@ final class ReplayedRows {
         }
         long lsn = job.commitLsn.value();
         long rowId = job.rowId;
-        boolean superseded = ordering.scope().rowKeyed()
+        boolean superseded = ordering.scope() == Ordering.Scope.ROW
                 ? newer(rows, ordering.key(), lsn, seq, rowId) || newer(rows, ordering.otherKey(), lsn, seq, rowId)
                         || newer(truncates, ordering.table(), lsn, seq, rowId)
                 : newer(tables, ordering.table(), lsn, seq, rowId);
@@ -66,7 +69,7 @@ final class ReplayedRows {
             }
             return false;
         }
-        if (ordering.scope().rowKeyed()) {
+        if (ordering.scope() == Ordering.Scope.ROW) {
             remember(rows, ordering.key(), lsn, seq, rowId);
             remember(rows, ordering.otherKey(), lsn, seq, rowId);
         } else {

@@ -100,6 +100,22 @@ class KeyedQueueTest {
     }
 
     @Test
+    void theFirstChangeAfterItsTableWasRekeyedWaitsForItsTableAndTheTableWaitsForIt() {
+        KeyedQueue queue = new KeyedQueue();
+        Job before = job(row(1, 10)); // row 10 keyed by id
+        Job otherTable = job(row(2, 10));
+        Ordering full = row(1, 99); // the same row keyed by its table (REPLICA IDENTITY FULL)
+        Job rekeyed = job(new Ordering(Ordering.Scope.REKEYED, 1, full.key(), full.otherKey()));
+        Job after = job(row(1, 99));
+        List.of(before, otherTable, rekeyed, after).forEach(queue::add);
+        assertThat(queue.take(10, false)).containsExactly(before, otherTable);
+        queue.finish(before);
+        assertThat(queue.take(10, false)).containsExactly(rekeyed);
+        queue.finish(rekeyed);
+        assertThat(queue.take(10, false)).containsExactly(after);
+    }
+
+    @Test
     void aKeyChangingUpdateOrdersBothKeys() {
         KeyedQueue queue = new KeyedQueue();
         Job oldKey = job(row(1, 1));
@@ -229,6 +245,10 @@ class KeyedQueueTest {
             return new Ordering(Ordering.Scope.TABLE, kind == 1 ? Ordering.MESSAGES : table, 0, 0);
         }
         int key = random.nextInt(6);
+        if (kind == 3) {
+            Ordering row = Ordering.row(table, key, key);
+            return new Ordering(Ordering.Scope.REKEYED, table, row.key(), row.otherKey());
+        }
         return kind < 6 ? Ordering.row(table, key, random.nextInt(6)) : Ordering.row(table, key, key);
     }
 }

@@ -56,16 +56,24 @@ class ReplayedRowsTest {
         assertThat(other.supersededOnRead(row(102, 0x400, 1, 42), BEFORE)).isFalse();
     }
 
+    private static Job rekeyed(long rowId, long lsn, int rowKey) {
+        Ordering row = Ordering.row(7, rowKey, rowKey);
+        return queued(rowId, lsn, 1, new Ordering(Ordering.Scope.REKEYED, 7, row.key(), row.otherKey()));
+    }
+
     @Test
-    void aChangeOrderedAsItsTablesFirstAfterARekeySupersedesOnlyItsOwnRow() {
+    void theFirstChangeAfterItsTableWasRekeyedAndTheRowsOfItsTableAreOrderedAsATruncateIs() {
         ReplayedRows replayed = new ReplayedRows();
-        Ordering row42 = Ordering.row(7, 42, 42);
-        assertThat(replayed.supersededOnRead(queued(1, 0x300, 1, new Ordering(Ordering.Scope.REKEYED, 7, row42.key(),
-                row42.otherKey())), BEFORE)).isFalse();
-        // another row's change delivered before it, resent behind it: not a resend of its row, delivered again
-        assertThat(replayed.supersededOnRead(row(101, 0x200, 1, 43), BEFORE)).isFalse();
-        // an older change of its own row is
-        assertThat(replayed.supersededOnRead(row(102, 0x200, 2, 42), BEFORE)).isTrue();
+        // row 1 keyed by FULL (the table) after the ALTER, queued before the crash
+        assertThat(replayed.supersededOnRead(rekeyed(1, 0x300, 0), BEFORE)).isFalse();
+        // its change keyed by id before the ALTER, delivered before it, resent behind it: another key, the same row
+        assertThat(replayed.supersededOnRead(row(101, 0x200, 1, 42), BEFORE)).isTrue();
+        assertThat(replayed.supersededOnRead(row(102, 0x400, 1, 0), BEFORE)).isFalse();
+        ReplayedRows other = new ReplayedRows();
+        assertThat(other.supersededOnRead(row(1, 0x300, 1, 42), BEFORE)).isFalse();
+        // a rekeyed change delivered before a newer change of its table, resent behind it
+        assertThat(other.supersededOnRead(rekeyed(101, 0x250, 0), BEFORE)).isTrue();
+        assertThat(other.supersededOnRead(rekeyed(102, 0x500, 0), BEFORE)).isFalse();
     }
 
     @Test

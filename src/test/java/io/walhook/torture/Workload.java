@@ -42,6 +42,9 @@ final class Workload {
     private long w;
     private long prepared;
     private int alters;
+    /** Whether hot's replica identity is FULL, as committed; and whether an ALTER ever changed it. */
+    private boolean hotFull;
+    private boolean hotRekeyed;
     private long truncId;
     private long bulkId;
     /** Rows that exist, as committed. */
@@ -309,9 +312,16 @@ final class Workload {
     /** One hot-row change in its own transaction, after an ALTER TABLE when {@code alter}. */
     private void hotTransaction(boolean alter) throws SQLException {
         Set<Integer> hotAfter = new TreeSet<>(hot);
+        boolean fullAfter = hotFull;
         Ledger.Tx tx = begin(null);
         try {
-            if (alter) {
+            if (alter && alters % 2 == 0) {
+                // every other ALTER changes what identifies hot's rows, to FULL and back: their changes from
+                // before and after it are keyed apart, and must still arrive in order
+                fullAfter = !hotFull;
+                hotRekeyed = true;
+                exec("ALTER TABLE hot REPLICA IDENTITY " + (fullAfter ? "FULL" : "DEFAULT"));
+            } else if (alter) {
                 exec("ALTER TABLE hot ADD COLUMN c" + alters + " int DEFAULT " + alters);
             }
             if (!alter || random.nextBoolean()) {
@@ -324,7 +334,13 @@ final class Workload {
         if (commit(tx)) {
             hot.clear();
             hot.addAll(hotAfter);
+            hotFull = fullAfter;
         }
+    }
+
+    /** Whether an ALTER TABLE changed hot's replica identity (committed or not): a backfill of it may fail for it. */
+    boolean hotRekeyed() {
+        return hotRekeyed;
     }
 
     private void nonTransactionalMessage() throws SQLException {
