@@ -113,6 +113,8 @@ public final class RoutingLoop implements Runnable {
     };
     /** The routing thread's own: the router of the current transaction, and each shape written for one event. */
     private Router router;
+    /** What each subscription {@link #router} returns stands for now, when it routes as subscriptions matched before an edit. */
+    private Map<Subscription, Subscription> currentOf;
     private Lsn transaction;
     private final Map<Shape, EventEncoder.Encoded> written = new HashMap<>();
     /** Copies handed to each subscription's sender in the current chunk: reported once per chunk, not per copy. */
@@ -170,7 +172,10 @@ public final class RoutingLoop implements Runnable {
     private void route(PendingEvent pending) throws InterruptedException {
         ChangeEvent event = pending.event();
         if (!event.tx().commitLsn().equals(transaction)) {
-            router = registry.router();
+            // the subscriptions as they matched when the transaction committed
+            SubscriptionRegistry.Routing routing = registry.routing(event.tx().commitLsn());
+            router = routing.router();
+            currentOf = routing.current();
             transaction = event.tx().commitLsn();
         }
         AckTracker.Ticket ticket = pending.ticket();
@@ -180,6 +185,11 @@ public final class RoutingLoop implements Runnable {
         }
         // filters read the rows from the tuples, not from the JSON: it is written only when delivered
         List<Subscription> matched = router.route(event);
+        if (currentOf != null && !matched.isEmpty()) {
+            List<Subscription> now = new ArrayList<>(matched.size());
+            matched.forEach(subscription -> now.add(currentOf.get(subscription)));
+            matched = now;
+        }
         if (matched.isEmpty()) {
             tracker.complete(ticket, 1); // the reader's share: no one wants it, it is done
             return;

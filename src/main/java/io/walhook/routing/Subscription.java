@@ -64,6 +64,12 @@ public record Subscription(String id, String name, List<TablePattern> tables, Se
                 batchMaxWaitMs, projection, readOnly, retry, newLimits);
     }
 
+    /** The same subscription matching as {@code matching} says (what it matched before an edit). */
+    public Subscription withMatching(SubscriptionJson.Matching matching) {
+        return new Subscription(id, name, matching.tables(), matching.operations(), matching.filter(), destination, format,
+                batchMaxEvents, batchMaxWaitMs, projection, readOnly, retry, limits);
+    }
+
     /** Table and operation only (the filter comes after): what is cached per relation. */
     public boolean matchesTable(String schema, String table) {
         for (TablePattern pattern : tables) {

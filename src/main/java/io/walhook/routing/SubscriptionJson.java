@@ -67,44 +67,10 @@ public final class SubscriptionJson {
             throw new SubscriptionException("/name", "must be 1 to 63 lower-case letters, digits, '-' or '_', starting"
                     + " with a letter or digit");
         }
-        List<TablePattern> tables = new ArrayList<>();
-        List<String> patterns = strings(body, "/tables", List.of("*"));
-        if (patterns.isEmpty()) {
-            throw new SubscriptionException("/tables", "is empty; leave it out for every table, or list schema.table patterns");
-        }
-        for (String pattern : patterns) {
-            try {
-                tables.add(TablePattern.parse(pattern));
-            } catch (IllegalArgumentException e) {
-                throw new SubscriptionException("/tables", e.getMessage());
-            }
-        }
-        Set<Operation> operations;
-        List<String> ops = strings(body, "/operations", null);
-        if (written && ops != null && (ops.isEmpty() || ops.stream().anyMatch(String::isBlank))) {
-            // it meant every operation: the opposite of what an empty list says
-            throw new SubscriptionException("/operations", "is empty or holds an empty name; leave it out for every"
-                    + " operation, or list some of insert, update, delete, truncate, message");
-        }
-        try {
-            operations = ops == null || ops.isEmpty() ? EnumSet.copyOf(Operation.SUBSCRIBABLE)
-                    : SubscriptionConfigReader.operations("operations", Optional.of(String.join(",", ops)));
-        } catch (ConfigException e) {
-            throw new SubscriptionException("/operations", e.getMessage().substring("operations ".length()));
-        }
-        Optional<CelFilter> filter = Optional.empty();
-        String filterText = text(body, "/filter", false);
-        if (written && filterText != null && filterText.isBlank()) {
-            // it meant no filter: every row, to a subscription that was to get some
-            throw new SubscriptionException("/filter", "is empty; leave it out for every row, or give a CEL expression");
-        }
-        if (filterText != null && !filterText.isBlank()) {
-            try {
-                filter = Optional.of(CelFilter.compile(filterText));
-            } catch (CelFilterException e) {
-                throw new SubscriptionException("/filter", e.getMessage());
-            }
-        }
+        Matching matching = matching(body, written);
+        List<TablePattern> tables = matching.tables();
+        Set<Operation> operations = matching.operations();
+        Optional<CelFilter> filter = matching.filter();
         Destination destination = destination(body.get("destination"), written);
         EventFormat format = EventFormat.JSON;
         String formatText = text(body, "/format", false);
@@ -154,6 +120,60 @@ public final class SubscriptionJson {
     }
 
     /** {@code "max_in_flight": n} and {@code "rate_limit": {"requests": n, "per": "second" | "minute"}}, each optional. */
+    /** What a subscription matches: its tables, operations and filter. */
+    public record Matching(List<TablePattern> tables, Set<Operation> operations, Optional<CelFilter> filter) {
+    }
+
+    /**
+     * The tables, operations and filter of a stored body, or of a part of one holding only them
+     * (what a subscription matched before an edit: {@link SubscriptionStore#matchedBefore}).
+     */
+    public static Matching parseMatching(JsonNode body) {
+        return matching(body, false);
+    }
+
+    private static Matching matching(JsonNode body, boolean written) {
+        List<TablePattern> tables = new ArrayList<>();
+        List<String> patterns = strings(body, "/tables", List.of("*"));
+        if (patterns.isEmpty()) {
+            throw new SubscriptionException("/tables", "is empty; leave it out for every table, or list schema.table patterns");
+        }
+        for (String pattern : patterns) {
+            try {
+                tables.add(TablePattern.parse(pattern));
+            } catch (IllegalArgumentException e) {
+                throw new SubscriptionException("/tables", e.getMessage());
+            }
+        }
+        Set<Operation> operations;
+        List<String> ops = strings(body, "/operations", null);
+        if (written && ops != null && (ops.isEmpty() || ops.stream().anyMatch(String::isBlank))) {
+            // it meant every operation: the opposite of what an empty list says
+            throw new SubscriptionException("/operations", "is empty or holds an empty name; leave it out for every"
+                    + " operation, or list some of insert, update, delete, truncate, message");
+        }
+        try {
+            operations = ops == null || ops.isEmpty() ? EnumSet.copyOf(Operation.SUBSCRIBABLE)
+                    : SubscriptionConfigReader.operations("operations", Optional.of(String.join(",", ops)));
+        } catch (ConfigException e) {
+            throw new SubscriptionException("/operations", e.getMessage().substring("operations ".length()));
+        }
+        Optional<CelFilter> filter = Optional.empty();
+        String filterText = text(body, "/filter", false);
+        if (written && filterText != null && filterText.isBlank()) {
+            // it meant no filter: every row, to a subscription that was to get some
+            throw new SubscriptionException("/filter", "is empty; leave it out for every row, or give a CEL expression");
+        }
+        if (filterText != null && !filterText.isBlank()) {
+            try {
+                filter = Optional.of(CelFilter.compile(filterText));
+            } catch (CelFilterException e) {
+                throw new SubscriptionException("/filter", e.getMessage());
+            }
+        }
+        return new Matching(tables, operations, filter);
+    }
+
     private static DeliveryLimits limits(JsonNode body, Destination destination) {
         Optional<Integer> maxInFlight = Optional.empty();
         if (present(body, "max_in_flight")) {

@@ -23,6 +23,8 @@ public final class SubscriptionRegistry {
     private volatile Router router;
     private volatile Set<String> paused = Set.of();
     private volatile InForce inForce;
+    /** What stored subscriptions matched before their edits, oldest edit first, with the router they make. */
+    private volatile Before before = new Before(List.of(), null);
     /** The stored subscriptions' ids and when each was written, as last loaded: the same again, nothing changed. */
     private List<SubscriptionStore.Written> version;
     /** The stored subscriptions last loaded, by id: those not written since are not parsed again. */
@@ -64,6 +66,56 @@ public final class SubscriptionRegistry {
         return router;
     }
 
+    /**
+     * The router for a change committed at {@code commitLsn}, and what each subscription it returns
+     * stands for now: a stored subscription whose tables, operations or filter were edited after
+     * that change committed matches as it did before the edit, so a change routed late (sent again
+     * by the slot after a crash, or behind a backlog) goes where it went when it committed.
+     * {@code current} is null when no such edit applies: the router's subscriptions are the ones in force.
+     */
+    public record Routing(Router router, java.util.Map<Subscription, Subscription> current) {
+    }
+
+    /** Routing's own (one thread): the router made for the last set of earlier matchings asked for. */
+    private List<SubscriptionStore.MatchedBefore> lastApplying;
+    private Routing lastHistoric;
+    private Router lastHistoricFrom;
+
+    public Routing routing(io.walhook.pgoutput.Lsn commitLsn) {
+        Router now = router;
+        Before edits = before;
+        if (edits.matched().isEmpty() || edits.latest().compareTo(commitLsn) <= 0) {
+            return new Routing(now, null);
+        }
+        // for each subscription, the first edit after the change: what it matched when the change committed
+        java.util.Map<String, SubscriptionStore.MatchedBefore> applying = new java.util.LinkedHashMap<>();
+        for (SubscriptionStore.MatchedBefore edit : edits.matched()) {
+            if (edit.until().compareTo(commitLsn) > 0) {
+                applying.putIfAbsent(edit.subscriptionId(), edit);
+            }
+        }
+        List<SubscriptionStore.MatchedBefore> key = List.copyOf(applying.values());
+        if (key.equals(lastApplying) && lastHistoricFrom == now) {
+            return lastHistoric;
+        }
+        List<Subscription> then = new ArrayList<>();
+        java.util.Map<Subscription, Subscription> current = new java.util.IdentityHashMap<>();
+        for (Subscription subscription : now.subscriptions()) {
+            SubscriptionStore.MatchedBefore edit = applying.get(subscription.id());
+            Subscription matched = edit == null ? subscription : subscription.withMatching(edit.matching());
+            then.add(matched);
+            current.put(matched, subscription);
+        }
+        lastApplying = key;
+        lastHistoricFrom = now;
+        lastHistoric = new Routing(new Router(then), current);
+        return lastHistoric;
+    }
+
+    /** The edits of {@link #routing}, and the latest edit's position. */
+    private record Before(List<SubscriptionStore.MatchedBefore> matched, io.walhook.pgoutput.Lsn latest) {
+    }
+
     /** The stored subscriptions as last loaded, by id (for a reader of the table that would parse them again). */
     public synchronized java.util.Map<java.util.UUID, SubscriptionStore.Stored> known() {
         return known;
@@ -96,6 +148,7 @@ public final class SubscriptionRegistry {
         configured.forEach(s -> names.add(s.name()));
         Set<String> nowPaused = new HashSet<>();
         List<SubscriptionStore.Stored> rows = through.list(current, known);
+        List<SubscriptionStore.MatchedBefore> edits = through.matchedBefore();
         java.util.Map<java.util.UUID, SubscriptionStore.Stored> loaded = new java.util.HashMap<>();
         rows.forEach(row -> loaded.put(row.id(), row));
         known = loaded;
@@ -128,6 +181,7 @@ public final class SubscriptionRegistry {
         // before the router: whoever routes with this refresh's subscriptions finds them here too
         inForce = new InForce(next.subscriptions(), Set.copyOf(held), Set.copyOf(ids), inForce.generation() + 1);
         paused = Set.copyOf(nowPaused);
+        before = new Before(List.copyOf(edits), edits.isEmpty() ? null : edits.get(edits.size() - 1).until());
         router = next;
         version = current;
         if (all.size() <= 20) {

@@ -29,6 +29,8 @@ public final class SubscriptionStore {
 
     private final DataSource dataSource;
     private final String table;
+    private final String matchedBefore;
+    private final String checkpoint;
 
     /** Notified (from the writing session) whenever a subscription is written; instances listen to pick changes up. */
     public static final String CHANNEL = "walhook_subscriptions";
@@ -37,6 +39,8 @@ public final class SubscriptionStore {
     public SubscriptionStore(DataSource dataSource, String stateSchema) {
         this.dataSource = dataSource;
         this.table = stateSchema + ".subscription";
+        this.matchedBefore = stateSchema + ".subscription_matched_before";
+        this.checkpoint = stateSchema + ".checkpoint";
     }
 
     /** A stored subscription's id, when it was last written (created, changed, paused or resumed), and whether it is paused. */
@@ -186,11 +190,71 @@ public final class SubscriptionStore {
         return id;
     }
 
-    /** Replaces a subscription's body; false when there is no such subscription. */
+    /**
+     * Replaces a subscription's body; false when there is no such subscription. When its tables,
+     * operations or filter change, what they were is kept with the WAL position of the edit
+     * ({@link #matchedBefore}): a change committed before it is routed as they said, however late
+     * it is routed (after a crash, the slot sends it again).
+     */
     public boolean replace(UUID id, JsonNode body) throws SQLException {
         Subscription parsed = SubscriptionJson.parse(body);
-        return write("UPDATE " + table + " SET name = ?, body = ?::jsonb, updated_at = clock_timestamp() WHERE id = ?",
-                parsed.name(), body.toString(), id);
+        try (Connection c = dataSource.getConnection()) {
+            int rows = DurableWrite.run(c, t -> {
+                try (PreparedStatement kept = t.prepareStatement("INSERT INTO " + matchedBefore + " (subscription_id,"
+                        + " until_lsn, matching) SELECT id, pg_catalog.pg_current_wal_insert_lsn(),"
+                        + " pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('tables', body -> 'tables',"
+                        + " 'operations', body -> 'operations', 'filter', body -> 'filter')) FROM " + table
+                        + " WHERE id = ? AND (body -> 'tables', body -> 'operations', body -> 'filter') IS DISTINCT FROM"
+                        + " (?::jsonb -> 'tables', ?::jsonb -> 'operations', ?::jsonb -> 'filter')"
+                        + " ON CONFLICT DO NOTHING");
+                     PreparedStatement s = t.prepareStatement("UPDATE " + table + " SET name = ?, body = ?::jsonb,"
+                             + " updated_at = clock_timestamp() WHERE id = ?")) {
+                    kept.setObject(1, id);
+                    for (int i = 2; i <= 4; i++) {
+                        kept.setString(i, body.toString());
+                    }
+                    kept.executeUpdate();
+                    s.setString(1, parsed.name());
+                    s.setString(2, body.toString());
+                    s.setObject(3, id);
+                    return s.executeUpdate();
+                }
+            });
+            return changed(c, rows);
+        }
+    }
+
+    /**
+     * What a stored subscription matched before an edit, until the WAL position {@code until} (a
+     * change committed before it is routed as {@code matching} says).
+     */
+    public record MatchedBefore(String subscriptionId, io.walhook.pgoutput.Lsn until, SubscriptionJson.Matching matching) {
+    }
+
+    /**
+     * What stored subscriptions matched before their edits, oldest edit first, for the changes the
+     * slot may still send: those the acknowledged position ({@code <state schema>.checkpoint})
+     * passed are deleted first. One that does not parse any more is left out (reported).
+     */
+    public List<MatchedBefore> matchedBefore() throws SQLException {
+        List<MatchedBefore> kept = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            s.execute("DELETE FROM " + matchedBefore + " WHERE until_lsn <= (SELECT pg_catalog.min(end_lsn) FROM "
+                    + checkpoint + ")");
+            try (ResultSet rs = s.executeQuery("SELECT subscription_id, until_lsn::text, matching::text FROM "
+                    + matchedBefore + " ORDER BY until_lsn")) {
+                while (rs.next()) {
+                    try {
+                        kept.add(new MatchedBefore(rs.getString(1), io.walhook.pgoutput.Lsn.parse(rs.getString(2)),
+                                SubscriptionJson.parseMatching(JSON.readTree(rs.getString(3)))));
+                    } catch (SubscriptionException | com.fasterxml.jackson.core.JsonProcessingException e) {
+                        LOG.errorf("what subscription %s matched before its edit at %s is left out: %s", rs.getString(1),
+                                rs.getString(2), e.getMessage());
+                    }
+                }
+            }
+        }
+        return kept;
     }
 
     /** Pauses or resumes delivery to a subscription; false when there is no such subscription. */

@@ -146,6 +146,58 @@ class GuaranteesIT {
         }
     }
 
+    /**
+     * A subscription narrowed while its destination fails, and walhook killed before the events
+     * routed under its old filter reached its durable queue: the slot sends them again after the
+     * restart, and they are routed as the subscription matched when they committed. Routed under
+     * the new filter, they matched nothing and were acknowledged unsent: lost.
+     */
+    @Test
+    void aChangeRetriedWhenItsSubscriptionIsNarrowedSurvivesAKillBeforeItIsQueued() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "narrow_kill");
+        AtomicBoolean down = new AtomicBoolean(true);
+        List<JsonNode> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (down.get()) {
+                    return 503;
+                }
+                accepted.addAll(events(request));
+                return 204;
+            });
+            Map<String, String> env = env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
+            String body = "{\"name\": \"narrowed\", \"tables\": [\"public.items\"], \"filter\": \"%s\","
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/d") + "\"}}";
+            try (WalhookProcess first = WalhookProcess.start(env)) {
+                first.awaitReady(WAIT);
+                ApiClient api = new ApiClient(first, TOKEN);
+                String id = api.create(body.formatted("new.n > 0"));
+                await().atMost(WAIT).until(() -> api.status("narrowed") != null);
+                pg.execute(database, "INSERT INTO items VALUES (1, 1)");
+                // refused, and tried again: in memory, unacknowledged
+                await().atMost(WAIT).until(() -> receiver.requests().size() >= 2);
+                try (java.sql.Connection locker = pg.connect(database); java.sql.Statement s = locker.createStatement()) {
+                    locker.setAutoCommit(false);
+                    // the durable queue held: what the narrowing writes there waits
+                    s.execute("LOCK TABLE walhook.parked_event IN ACCESS EXCLUSIVE MODE");
+                    assertThat(api.put("/subscriptions/" + id, body.formatted("new.n > 5")).status()).isEqualTo(200);
+                    first.close(); // SIGKILL
+                    locker.rollback();
+                }
+            }
+            down.set(false);
+            try (WalhookProcess second = WalhookProcess.start(env)) {
+                second.awaitReady(WAIT);
+                await().atMost(WAIT).until(() -> accepted.stream().anyMatch(e -> e.at("/new/id").asInt() == 1));
+                pg.execute(database, "INSERT INTO items VALUES (2, 2), (3, 6)");
+                await().atMost(WAIT).until(() -> accepted.stream().anyMatch(e -> e.at("/new/id").asInt() == 3));
+                assertThat(accepted.stream().map(e -> e.at("/new/id").asInt()).distinct().toList())
+                        .as("the new filter applies to what committed after the edit").containsExactly(1, 3);
+            }
+        }
+    }
+
     /** The value of one SQL expression, as text. */
     private static String valueOf(PostgresServer pg, String database, String expression) throws Exception {
         try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement();

@@ -106,6 +106,56 @@ class RoutingLiveTest {
         }
     }
 
+    /**
+     * A change committed before an edit of a subscription's filter, routed after it (the stream
+     * behind, or sent again after a crash: here the reader starts after the edit), goes where the
+     * subscription matched when it committed. It was routed under the new filter: a narrowing lost
+     * it, though it was committed, and unacknowledged, before the edit.
+     */
+    @Test
+    void aChangeCommittedBeforeAnEditIsRoutedAsTheSubscriptionMatchedWhenItCommitted() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_then")) {
+            source.sql("CREATE TABLE orders (id int PRIMARY KEY, amount numeric)");
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            String body = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"filter\": \"%s\","
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/o\"}}";
+            java.util.UUID id = store.insert(SourceFixture.JSON.readTree(body.formatted("new.amount > 100")));
+            source.sql("INSERT INTO orders VALUES (1, 150)", "INSERT INTO orders VALUES (2, 50)");
+            assertThat(store.replace(id, SourceFixture.JSON.readTree(body.formatted("new.amount < 100")))).isTrue();
+            // an edit of anything else keeps no earlier matching
+            assertThat(store.replace(id, SourceFixture.JSON.readTree(body.formatted("new.amount < 100")
+                    .replace("/o\"", "/other\"")))).isTrue();
+            assertThat(store.matchedBefore()).hasSize(1);
+            source.sql("INSERT INTO orders VALUES (3, 150)", "INSERT INTO orders VALUES (4, 50)");
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
+            registry.refresh();
+            List<Sent> sent = new CopyOnWriteArrayList<>();
+            List<Subscription> handed = new CopyOnWriteArrayList<>();
+            EventEncoder encoder = new EventEncoder("/walhook/test", Map.of());
+            io.walhook.source.ReplicationReader reader = source.startReader(r -> new RoutingLoop(r.events(), r.tracker(),
+                    registry, encoder, (subscription, event, body2, done) -> {
+                        try {
+                            sent.add(new Sent(subscription.name(), SourceFixture.JSON.readTree(body2.body())));
+                        } catch (java.io.IOException e) {
+                            throw new IllegalStateException(e);
+                        }
+                        handed.add(subscription);
+                        done.run();
+                    }, DeliveryMetrics.NONE));
+            await().atMost(WAIT).until(() -> sent.size() >= 2);
+            source.sql("INSERT INTO orders VALUES (5, 50)");
+            await().atMost(WAIT).until(() -> sent.size() >= 3);
+            assertThat(summary(sent, "orders")).containsExactly("insert orders 1", "insert orders 4", "insert orders 5");
+            // each was handed over as the subscription is now (its destination, its lane)
+            assertThat(handed).allSatisfy(s -> assertThat(s).isSameAs(registry.router().subscriptions().get(0)));
+            // once the acknowledged position passes the edit, what it matched before is no longer kept
+            io.walhook.pgoutput.Lsn last = io.walhook.pgoutput.Lsn.parse(sent.get(2).event().at("/tx/commit_lsn").asText());
+            await().atMost(WAIT).until(() -> reader.status().acknowledged().compareTo(last) > 0);
+            await().atMost(WAIT).until(() -> store.matchedBefore().isEmpty());
+        }
+    }
+
     @Test
     void aChangeToOneStoredSubscriptionParsesOnlyThatOne() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_reload")) {
