@@ -83,8 +83,11 @@ public final class SnapshotTable {
         long oid;
         char identity;
         boolean plain;
-        try (PreparedStatement s = c.prepareStatement("SELECT c.oid, c.relreplident, c.relkind FROM pg_catalog.pg_class c"
-                + " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+        boolean keyImmediate;
+        // a DEFERRABLE primary key is no replica identity: the stream flags no key column of such a table
+        try (PreparedStatement s = c.prepareStatement("SELECT c.oid, c.relreplident, c.relkind, COALESCE((SELECT"
+                + " i.indimmediate FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), true)"
+                + " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
                 + " WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p')")) {
             s.setString(1, schema);
             s.setString(2, table);
@@ -95,6 +98,7 @@ public final class SnapshotTable {
                 oid = rs.getLong(1);
                 identity = rs.getString(2).charAt(0);
                 plain = "r".equals(rs.getString(3));
+                keyImmediate = rs.getBoolean(4);
             }
         }
         List<String> published = null;
@@ -135,7 +139,8 @@ public final class SnapshotTable {
                     if (published != null && !published.contains(column)) {
                         continue;
                     }
-                    boolean key = identity == 'f' || (identity == 'd' || identity == 'i') && identityColumns.contains(column);
+                    boolean key = identity == 'f' || (identity == 'd' && keyImmediate || identity == 'i')
+                            && identityColumns.contains(column);
                     long type = rs.getLong(2);
                     columns.add(new PgOutputMessage.Relation.Column(key, column, type, rs.getInt(3)));
                     types.add(rs.getString(4));

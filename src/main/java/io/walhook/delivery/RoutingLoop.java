@@ -98,7 +98,7 @@ public final class RoutingLoop implements Runnable {
         public Subscription subscription(String id) {
             for (Subscription s : router.subscriptions()) {
                 if (s.id().equals(id)) {
-                    return s;
+                    return currentOf == null ? s : currentOf.get(s); // as it is now: its lane's, not a copy
                 }
             }
             return null;

@@ -119,7 +119,6 @@ public final class SubscriptionJson {
                 false, retry(body.get("retry"))).withLimits(limits(body, destination));
     }
 
-    /** {@code "max_in_flight": n} and {@code "rate_limit": {"requests": n, "per": "second" | "minute"}}, each optional. */
     /** What a subscription matches: its tables, operations and filter. */
     public record Matching(List<TablePattern> tables, Set<Operation> operations, Optional<CelFilter> filter) {
     }
@@ -174,6 +173,7 @@ public final class SubscriptionJson {
         return new Matching(tables, operations, filter);
     }
 
+    /** {@code "max_in_flight": n} and {@code "rate_limit": {"requests": n, "per": "second" | "minute"}}, each optional. */
     private static DeliveryLimits limits(JsonNode body, Destination destination) {
         Optional<Integer> maxInFlight = Optional.empty();
         if (present(body, "max_in_flight")) {

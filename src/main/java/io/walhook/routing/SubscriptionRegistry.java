@@ -76,10 +76,12 @@ public final class SubscriptionRegistry {
     public record Routing(Router router, java.util.Map<Subscription, Subscription> current) {
     }
 
-    /** Routing's own (one thread): the router made for the last set of earlier matchings asked for. */
-    private List<SubscriptionStore.MatchedBefore> lastApplying;
-    private Routing lastHistoric;
-    private Router lastHistoricFrom;
+    /** The router made for the last set of earlier matchings asked for, from the router then in force. */
+    private record Made(List<SubscriptionStore.MatchedBefore> applying, Router from, Routing routing) {
+    }
+
+    /** Routing's own (its one thread calls {@link #routing}). */
+    private Made lastMade;
 
     public Routing routing(io.walhook.pgoutput.Lsn commitLsn) {
         Router now = router;
@@ -95,8 +97,9 @@ public final class SubscriptionRegistry {
             }
         }
         List<SubscriptionStore.MatchedBefore> key = List.copyOf(applying.values());
-        if (key.equals(lastApplying) && lastHistoricFrom == now) {
-            return lastHistoric;
+        Made last = lastMade;
+        if (last != null && last.applying().equals(key) && last.from() == now) {
+            return last.routing();
         }
         List<Subscription> then = new ArrayList<>();
         java.util.Map<Subscription, Subscription> current = new java.util.IdentityHashMap<>();
@@ -106,10 +109,9 @@ public final class SubscriptionRegistry {
             then.add(matched);
             current.put(matched, subscription);
         }
-        lastApplying = key;
-        lastHistoricFrom = now;
-        lastHistoric = new Routing(new Router(then), current);
-        return lastHistoric;
+        Routing made = new Routing(new Router(then), current);
+        lastMade = new Made(key, now, made);
+        return made;
     }
 
     /** The edits of {@link #routing}, and the latest edit's position. */

@@ -199,28 +199,61 @@ public final class SubscriptionStore {
     public boolean replace(UUID id, JsonNode body) throws SQLException {
         Subscription parsed = SubscriptionJson.parse(body);
         try (Connection c = dataSource.getConnection()) {
+            String[] kept = new String[1];
             int rows = DurableWrite.run(c, t -> {
-                try (PreparedStatement kept = t.prepareStatement("INSERT INTO " + matchedBefore + " (subscription_id,"
+                // the row locked first: an edit made meanwhile is the "before" of this one, never skipped
+                try (PreparedStatement lock = t.prepareStatement("SELECT 1 FROM " + table + " WHERE id = ? FOR UPDATE")) {
+                    lock.setObject(1, id);
+                    try (ResultSet rs = lock.executeQuery()) {
+                        if (!rs.next()) {
+                            return 0;
+                        }
+                    }
+                }
+                try (PreparedStatement keep = t.prepareStatement("INSERT INTO " + matchedBefore + " (subscription_id,"
                         + " until_lsn, matching) SELECT id, pg_catalog.pg_current_wal_insert_lsn(),"
                         + " pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('tables', body -> 'tables',"
                         + " 'operations', body -> 'operations', 'filter', body -> 'filter')) FROM " + table
                         + " WHERE id = ? AND (body -> 'tables', body -> 'operations', body -> 'filter') IS DISTINCT FROM"
                         + " (?::jsonb -> 'tables', ?::jsonb -> 'operations', ?::jsonb -> 'filter')"
-                        + " ON CONFLICT DO NOTHING");
-                     PreparedStatement s = t.prepareStatement("UPDATE " + table + " SET name = ?, body = ?::jsonb,"
+                        + " ON CONFLICT DO NOTHING RETURNING until_lsn::text");
+                     PreparedStatement update = t.prepareStatement("UPDATE " + table + " SET name = ?, body = ?::jsonb,"
                              + " updated_at = clock_timestamp() WHERE id = ?")) {
-                    kept.setObject(1, id);
+                    keep.setObject(1, id);
                     for (int i = 2; i <= 4; i++) {
-                        kept.setString(i, body.toString());
+                        keep.setString(i, body.toString());
                     }
-                    kept.executeUpdate();
-                    s.setString(1, parsed.name());
-                    s.setString(2, body.toString());
-                    s.setObject(3, id);
-                    return s.executeUpdate();
+                    try (ResultSet rs = keep.executeQuery()) {
+                        kept[0] = rs.next() ? rs.getString(1) : null;
+                    }
+                    update.setString(1, parsed.name());
+                    update.setString(2, body.toString());
+                    update.setObject(3, id);
+                    return update.executeUpdate();
                 }
             });
+            if (kept[0] != null) {
+                keptUntilCommitted(c, id, kept[0]);
+            }
             return changed(c, rows);
+        }
+    }
+
+    /**
+     * The old matching's end moved past the edit's commit, before the answer: a change committed
+     * between the position read in the edit's transaction and its commit record is routed as the
+     * subscription matched before, as it committed before the answer. If this fails, the position
+     * read in the transaction stays: only a change committed in that moment is then routed anew.
+     */
+    private void keptUntilCommitted(Connection c, UUID id, String until) {
+        try (PreparedStatement s = c.prepareStatement("UPDATE " + matchedBefore + " SET"
+                + " until_lsn = pg_catalog.pg_current_wal_insert_lsn() WHERE subscription_id = ? AND until_lsn = ?::pg_lsn")) {
+            s.setObject(1, id);
+            s.setString(2, until);
+            s.executeUpdate();
+        } catch (SQLException e) {
+            LOG.debugf("what subscription %s matched before its edit ends where the edit's transaction read it: %s", id,
+                    e.getMessage());
         }
     }
 
@@ -239,8 +272,13 @@ public final class SubscriptionStore {
     public List<MatchedBefore> matchedBefore() throws SQLException {
         List<MatchedBefore> kept = new ArrayList<>();
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-            s.execute("DELETE FROM " + matchedBefore + " WHERE until_lsn <= (SELECT pg_catalog.min(end_lsn) FROM "
-                    + checkpoint + ")");
+            try {
+                // behind every slot's acknowledged position (a stale row of a slot that is gone holds nothing back)
+                s.execute("DELETE FROM " + matchedBefore + " WHERE until_lsn <= (SELECT pg_catalog.min(k.end_lsn) FROM "
+                        + checkpoint + " k JOIN pg_catalog.pg_replication_slots r ON r.slot_name = k.slot_name)");
+            } catch (SQLException e) {
+                LOG.debugf("what subscriptions matched before their edits is not pruned this time: %s", e.getMessage());
+            }
             try (ResultSet rs = s.executeQuery("SELECT subscription_id, until_lsn::text, matching::text FROM "
                     + matchedBefore + " ORDER BY until_lsn")) {
                 while (rs.next()) {

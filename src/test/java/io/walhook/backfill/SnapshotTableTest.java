@@ -89,6 +89,52 @@ class SnapshotTableTest {
         assertThat(readInChunks(table, 1)).containsExactly("1", "2", "3");
     }
 
+    /**
+     * A backfill's rows are keyed as the stream keys the table's changes (the same key columns, so
+     * a row's read event and its changes hash alike and stay in order), whatever its replica
+     * identity. A DEFERRABLE primary key is none: the stream flags no key column, and the backfill
+     * flagged the key's, so every chunk's reads were keyed apart from the table's changes.
+     */
+    @Test
+    void aTablesKeyColumnsAreTheStreamsWhateverItsReplicaIdentity() throws Exception {
+        pg.execute(database, "CREATE TABLE deferred (id int PRIMARY KEY DEFERRABLE INITIALLY DEFERRED, n int)",
+                "CREATE TABLE plain_key (id int PRIMARY KEY, n int)",
+                "CREATE TABLE full_row (id int PRIMARY KEY, n int)", "ALTER TABLE full_row REPLICA IDENTITY FULL",
+                "CREATE TABLE by_index (id int PRIMARY KEY, n int NOT NULL)", "CREATE UNIQUE INDEX by_n ON by_index (n)",
+                "ALTER TABLE by_index REPLICA IDENTITY USING INDEX by_n");
+        String slot = "keys_" + ProcessHandle.current().pid();
+        pg.execute(database, "SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
+        try {
+            List<String> tables = List.of("deferred", "plain_key", "full_row", "by_index");
+            for (String table : tables) {
+                pg.execute(database, "INSERT INTO " + table + " VALUES (1, 1)");
+            }
+            java.util.Map<String, List<String>> streamed = new java.util.HashMap<>();
+            try (Connection c = pg.connect(database); java.sql.Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT data FROM pg_logical_slot_peek_binary_changes('" + slot
+                         + "', NULL, NULL, 'proto_version', '1', 'publication_names', 'p')")) {
+                io.walhook.pgoutput.PgOutputDecoder decoder = new io.walhook.pgoutput.PgOutputDecoder();
+                while (rs.next()) {
+                    if (decoder.decode(rs.getBytes(1)) instanceof PgOutputMessage.Relation relation) {
+                        streamed.put(relation.relationName(), keys(relation));
+                    }
+                }
+            }
+            for (String table : tables) {
+                assertThat(keys(describe("public." + table).relation())).as(table).isEqualTo(streamed.get(table));
+            }
+            assertThat(streamed.get("deferred")).isEmpty();
+            assertThat(readInChunks(describe("public.deferred"), 1)).as("read by its key all the same").containsExactly("1");
+        } finally {
+            pg.execute(database, "SELECT pg_drop_replication_slot('" + slot + "')");
+        }
+    }
+
+    private static List<String> keys(PgOutputMessage.Relation relation) {
+        return relation.columns().stream().filter(PgOutputMessage.Relation.Column::key)
+                .map(PgOutputMessage.Relation.Column::name).toList();
+    }
+
     @Test
     void anInheritanceChildsRowsAreNotReadAsTheParents() throws Exception {
         // the child's rows are another table's (its changes come under its own name), maybe not published

@@ -156,6 +156,66 @@ class RoutingLiveTest {
         }
     }
 
+    /**
+     * An edit waiting for its row's lock (an operator's transaction, another edit) while a change
+     * commits: the change committed before the edit did, and is routed as the subscription matched
+     * before it. The edit's position was read before its wait, and the change counted as after it.
+     */
+    @Test
+    void aChangeCommittedWhileAnEditWaitsForItsRowIsRoutedAsTheSubscriptionMatchedBefore() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_wait")) {
+            source.sql("CREATE TABLE orders (id int PRIMARY KEY, amount numeric)");
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            String body = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"filter\": \"%s\","
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/o\"}}";
+            java.util.UUID id = store.insert(SourceFixture.JSON.readTree(body.formatted("new.amount > 100")));
+            java.util.concurrent.CompletableFuture<Boolean> edited;
+            try (java.sql.Connection operator = source.dataSource.getConnection();
+                 java.sql.Statement s = operator.createStatement()) {
+                operator.setAutoCommit(false);
+                s.execute("SELECT 1 FROM walhook.subscription WHERE id = '" + id + "' FOR UPDATE");
+                edited = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return store.replace(id, SourceFixture.JSON.readTree(body.formatted("new.amount < 100")));
+                    } catch (Exception e) {
+                        throw new java.util.concurrent.CompletionException(e);
+                    }
+                });
+                await().atMost(WAIT).until(() -> waitingForALock(source));
+                source.sql("INSERT INTO orders VALUES (1, 150)", "INSERT INTO orders VALUES (2, 50)");
+                operator.commit();
+            }
+            assertThat(edited.get(1, java.util.concurrent.TimeUnit.MINUTES)).isTrue();
+            source.sql("INSERT INTO orders VALUES (3, 50)");
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
+            registry.refresh();
+            List<Sent> sent = new CopyOnWriteArrayList<>();
+            EventEncoder encoder = new EventEncoder("/walhook/test", Map.of());
+            source.startReader(r -> new RoutingLoop(r.events(), r.tracker(), registry, encoder,
+                    (subscription, event, body2, done) -> {
+                        try {
+                            sent.add(new Sent(subscription.name(), SourceFixture.JSON.readTree(body2.body())));
+                        } catch (java.io.IOException e) {
+                            throw new IllegalStateException(e);
+                        }
+                        done.run();
+                    }, DeliveryMetrics.NONE));
+            await().atMost(WAIT).until(() -> sent.size() >= 2);
+            assertThat(summary(sent, "orders")).containsExactly("insert orders 1", "insert orders 3");
+        }
+    }
+
+    /** Whether a session of this database waits for a lock. */
+    private static boolean waitingForALock(SourceFixture source) throws java.sql.SQLException {
+        try (java.sql.Connection c = source.dataSource.getConnection(); java.sql.Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                     + " current_database() AND wait_event_type = 'Lock'")) {
+            rs.next();
+            return rs.getInt(1) > 0;
+        }
+    }
+
     @Test
     void aChangeToOneStoredSubscriptionParsesOnlyThatOne() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_reload")) {
