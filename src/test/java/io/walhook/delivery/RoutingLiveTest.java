@@ -106,6 +106,25 @@ class RoutingLiveTest {
         }
     }
 
+    /** A routing loop over {@code registry} whose sender records what it is handed (and {@code handed}, each subscription). */
+    private static RoutingLoop recording(io.walhook.source.ReplicationReader r, SubscriptionRegistry registry, List<Sent> sent,
+            List<Subscription> handed) {
+        return new RoutingLoop(r.events(), r.tracker(), registry, new EventEncoder("/walhook/test", Map.of()),
+                (subscription, event, body, done) -> {
+                    try {
+                        sent.add(new Sent(subscription.name(), SourceFixture.JSON.readTree(body.body())));
+                    } catch (java.io.IOException e) {
+                        throw new IllegalStateException(e);
+                    }
+                    handed.add(subscription);
+                    done.run();
+                }, DeliveryMetrics.NONE);
+    }
+
+    /** The subscription's body for these tests, with this filter. */
+    private static final String ORDERS = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"filter\": \"%s\","
+            + " \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/o\"}}";
+
     /**
      * A change committed before an edit of a subscription's filter, routed after it (the stream
      * behind, or sent again after a crash: here the reader starts after the edit), goes where the
@@ -118,8 +137,7 @@ class RoutingLiveTest {
             source.sql("CREATE TABLE orders (id int PRIMARY KEY, amount numeric)");
             source.prepare("*");
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
-            String body = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"filter\": \"%s\","
-                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/o\"}}";
+            String body = ORDERS;
             java.util.UUID id = store.insert(SourceFixture.JSON.readTree(body.formatted("new.amount > 100")));
             source.sql("INSERT INTO orders VALUES (1, 150)", "INSERT INTO orders VALUES (2, 50)");
             assertThat(store.replace(id, SourceFixture.JSON.readTree(body.formatted("new.amount < 100")))).isTrue();
@@ -132,17 +150,7 @@ class RoutingLiveTest {
             registry.refresh();
             List<Sent> sent = new CopyOnWriteArrayList<>();
             List<Subscription> handed = new CopyOnWriteArrayList<>();
-            EventEncoder encoder = new EventEncoder("/walhook/test", Map.of());
-            io.walhook.source.ReplicationReader reader = source.startReader(r -> new RoutingLoop(r.events(), r.tracker(),
-                    registry, encoder, (subscription, event, body2, done) -> {
-                        try {
-                            sent.add(new Sent(subscription.name(), SourceFixture.JSON.readTree(body2.body())));
-                        } catch (java.io.IOException e) {
-                            throw new IllegalStateException(e);
-                        }
-                        handed.add(subscription);
-                        done.run();
-                    }, DeliveryMetrics.NONE));
+            io.walhook.source.ReplicationReader reader = source.startReader(r -> recording(r, registry, sent, handed));
             await().atMost(WAIT).until(() -> sent.size() >= 2);
             source.sql("INSERT INTO orders VALUES (5, 50)");
             await().atMost(WAIT).until(() -> sent.size() >= 3);
@@ -167,8 +175,7 @@ class RoutingLiveTest {
             source.sql("CREATE TABLE orders (id int PRIMARY KEY, amount numeric)");
             source.prepare("*");
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
-            String body = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"filter\": \"%s\","
-                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/o\"}}";
+            String body = ORDERS;
             java.util.UUID id = store.insert(SourceFixture.JSON.readTree(body.formatted("new.amount > 100")));
             java.util.concurrent.CompletableFuture<Boolean> edited;
             try (java.sql.Connection operator = source.dataSource.getConnection();
@@ -191,16 +198,7 @@ class RoutingLiveTest {
             SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
             registry.refresh();
             List<Sent> sent = new CopyOnWriteArrayList<>();
-            EventEncoder encoder = new EventEncoder("/walhook/test", Map.of());
-            source.startReader(r -> new RoutingLoop(r.events(), r.tracker(), registry, encoder,
-                    (subscription, event, body2, done) -> {
-                        try {
-                            sent.add(new Sent(subscription.name(), SourceFixture.JSON.readTree(body2.body())));
-                        } catch (java.io.IOException e) {
-                            throw new IllegalStateException(e);
-                        }
-                        done.run();
-                    }, DeliveryMetrics.NONE));
+            source.startReader(r -> recording(r, registry, sent, new CopyOnWriteArrayList<>()));
             await().atMost(WAIT).until(() -> sent.size() >= 2);
             assertThat(summary(sent, "orders")).containsExactly("insert orders 1", "insert orders 3");
         }
