@@ -8,7 +8,8 @@ import java.util.List;
  * A subscription's unfinished jobs in arrival (commit) order, each released for sending once every
  * earlier unfinished job it must stay in order with ({@link Ordering#follows}) is finished: per-row
  * order, and nothing else held back. A failing job holds back the later jobs of its own row (of its
- * table, for a TRUNCATE or the first change after its table was rekeyed), while every other row keeps flowing; Sequin calls these message groups.
+ * table, for a TRUNCATE or the first change after its table was rekeyed), while every other row
+ * keeps flowing; Sequin calls these message groups.
  *
  * <p>Each job waits on the latest earlier job of each of its keys, so adding and finishing cost a
  * few map operations; a TRUNCATE, or a job ordered against everything, walks the unfinished jobs

@@ -160,27 +160,6 @@ final class Lane {
     final List<Job> routed = new ArrayList<>();
     /** Routing's own: per table, the key shape ({@link RelationInfo#keyShape}) of its last change routed here. */
     private final LongMap<int[]> keyShapes = new LongMap<>();
-
-    /**
-     * Routing's own: what {@code event} must stay in order with here. The first change of a table
-     * whose key shape changed since its last one routed here is ordered against its whole table
-     * ({@link Ordering.Scope#REKEYED}): its row's earlier changes hash by another key.
-     */
-    Ordering ordering(ChangeEvent event) {
-        RelationInfo relation = event.relation();
-        if (relation == null || event.op() == Operation.TRUNCATE) {
-            return Ordering.of(event);
-        }
-        int shape = relation.keyShape();
-        int[] last = keyShapes.get(relation.oid());
-        if (last == null) {
-            keyShapes.put(relation.oid(), new int[] {shape});
-            return Ordering.of(event);
-        }
-        boolean rekeyed = last[0] != shape;
-        last[0] = shape;
-        return Ordering.of(event, rekeyed);
-    }
     /** Places granted by destination gates and not yet taken by a turn (or given back at once, the lane closed). */
     private final ConcurrentLinkedQueue<DestinationGate> offered = new ConcurrentLinkedQueue<>();
     /** The gates this lane asked a place of and found none: closed, it waits at them no more. */
@@ -597,6 +576,27 @@ final class Lane {
         }
         lastError = problem;
         wakeIn(Duration.ofSeconds(1));
+    }
+
+    /**
+     * Routing's own: what {@code event} must stay in order with here. The first change of a table
+     * whose key shape changed since its last one routed here is ordered against its whole table
+     * ({@link Ordering.Scope#REKEYED}): its row's earlier changes hash by another key.
+     */
+    Ordering ordering(ChangeEvent event) {
+        RelationInfo relation = event.relation();
+        if (relation == null || event.op() == Operation.TRUNCATE) {
+            return Ordering.of(event);
+        }
+        int shape = relation.keyShape();
+        int[] last = keyShapes.get(relation.oid());
+        if (last == null) {
+            keyShapes.put(relation.oid(), new int[] {shape});
+            return Ordering.of(event);
+        }
+        boolean rekeyed = last[0] != shape;
+        last[0] = shape;
+        return Ordering.of(event, rekeyed);
     }
 
     private void accept(List<Job> jobs) {

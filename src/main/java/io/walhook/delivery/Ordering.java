@@ -28,7 +28,6 @@ record Ordering(Scope scope, long table, long key, long otherKey) {
         boolean tableWide() {
             return this == TABLE || this == REKEYED;
         }
-
     }
 
     /** Logical messages have no table: they keep their order among themselves under this one. */
