@@ -78,6 +78,8 @@ public final class HandOffQueue<T> {
     /**
      * Adds items from {@code from}, starting at index {@code start}, waiting at most {@code timeout}
      * for room; returns the index of the first item not added (the list's size when all were).
+     * Interrupted while it waits, it returns that index too once it added any, the thread's
+     * interrupt kept (the items added are the consumer's now); it throws only when it added none.
      */
     public int offerAll(List<? extends T> from, int start, long timeout, TimeUnit unit) throws InterruptedException {
         long nanos = unit.toNanos(timeout);
@@ -94,6 +96,12 @@ public final class HandOffQueue<T> {
                     producersWaiting++;
                     try {
                         nanos = notFull.awaitNanos(nanos);
+                    } catch (InterruptedException e) {
+                        if (next == start) {
+                            throw e;
+                        }
+                        Thread.currentThread().interrupt();
+                        return next;
                     } finally {
                         producersWaiting--;
                     }

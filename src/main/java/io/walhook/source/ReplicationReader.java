@@ -608,6 +608,9 @@ public final class ReplicationReader {
             try {
                 while (next < staged.size()) {
                     next = events.offerAll(staged, next, 100, TimeUnit.MILLISECONDS);
+                    if (Thread.interrupted()) {
+                        throw new InterruptedException("interrupted after queuing " + next + " events"); // counted right
+                    }
                     if (next < staged.size()) {
                         if (!running) {
                             throw new InterruptedException("stopping");

@@ -40,6 +40,33 @@ class HandOffQueueTest {
         assertThat(out).hasSize(1000).isSorted();
     }
 
+    /**
+     * A producer interrupted while it waits for room, some of its items already added, learns how
+     * many went in: those are the consumer's to complete. It heard only the interrupt, and counted
+     * them as never queued (completed them itself): each was completed twice.
+     */
+    @Test
+    void anOfferInterruptedAfterAddingSomeSaysHowManyWentIn() throws Exception {
+        HandOffQueue<Integer> queue = new HandOffQueue<>(2);
+        java.util.concurrent.atomic.AtomicInteger added = new java.util.concurrent.atomic.AtomicInteger(-1);
+        java.util.concurrent.atomic.AtomicBoolean interrupted = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread producer = new Thread(() -> {
+            try {
+                added.set(queue.offerAll(List.of(1, 2, 3, 4, 5), 0, 60, TimeUnit.SECONDS));
+                interrupted.set(Thread.currentThread().isInterrupted());
+            } catch (InterruptedException e) {
+                interrupted.set(true); // nothing added: the index it was called with stands
+            }
+        });
+        producer.start();
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30))
+                .until(() -> queue.size() == 2 && producer.getState() == Thread.State.TIMED_WAITING);
+        producer.interrupt();
+        producer.join(30_000);
+        assertThat(added.get()).as("the index of the first item not added").isEqualTo(2);
+        assertThat(interrupted.get()).as("the interrupt kept for the caller").isTrue();
+    }
+
     @Test
     void aLaneThatCannotTakeLearnsWhenItsQueueFillsOrItsWaitIsOver() throws Exception {
         HandOffQueue<Integer> queue = new HandOffQueue<>(3);

@@ -334,12 +334,37 @@ class BackfillIT {
         }
     }
 
-    /** Waits for the backfill to be done, then for a change committed after it: every event before it arrived. */
+    /**
+     * Waits for the backfill to be done, then for a change committed after it, and for every change
+     * before it to be delivered: acknowledged past them, nothing left in memory or in a durable queue.
+     * A change committed after every other arriving says nothing of a change of another row that
+     * still fails (it holds back only its own row): the table was compared while one was retried.
+     */
     private static JsonNode awaitDoneAndALastChange(ApiClient api, String path, PostgresServer pg, String database,
             int rows, Replay replay) throws Exception {
         JsonNode done = awaitState(api, path, "done");
-        pg.execute(database, "INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
+        String lsn;
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()::text")) { // past every change before it
+                rs.next();
+                lsn = rs.getString(1);
+            }
+            s.execute("INSERT INTO items VALUES (" + (10 * rows + 1) + ", 0, 'last')");
+        }
         await().atMost(WAIT).until(() -> replay.saw("\"tag\":\"last\""));
+        await().atMost(WAIT).until(() -> {
+            JsonNode status = api.get("/status").body();
+            String acknowledged = status.at("/replication/acknowledged_lsn").asText(null);
+            if (acknowledged == null || io.walhook.pgoutput.Lsn.parse(acknowledged).compareTo(io.walhook.pgoutput.Lsn.parse(lsn)) < 0) {
+                return false;
+            }
+            for (JsonNode subscription : status.get("subscriptions")) {
+                if (subscription.get("queued").asLong() > 0 || subscription.get("parked").asLong() > 0) {
+                    return false;
+                }
+            }
+            return true;
+        });
         return done;
     }
 
