@@ -464,7 +464,8 @@ public final class ParkedEventStore {
      * another failed attempt at these (by error text), then reads the next page after {@code afterId}:
      * at most {@code limit} rows (0: none), and only as many as fit in {@code maxBodyBytes} of
      * bodies (with {@code firstAnyway}, the first whatever its size), so what a lane reads back is
-     * bounded in bytes.
+     * bounded in bytes. Deletions commit flushed, as writes do: a delivered row a server crash
+     * brought back would be delivered again after its row's newer changes sent directly since.
      */
     public Synced sync(String subscriptionId, List<String> delivered, Map<String, List<String>> failed, long afterId,
             int limit, long maxBodyBytes, boolean firstAnyway) throws SQLException {
@@ -474,6 +475,7 @@ public final class ParkedEventStore {
             try {
                 int deleted = 0;
                 if (!delivered.isEmpty()) {
+                    io.walhook.config.DurableWrite.durable(c);
                     try (PreparedStatement s = c.prepareStatement("DELETE FROM " + table
                             + " WHERE subscription_id = ? AND event_id = ANY (?)")) {
                         s.setString(1, subscriptionId);

@@ -123,7 +123,6 @@ class ParkedEventStoreTest {
         });
     }
 
-    /** The subscription's queued rows, as any other session sees them. */
     /**
      * Once a change is parked, the slot's position passes it: its row in the queue is its only copy
      * and must reach the disk before it is acknowledged. With the server's synchronous_commit off,
@@ -158,6 +157,42 @@ class ParkedEventStoreTest {
         }
     }
 
+    /**
+     * A row deleted as delivered must stay deleted: once the lane delivers directly again, the
+     * row's next change goes to the receiver without the queue, and the slot's position passes it.
+     * With the server's synchronous_commit off, a server crash before its WAL writer flushed brought
+     * the delivered row back, to be delivered again after that newer change: the receiver was left
+     * with the older state.
+     */
+    @Test
+    void aRowDeletedAsDeliveredStaysDeletedThroughACrashThatLosesUnflushedCommits() throws Exception {
+        io.walhook.testing.EmbeddedPostgres pg = io.walhook.testing.EmbeddedPostgres.builder()
+                .major(TestPostgres.defaultMajor()).unflushedCommits().start();
+        try {
+            SourceFixture own = new SourceFixture(pg, "delivered_crash");
+            ParkedEventStore crashing = new ParkedEventStore(own.dataSource, "walhook");
+            crashing.append(ID, "crash", List.of(new ParkedEventStore.Entry("delivered", Lsn.of(0x2000L), Instant.EPOCH,
+                    "application/json", Map.of(), null, new byte[10], null, null)), 1, "503");
+            pg.execute(own.database, "CHECKPOINT"); // the schema and the row on disk
+            pg.holdWalWriter();
+            assertThat(crashing.sync(ID, List.of("delivered"), Map.of(), 0, 0, 0, false).deleted()).isEqualTo(1);
+            pg.crashLosingUnflushedCommits();
+            int[] rows = {-1};
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).ignoreExceptions().until(() -> {
+                try (java.sql.Connection c = pg.connect(own.database); java.sql.Statement q = c.createStatement();
+                     java.sql.ResultSet r = q.executeQuery("SELECT count(*) FROM walhook.parked_event")) {
+                    r.next();
+                    rows[0] = r.getInt(1);
+                    return true;
+                }
+            });
+            assertThat(rows[0]).as("the delivered row after the crash").isZero();
+        } finally {
+            pg.stop();
+        }
+    }
+
+    /** The subscription's queued rows, as any other session sees them. */
     private int queued() throws java.sql.SQLException {
         try (java.sql.Connection c = database.dataSource.getConnection();
              java.sql.PreparedStatement s = c.prepareStatement("SELECT count(*) FROM walhook.parked_event"
