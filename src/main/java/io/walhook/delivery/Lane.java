@@ -160,6 +160,13 @@ final class Lane {
     final List<Job> routed = new ArrayList<>();
     /** Routing's own: per table, the key shape ({@link RelationInfo#keyShape}) of its last change routed here. */
     private final LongMap<int[]> keyShapes = new LongMap<>();
+    /**
+     * Per table: the queue row id and key shape of the newest row read from the durable queue that
+     * had one; and the rows read as the first of their table after its key changed. Rows read
+     * again (the cursor moved back) keep what their first read decided.
+     */
+    private final LongMap<long[]> readShapes = new LongMap<>();
+    private final Set<Long> rekeyedRows = new HashSet<>();
     /** Places granted by destination gates and not yet taken by a turn (or given back at once, the lane closed). */
     private final ConcurrentLinkedQueue<DestinationGate> offered = new ConcurrentLinkedQueue<>();
     /** The gates this lane asked a place of and found none: closed, it waits at them no more. */
@@ -755,6 +762,8 @@ final class Lane {
             mode = Mode.DIRECT;
             direct = true;
             replayed.clear();
+            readShapes.clear();
+            rekeyedRows.clear();
             forgetHold();
             backlog = 0;
             if (queuedSince != null) {
@@ -975,10 +984,11 @@ final class Lane {
             for (ParkedEventStore.Parked row : page) {
                 cursor = Math.max(cursor, row.id());
                 if (resident.contains(row.eventId())) {
+                    orderingRead(Ordering.decode(row.ordering()), row.id()); // its table's key shape at that point
                     continue; // in memory already
                 }
                 Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
-                        row.headers(), row.address(), Ordering.decode(row.ordering()));
+                        row.headers(), row.address(), orderingRead(Ordering.decode(row.ordering()), row.id()));
                 job.durable = true;
                 job.rowId = row.id();
                 job.attempts = row.attempts();
@@ -1010,6 +1020,39 @@ final class Lane {
         if (!page.isEmpty() && queuedSince == null) {
             queuedSince = context.clock().instant(); // rows from before a restart
         }
+    }
+
+    /**
+     * A row's ordering as read from the durable queue, in row id order: the first row of a table
+     * whose key shape differs from the table's row read before it is ordered against the whole
+     * table ({@link Ordering.Scope#REKEYED}). Routing decides this for the changes of one run; the
+     * queue spans restarts, after which routing knows no table's earlier key, so its first change
+     * of a rekeyed table was queued as a row change, hashed by a key its row's queued changes from
+     * before the restart do not share.
+     */
+    private Ordering orderingRead(Ordering stored, long rowId) {
+        if (stored.shape() == Ordering.NO_SHAPE) {
+            return stored;
+        }
+        if (rekeyedRows.contains(rowId)) {
+            return stored.rekeyed();
+        }
+        long[] last = readShapes.get(stored.table());
+        if (last == null) {
+            readShapes.put(stored.table(), new long[] {rowId, stored.shape()});
+            return stored;
+        }
+        if (rowId <= last[0]) {
+            return stored; // read again: decided when it was first read
+        }
+        boolean rekeyed = last[1] != stored.shape();
+        last[0] = rowId;
+        last[1] = stored.shape();
+        if (rekeyed && stored.scope() == Ordering.Scope.ROW) {
+            rekeyedRows.add(rowId);
+            return stored.rekeyed();
+        }
+        return stored;
     }
 
     /** Runs a state-database call off the lane, until it succeeds; its result comes back on a turn. */

@@ -17,9 +17,12 @@ import io.walhook.change.ChangeEvent;
  *
  * <p>A row key is its table's oid in the upper 32 bits and the hash of its replica-identity values
  * in the lower ones: rows of different tables never collide, rows of one table rarely, and a
- * collision only orders two rows that need not be.
+ * collision only orders two rows that need not be. A row change also keeps its table's key shape
+ * ({@link io.walhook.change.RelationInfo#keyShape}), so that a durable queue read after a restart
+ * finds where its table's key changed between its rows ({@link #NO_SHAPE} where unknown: a
+ * truncate, a logical message, a row queued by an earlier version).
  */
-record Ordering(Scope scope, long table, long key, long otherKey) {
+record Ordering(Scope scope, long table, long key, long otherKey, long shape) {
 
     enum Scope {
         ROW, TABLE, ALL, REKEYED;
@@ -33,6 +36,12 @@ record Ordering(Scope scope, long table, long key, long otherKey) {
     /** Logical messages have no table: they keep their order among themselves under this one. */
     static final long MESSAGES = -1;
     static final Ordering EVERYTHING = new Ordering(Scope.ALL, 0, 0, 0);
+    /** The key shape of a table-wide ordering, or of a row queued before shapes were kept. */
+    static final long NO_SHAPE = Long.MIN_VALUE;
+
+    Ordering(Scope scope, long table, long key, long otherKey) {
+        this(scope, table, key, otherKey, NO_SHAPE);
+    }
 
     static Ordering of(ChangeEvent event) {
         return of(event, false);
@@ -46,7 +55,8 @@ record Ordering(Scope scope, long table, long key, long otherKey) {
             case INSERT, UPDATE, DELETE, READ -> {
                 int key = event.rowKeyHash();
                 Ordering row = row(event.relation().oid(), key, event.changesKey() ? event.newRowKeyHash() : key);
-                yield rekeyed ? new Ordering(Scope.REKEYED, row.table, row.key, row.otherKey) : row;
+                yield new Ordering(rekeyed ? Scope.REKEYED : Scope.ROW, row.table, row.key, row.otherKey,
+                        event.relation().keyShape());
             }
         };
     }
@@ -71,16 +81,26 @@ record Ordering(Scope scope, long table, long key, long otherKey) {
         return key == earlier.key || key == earlier.otherKey || otherKey == earlier.key || otherKey == earlier.otherKey;
     }
 
-    /** As the durable table keeps it: {@code [scope, table, key, otherKey]}. */
-    long[] encode() {
-        return new long[] {scope.ordinal(), table, key, otherKey};
+    /** The same ordered against its whole table, as the first change after its table's key changed. */
+    Ordering rekeyed() {
+        return scope == Scope.ROW ? new Ordering(Scope.REKEYED, table, key, otherKey, shape) : this;
     }
 
-    /** The stored form back; null or malformed (a row parked before orderings were kept) orders against everything. */
+    /** As the durable table keeps it: {@code [scope, table, key, otherKey]}, and the key shape where known. */
+    long[] encode() {
+        return shape == NO_SHAPE ? new long[] {scope.ordinal(), table, key, otherKey}
+                : new long[] {scope.ordinal(), table, key, otherKey, shape};
+    }
+
+    /**
+     * The stored form back; null or malformed (a row parked before orderings were kept) orders
+     * against everything. Four values are a row queued before key shapes were kept.
+     */
     static Ordering decode(long[] stored) {
-        if (stored == null || stored.length != 4 || stored[0] < 0 || stored[0] >= Scope.values().length) {
+        if (stored == null || stored.length < 4 || stored.length > 5 || stored[0] < 0 || stored[0] >= Scope.values().length) {
             return EVERYTHING;
         }
-        return new Ordering(Scope.values()[(int) stored[0]], stored[1], stored[2], stored[3]);
+        long shape = stored.length == 5 ? stored[4] : NO_SHAPE;
+        return new Ordering(Scope.values()[(int) stored[0]], stored[1], stored[2], stored[3], shape);
     }
 }

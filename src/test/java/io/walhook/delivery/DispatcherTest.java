@@ -275,6 +275,55 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 4);
     }
 
+    /**
+     * As above across a restart: a row's change is queued durably, walhook restarts, and the
+     * table's replica identity turns FULL. Routing in the new run has seen no earlier change of the
+     * table, so its first change under FULL is queued as a change of its row, hashed by a key the
+     * row's queued change does not share. Read from the queue, it waits for that change all the
+     * same while it is refused.
+     */
+    @Test
+    void aRowsChangeAfterItsTableWasRekeyedWaitsAcrossARestartForItsChangeQueuedBefore() throws Exception {
+        dispatcher(Duration.ofMinutes(10)).close();
+        java.util.concurrent.atomic.AtomicBoolean poisoned = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            if (poisoned.get() && request.body().contains("\"new\":{\"id\":1,\"n\":0}")) {
+                return 500;
+            }
+            accepted.add(request);
+            return 204;
+        });
+        Subscription subscription = webhook("config:rekeyed", "rekeyed", receiver, 1);
+        paused.add(subscription.id()); // its changes go to the durable queue
+        Dispatcher before = restartedDispatcher();
+        ChangeEvent keyed = ITEMS.insertAt(nextLsn += 0x100, "1", "0");
+        before.send(subscription, keyed, encoder.encode(keyed, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        before.flush();
+        await().atMost(WAIT).until(() -> store.count(subscription.id()) == 1 && acknowledged.get() == 1);
+        before.close();
+
+        Dispatcher after = restartedDispatcher();
+        after.resumeParked(List.of(subscription));
+        TestEvents.Table full = ITEMS.full();
+        for (int n = 1; n <= 2; n++) {
+            ChangeEvent event = full.insertAt(nextLsn += 0x100, "1", Integer.toString(n));
+            after.send(subscription, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        }
+        after.flush();
+        await().atMost(WAIT).until(() -> store.count(subscription.id()) == 3 && acknowledged.get() == 3);
+        paused.remove(subscription.id());
+        after.sync(List.of(subscription));
+        await().atMost(WAIT).until(() -> receiver.requests().size() >= 2); // row 1's first change refused, and again
+        await().atMost(WAIT).until(() -> after.status().get(0).heldBack() == 2);
+        assertThat(acceptedByRow(accepted)).as("nothing of row 1 overtakes its refused first change").isEmpty();
+
+        poisoned.set(false);
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).getOrDefault(1, List.of()).size() == 3);
+        assertThat(acceptedByRow(accepted).get(1)).as("row 1 in commit order").containsExactly(0, 1, 2);
+        await().atMost(WAIT).until(() -> store.count(subscription.id()) == 0);
+    }
+
     @Test
     void aRowRefusedForGoodAloneDoesNotHoldBackChangesToOtherRowsThatComeLater() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
