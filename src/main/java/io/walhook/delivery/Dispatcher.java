@@ -352,6 +352,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * memory budget, routing waits (and the reader behind it). Lanes delivering free it; the lanes
      * holding it are asked to look again every second, so that those whose events cannot move
      * (failing, paused, held by their rate) give them to their durable queue and routing goes on.
+     * The wait counts as waiting for the lane holding the most of it, as if routing had just
+     * handed it events: one that holds routing back so for the hold limit while another starves
+     * goes to its durable queue. Before, a lane handed nothing more (the stream carrying only other
+     * subscriptions' changes) never counted its hold, and the others went one event at a time in
+     * the memory it left, for as long as it took to deliver what it held.
      */
     private void awaitMemory() throws InterruptedException {
         MemoryBudget memory = context.memory();
@@ -359,6 +364,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             return;
         }
         long nudged = 0;
+        long began = System.nanoTime();
         while (!closed) {
             long now = System.nanoTime();
             if (now - nudged >= 1_000_000_000L) {
@@ -367,10 +373,28 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                     lane.lookAgainIfHolding();
                 }
             }
+            Lane most = holdingMost();
+            if (most != null) {
+                most.awaitRoom(began, 1_000_000_000L); // while it holds its share of the spent budget, a second at most
+            }
             if (!memory.awaitRoom(100)) {
                 return;
             }
         }
+    }
+
+    /** The lane delivering directly that holds the most of delivery's memory, or null. */
+    private Lane holdingMost() {
+        Lane most = null;
+        long bytes = 0;
+        for (Lane lane : lanes.values()) {
+            long held = lane.memoryHeld();
+            if (held > bytes && lane.isDirect()) {
+                most = lane;
+                bytes = held;
+            }
+        }
+        return most;
     }
 
     private Lane lane(Subscription subscription) {

@@ -405,6 +405,16 @@ final class Lane {
                 && volatileBytes.get() * 10 < context.settings().bufferBytes();
     }
 
+    /** The bytes of undelivered events it holds of delivery's memory. */
+    long memoryHeld() {
+        return volatileBytes.get();
+    }
+
+    /** Whether it delivers directly (its durable queue empty), not from its durable queue. */
+    boolean isDirect() {
+        return direct;
+    }
+
     /** When routing last began to wait for this lane's room. */
     long holdStart() {
         return holdStart;
@@ -434,17 +444,26 @@ final class Lane {
      * subscription ran out of events ({@link #starving}): the others are not held to the pace of
      * the slowest.
      */
-    private void awaitRoom() throws InterruptedException {
+    void awaitRoom() throws InterruptedException {
+        awaitRoom(System.nanoTime(), Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #awaitRoom()}, for a hold of routing that began at {@code holdBegan} (which lanes
+     * starve is counted from then), waiting {@code maxNanos} at most.
+     */
+    void awaitRoom(long holdBegan, long maxNanos) throws InterruptedException {
         if (!full()) {
             return;
         }
         post(() -> { }); // a turn that sees the budget full and decides
         long since = System.nanoTime();
-        holdStart = since;
+        long began = since;
+        holdStart = holdBegan;
         long epoch = holdEpoch.get();
         long limit = context.settings().holdLimit().toNanos();
         try {
-            while (full() && !deleted && !closed) {
+            while (full() && !deleted && !closed && System.nanoTime() - began < maxNanos) {
                 if (ownFull()) {
                     synchronized (room) {
                         if (ownFull() && !deleted && !closed) {

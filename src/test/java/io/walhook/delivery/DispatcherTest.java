@@ -1654,6 +1654,92 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 800);
     }
 
+    /**
+     * A subscription whose receiver takes requests and does not answer was handed events while the
+     * others had none (a burst on its table): it holds all of delivery's memory but one event's
+     * worth. Then the stream carries only another subscription's changes. Routing handed it nothing
+     * more, so it never waited for its room and never went to its durable queue: the other one
+     * went one request at a time in the memory it left, for as long as its requests took to time
+     * out. Routing waiting for delivery's memory now counts as waiting for whoever holds the most
+     * of it, which goes to its durable queue after the hold limit while the other starves.
+     */
+    @Test
+    void aSubscriptionHoldingDeliverysMemoryDoesNotThrottleTheOthersWhenTheStreamHasNothingForIt() throws Exception {
+        long limit = 32 << 10; // a few dozen of these events; each subscription may hold 4,000
+        database = new SourceFixture(TestPostgres.shared(), "dispatch");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4, 4000, 64L << 20,
+                Duration.ofSeconds(1), limit), store, DeliveryMetrics.NONE, paused::contains,
+                s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofMinutes(2), false));
+        dispatchers.add(dispatcher);
+        java.util.concurrent.Semaphore answers = new java.util.concurrent.Semaphore(0);
+        List<WebhookReceiver.Request> stuckAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver stuckReceiver = receiver(request -> {
+            try {
+                answers.acquire(); // answers only when the test says so
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            stuckAccepted.add(request);
+            return 204;
+        });
+        AtomicInteger underWay = new AtomicInteger();
+        AtomicInteger mostUnderWay = new AtomicInteger();
+        List<WebhookReceiver.Request> flowingAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver flowingReceiver = receiver(request -> {
+            mostUnderWay.accumulateAndGet(underWay.incrementAndGet(), Math::max);
+            try {
+                Thread.sleep(100); // a receiver far away
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            underWay.decrementAndGet();
+            flowingAccepted.add(request);
+            return 204;
+        });
+        Subscription stuck = webhook("config:stuck", "stuck", stuckReceiver, 1);
+        Subscription flowing = webhook("config:flowing", "flowing", flowingReceiver, 1);
+        AtomicInteger stuckRouted = new AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean burstOver = new java.util.concurrent.atomic.AtomicBoolean();
+        try {
+            java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    // the burst: until delivery's memory is spent, the last flush waiting for the stuck one's room
+                    while (!burstOver.get()) {
+                        ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(stuckRouted.incrementAndGet()), "0");
+                        dispatcher.send(stuck, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                                acknowledged::incrementAndGet);
+                        dispatcher.flush();
+                    }
+                    for (int row = 1; row <= 60; row++) {
+                        ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(row), "0");
+                        dispatcher.send(flowing, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                                acknowledged::incrementAndGet);
+                        dispatcher.flush();
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            await().atMost(WAIT).until(() -> dispatcher.memoryInUse() >= limit && stuckReceiver.requests().size() == 4);
+            burstOver.set(true);
+            answers.release(); // one answer: the burst's last flush returns, one event's worth of memory free
+            // the other one gets its changes four requests at a time, as if the stuck one were not there
+            await().atMost(WAIT).until(() -> flowingAccepted.size() == 60);
+            assertThat(mostUnderWay.get()).as("requests under way at once to the other one").isEqualTo(4);
+            assertThat(dispatcher.status()).filteredOn(s -> s.name().equals("stuck")).singleElement()
+                    .satisfies(s -> assertThat(s.mode()).isEqualTo("durable"));
+            assertThat(stuckAccepted).hasSize(1);
+        } finally {
+            answers.release(10_000);
+        }
+        // once it answers, it gets every change from its durable queue
+        await().atMost(WAIT).until(() -> acceptedByRow(stuckAccepted).size() == stuckRouted.get());
+        await().atMost(WAIT).until(() -> acknowledged.get() == stuckRouted.get() + 60);
+    }
+
     @Test
     void subscriptionsAsSlowAsEachOtherKeepBackPressureBesideAPausedOne() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10), 50, Duration.ofSeconds(1));
