@@ -43,7 +43,7 @@ public record SourceUrl(String host, int port, String database, String user, Str
             throw new ConfigException(VARIABLE, "must start with postgresql://, not " + uri.getScheme() + ":");
         }
         if (uri.getHost() == null && uri.getRawAuthority() != null) {
-            throw new ConfigException(VARIABLE, UrlAuthority.problem(uri.getRawAuthority()));
+            throw new ConfigException(VARIABLE, UrlAuthority.problem(uri));
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
             throw new ConfigException(VARIABLE, "names no host; expected postgresql://user:password@host:port/database");

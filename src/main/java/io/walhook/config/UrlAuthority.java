@@ -10,11 +10,22 @@ public final class UrlAuthority {
     private UrlAuthority() {
     }
 
-    /** The problem with an authority that did not read as {@code [user[:password]@]host[:port]}. */
-    public static String problem(String rawAuthority) {
+    /**
+     * The problem with the authority of {@code uri} that did not read as
+     * {@code [user[:password]@]host[:port]}.
+     */
+    public static String problem(java.net.URI uri) {
+        String rawAuthority = uri.getRawAuthority();
         int at = rawAuthority.lastIndexOf('@');
         if (at >= 0 && rawAuthority.indexOf('@') != at) {
             return "has more than one '@' before its host: percent-encode '@' in a user name or password as %40";
+        }
+        String rest = java.util.Objects.toString(uri.getRawPath(), "") + java.util.Objects.toString(uri.getRawQuery(), "")
+                + java.util.Objects.toString(uri.getRawFragment(), "");
+        if (at >= 0 && rest.indexOf('@') >= 0) {
+            // app@server:pass/word@host: the authority ends inside the password, whose start follows the '@' it holds
+            return "has user info cut short by a '/', '?' or '#' before its host: percent-encode '@', '/', '?' and '#'"
+                    + " in a user name or password (%40, %2F, %3F, %23)";
         }
         // after the last '@' there is no password; without an '@', what follows a ':' may be one cut short
         String shown = at >= 0 ? rawAuthority.substring(at + 1) : rawAuthority.split(":", 2)[0];

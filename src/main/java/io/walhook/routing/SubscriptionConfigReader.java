@@ -284,7 +284,7 @@ public final class SubscriptionConfigReader {
                     + " secret or headers), and a path's '@' is written %40");
         }
         if (uri.getHost() == null && uri.getRawAuthority() != null) {
-            throw new ConfigException(variable, UrlAuthority.problem(uri.getRawAuthority()));
+            throw new ConfigException(variable, UrlAuthority.problem(uri));
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
             throw new ConfigException(variable, "names no host");

@@ -74,6 +74,9 @@ class SourceUrlTest {
         "postgresql://app_user:Zq9/xW@db/orders      | has 'app_user' where a host[:port] belongs",
         "postgresql://app:Zq9xW@db_host:5432/orders  | has 'db_host:5432' where a host[:port] belongs",
         "postgresql://app:2024/Zq9xW@db/orders       | has '@' after its host",
+        "postgresql://app@srv:Zq9/xW@srv.example.com/orders | cut short by a '/', '?' or '#'",
+        "postgresql://app@srv:Zq9#xW@srv.example.com/orders | cut short by a '/', '?' or '#'",
+        "postgresql://app@srv:Zq9?xW@srv.example.com/orders | cut short by a '/', '?' or '#'",
     })
     void aPasswordNeverAppearsInTheProblem(String url, String problem) {
         assertThatThrownBy(() -> parse(url)).isInstanceOf(ConfigException.class).hasMessageContaining(problem)

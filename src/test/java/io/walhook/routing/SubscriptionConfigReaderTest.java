@@ -129,6 +129,8 @@ class SubscriptionConfigReaderTest {
         "http://user:2024/Zq9xW@hooks.example.com/ | has '@' in its path followed by what looks like a host",
         "http://Zq9/xW@hooks.example.com/h        | has '@' in its path followed by what looks like a host",
         "https://Zq9/xW/y@localhost:8443/h        | has '@' in its path followed by what looks like a host",
+        "https://me@corp.com:Zq9?xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
+        "https://me@corp.com:Zq9#xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
         "https:///h?token=Zq9xW                   | names no host",
         "http://hooks.example.com:0/h?token=Zq9xW | has port 0; a port is 1 to 65535",
         "http://hooks.example.com:99999/h?k=Zq9xW | has port 99999; a port is 1 to 65535",
