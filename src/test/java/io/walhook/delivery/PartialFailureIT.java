@@ -191,6 +191,73 @@ class PartialFailureIT {
         }
     }
 
+    /**
+     * A destination whose host name's lookups go unanswered (its DNS server down, say) must fail
+     * alone. The lookups ran on the event loops every webhook request, API call and health check
+     * shares: with the system's resolver waiting 30 s per try, every other subscription stalled
+     * for as long. Here the lookups go to a server that takes queries and never answers, and the
+     * other subscription gets its changes meanwhile.
+     */
+    @Test
+    void aDestinationWhoseHostNameNeverResolvesDoesNotStallTheOthers() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(WalhookProcess.ownResolverPossible(),
+                "walhook needs a mount namespace of its own (root) to be given a DNS server that never answers");
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "unresolved");
+        java.nio.file.Path resolvConf = java.nio.file.Files.createTempFile("resolv", ".conf");
+        java.util.concurrent.atomic.AtomicInteger queries = new java.util.concurrent.atomic.AtomicInteger();
+        // a loopback address of its own on the DNS port (a resolv.conf names no port), taking queries, answering none
+        java.net.DatagramSocket bound;
+        try {
+            bound = new java.net.DatagramSocket(new java.net.InetSocketAddress(java.net.InetAddress.getByName("127.0.0.77"), 53));
+        } catch (java.net.SocketException e) {
+            org.junit.jupiter.api.Assumptions.abort("cannot take port 53 of 127.0.0.77 for a DNS server that never answers: " + e);
+            return;
+        }
+        try (java.net.DatagramSocket silent = bound) {
+            Thread listener = new Thread(() -> {
+                byte[] buffer = new byte[512];
+                while (!silent.isClosed()) {
+                    try {
+                        silent.receive(new java.net.DatagramPacket(buffer, buffer.length));
+                        queries.incrementAndGet();
+                    } catch (java.io.IOException closed) {
+                        return;
+                    }
+                }
+            }, "silent-dns");
+            listener.setDaemon(true);
+            listener.start();
+            java.nio.file.Files.writeString(resolvConf, "nameserver 127.0.0.77\noptions timeout:30 attempts:5\n");
+            Accepted accepted = new Accepted();
+            try (WebhookReceiver receiver = WebhookReceiver.start()) {
+                receiver.respond(request -> {
+                    accepted.add(request);
+                    return 204;
+                });
+                int port = java.net.URI.create(receiver.url("/")).getPort();
+                try (WalhookProcess walhook = WalhookProcess.startResolvingWith(resolvConf, env(pg, database,
+                        "WALHOOK_SUBSCRIPTIONS_LOST_URL", "http://receiver.walhook.invalid:" + port + "/lost",
+                        "WALHOOK_SUBSCRIPTIONS_ROWS_URL", receiver.url("/rows")))) {
+                    walhook.awaitReady(WAIT);
+                    ApiClient api = new ApiClient(walhook, TOKEN);
+                    pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+                    await().atMost(WAIT).until(() -> queries.get() > 0); // the lost one's lookups are under way
+                    for (int n = 1; n <= 20; n++) {
+                        pg.execute(database, "UPDATE items SET n = " + n + " WHERE id = 1");
+                    }
+                    pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(2, 200) g");
+                    // far sooner than one lookup's tries take (30 s each)
+                    await().atMost(Duration.ofSeconds(20)).until(() -> accepted.count(row -> true) == 220);
+                    assertThat(accepted.snapshot().get(1)).as("row 1 in commit order").hasSize(21).isSorted();
+                    assertThat(api.status("lost").get("delivered").asLong()).isZero();
+                }
+            }
+        } finally {
+            java.nio.file.Files.deleteIfExists(resolvConf);
+        }
+    }
+
     @Test
     void aDestinationFailingAThirdOfRequestsGetsA100000RowBacklog() throws Exception {
         PostgresServer pg = TestPostgres.shared();

@@ -91,10 +91,41 @@ public final class WalhookProcess implements AutoCloseable {
      */
     public static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
             boolean inJarDirectory) {
+        return start(env, maxHeap, jvmOptions, inJarDirectory, List.of());
+    }
+
+    /**
+     * Whether walhook can be started with a {@code /etc/resolv.conf} of its own
+     * ({@link #startResolvingWith}): as root, where a mount namespace may be made.
+     */
+    public static boolean ownResolverPossible() {
+        try {
+            Process probe = new ProcessBuilder("unshare", "-m", "true").redirectErrorStream(true).start();
+            return probe.waitFor(10, TimeUnit.SECONDS) && probe.exitValue() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /**
+     * As {@link #start(Map)}, walhook seeing {@code resolvConf} as its {@code /etc/resolv.conf}
+     * (in a mount namespace of its own, the machine's untouched): its host names are looked up
+     * where that file says. Needs {@link #ownResolverPossible()}.
+     */
+    public static WalhookProcess startResolvingWith(Path resolvConf, Map<String, String> env) {
+        return start(env, "256m", List.of(), false, List.of("unshare", "-m", "sh", "-c",
+                "mount --bind \"$0\" /etc/resolv.conf && exec \"$@\"", resolvConf.toAbsolutePath().toString()));
+    }
+
+    private static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
+            boolean inJarDirectory, List<String> wrapper) {
         int port = Ports.free();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
-            List<String> command = new ArrayList<>();
+            List<String> command = new ArrayList<>(wrapper);
             if (Boolean.getBoolean("walhook.it.native")) {
                 command.addAll(List.of(nativeExecutable().toString(), "-Xmx" + maxHeap));
             } else {
