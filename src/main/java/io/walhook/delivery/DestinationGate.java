@@ -22,7 +22,10 @@ import java.util.function.Consumer;
  * eighth of the places (none below 8) are kept for lanes holding none: many slow tenants that
  * always have more to send fill the rest, and a tenant whose events come one at a time, holding
  * no place between them, still finds one free rather than wait for a slow request to end (up to
- * the request timeout, when the slow ones hang and time out together).
+ * the request timeout, when the slow ones hang and time out together). A lane whose last attempt
+ * failed asks as one holding some, whatever it holds: many tenants whose endpoints hang, each
+ * probing one request at a time and holding no place between probes, would otherwise take the
+ * kept places and queue before healthy tenants, which then waited for their probes to time out.
  *
  * <p>A lane is known by its {@code granted} callback, the same object on every call.
  */
@@ -38,6 +41,8 @@ public final class DestinationGate {
     private final LinkedHashSet<Consumer<DestinationGate>> waitingFirst = new LinkedHashSet<>();
     /** Lanes waiting for one more place, in the order they asked: served when no lane waits for its first. */
     private final LinkedHashSet<Consumer<DestinationGate>> waitingMore = new LinkedHashSet<>();
+    /** Lanes waiting as lanes holding some because their last attempt failed (some hold none). */
+    private final java.util.Set<Consumer<DestinationGate>> failing = new java.util.HashSet<>();
     /** Requests under way through each channel of the client (its event loops and pools), for {@link #channel}. */
     private final int[] byChannel;
 
@@ -59,7 +64,18 @@ public final class DestinationGate {
      * (it waits once, however often it asks), and must use or leave it.
      */
     synchronized boolean tryEnter(Consumer<DestinationGate> lane) {
-        boolean holdsNone = !held.containsKey(lane);
+        return tryEnter(lane, false);
+    }
+
+    /** As {@link #tryEnter(Consumer)}; {@code lastFailed}: the lane's last attempt failed. */
+    synchronized boolean tryEnter(Consumer<DestinationGate> lane, boolean lastFailed) {
+        if (lastFailed && waitingFirst.remove(lane)) {
+            waitingMore.add(lane);
+            failing.add(lane);
+        } else if (!lastFailed && failing.remove(lane) && !held.containsKey(lane) && waitingMore.remove(lane)) {
+            waitingFirst.add(lane);
+        }
+        boolean holdsNone = !held.containsKey(lane) && !lastFailed;
         if (waitingFirst.isEmpty() && (holdsNone ? inUse < limit : waitingMore.isEmpty() && inUse < limit - reserve)) {
             inUse++;
             hold(lane, 1);
@@ -67,6 +83,9 @@ public final class DestinationGate {
         }
         if (!waitingFirst.contains(lane) && !waitingMore.contains(lane)) {
             (holdsNone ? waitingFirst : waitingMore).add(lane);
+            if (lastFailed) {
+                failing.add(lane);
+            }
         }
         return false;
     }
@@ -76,12 +95,13 @@ public final class DestinationGate {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
-            if (!held.containsKey(lane) && waitingMore.remove(lane)) {
+            if (!held.containsKey(lane) && !failing.contains(lane) && waitingMore.remove(lane)) {
                 waitingFirst.add(lane); // it holds none now: it waits for its first again
             }
             next = first(waitingFirst);
             if (next == null && inUse - 1 < limit - reserve) {
                 next = first(waitingMore); // not into the places kept for lanes holding none
+                failing.remove(next);
             }
             if (next == null) {
                 inUse--;
@@ -96,6 +116,7 @@ public final class DestinationGate {
     synchronized void forget(Consumer<DestinationGate> lane) {
         waitingFirst.remove(lane);
         waitingMore.remove(lane);
+        failing.remove(lane);
     }
 
     /**

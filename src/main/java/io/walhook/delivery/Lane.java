@@ -1288,7 +1288,7 @@ final class Lane {
      */
     private boolean reserve() {
         DestinationGate gate = transport(pumping).gate();
-        if (gate == null || grants.remove(gate) || gate.tryEnter(granted)) {
+        if (gate == null || grants.remove(gate) || gate.tryEnter(granted, schedule.lastFailed())) {
             reserved = gate;
             return true;
         }

@@ -115,6 +115,11 @@ final class RetrySchedule {
         }
     }
 
+    /** Whether the last attempt failed. */
+    boolean lastFailed() {
+        return failuresInARow > 0;
+    }
+
     /**
      * Whether the last {@value #STREAK} or more attempts failed, {@value #DIFFERENT} different requests
      * among them, and nothing succeeded for {@link #SILENCE} until {@code now}.

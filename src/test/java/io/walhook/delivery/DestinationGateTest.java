@@ -117,6 +117,42 @@ class DestinationGateTest {
         assertThat(gate.inUse()).isEqualTo(14);
     }
 
+    /**
+     * Many tenants of a shared host whose endpoints hang, each probing one request at a time and
+     * holding no place between probes: they asked as lanes holding none, took the places kept for
+     * such lanes, and queued before a healthy tenant, which waited for hundreds of probes to time
+     * out. A lane whose last attempt failed asks as one holding some: behind lanes waiting for
+     * their first place, and never into the places kept for them.
+     */
+    @Test
+    void lanesWhoseLastAttemptFailedQueueBehindHealthyOnesAndLeaveThemTheKeptPlaces() {
+        DestinationGate gate = new DestinationGate(16); // 2 kept for lanes holding none
+        List<Consumer<DestinationGate>> hung = new ArrayList<>();
+        List<Integer> probed = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            int n = i;
+            Consumer<DestinationGate> lane = g -> probed.add(n); // capturing: a lambda object of its own
+            hung.add(lane);
+            gate.tryEnter(lane, true);
+        }
+        assertThat(gate.inUse()).as("failing lanes leave the kept places free").isEqualTo(14);
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> healthy = g -> grants.add("healthy");
+        assertThat(gate.tryEnter(healthy, false)).as("a healthy lane finds a kept place").isTrue();
+        Consumer<DestinationGate> second = g -> grants.add("second");
+        assertThat(gate.tryEnter(second, false)).isTrue();
+        Consumer<DestinationGate> third = g -> grants.add("third");
+        assertThat(gate.tryEnter(third, false)).isFalse();
+        gate.leave(hung.get(0)); // a probe timed out: its place goes to the healthy lane waiting, not the next probe
+        assertThat(grants).containsExactly("third");
+        // once no healthy lane waits, the failing ones take their turns, still not into the kept places
+        gate.leave(healthy);
+        gate.leave(second);
+        gate.leave(third);
+        assertThat(gate.inUse()).isEqualTo(14);
+        assertThat(probed).containsExactly(14);
+    }
+
     @Test
     void aLaneWhoseLastRequestEndsWaitsForItsFirstPlaceAgain() {
         DestinationGate gate = new DestinationGate(1);
