@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import io.walhook.testing.ApiClient;
+import io.walhook.testing.DnsServer;
 import io.walhook.testing.PostgresServer;
 import io.walhook.testing.TestPostgres;
 import io.walhook.testing.WalhookProcess;
@@ -205,29 +206,16 @@ class PartialFailureIT {
         PostgresServer pg = TestPostgres.shared();
         String database = itemsDatabase(pg, "unresolved");
         java.nio.file.Path resolvConf = java.nio.file.Files.createTempFile("resolv", ".conf");
-        java.util.concurrent.atomic.AtomicInteger queries = new java.util.concurrent.atomic.AtomicInteger();
         // a loopback address of its own on the DNS port (a resolv.conf names no port), taking queries, answering none
-        java.net.DatagramSocket bound;
+        DnsServer bound;
         try {
-            bound = new java.net.DatagramSocket(new java.net.InetSocketAddress(java.net.InetAddress.getByName("127.0.0.77"), 53));
+            bound = DnsServer.silent(new java.net.InetSocketAddress(java.net.InetAddress.getByName("127.0.0.77"), 53));
         } catch (java.net.SocketException e) {
+            java.nio.file.Files.delete(resolvConf);
             org.junit.jupiter.api.Assumptions.abort("cannot take port 53 of 127.0.0.77 for a DNS server that never answers: " + e);
             return;
         }
-        try (java.net.DatagramSocket silent = bound) {
-            Thread listener = new Thread(() -> {
-                byte[] buffer = new byte[512];
-                while (!silent.isClosed()) {
-                    try {
-                        silent.receive(new java.net.DatagramPacket(buffer, buffer.length));
-                        queries.incrementAndGet();
-                    } catch (java.io.IOException closed) {
-                        return;
-                    }
-                }
-            }, "silent-dns");
-            listener.setDaemon(true);
-            listener.start();
+        try (DnsServer silent = bound) {
             java.nio.file.Files.writeString(resolvConf, "nameserver 127.0.0.77\noptions timeout:30 attempts:5\n");
             Accepted accepted = new Accepted();
             try (WebhookReceiver receiver = WebhookReceiver.start()) {
@@ -242,7 +230,7 @@ class PartialFailureIT {
                     walhook.awaitReady(WAIT);
                     ApiClient api = new ApiClient(walhook, TOKEN);
                     pg.execute(database, "INSERT INTO items VALUES (1, 0)");
-                    await().atMost(WAIT).until(() -> queries.get() > 0); // the lost one's lookups are under way
+                    await().atMost(WAIT).until(() -> silent.queries() > 0); // the lost one's lookups are under way
                     for (int n = 1; n <= 20; n++) {
                         pg.execute(database, "UPDATE items SET n = " + n + " WHERE id = 1");
                     }
@@ -255,6 +243,41 @@ class PartialFailureIT {
             }
         } finally {
             java.nio.file.Files.deleteIfExists(resolvConf);
+        }
+    }
+
+    /**
+     * A destination's name with several addresses, the first of which refuses connections (one
+     * node of the receiver's down): every attempt went to that first address, and nothing was
+     * delivered while the others were up. Connections now take its addresses in turn, so a retry
+     * reaches another one.
+     */
+    @Test
+    void aDestinationWhoseFirstAddressIsDownGetsEveryChangeThroughAnother() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "addresses");
+        Accepted accepted = new Accepted();
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             DnsServer dns = DnsServer.answering(Map.of("receiver.walhook.test", List.of(
+                     java.net.InetAddress.getByName("127.0.0.2"), java.net.InetAddress.getByName("127.0.0.1"))))) {
+            receiver.respond(request -> {
+                accepted.add(request);
+                return 204;
+            });
+            int port = java.net.URI.create(receiver.url("/")).getPort(); // the receiver takes 127.0.0.1 only
+            try (WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_DELIVERY_MAX_BACKOFF", "1s",
+                    "QUARKUS_VERTX_RESOLVER_SERVERS", dns.address(),
+                    "WALHOOK_SUBSCRIPTIONS_ROWS_URL", "http://receiver.walhook.test:" + port + "/rows"))) {
+                walhook.awaitReady(WAIT);
+                pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+                for (int n = 1; n <= 10; n++) {
+                    pg.execute(database, "UPDATE items SET n = " + n + " WHERE id = 1");
+                }
+                pg.execute(database, "INSERT INTO items SELECT g, 0 FROM generate_series(2, 50) g");
+                await().atMost(WAIT).until(() -> accepted.count(row -> true) == 60);
+                assertThat(accepted.snapshot().get(1)).containsExactly(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+                assertThat(dns.queries()).as("the name was looked up where the test said").isPositive();
+            }
         }
     }
 
