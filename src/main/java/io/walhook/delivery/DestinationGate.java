@@ -67,25 +67,33 @@ public final class DestinationGate {
         return tryEnter(lane, false);
     }
 
-    /** As {@link #tryEnter(Consumer)}; {@code lastFailed}: the lane's last attempt failed. */
+    /**
+     * As {@link #tryEnter(Consumer)}; {@code lastFailed}: the lane's last attempt failed. A lane
+     * that waits keeps its turn however often it asks, unless what it waits as changed (its last
+     * attempt failed since it asked, or succeeded): then it is judged afresh, and enters now if a
+     * lane of its kind could.
+     */
     synchronized boolean tryEnter(Consumer<DestinationGate> lane, boolean lastFailed) {
-        if (lastFailed && waitingFirst.remove(lane)) {
-            waitingMore.add(lane);
-            failing.add(lane);
-        } else if (!lastFailed && failing.remove(lane) && !held.containsKey(lane) && waitingMore.remove(lane)) {
-            waitingFirst.add(lane);
-        }
         boolean holdsNone = !held.containsKey(lane) && !lastFailed;
+        if (waitingFirst.contains(lane) || waitingMore.contains(lane)) {
+            if (holdsNone ? waitingFirst.contains(lane) : waitingMore.contains(lane)) {
+                if (!lastFailed) {
+                    failing.remove(lane); // holding some, it waits for its first place again once it holds none
+                }
+                return false;
+            }
+            waitingFirst.remove(lane);
+            waitingMore.remove(lane);
+            failing.remove(lane);
+        }
         if (waitingFirst.isEmpty() && (holdsNone ? inUse < limit : waitingMore.isEmpty() && inUse < limit - reserve)) {
             inUse++;
             hold(lane, 1);
             return true;
         }
-        if (!waitingFirst.contains(lane) && !waitingMore.contains(lane)) {
-            (holdsNone ? waitingFirst : waitingMore).add(lane);
-            if (lastFailed) {
-                failing.add(lane);
-            }
+        (holdsNone ? waitingFirst : waitingMore).add(lane);
+        if (lastFailed) {
+            failing.add(lane);
         }
         return false;
     }

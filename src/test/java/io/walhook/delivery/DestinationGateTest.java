@@ -153,6 +153,39 @@ class DestinationGateTest {
         assertThat(probed).containsExactly(14);
     }
 
+    /**
+     * A lane waiting as a failing one whose attempt then succeeded (a request it held ended well,
+     * an operator's replay) waits as a lane holding none: moved behind itself in the queue for first
+     * places, it waited there while the kept places were free, and every healthy lane behind it.
+     */
+    @Test
+    void aWaitingLaneWhoseLastAttemptNoLongerFailedTakesAKeptPlaceAtOnce() {
+        DestinationGate gate = new DestinationGate(16); // 2 kept for lanes holding none
+        List<Integer> granted = new ArrayList<>();
+        List<Consumer<DestinationGate>> lanes = new ArrayList<>();
+        for (int i = 0; i < 15; i++) {
+            int n = i;
+            Consumer<DestinationGate> lane = g -> granted.add(n);
+            lanes.add(lane);
+            gate.tryEnter(lane, true);
+        }
+        assertThat(gate.inUse()).isEqualTo(14);
+        Consumer<DestinationGate> recovered = lanes.get(14); // waits as failing
+        assertThat(gate.tryEnter(recovered, false)).as("judged afresh, it takes a kept place").isTrue();
+        assertThat(gate.waiting()).isZero();
+        Consumer<DestinationGate> healthy = g -> granted.add(-1);
+        assertThat(gate.tryEnter(healthy, false)).as("and the next healthy lane the other").isTrue();
+        assertThat(gate.inUse()).isEqualTo(16);
+        // the other way round: waiting for a first place, its attempt failed meanwhile: it waits behind healthy lanes
+        Consumer<DestinationGate> waiter = g -> granted.add(-2);
+        Consumer<DestinationGate> later = g -> granted.add(-3);
+        assertThat(gate.tryEnter(waiter, false)).isFalse();
+        assertThat(gate.tryEnter(later, false)).isFalse();
+        assertThat(gate.tryEnter(waiter, true)).isFalse();
+        gate.leave(lanes.get(0));
+        assertThat(granted).containsExactly(-3);
+    }
+
     @Test
     void aLaneWhoseLastRequestEndsWaitsForItsFirstPlaceAgain() {
         DestinationGate gate = new DestinationGate(1);
