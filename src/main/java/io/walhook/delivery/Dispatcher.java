@@ -375,7 +375,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
             Lane most = holdingMost();
             if (most != null) {
-                most.awaitRoom(began, 1_000_000_000L); // while it holds its share of the spent budget, a second at most
+                most.awaitRoom(began, 1_000_000_000L, true); // while it holds its share of the spent budget, a second at most
             }
             if (!memory.awaitRoom(100)) {
                 return;

@@ -445,14 +445,15 @@ final class Lane {
      * the slowest.
      */
     void awaitRoom() throws InterruptedException {
-        awaitRoom(System.nanoTime(), Long.MAX_VALUE);
+        awaitRoom(System.nanoTime(), Long.MAX_VALUE, false);
     }
 
     /**
      * As {@link #awaitRoom()}, for a hold of routing that began at {@code holdBegan} (which lanes
-     * starve is counted from then), waiting {@code maxNanos} at most.
+     * starve is counted from then), waiting {@code maxNanos} at most; with {@code forAll}, routing
+     * waits for all lanes' memory, not this lane's room, and the wait ends once that has room.
      */
-    void awaitRoom(long holdBegan, long maxNanos) throws InterruptedException {
+    void awaitRoom(long holdBegan, long maxNanos, boolean forAll) throws InterruptedException {
         if (!full()) {
             return;
         }
@@ -463,7 +464,8 @@ final class Lane {
         long epoch = holdEpoch.get();
         long limit = context.settings().holdLimit().toNanos();
         try {
-            while (full() && !deleted && !closed && System.nanoTime() - began < maxNanos) {
+            while (full() && !deleted && !closed && System.nanoTime() - began < maxNanos
+                    && (!forAll || context.memory().spent())) {
                 if (ownFull()) {
                     synchronized (room) {
                         if (ownFull() && !deleted && !closed) {
@@ -1002,12 +1004,14 @@ final class Lane {
         try {
             for (ParkedEventStore.Parked row : page) {
                 cursor = Math.max(cursor, row.id());
+                Ordering stored = Ordering.decode(row.ordering());
                 if (resident.contains(row.eventId())) {
-                    orderingRead(Ordering.decode(row.ordering()), row.id()); // its table's key shape at that point
+                    shapeRead(stored, row.id(), false); // its table's key shape at that point
                     continue; // in memory already
                 }
+                boolean rekeyed = rekeyedOnRead(stored, row.id());
                 Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
-                        row.headers(), row.address(), orderingRead(Ordering.decode(row.ordering()), row.id()));
+                        row.headers(), row.address(), rekeyed ? stored.rekeyed() : stored);
                 job.durable = true;
                 job.rowId = row.id();
                 job.attempts = row.attempts();
@@ -1018,6 +1022,7 @@ final class Lane {
                     superseded++;
                     continue;
                 }
+                shapeRead(stored, row.id(), rekeyed); // of the rows kept only: a dropped one orders nothing
                 job.arrival = ++arrivals;
                 resident.add(job.eventId);
                 durableInMemory++;
@@ -1042,36 +1047,40 @@ final class Lane {
     }
 
     /**
-     * A row's ordering as read from the durable queue, in row id order: the first row of a table
-     * whose key shape differs from the table's row read before it is ordered against the whole
+     * Whether a row read from the durable queue, in row id order, is the first of its table whose
+     * key shape differs from the table's row kept before it: then it is ordered against the whole
      * table ({@link Ordering.Scope#REKEYED}). Routing decides this for the changes of one run; the
      * queue spans restarts, after which routing knows no table's earlier key, so its first change
      * of a rekeyed table was queued as a row change, hashed by a key its row's queued changes from
-     * before the restart do not share.
+     * before the restart do not share. A row read again (the cursor moved back) keeps what its
+     * first read decided.
      */
-    private Ordering orderingRead(Ordering stored, long rowId) {
-        if (stored.shape() == Ordering.NO_SHAPE) {
-            return stored;
+    private boolean rekeyedOnRead(Ordering stored, long rowId) {
+        if (stored.shape() == Ordering.NO_SHAPE || stored.scope() != Ordering.Scope.ROW) {
+            return false;
         }
         if (rekeyedRows.contains(rowId)) {
-            return stored.rekeyed();
+            return true;
+        }
+        long[] last = readShapes.get(stored.table());
+        return last != null && rowId > last[0] && last[1] != stored.shape();
+    }
+
+    /** A row read from the durable queue and kept: its table's key shape from here on. */
+    private void shapeRead(Ordering stored, long rowId, boolean rekeyed) {
+        if (stored.shape() == Ordering.NO_SHAPE) {
+            return;
         }
         long[] last = readShapes.get(stored.table());
         if (last == null) {
             readShapes.put(stored.table(), new long[] {rowId, stored.shape()});
-            return stored;
+        } else if (rowId > last[0]) {
+            last[0] = rowId;
+            last[1] = stored.shape();
         }
-        if (rowId <= last[0]) {
-            return stored; // read again: decided when it was first read
-        }
-        boolean rekeyed = last[1] != stored.shape();
-        last[0] = rowId;
-        last[1] = stored.shape();
-        if (rekeyed && stored.scope() == Ordering.Scope.ROW) {
+        if (rekeyed) {
             rekeyedRows.add(rowId);
-            return stored.rekeyed();
         }
-        return stored;
     }
 
     /** Runs a state-database call off the lane, until it succeeds; its result comes back on a turn. */
