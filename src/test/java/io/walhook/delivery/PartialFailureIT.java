@@ -201,6 +201,8 @@ class PartialFailureIT {
      */
     @Test
     void aDestinationWhoseHostNameNeverResolvesDoesNotStallTheOthers() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(Boolean.getBoolean("walhook.it.native"),
+                "the native executable looks names up with the system's resolver (docs/delivery.md, Retries)");
         org.junit.jupiter.api.Assumptions.assumeTrue(WalhookProcess.ownResolverPossible(),
                 "walhook needs a mount namespace of its own (root) to be given a DNS server that never answers");
         PostgresServer pg = TestPostgres.shared();
@@ -254,6 +256,8 @@ class PartialFailureIT {
      */
     @Test
     void aDestinationWhoseFirstAddressIsDownGetsEveryChangeThroughAnother() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(Boolean.getBoolean("walhook.it.native"),
+                "the native executable looks names up with the system's resolver (docs/delivery.md, Retries)");
         PostgresServer pg = TestPostgres.shared();
         String database = itemsDatabase(pg, "addresses");
         Accepted accepted = new Accepted();
