@@ -62,6 +62,12 @@ public final class WebhookClient implements AutoCloseable {
     /** Per scheme, host and port: requests under way to it, at most the connections the pools keep to it. */
     private final Map<String, DestinationGate> gates = new java.util.concurrent.ConcurrentHashMap<>();
     private final int perDestination;
+    /**
+     * Where Vert.x looks names up with the system's resolver, on the event loop connecting (the
+     * native executable; {@code QUARKUS_VERTX_USE_ASYNC_DNS=false}): looked up on threads of
+     * their own instead. Null where Vert.x's own resolver does not block.
+     */
+    private final HostLookups lookups;
 
     /** Trusts what the JVM trusts (its cacerts, or {@code -Djavax.net.ssl.trustStore}). */
     public WebhookClient(Vertx vertx) {
@@ -76,6 +82,8 @@ public final class WebhookClient implements AutoCloseable {
     /** {@code perDestination}: requests under way to one destination at once; 0 for the connections the pools keep. */
     WebhookClient(Vertx vertx, TrustOptions trust, int perDestination) {
         this.vertx = vertx;
+        this.lookups = io.quarkus.runtime.ImageMode.current().isNativeImage() || Boolean.getBoolean("vertx.disableDnsResolver")
+                ? new HostLookups() : null;
         // the pool closes connections idle past their keep-alive (60 s) at its next look: every 10 s, not
         // every second (Vert.x's default), so that an idle walhook's event loop is not woken for it
         PoolOptions pool = new PoolOptions().setHttp1MaxSize(POOL_SIZE).setHttp2MaxSize(POOL_SIZE / 8)
@@ -196,17 +204,23 @@ public final class WebhookClient implements AutoCloseable {
                     }
                 });
                 result.whenComplete((r, e) -> vertx.cancelTimer(timer));
-                if (publicOnly) {
-                    String host = url.getHost().startsWith("[") ? url.getHost().substring(1, url.getHost().length() - 1)
-                            : url.getHost();
-                    ((VertxInternal) vertx).resolveAddress(host, resolved -> {
-                        if (resolved.failed()) {
+                String host = url.getHost().startsWith("[") ? url.getHost().substring(1, url.getHost().length() - 1)
+                        : url.getHost();
+                if (publicOnly || lookups != null && !literal(host)) {
+                    // looked up first: to check the address connected to, or off the event loop (HostLookups)
+                    address(host).whenComplete((address, failure) -> onContext(channel.context(), () -> {
+                        if (result.isDone()) {
+                            return; // timed out while its name was looked up
+                        }
+                        if (failure != null) {
+                            Throwable cause = failure instanceof java.util.concurrent.CompletionException
+                                    && failure.getCause() != null ? failure.getCause() : failure;
                             result.completeExceptionally(new IOException(host + " does not resolve: "
-                                    + destination.redact(describe(resolved.cause()))));
+                                    + destination.redact(describe(cause))));
                             return;
                         }
-                        java.net.InetAddress address = resolved.result();
-                        java.util.Optional<String> refusal = DestinationPolicy.refusal(address);
+                        java.util.Optional<String> refusal = publicOnly ? DestinationPolicy.refusal(address)
+                                : java.util.Optional.empty();
                         if (refusal.isPresent()) {
                             result.completeExceptionally(new IOException(host + " resolves to " + refusal.get()
                                     + "; not connecting (WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true allows it)"));
@@ -215,7 +229,7 @@ public final class WebhookClient implements AutoCloseable {
                         int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
                         options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
                         send(destination, client, options, body, answered, result);
-                    });
+                    }));
                 } else {
                     send(destination, client, options, body, answered, result);
                 }
@@ -224,6 +238,48 @@ public final class WebhookClient implements AutoCloseable {
             }
         });
         return result;
+    }
+
+    /**
+     * One of {@code host}'s addresses: from {@link HostLookups} where Vert.x would look it up on
+     * the event loop, else from Vert.x's own resolver (which does not block).
+     */
+    private CompletableFuture<java.net.InetAddress> address(String host) {
+        if (lookups != null) {
+            return lookups.next(host);
+        }
+        CompletableFuture<java.net.InetAddress> address = new CompletableFuture<>();
+        ((VertxInternal) vertx).resolveAddress(host, resolved -> {
+            if (resolved.succeeded()) {
+                address.complete(resolved.result());
+            } else {
+                address.completeExceptionally(resolved.cause());
+            }
+        });
+        return address;
+    }
+
+    /** Runs {@code work} on {@code context}: at once when this is its thread. */
+    private static void onContext(Context context, Runnable work) {
+        if (Vertx.currentContext() == context) {
+            work.run();
+        } else {
+            context.runOnContext(v -> work.run());
+        }
+    }
+
+    /** An IP address written as a host (no look-up). */
+    static boolean literal(String host) {
+        if (host.indexOf(':') >= 0) {
+            return true; // IPv6
+        }
+        for (int i = 0; i < host.length(); i++) {
+            char c = host.charAt(i);
+            if ((c < '0' || c > '9') && c != '.') {
+                return false;
+            }
+        }
+        return !host.isEmpty();
     }
 
     /**
@@ -311,6 +367,9 @@ public final class WebhookClient implements AutoCloseable {
 
     @Override
     public void close() {
+        if (lookups != null) {
+            lookups.close();
+        }
         java.util.List<CompletableFuture<Void>> closing = new java.util.ArrayList<>();
         for (Channel channel : channels) {
             closing.add(channel.plain().close().toCompletionStage().toCompletableFuture());

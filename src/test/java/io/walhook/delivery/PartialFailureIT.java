@@ -197,16 +197,16 @@ class PartialFailureIT {
      * alone. The lookups ran on the event loops every webhook request, API call and health check
      * shares: with the system's resolver waiting 30 s per try, every other subscription stalled
      * for as long. Here the lookups go to a server that takes queries and never answers, and the
-     * other subscription gets its changes meanwhile.
+     * other subscription gets its changes meanwhile: with Vert.x's own resolver, and with the
+     * system's (as in the native executable), whose look-ups walhook then runs on threads of their own.
      */
-    @Test
-    void aDestinationWhoseHostNameNeverResolvesDoesNotStallTheOthers() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeFalse(Boolean.getBoolean("walhook.it.native"),
-                "the native executable looks names up with the system's resolver (docs/delivery.md, Retries)");
+    @org.junit.jupiter.params.ParameterizedTest(name = "QUARKUS_VERTX_USE_ASYNC_DNS={0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"true", "false"})
+    void aDestinationWhoseHostNameNeverResolvesDoesNotStallTheOthers(String asyncDns) throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue(WalhookProcess.ownResolverPossible(),
                 "walhook needs a mount namespace of its own (root) to be given a DNS server that never answers");
         PostgresServer pg = TestPostgres.shared();
-        String database = itemsDatabase(pg, "unresolved");
+        String database = itemsDatabase(pg, "unresolved_" + asyncDns);
         java.nio.file.Path resolvConf = java.nio.file.Files.createTempFile("resolv", ".conf");
         // a loopback address of its own on the DNS port (a resolv.conf names no port), taking queries, answering none
         DnsServer bound;
@@ -227,6 +227,7 @@ class PartialFailureIT {
                 });
                 int port = java.net.URI.create(receiver.url("/")).getPort();
                 try (WalhookProcess walhook = WalhookProcess.startResolvingWith(resolvConf, env(pg, database,
+                        "QUARKUS_VERTX_USE_ASYNC_DNS", asyncDns,
                         "WALHOOK_SUBSCRIPTIONS_LOST_URL", "http://receiver.walhook.invalid:" + port + "/lost",
                         "WALHOOK_SUBSCRIPTIONS_ROWS_URL", receiver.url("/rows")))) {
                     walhook.awaitReady(WAIT);
@@ -256,8 +257,6 @@ class PartialFailureIT {
      */
     @Test
     void aDestinationWhoseFirstAddressIsDownGetsEveryChangeThroughAnother() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeFalse(Boolean.getBoolean("walhook.it.native"),
-                "the native executable looks names up with the system's resolver (docs/delivery.md, Retries)");
         PostgresServer pg = TestPostgres.shared();
         String database = itemsDatabase(pg, "addresses");
         Accepted accepted = new Accepted();

@@ -1,0 +1,122 @@
+package io.walhook.delivery;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
+
+/**
+ * Destinations' host names looked up with the system's resolver (the JDK's, blocking) on threads
+ * of their own, where Vert.x would look them up on the event loop that connects: the native
+ * executable (Quarkus builds it with that resolver) and a JVM started with
+ * {@code QUARKUS_VERTX_USE_ASYNC_DNS=false}. A name whose DNS server does not answer then holds
+ * one of these threads, not the loops every request, API call and health check shares.
+ *
+ * <p>One look-up per name at a time, whoever asks. An answer serves for {@link #FRESH_MILLIS};
+ * after that it is looked up again in the background while the old answer still serves (for
+ * {@link #STALE_MILLIS} at most), so a name that resolved once does not wait behind names whose
+ * look-ups hang. A name's addresses are handed out in turn, so that while one refuses or does not
+ * answer, retries reach the others.
+ */
+final class HostLookups implements AutoCloseable {
+
+    static final long FRESH_MILLIS = 30_000;
+    static final long STALE_MILLIS = 300_000;
+    /** Look-ups at once, at most: each hung one holds a thread for the resolver's timeouts. */
+    static final int THREADS = 8;
+
+    /** A name's answer, when it came, and whose turn is next among its addresses. */
+    private record Answer(InetAddress[] addresses, long at, AtomicInteger next) {
+    }
+
+    @FunctionalInterface
+    interface Resolver {
+        InetAddress[] resolve(String host) throws UnknownHostException;
+    }
+
+    private final Resolver resolver;
+    private final LongSupplier millis;
+    private final ExecutorService threads;
+    private final Map<String, Answer> answers = new ConcurrentHashMap<>();
+    private final Map<String, CompletableFuture<Answer>> underWay = new ConcurrentHashMap<>();
+
+    HostLookups() {
+        this(InetAddress::getAllByName, System::currentTimeMillis);
+    }
+
+    HostLookups(Resolver resolver, LongSupplier millis) {
+        this.resolver = resolver;
+        this.millis = millis;
+        AtomicInteger count = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(THREADS, THREADS, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                runnable -> {
+                    Thread thread = new Thread(runnable, "walhook-dns-" + count.incrementAndGet());
+                    thread.setDaemon(true);
+                    return thread;
+                });
+        pool.allowCoreThreadTimeOut(true); // none while nothing is looked up
+        this.threads = pool;
+    }
+
+    /**
+     * The next of {@code host}'s addresses: at once from a recent answer, else when its look-up
+     * ends; an {@link UnknownHostException} when it does not resolve.
+     */
+    CompletableFuture<InetAddress> next(String host) {
+        Answer answer = answers.get(host);
+        long now = millis.getAsLong();
+        if (answer != null && now - answer.at() < STALE_MILLIS) {
+            if (now - answer.at() >= FRESH_MILLIS) {
+                lookUp(host); // again, in the background; the old answer serves meanwhile
+            }
+            return CompletableFuture.completedFuture(pick(answer));
+        }
+        return lookUp(host).thenApply(HostLookups::pick);
+    }
+
+    private CompletableFuture<Answer> lookUp(String host) {
+        CompletableFuture<Answer> mine = new CompletableFuture<>();
+        CompletableFuture<Answer> running = underWay.putIfAbsent(host, mine);
+        if (running != null) {
+            return running;
+        }
+        try {
+            threads.execute(() -> {
+                try {
+                    InetAddress[] addresses = resolver.resolve(host);
+                    if (addresses.length == 0) {
+                        throw new UnknownHostException(host + ": no address");
+                    }
+                    Answer answer = new Answer(addresses, millis.getAsLong(), new AtomicInteger());
+                    answers.put(host, answer);
+                    underWay.remove(host, mine);
+                    mine.complete(answer);
+                } catch (UnknownHostException | RuntimeException e) {
+                    underWay.remove(host, mine);
+                    mine.completeExceptionally(e);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            underWay.remove(host, mine);
+            mine.completeExceptionally(e); // closed
+        }
+        return mine;
+    }
+
+    private static InetAddress pick(Answer answer) {
+        InetAddress[] addresses = answer.addresses();
+        return addresses[Math.floorMod(answer.next().getAndIncrement(), addresses.length)];
+    }
+
+    @Override
+    public void close() {
+        threads.shutdownNow();
+    }
+}

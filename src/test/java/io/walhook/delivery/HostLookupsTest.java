@@ -1,0 +1,106 @@
+package io.walhook.delivery;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Host names looked up off the event loops: one look-up per name at a time, answers kept and
+ * refreshed in the background, addresses in turn, and a name whose look-up hangs holding up only
+ * itself.
+ */
+class HostLookupsTest {
+
+    private final Map<String, Integer> calls = new ConcurrentHashMap<>();
+    private final CountDownLatch hung = new CountDownLatch(1);
+    private final AtomicLong now = new AtomicLong(1_000_000);
+    private final HostLookups lookups = new HostLookups(this::resolve, now::get);
+
+    private InetAddress[] resolve(String host) throws UnknownHostException {
+        calls.merge(host, 1, Integer::sum);
+        switch (host) {
+            case "hung.example" -> {
+                try {
+                    hung.await(); // a DNS server that does not answer
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                throw new UnknownHostException(host);
+            }
+            case "two.example" -> {
+                return new InetAddress[] {InetAddress.getByAddress(host, new byte[] {10, 0, 0, 1}),
+                        InetAddress.getByAddress(host, new byte[] {10, 0, 0, 2})};
+            }
+            case "one.example" -> {
+                return new InetAddress[] {InetAddress.getByAddress(host, new byte[] {10, 0, 0, 9})};
+            }
+            default -> throw new UnknownHostException(host);
+        }
+    }
+
+    @AfterEach
+    void close() {
+        hung.countDown();
+        lookups.close();
+    }
+
+    @Test
+    void aNamesAddressesAreHandedOutInTurn() throws Exception {
+        List<String> got = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            got.add(lookups.next("two.example").get(10, TimeUnit.SECONDS).getHostAddress());
+        }
+        assertThat(got).containsExactly("10.0.0.1", "10.0.0.2", "10.0.0.1", "10.0.0.2");
+        assertThat(calls).containsEntry("two.example", 1);
+    }
+
+    @Test
+    void namesWhoseLookUpsHangHoldUpNoOtherName() throws Exception {
+        List<CompletableFuture<InetAddress>> waiting = new ArrayList<>();
+        for (int i = 0; i < 3 * HostLookups.THREADS; i++) {
+            waiting.add(lookups.next("hung.example")); // one look-up, however often it is asked for
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> calls.getOrDefault("hung.example", 0) == 1);
+        assertThat(lookups.next("one.example").get(10, TimeUnit.SECONDS).getHostAddress()).isEqualTo("10.0.0.9");
+        assertThat(waiting).noneMatch(CompletableFuture::isDone);
+        hung.countDown();
+        await().atMost(Duration.ofSeconds(10)).until(() -> waiting.stream().allMatch(CompletableFuture::isCompletedExceptionally));
+    }
+
+    @Test
+    void anAnswerServesWhileItIsLookedUpAgainAndNoLongerOnceStale() throws Exception {
+        assertThat(lookups.next("one.example").get(10, TimeUnit.SECONDS)).isNotNull();
+        now.addAndGet(HostLookups.FRESH_MILLIS);
+        assertThat(lookups.next("one.example")).as("the old answer, at once").isCompleted();
+        await().atMost(Duration.ofSeconds(10)).until(() -> calls.get("one.example") == 2); // looked up again meanwhile
+        now.addAndGet(HostLookups.STALE_MILLIS);
+        calls.clear();
+        assertThat(lookups.next("one.example").get(10, TimeUnit.SECONDS).getHostAddress()).isEqualTo("10.0.0.9");
+        assertThat(calls).containsEntry("one.example", 1);
+    }
+
+    @Test
+    void aNameThatDoesNotResolveFailsItsCaller() {
+        CompletableFuture<InetAddress> address = lookups.next("nowhere.example");
+        await().atMost(Duration.ofSeconds(10)).until(address::isDone);
+        assertThat(address).isCompletedExceptionally();
+        assertThat(WebhookClient.literal("10.1.2.3")).isTrue();
+        assertThat(WebhookClient.literal("::1")).isTrue();
+        assertThat(WebhookClient.literal("hooks.example.com")).isFalse();
+        assertThat(WebhookClient.literal("1e100.net")).isFalse();
+    }
+}
