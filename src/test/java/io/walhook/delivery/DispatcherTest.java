@@ -152,6 +152,18 @@ class DispatcherTest {
         return receiver;
     }
 
+    /** A receiver refusing row 1's first change (n = 0) while {@code poisoned}, keeping what it accepted. */
+    private WebhookReceiver refusingRowOnesFirstChange(java.util.concurrent.atomic.AtomicBoolean poisoned,
+            List<WebhookReceiver.Request> accepted) {
+        return receiver(request -> {
+            if (poisoned.get() && request.body().contains("\"new\":{\"id\":1,\"n\":0}")) {
+                return 500;
+            }
+            accepted.add(request);
+            return 204;
+        });
+    }
+
     /** A receiver answering {@code status} while {@code down}, then 204, keeping what it accepted. */
     private WebhookReceiver failingWhile(java.util.concurrent.atomic.AtomicBoolean down, int status,
             List<WebhookReceiver.Request> accepted) {
@@ -249,13 +261,7 @@ class DispatcherTest {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
         java.util.concurrent.atomic.AtomicBoolean poisoned = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            if (poisoned.get() && request.body().contains("\"new\":{\"id\":1,\"n\":0}")) {
-                return 500;
-            }
-            accepted.add(request);
-            return 204;
-        });
+        WebhookReceiver receiver = refusingRowOnesFirstChange(poisoned, accepted);
         Subscription subscription = webhook("config:rows", "rows", receiver, 1);
         TestEvents.Table full = ITEMS.full();
         TestEvents.Table byN = TestEvents.table("public", "items").column("id", TestEvents.INT4).key("n", TestEvents.INT4);
@@ -287,13 +293,7 @@ class DispatcherTest {
         dispatcher(Duration.ofMinutes(10)).close();
         java.util.concurrent.atomic.AtomicBoolean poisoned = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            if (poisoned.get() && request.body().contains("\"new\":{\"id\":1,\"n\":0}")) {
-                return 500;
-            }
-            accepted.add(request);
-            return 204;
-        });
+        WebhookReceiver receiver = refusingRowOnesFirstChange(poisoned, accepted);
         Subscription subscription = webhook("config:rekeyed", "rekeyed", receiver, 1);
         paused.add(subscription.id()); // its changes go to the durable queue
         Dispatcher before = restartedDispatcher();

@@ -141,17 +141,7 @@ class ParkedEventStoreTest {
             crashing.append(ID, "crash", List.of(new ParkedEventStore.Entry("parked", Lsn.of(0x2000L), Instant.EPOCH,
                     "application/json", Map.of(), null, new byte[10], null, null)), 1, "503");
             pg.crashLosingUnflushedCommits();
-            // the server recovers by itself, from what its WAL writer had flushed
-            int[] rows = {-1};
-            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).ignoreExceptions().until(() -> {
-                try (java.sql.Connection c = pg.connect(own.database); java.sql.Statement q = c.createStatement();
-                     java.sql.ResultSet r = q.executeQuery("SELECT count(*) FROM walhook.parked_event")) {
-                    r.next();
-                    rows[0] = r.getInt(1);
-                    return true;
-                }
-            });
-            assertThat(rows[0]).as("the parked row after the crash").isEqualTo(1);
+            assertThat(queuedAfterRecovery(pg, own.database)).as("the parked row after the crash").isEqualTo(1);
         } finally {
             pg.stop();
         }
@@ -177,19 +167,24 @@ class ParkedEventStoreTest {
             pg.holdWalWriter();
             assertThat(crashing.sync(ID, List.of("delivered"), Map.of(), 0, 0, 0, false).deleted()).isEqualTo(1);
             pg.crashLosingUnflushedCommits();
-            int[] rows = {-1};
-            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).ignoreExceptions().until(() -> {
-                try (java.sql.Connection c = pg.connect(own.database); java.sql.Statement q = c.createStatement();
-                     java.sql.ResultSet r = q.executeQuery("SELECT count(*) FROM walhook.parked_event")) {
-                    r.next();
-                    rows[0] = r.getInt(1);
-                    return true;
-                }
-            });
-            assertThat(rows[0]).as("the delivered row after the crash").isZero();
+            assertThat(queuedAfterRecovery(pg, own.database)).as("the delivered row after the crash").isZero();
         } finally {
             pg.stop();
         }
+    }
+
+    /** The queue's rows once the crashed server recovered by itself, from what its WAL writer had flushed. */
+    private static int queuedAfterRecovery(io.walhook.testing.EmbeddedPostgres pg, String database) {
+        int[] rows = {-1};
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(60)).ignoreExceptions().until(() -> {
+            try (java.sql.Connection c = pg.connect(database); java.sql.Statement q = c.createStatement();
+                 java.sql.ResultSet r = q.executeQuery("SELECT count(*) FROM walhook.parked_event")) {
+                r.next();
+                rows[0] = r.getInt(1);
+                return true;
+            }
+        });
+        return rows[0];
     }
 
     /** The subscription's queued rows, as any other session sees them. */
