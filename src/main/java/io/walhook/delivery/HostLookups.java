@@ -22,8 +22,9 @@ import java.util.function.LongSupplier;
  * <p>One look-up per name at a time, whoever asks. An answer serves for {@link #FRESH_MILLIS};
  * after that it is looked up again in the background while the old answer still serves (for
  * {@link #STALE_MILLIS} at most), so a name that resolved once does not wait behind names whose
- * look-ups hang. A name's addresses are handed out in turn, so that while one refuses or does not
- * answer, retries reach the others.
+ * look-ups hang. A name's requests go to one of its addresses, the first in the resolver's order
+ * (IPv4 before IPv6 unless the JVM prefers IPv6), until a request to it fails without an answer:
+ * then to the next, so that while one refuses or does not answer, retries reach the others.
  */
 final class HostLookups implements AutoCloseable {
 
@@ -32,8 +33,8 @@ final class HostLookups implements AutoCloseable {
     /** Look-ups at once, at most: each hung one holds a thread for the resolver's timeouts. */
     static final int THREADS = 8;
 
-    /** A name's answer, when it came, and whose turn is next among its addresses. */
-    private record Answer(InetAddress[] addresses, long at, AtomicInteger next) {
+    /** A name's answer, when it came, and which of its addresses requests go to. */
+    private record Answer(InetAddress[] addresses, long at, AtomicInteger current) {
     }
 
     @FunctionalInterface
@@ -66,8 +67,8 @@ final class HostLookups implements AutoCloseable {
     }
 
     /**
-     * The next of {@code host}'s addresses: at once from a recent answer, else when its look-up
-     * ends; an {@link UnknownHostException} when it does not resolve.
+     * The address {@code host}'s requests go to now: at once from a recent answer, else when its
+     * look-up ends; an {@link UnknownHostException} when it does not resolve.
      */
     CompletableFuture<InetAddress> next(String host) {
         Answer answer = answers.get(host);
@@ -94,11 +95,18 @@ final class HostLookups implements AutoCloseable {
                     if (addresses.length == 0) {
                         throw new UnknownHostException(host + ": no address");
                     }
-                    Answer answer = new Answer(addresses, millis.getAsLong(), new AtomicInteger());
+                    Answer before = answers.get(host);
+                    int using = 0; // the address requests go to stays theirs if the new answer has it
+                    for (int i = 0; before != null && i < addresses.length; i++) {
+                        if (addresses[i].equals(pick(before))) {
+                            using = i;
+                        }
+                    }
+                    Answer answer = new Answer(addresses, millis.getAsLong(), new AtomicInteger(using));
                     answers.put(host, answer);
                     underWay.remove(host, mine);
                     mine.complete(answer);
-                } catch (UnknownHostException | RuntimeException e) {
+                } catch (Throwable e) { // whatever it throws, its callers hear of it: left undone, the name waited for good
                     underWay.remove(host, mine);
                     mine.completeExceptionally(e);
                 }
@@ -112,11 +120,32 @@ final class HostLookups implements AutoCloseable {
 
     private static InetAddress pick(Answer answer) {
         InetAddress[] addresses = answer.addresses();
-        return addresses[Math.floorMod(answer.next().getAndIncrement(), addresses.length)];
+        return addresses[Math.floorMod(answer.current().get(), addresses.length)];
+    }
+
+    /**
+     * A request to {@code address}, one of {@code host}'s, failed without an answer (refused, reset,
+     * timed out): the name's requests go to its next address, unless another failure moved them on.
+     */
+    void failed(String host, InetAddress address) {
+        Answer answer = answers.get(host);
+        if (answer == null) {
+            return;
+        }
+        int current = answer.current().get();
+        if (answer.addresses()[Math.floorMod(current, answer.addresses().length)].equals(address)) {
+            answer.current().compareAndSet(current, current + 1);
+        }
+    }
+
+    /** Whether a look-up of {@code host} is under way. */
+    boolean lookingUp(String host) {
+        return underWay.containsKey(host);
     }
 
     @Override
     public void close() {
         threads.shutdownNow();
+        underWay.values().forEach(waiting -> waiting.completeExceptionally(new UnknownHostException("walhook stops")));
     }
 }

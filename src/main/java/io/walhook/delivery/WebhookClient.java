@@ -209,26 +209,38 @@ public final class WebhookClient implements AutoCloseable {
                 if (publicOnly || lookups != null && !literal(host)) {
                     // looked up first: to check the address connected to, or off the event loop (HostLookups)
                     address(host).whenComplete((address, failure) -> onContext(channel.context(), () -> {
-                        if (result.isDone()) {
-                            return; // timed out while its name was looked up
+                        try {
+                            if (result.isDone()) {
+                                return; // timed out while its name was looked up
+                            }
+                            if (failure != null) {
+                                Throwable cause = failure instanceof java.util.concurrent.CompletionException
+                                        && failure.getCause() != null ? failure.getCause() : failure;
+                                result.completeExceptionally(new IOException(host + " does not resolve: "
+                                        + destination.redact(describe(cause))));
+                                return;
+                            }
+                            java.util.Optional<String> refusal = publicOnly ? DestinationPolicy.refusal(address)
+                                    : java.util.Optional.empty();
+                            if (refusal.isPresent()) {
+                                result.completeExceptionally(new IOException(host + " resolves to " + refusal.get()
+                                        + "; not connecting (WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true allows it)"));
+                                return;
+                            }
+                            int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
+                            options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
+                            if (lookups != null) {
+                                // no answer from this address (refused, reset, timed out): the name's next one
+                                result.whenComplete((r, e) -> {
+                                    if (e != null) {
+                                        lookups.failed(host, address);
+                                    }
+                                });
+                            }
+                            send(destination, client, options, body, answered, result);
+                        } catch (RuntimeException e) {
+                            result.completeExceptionally(new IOException(destination.redact(describe(e)))); // at once
                         }
-                        if (failure != null) {
-                            Throwable cause = failure instanceof java.util.concurrent.CompletionException
-                                    && failure.getCause() != null ? failure.getCause() : failure;
-                            result.completeExceptionally(new IOException(host + " does not resolve: "
-                                    + destination.redact(describe(cause))));
-                            return;
-                        }
-                        java.util.Optional<String> refusal = publicOnly ? DestinationPolicy.refusal(address)
-                                : java.util.Optional.empty();
-                        if (refusal.isPresent()) {
-                            result.completeExceptionally(new IOException(host + " resolves to " + refusal.get()
-                                    + "; not connecting (WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true allows it)"));
-                            return;
-                        }
-                        int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
-                        options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
-                        send(destination, client, options, body, answered, result);
                     }));
                 } else {
                     send(destination, client, options, body, answered, result);
@@ -268,18 +280,22 @@ public final class WebhookClient implements AutoCloseable {
         }
     }
 
-    /** An IP address written as a host (no look-up). */
+    /** An IP address written as a host: IPv6, or four decimal parts of 0 to 255 (no look-up). */
     static boolean literal(String host) {
         if (host.indexOf(':') >= 0) {
             return true; // IPv6
         }
-        for (int i = 0; i < host.length(); i++) {
-            char c = host.charAt(i);
-            if ((c < '0' || c > '9') && c != '.') {
+        String[] parts = host.split("\\.", -1);
+        if (parts.length != 4) {
+            return false;
+        }
+        for (String part : parts) {
+            if (part.isEmpty() || part.length() > 3 || !part.chars().allMatch(c -> c >= '0' && c <= '9')
+                    || Integer.parseInt(part) > 255) {
                 return false;
             }
         }
-        return !host.isEmpty();
+        return true;
     }
 
     /**

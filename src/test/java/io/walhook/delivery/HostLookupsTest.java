@@ -32,15 +32,16 @@ class HostLookupsTest {
 
     private InetAddress[] resolve(String host) throws UnknownHostException {
         calls.merge(host, 1, Integer::sum);
-        switch (host) {
-            case "hung.example" -> {
-                try {
-                    hung.await(); // a DNS server that does not answer
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-                throw new UnknownHostException(host);
+        if (host.startsWith("hung")) {
+            try {
+                hung.await(); // a DNS server that does not answer
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
+            throw new UnknownHostException(host);
+        }
+        switch (host) {
+            case "error.example" -> throw new StackOverflowError("not an exception");
             case "two.example" -> {
                 return new InetAddress[] {InetAddress.getByAddress(host, new byte[] {10, 0, 0, 1}),
                         InetAddress.getByAddress(host, new byte[] {10, 0, 0, 2})};
@@ -59,13 +60,49 @@ class HostLookupsTest {
     }
 
     @Test
-    void aNamesAddressesAreHandedOutInTurn() throws Exception {
-        List<String> got = new ArrayList<>();
-        for (int i = 0; i < 4; i++) {
-            got.add(lookups.next("two.example").get(10, TimeUnit.SECONDS).getHostAddress());
+    void aNamesRequestsGoToOneAddressUntilARequestToItFails() throws Exception {
+        assertThat(address("two.example")).isEqualTo("10.0.0.1");
+        assertThat(address("two.example")).isEqualTo("10.0.0.1");
+        lookups.failed("two.example", InetAddress.getByName("10.0.0.1"));
+        assertThat(address("two.example")).isEqualTo("10.0.0.2");
+        lookups.failed("two.example", InetAddress.getByName("10.0.0.1")); // a request to the first that failed later
+        assertThat(address("two.example")).as("moved on once").isEqualTo("10.0.0.2");
+        // looked up again, the address in use stays in use
+        now.addAndGet(HostLookups.FRESH_MILLIS);
+        lookups.next("two.example");
+        await().atMost(Duration.ofSeconds(10)).until(() -> calls.get("two.example") == 2 && !lookups.lookingUp("two.example"));
+        assertThat(address("two.example")).isEqualTo("10.0.0.2");
+        lookups.failed("two.example", InetAddress.getByName("10.0.0.2"));
+        assertThat(address("two.example")).isEqualTo("10.0.0.1");
+    }
+
+    private String address(String host) throws Exception {
+        return lookups.next(host).get(10, TimeUnit.SECONDS).getHostAddress();
+    }
+
+    /** Every thread held by a name whose look-up hangs: a name answered before still serves. */
+    @Test
+    void aNameAnsweredBeforeServesWhileEveryThreadWaitsOnHungLookUps() throws Exception {
+        assertThat(address("one.example")).isEqualTo("10.0.0.9");
+        List<CompletableFuture<InetAddress>> waiting = new ArrayList<>();
+        for (int i = 0; i < 2 * HostLookups.THREADS; i++) {
+            waiting.add(lookups.next("hung-" + i + ".example"));
         }
-        assertThat(got).containsExactly("10.0.0.1", "10.0.0.2", "10.0.0.1", "10.0.0.2");
-        assertThat(calls).containsEntry("two.example", 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> calls.keySet().stream().filter(h -> h.startsWith("hung")).count()
+                == HostLookups.THREADS);
+        now.addAndGet(HostLookups.FRESH_MILLIS); // due to be looked up again, behind the hung ones
+        assertThat(lookups.next("one.example")).as("its answer, at once").isCompleted();
+        assertThat(waiting).noneMatch(CompletableFuture::isDone);
+    }
+
+    @Test
+    void aLookUpThatThrowsAnErrorFailsItsCallersAndIsTriedAgain() {
+        CompletableFuture<InetAddress> first = lookups.next("error.example");
+        await().atMost(Duration.ofSeconds(10)).until(first::isDone);
+        assertThat(first).isCompletedExceptionally();
+        CompletableFuture<InetAddress> second = lookups.next("error.example");
+        await().atMost(Duration.ofSeconds(10)).until(second::isDone);
+        assertThat(calls).containsEntry("error.example", 2);
     }
 
     @Test
@@ -86,7 +123,8 @@ class HostLookupsTest {
         assertThat(lookups.next("one.example").get(10, TimeUnit.SECONDS)).isNotNull();
         now.addAndGet(HostLookups.FRESH_MILLIS);
         assertThat(lookups.next("one.example")).as("the old answer, at once").isCompleted();
-        await().atMost(Duration.ofSeconds(10)).until(() -> calls.get("one.example") == 2); // looked up again meanwhile
+        await().atMost(Duration.ofSeconds(10)).until(() -> calls.get("one.example") == 2 // looked up again meanwhile
+                && !lookups.lookingUp("one.example"));
         now.addAndGet(HostLookups.STALE_MILLIS);
         calls.clear();
         assertThat(lookups.next("one.example").get(10, TimeUnit.SECONDS).getHostAddress()).isEqualTo("10.0.0.9");
@@ -102,5 +140,8 @@ class HostLookupsTest {
         assertThat(WebhookClient.literal("::1")).isTrue();
         assertThat(WebhookClient.literal("hooks.example.com")).isFalse();
         assertThat(WebhookClient.literal("1e100.net")).isFalse();
+        assertThat(WebhookClient.literal("1.2.3.4.nip.io")).isFalse();
+        assertThat(WebhookClient.literal("10.0.0.1.")).isFalse();
+        assertThat(WebhookClient.literal("300.1.1.1")).isFalse();
     }
 }
