@@ -54,17 +54,21 @@ record Ordering(Scope scope, long table, long key, long otherKey, long shape) {
             case TRUNCATE -> new Ordering(Scope.TABLE, event.relation().oid(), 0, 0);
             case INSERT, UPDATE, DELETE, READ -> {
                 int key = event.rowKeyHash();
-                Ordering row = row(event.relation().oid(), key, event.changesKey() ? event.newRowKeyHash() : key);
-                yield new Ordering(rekeyed ? Scope.REKEYED : Scope.ROW, row.table, row.key, row.otherKey,
-                        event.relation().keyShape());
+                yield row(rekeyed ? Scope.REKEYED : Scope.ROW, event.relation().oid(), key,
+                        event.changesKey() ? event.newRowKeyHash() : key, event.relation().keyShape());
             }
         };
     }
 
     static Ordering row(long table, int keyHash, int newKeyHash) {
+        return row(Scope.ROW, table, keyHash, newKeyHash, NO_SHAPE);
+    }
+
+    /** One object per event and subscription: this runs on the per-event path. */
+    private static Ordering row(Scope scope, long table, int keyHash, int newKeyHash, long shape) {
         long key = table << 32 | keyHash & 0xFFFF_FFFFL;
         long other = table << 32 | newKeyHash & 0xFFFF_FFFFL;
-        return new Ordering(Scope.ROW, table, key, other);
+        return new Ordering(scope, table, key, other, shape);
     }
 
     /** Whether a job of this ordering must wait for an earlier unfinished job of {@code earlier}. */
