@@ -197,21 +197,23 @@ public class SubscriptionResource {
 
     /**
      * Deletes the subscription: its delivery stops (at once on this instance, within a second on
-     * the active one), and its durable queue is discarded; the response says how many events were.
+     * the active one), and its durable queue is discarded; the response says how many events were,
+     * counted in the transaction that deleted the subscription. Its lane, told by the database's
+     * notification, drops the same rows meanwhile (and those it writes after): counted by what this
+     * call dropped itself, the answer fell short.
      */
     @DELETE
     @Path("{id}")
     public Deleted delete(@PathParam("id") String id) throws SQLException {
         readOnly(id);
         UUID uuid = SubscriptionLookup.uuid(id);
-        if (!store.delete(uuid)) {
-            throw SubscriptionLookup.notFound(id);
-        }
-        // counted before the lane is told: it drops what it writes after this itself
-        int discarded = parked.deleteAll(uuid.toString());
+        ParkedEventStore.Held queue = store.delete(uuid, t -> parked.held(t, uuid.toString()))
+                .orElseThrow(() -> SubscriptionLookup.notFound(id));
+        // what the lane has not dropped yet; it drops what it writes after this itself
+        parked.deleteAll(uuid.toString(), queue.upTo());
         source.deleted(uuid.toString());
         applyHere();
-        return new Deleted(uuid.toString(), discarded);
+        return new Deleted(uuid.toString(), queue.count());
     }
 
     /** The answer to a delete: the subscription's id and how many events of its durable queue went with it. */

@@ -328,17 +328,35 @@ public final class ParkedEventStore {
      * takes.
      */
     public int deleteAll(String subscriptionId) throws SQLException {
-        long upTo; // rows queued after this call began are not the queue it drops
-        try (Connection c = dataSource.getConnection();
-                PreparedStatement s = c.prepareStatement("SELECT max(id) FROM " + table + " WHERE subscription_id = ?")) {
+        try (Connection c = dataSource.getConnection()) {
+            // rows queued after this call began are not the queue it drops
+            return deleteAll(subscriptionId, held(c, subscriptionId).upTo());
+        }
+    }
+
+    /** How many rows a subscription's queue holds, and the last one's id (0 for none). */
+    public record Held(int count, long upTo) {
+    }
+
+    /** The subscription's queue as {@code c} sees it now (in its transaction, if one is open). */
+    public Held held(Connection c, String subscriptionId) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT count(*), coalesce(max(id), 0) FROM " + table
+                + " WHERE subscription_id = ?")) {
             s.setString(1, subscriptionId);
             try (ResultSet r = s.executeQuery()) {
                 r.next();
-                upTo = r.getLong(1);
-                if (r.wasNull()) {
-                    return 0;
-                }
+                return new Held(r.getInt(1), r.getLong(2));
             }
+        }
+    }
+
+    /**
+     * As {@link #deleteAll(String)}, the rows up to id {@code upTo}; returns how many this call
+     * deleted (rows a deleted subscription's lane drops meanwhile are not among them).
+     */
+    public int deleteAll(String subscriptionId, long upTo) throws SQLException {
+        if (upTo <= 0) {
+            return 0;
         }
         int deleted = 0;
         long after = 0; // the sweep goes forward, not over the rows it deleted again; then back for the rows held

@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 
 import javax.sql.DataSource;
@@ -302,6 +303,27 @@ public final class SubscriptionStore {
 
     public boolean delete(UUID id) throws SQLException {
         return write("DELETE FROM " + table + " WHERE id = ?", id);
+    }
+
+    /**
+     * Deletes the subscription and, in the same transaction, reads with {@code alongside} what goes
+     * with it (its durable queue as it is at that instant): that answer, or empty when no such
+     * subscription was stored (nothing deleted).
+     */
+    public <T> Optional<T> delete(UUID id, DurableWrite.Work<T> alongside) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            Optional<T> read = DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table + " WHERE id = ?")) {
+                    s.setObject(1, id);
+                    if (s.executeUpdate() != 1) {
+                        return Optional.<T>empty();
+                    }
+                }
+                return Optional.of(alongside.run(t));
+            });
+            changed(c, read.isPresent() ? 1 : 0);
+            return read;
+        }
     }
 
     /** One statement changing at most one subscription, committed durably; whether it changed one. */
