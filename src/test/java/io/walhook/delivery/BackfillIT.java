@@ -319,8 +319,13 @@ class BackfillIT {
         private final List<Thread> threads = new ArrayList<>();
 
         Writers(PostgresServer pg, String database, int rows, int... seeds) {
+            this(pg, database, rows, 0, seeds);
+        }
+
+        /** Each writer pauses {@code pauseMillis} after each write: at full speed, a quarter of them deletions empty the table ahead of a slow backfill. */
+        Writers(PostgresServer pg, String database, int rows, long pauseMillis, int... seeds) {
             for (int seed : seeds) {
-                Thread writer = new Thread(() -> write(pg, database, rows, seed, writing, written));
+                Thread writer = new Thread(() -> write(pg, database, rows, seed, pauseMillis, writing, written));
                 writer.start();
                 threads.add(writer);
             }
@@ -369,8 +374,8 @@ class BackfillIT {
     }
 
     /** Random updates, deletes and inserts over the whole key range (and beyond it), until told to stop. */
-    private static void write(PostgresServer pg, String database, int rows, int seed, AtomicBoolean writing,
-            AtomicInteger written) {
+    private static void write(PostgresServer pg, String database, int rows, int seed, long pauseMillis,
+            AtomicBoolean writing, AtomicInteger written) {
         Random random = new Random(seed);
         try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
             while (writing.get()) {
@@ -383,6 +388,9 @@ class BackfillIT {
                             + id);
                 }
                 written.incrementAndGet();
+                if (pauseMillis > 0) {
+                    Thread.sleep(pauseMillis); // pacing the load, not waiting for an effect
+                }
             }
         } catch (Exception e) {
             throw new IllegalStateException(e);
@@ -471,7 +479,9 @@ class BackfillIT {
                 walhook.awaitReady(WAIT);
                 ApiClient api = new ApiClient(walhook, TOKEN);
                 String id = api.create(body.formatted(100));
-                writers = new Writers(pg, database, rows, 20, 21);
+                // paced: at full speed they deleted so much ahead of the backfill that it ended (5,761 rows
+                // sent) before the 6,000 this test waits for to kill walhook midway
+                writers = new Writers(pg, database, rows, 2, 20, 21);
                 ApiClient.Answer started = api.post("/subscriptions/" + id + "/backfills",
                         "{\"chunk_size\": 200, \"max_rows_per_second\": 2000}");
                 assertThat(started.status()).as(started.text()).isEqualTo(202);
