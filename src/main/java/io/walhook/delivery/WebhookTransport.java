@@ -96,9 +96,9 @@ public final class WebhookTransport implements Transport {
         }
     }
 
-    /** Log lines name the destination by this: never its query string or header values. */
+    /** Log lines name the destination by this: never its query string, header values or a path segment that may be a credential. */
     @Override
     public String toString() {
-        return destination.redactedUrl();
+        return destination.loggedUrl();
     }
 }

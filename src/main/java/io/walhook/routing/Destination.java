@@ -11,7 +11,9 @@ public sealed interface Destination {
      * An HTTP endpoint. {@code secrets} are Standard Webhooks signing keys (the decoded part of
      * {@code whsec_...}); several at once sign with each, for rotation. Never logged or returned;
      * nor are the header values or the URL's query string (and user info), which often carry
-     * credentials too: logs, errors and views show {@link #redactedUrl()}.
+     * credentials too: views show {@link #redactedUrl()}. Logs and errors show {@link #loggedUrl()},
+     * which also hides the path segments that may be credentials (Slack, Discord, Teams or n8n
+     * incoming webhooks carry theirs in the path): logs travel further than the API's answers.
      */
     record Webhook(URI url, List<byte[]> secrets, Map<String, String> headers) implements Destination {
 
@@ -26,22 +28,95 @@ public sealed interface Destination {
             headers = Map.copyOf(headers);
         }
 
+        /** Shown in a log or an error in place of a path segment that may be a credential. */
+        static final String HIDDEN_SEGMENT = "[redacted]";
+
+        /**
+         * A path segment this long (percent-decoded) holding a letter and a digit may be a
+         * credential: a Slack token ({@code /services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX}), a Discord
+         * one, the GUIDs of a Teams or n8n webhook. Shorter ones, or words alone, are names.
+         */
+        private static final int SHORTEST_HIDDEN_SEGMENT = 16;
+
         /** {@code scheme://host:port/path}: the URL without its query string, user info and fragment. */
         public String redactedUrl() {
-            return url.getScheme() + "://" + url.getHost() + (url.getPort() < 0 ? "" : ":" + url.getPort())
-                    + (url.getRawPath() == null ? "" : url.getRawPath());
+            return origin() + (url.getRawPath() == null ? "" : url.getRawPath());
+        }
+
+        /**
+         * {@link #redactedUrl()} with every path segment that may be a credential (see
+         * {@link #mayBeCredential}) shown as {@value #HIDDEN_SEGMENT}: how logs and errors name the
+         * destination.
+         */
+        public String loggedUrl() {
+            return origin() + loggedPath();
+        }
+
+        private String origin() {
+            return url.getScheme() + "://" + url.getHost() + (url.getPort() < 0 ? "" : ":" + url.getPort());
+        }
+
+        private String loggedPath() {
+            String path = url.getRawPath();
+            if (path == null) {
+                return "";
+            }
+            String[] segments = path.split("/", -1);
+            for (int i = 0; i < segments.length; i++) {
+                segments[i] = mayBeCredential(segments[i]) ? HIDDEN_SEGMENT : segments[i];
+            }
+            return String.join("/", segments);
+        }
+
+        /** The path's segments that {@link #loggedUrl()} hides, as written and percent-decoded. */
+        private List<String> credentialSegments() {
+            List<String> hidden = new java.util.ArrayList<>();
+            if (url.getRawPath() != null) {
+                for (String segment : url.getRawPath().split("/")) {
+                    if (mayBeCredential(segment)) {
+                        hidden.add(segment);
+                        hidden.add(decoded(segment));
+                    }
+                }
+            }
+            return hidden;
+        }
+
+        /** Whether this path segment (as written) may be a credential: long, with letters and digits. */
+        static boolean mayBeCredential(String rawSegment) {
+            String segment = decoded(rawSegment);
+            if (segment.codePointCount(0, segment.length()) < SHORTEST_HIDDEN_SEGMENT) {
+                return false;
+            }
+            boolean letter = false;
+            boolean digit = false;
+            for (int i = 0; i < segment.length(); i++) {
+                char c = segment.charAt(i);
+                letter |= Character.isLetter(c);
+                digit |= c >= '0' && c <= '9';
+            }
+            return letter && digit;
+        }
+
+        private static String decoded(String rawSegment) {
+            try {
+                return java.net.URLDecoder.decode(rawSegment.replace("+", "%2B"), java.nio.charset.StandardCharsets.UTF_8);
+            } catch (IllegalArgumentException notEncoded) {
+                return rawSegment;
+            }
         }
 
         /**
          * This text (an HTTP client's error message, which may quote the request) with the URL
-         * shown as {@link #redactedUrl()} and every credential of the destination taken out: the
-         * query string and its values, the user info and the header values.
+         * shown as {@link #loggedUrl()} and every credential of the destination taken out: the
+         * query string and its values, the user info, the path segments that may be credentials
+         * and the header values.
          */
         public String redact(String text) {
             if (text == null) {
                 return null;
             }
-            String redacted = text.replace(url.toString(), redactedUrl());
+            String redacted = text.replace(url.toString(), loggedUrl());
             if (url.getRawQuery() != null) {
                 redacted = redacted.replace("?" + url.getRawQuery(), "");
             }
@@ -61,6 +136,7 @@ public sealed interface Destination {
                     credentials.add(java.net.URLDecoder.decode(value, java.nio.charset.StandardCharsets.UTF_8));
                 }
             }
+            credentials.addAll(credentialSegments());
             credentials.addAll(headers.values());
             for (String credential : credentials) {
                 if (credential.length() >= SHORTEST_REDACTED) {
@@ -72,7 +148,7 @@ public sealed interface Destination {
 
         @Override
         public String toString() {
-            return "webhook " + redactedUrl() + (secrets.isEmpty() ? "" : " (signed)");
+            return "webhook " + loggedUrl() + (secrets.isEmpty() ? "" : " (signed)");
         }
     }
 

@@ -29,7 +29,8 @@ import io.walhook.testing.WebhookReceiver;
 /**
  * A destination's credentials (a URL's query string, an AMQP URL's user and password, header
  * values) are written to walhook and never come out of it: not in its log while deliveries fail,
- * not in /status, subscription views, test-fire outcomes or dead letters.
+ * not in /status, subscription views, test-fire outcomes or dead letters. A path segment that may
+ * be a credential is shown by views only.
  */
 class DestinationCredentialsIT {
 
@@ -39,6 +40,8 @@ class DestinationCredentialsIT {
     private static final String TOKEN = "credentials-token";
     /** Every credential below contains this; none of walhook's own words does. */
     private static final String SECRET = "s3cr3t";
+    /** A token in a URL's path, as Slack's: views show it (the path is the destination), logs and errors never. */
+    private static final String PATH_TOKEN = "Xq7mB2kLp9Rt4vWz8nYc3dFa";
 
     private static HttpResponse<String> call(WalhookProcess walhook, String method, String path, String body)
             throws Exception {
@@ -98,7 +101,9 @@ class DestinationCredentialsIT {
                         "{\"name\": \"failing\", \"destination\": {\"type\": \"webhook\", \"url\": \"" + failing.url("/api")
                                 + "?token=" + SECRET + "\", \"headers\": {\"X-Api-Key\": \"header-" + SECRET + "\"}}" + retry,
                         "{\"name\": \"refused\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:"
-                                + refused + "/r?token=refused-" + SECRET + "\"}" + retry,
+                                + refused + "/r/T0AB12CD3/" + PATH_TOKEN + "?token=refused-" + SECRET + "\"}" + retry,
+                        "{\"name\": \"silent-path\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:"
+                                + silent.getLocalPort() + "/p/" + PATH_TOKEN + "\"}" + retry,
                         "{\"name\": \"silent\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:"
                                 + silent.getLocalPort() + "/s?token=silent-" + SECRET + "\"}" + retry,
                         "{\"name\": \"queue\", \"destination\": {\"type\": \"amqp\", \"address\": \"items\"}" + retry)) {
@@ -108,6 +113,7 @@ class DestinationCredentialsIT {
                 }
                 ids.add("config:cfg");
                 List<String> answers = new ArrayList<>();
+                List<String> views = new ArrayList<>();
                 for (String id : ids) {
                     answers.add(call(walhook, "POST", "/subscriptions/" + id + "/test", null).body());
                 }
@@ -123,25 +129,27 @@ class DestinationCredentialsIT {
                     String deadLetters = call(walhook, "GET", "/subscriptions/" + id + "/dead-letters", null).body();
                     assertThat(JSON.readTree(deadLetters).at("/items/0/last_error").asText()).as(id).isNotEmpty();
                     answers.add(deadLetters);
-                    answers.add(call(walhook, "GET", "/subscriptions/" + id, null).body());
+                    views.add(call(walhook, "GET", "/subscriptions/" + id, null).body());
                 }
                 String status = call(walhook, "GET", "/status", null).body();
                 for (JsonNode subscription : JSON.readTree(status).get("subscriptions")) {
                     assertThat(subscription.get("last_error").asText()).as(subscription.toString()).isNotEmpty();
                 }
                 answers.add(status);
-                answers.add(call(walhook, "GET", "/subscriptions", null).body());
+                views.add(call(walhook, "GET", "/subscriptions", null).body());
 
                 String log = walhook.output();
                 // the failures were logged, naming each destination without its credentials
                 assertThat(log).contains("attempt 1 to " + failing.url("/api") + " failed (HTTP 500)")
-                        .contains("attempt 1 to http://127.0.0.1:" + refused + "/r failed")
+                        .contains("attempt 1 to http://127.0.0.1:" + refused + "/r/T0AB12CD3/[redacted] failed")
+                        .contains("attempt 1 to http://127.0.0.1:" + silent.getLocalPort() + "/p/[redacted] failed")
                         .contains("attempt 1 to http://127.0.0.1:" + silent.getLocalPort() + "/s failed")
                         .contains("attempt 1 to " + failing.url("/cfg") + " failed (HTTP 500)")
                         .contains("amqp://127.0.0.1:");
-                assertThat(log).as("walhook's log").doesNotContain(SECRET);
-                assertThat(answers).as("walhook's answers").noneMatch(answer -> answer.contains(SECRET));
-                assertThat(String.join("\n", answers)).contains("http://127.0.0.1:" + refused + "/r");
+                assertThat(log).as("walhook's log").doesNotContain(SECRET).doesNotContain(PATH_TOKEN);
+                assertThat(answers).as("walhook's answers").noneMatch(answer -> answer.contains(SECRET) || answer.contains(PATH_TOKEN));
+                assertThat(views).as("subscription views").noneMatch(view -> view.contains(SECRET));
+                assertThat(String.join("\n", views)).contains("http://127.0.0.1:" + refused + "/r/T0AB12CD3/" + PATH_TOKEN);
             }
         } finally {
             for (Socket socket : held) {

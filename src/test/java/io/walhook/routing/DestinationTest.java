@@ -33,6 +33,43 @@ class DestinationTest {
         assertThat(destination.toString()).isEqualTo("webhook " + redacted);
     }
 
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        // Slack: the workspace and channel ids stay, the token goes
+        "https://hooks.slack.com/services/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 | https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted]",
+        // Discord: the numeric id stays, the token goes
+        "https://discord.com/api/webhooks/1234567890123456789/aB3-dE6_gH9iJ2kL5mN8oP1qR4sT7uV0wX3yZ6 | https://discord.com/api/webhooks/1234567890123456789/[redacted]",
+        // n8n or Teams: GUIDs
+        "https://n8n.example.com/webhook/6f1c2a9e-0b7d-4e35-9a8c-2d4f6b8e1a3c | https://n8n.example.com/webhook/[redacted]",
+        "https://x.webhook.office.com/webhookb2/6f1c2a9e-0b7d-4e35-9a8c-2d4f6b8e1a3c@0d2e4f6a-8b1c-4d3e-9f5a-7b9c1d3e5f7a/IncomingWebhook/0123456789abcdef0123456789abcdef"
+                + " | https://x.webhook.office.com/webhookb2/[redacted]/IncomingWebhook/[redacted]",
+        // percent-encoded, and with a query string
+        "https://h.example.com/t/Xq7mB2kLp9Rt%2B4vWz8nY?token=s3cr3t | https://h.example.com/t/[redacted]",
+        // names: short, or long without a digit
+        "https://api.example.com/v1/tenants/42/walhook-events | https://api.example.com/v1/tenants/42/walhook-events",
+        "https://api.example.com/orders-and-invoices-export/ | https://api.example.com/orders-and-invoices-export/",
+        "https://api.example.com/webhook-v2-prod | https://api.example.com/webhook-v2-prod",
+        "http://h | http://h",
+        "http://h/ | http://h/",
+    })
+    void logsHidePathSegmentsThatMayBeCredentialsWhileViewsShowThePath(String url, String logged) {
+        Destination.Webhook destination = webhook(url, Map.of());
+        assertThat(destination.loggedUrl()).isEqualTo(logged);
+        assertThat(destination.toString()).isEqualTo("webhook " + logged);
+        assertThat(destination.redactedUrl()).isEqualTo(url.replaceFirst("\\?.*", ""));
+        assertThat(destination.redact("POST " + url + " failed")).isEqualTo("POST " + logged + " failed");
+    }
+
+    @Test
+    void aPathCredentialQuotedWithoutItsHostIsTakenOutOfAMessage() {
+        Destination.Webhook destination = webhook("https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/Xq7mB2kLp9Rt%2B4vWz8nYc3",
+                Map.of());
+        assertThat(destination.redact("The timeout period of 1000ms has been exceeded while executing POST"
+                + " /services/T0AB12CD3/B0EF45GH6/Xq7mB2kLp9Rt%2B4vWz8nYc3 for server hooks.slack.com:443; token Xq7mB2kLp9Rt+4vWz8nYc3"))
+                .isEqualTo("The timeout period of 1000ms has been exceeded while executing POST"
+                        + " /services/T0AB12CD3/B0EF45GH6/[redacted] for server hooks.slack.com:443; token [redacted]");
+    }
+
     @Test
     void anHttpClientMessageQuotingTheRequestLosesItsCredentials() {
         Destination.Webhook destination = webhook("https://u:pa55word@hooks.example.com:8443/a/b?token=s3cr3t&n=1#frag",
