@@ -328,26 +328,39 @@ public final class ParkedEventStore {
      * takes.
      */
     public int deleteAll(String subscriptionId) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
-            // rows queued after this call began are not the queue it drops
-            return deleteAll(subscriptionId, held(c, subscriptionId).upTo());
+        long upTo; // rows queued after this call began are not the queue it drops
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT coalesce(max(id), 0) FROM " + table
+                        + " WHERE subscription_id = ?")) {
+            s.setString(1, subscriptionId);
+            try (ResultSet r = s.executeQuery()) {
+                r.next();
+                upTo = r.getLong(1);
+            }
         }
+        return deleteAll(subscriptionId, upTo);
     }
 
     /** How many rows a subscription's queue holds, and the last one's id (0 for none). */
     public record Held(int count, long upTo) {
     }
 
-    /** The subscription's queue as {@code c} sees it now (in its transaction, if one is open). */
+    /**
+     * The subscription's queue as {@code c} sees it now (in its transaction, if one is open),
+     * counted however long that takes: under the pool's statement limit, a queue of millions made
+     * a subscription impossible to delete.
+     */
     public Held held(Connection c, String subscriptionId) throws SQLException {
-        try (PreparedStatement s = c.prepareStatement("SELECT count(*), coalesce(max(id), 0) FROM " + table
-                + " WHERE subscription_id = ?")) {
-            s.setString(1, subscriptionId);
-            try (ResultSet r = s.executeQuery()) {
-                r.next();
-                return new Held(r.getInt(1), r.getLong(2));
+        return io.walhook.config.SessionTimeout.unlimited(c, u -> {
+            try (PreparedStatement s = u.prepareStatement("SELECT count(*), coalesce(max(id), 0) FROM " + table
+                    + " WHERE subscription_id = ?")) {
+                s.setString(1, subscriptionId);
+                try (ResultSet r = s.executeQuery()) {
+                    r.next();
+                    return new Held(r.getInt(1), r.getLong(2));
+                }
             }
-        }
+        });
     }
 
     /**
