@@ -32,9 +32,11 @@ public sealed interface Destination {
         static final String HIDDEN_SEGMENT = "[redacted]";
 
         /**
-         * A path segment this long (percent-decoded) holding a letter and a digit may be a
-         * credential: a Slack token ({@code /services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX}), a Discord
-         * one, the GUIDs of a Teams or n8n webhook. Shorter ones, or words alone, are names.
+         * A path segment this long (percent-decoded) may be a credential when it holds a letter and
+         * a digit (a Slack token, {@code /services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX}, a Discord one,
+         * the GUIDs of a Teams or n8n webhook) or only letters, a quarter of them or more capitals
+         * and as many small ones (the one Slack token in 70 that holds no digit). Shorter ones,
+         * words and camel-case names ({@code OrdersAndInvoicesExport}) are names.
          */
         private static final int SHORTEST_HIDDEN_SEGMENT = 16;
 
@@ -82,20 +84,25 @@ public sealed interface Destination {
             return hidden;
         }
 
-        /** Whether this path segment (as written) may be a credential: long, with letters and digits. */
+        /** Whether this path segment (as written) may be a credential: long, with letters and digits or mixed-case letters. */
         static boolean mayBeCredential(String rawSegment) {
             String segment = decoded(rawSegment);
-            if (segment.codePointCount(0, segment.length()) < SHORTEST_HIDDEN_SEGMENT) {
+            int length = segment.codePointCount(0, segment.length());
+            if (length < SHORTEST_HIDDEN_SEGMENT) {
                 return false;
             }
-            boolean letter = false;
+            int letters = 0;
+            int capitals = 0;
+            int small = 0;
             boolean digit = false;
             for (int i = 0; i < segment.length(); i++) {
                 char c = segment.charAt(i);
-                letter |= Character.isLetter(c);
+                letters += Character.isLetter(c) ? 1 : 0;
+                capitals += Character.isUpperCase(c) ? 1 : 0;
+                small += Character.isLowerCase(c) ? 1 : 0;
                 digit |= c >= '0' && c <= '9';
             }
-            return letter && digit;
+            return letters > 0 && digit || letters == length && capitals * 4 >= length && small * 4 >= length;
         }
 
         private static String decoded(String rawSegment) {
@@ -138,6 +145,8 @@ public sealed interface Destination {
             }
             credentials.addAll(credentialSegments());
             credentials.addAll(headers.values());
+            // longest first: a query value inside a path token would otherwise cut it, and its rest stay
+            credentials.sort(java.util.Comparator.comparingInt(String::length).reversed());
             for (String credential : credentials) {
                 if (credential.length() >= SHORTEST_REDACTED) {
                     redacted = redacted.replace(credential, "[redacted]");

@@ -45,7 +45,10 @@ class DestinationTest {
                 + " | https://x.webhook.office.com/webhookb2/[redacted]/IncomingWebhook/[redacted]",
         // percent-encoded, and with a query string
         "https://h.example.com/t/Xq7mB2kLp9Rt%2B4vWz8nY?token=s3cr3t | https://h.example.com/t/[redacted]",
-        // names: short, or long without a digit
+        // a Slack token without a digit
+        "https://hooks.slack.com/services/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 | https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted]",
+        // names: short, or long without a digit, or camel case
+        "https://api.example.com/hooks/OrdersAndInvoicesExport | https://api.example.com/hooks/OrdersAndInvoicesExport",
         "https://api.example.com/v1/tenants/42/walhook-events | https://api.example.com/v1/tenants/42/walhook-events",
         "https://api.example.com/orders-and-invoices-export/ | https://api.example.com/orders-and-invoices-export/",
         "https://api.example.com/webhook-v2-prod | https://api.example.com/webhook-v2-prod",
@@ -68,6 +71,13 @@ class DestinationTest {
                 + " /services/T0AB12CD3/B0EF45GH6/Xq7mB2kLp9Rt%2B4vWz8nYc3 for server hooks.slack.com:443; token Xq7mB2kLp9Rt+4vWz8nYc3"))
                 .isEqualTo("The timeout period of 1000ms has been exceeded while executing POST"
                         + " /services/T0AB12CD3/B0EF45GH6/[redacted] for server hooks.slack.com:443; token [redacted]");
+    }
+
+    @Test
+    void aQueryValueInsideAPathTokenDoesNotLeaveTheTokensRest() {
+        Destination.Webhook destination = webhook("https://h.example.com/t/Xq7mB2kLp9Rt4vWz8nYc?k=B2kL", Map.of());
+        assertThat(destination.redact("executing POST /t/Xq7mB2kLp9Rt4vWz8nYc?k=B2kL"))
+                .isEqualTo("executing POST /t/[redacted]");
     }
 
     @Test
