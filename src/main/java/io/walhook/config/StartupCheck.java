@@ -55,6 +55,7 @@ public class StartupCheck {
         SourceUrl source;
         try {
             environment(System.getenv());
+            dotEnv(org.eclipse.microprofile.config.ConfigProvider.getConfig().getConfigSources());
             source = validate(config);
         } catch (ConfigException problem) {
             throw stop(problem);
@@ -155,6 +156,23 @@ public class StartupCheck {
      * Quarkus reads an empty value as unset. Both stop the start, naming the variable.
      */
     static void environment(Map<String, String> env) {
+        environment(env, variable -> variable);
+    }
+
+    /**
+     * The {@code WALHOOK_*} names of the {@code .env} file Quarkus reads in the working directory,
+     * checked as the environment's are: a mistyped one there was ignored without a word.
+     */
+    static void dotEnv(Iterable<org.eclipse.microprofile.config.spi.ConfigSource> sources) {
+        for (org.eclipse.microprofile.config.spi.ConfigSource source : sources) {
+            String name = String.valueOf(source.getName());
+            if (name.contains(".env") && !name.contains(".env.")) {
+                environment(source.getProperties(), variable -> variable + " (in .env)");
+            }
+        }
+    }
+
+    private static void environment(Map<String, String> env, java.util.function.UnaryOperator<String> named) {
         for (String variable : new java.util.TreeSet<>(env.keySet())) {
             if (!variable.startsWith("WALHOOK_") || SETTINGS.contains(variable)
                     || variable.startsWith("WALHOOK_TEST_") || variable.startsWith("WALHOOK_BENCH_")
@@ -168,16 +186,16 @@ public class StartupCheck {
                 if (field != null) {
                     String name = rest.substring(0, rest.length() - field.length() - 1);
                     if (!SUBSCRIPTION_NAME.matcher(name).matches()) {
-                        throw new ConfigException(variable, "names subscription '" + name + "': a subscription's name is"
+                        throw new ConfigException(named.apply(variable), "names subscription '" + name + "': a subscription's name is"
                                 + " a letter, then letters and digits (63 at most), as in WALHOOK_SUBSCRIPTIONS_ORDERS_URL");
                     }
                     if (env.get(variable).isBlank()) {
-                        throw new ConfigException(variable, "is empty: give it a value, or leave it unset for its default");
+                        throw new ConfigException(named.apply(variable), "is empty: give it a value, or leave it unset for its default");
                     }
                     continue;
                 }
             }
-            throw new ConfigException(variable, "is not a walhook setting" + suggestion(variable)
+            throw new ConfigException(named.apply(variable), "is not a walhook setting" + suggestion(variable)
                     + "; README.md's Configuration table lists them");
         }
     }

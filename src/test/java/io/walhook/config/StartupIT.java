@@ -72,6 +72,43 @@ class StartupIT {
                 "WALHOOK_SUBSCRIPTIONS_ORDERS_TABLE", "is not a walhook setting (did you mean WALHOOK_SUBSCRIPTIONS_ORDERS_TABLES?)");
     }
 
+    /**
+     * Quarkus reads walhook's settings from a {@code .env} file in the working directory and from
+     * system properties too: a mistyped name in {@code .env} was ignored, and the subscription it
+     * was meant for went out with every table. (A system property naming no setting was refused
+     * already, by Quarkus's mapping.)
+     */
+    @Test
+    void aMistypedNameInDotEnvOrASystemPropertyStopsStartupNamingIt(@org.junit.jupiter.api.io.TempDir java.nio.file.Path directory)
+            throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        java.nio.file.Files.writeString(directory.resolve(".env"), "# the orders hook\n"
+                + "WALHOOK_SUBSCRIPTIONS_ORDERS_URL=https://hooks.example.com/orders\n"
+                + "WALHOOK_SUBSCRIPTIONS_ORDERS_TABLE=public.orders\n");
+        try (WalhookProcess walhook = WalhookProcess.startIn(directory,
+                Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase())))) {
+            int status = walhook.awaitExit(EXIT);
+            String output = walhook.output();
+            assertThat(status).as(output).isEqualTo(StartupCheck.EXIT_CONFIG);
+            assertThat(linesNaming(output, "WALHOOK_SUBSCRIPTIONS_ORDERS_TABLE (in .env)")).as(output).singleElement()
+                    .asString().contains("is not a walhook setting (did you mean WALHOOK_SUBSCRIPTIONS_ORDERS_TABLES?)");
+        }
+        if (Boolean.getBoolean("walhook.it.native")) {
+            return; // the harness gives the native executable no -D option
+        }
+        try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(pg.defaultDatabase())),
+                "256m", List.of("-Dwalhook.subscriptions.orders.url=https://hooks.example.com/orders",
+                        "-Dwalhook.subscriptions.orders.filters=new.id == 1"))) {
+            int status = walhook.awaitExit(EXIT);
+            String output = walhook.output();
+            assertThat(status).as(output).isEqualTo(StartupCheck.EXIT_CONFIG);
+            // Quarkus's own mapping refuses a walhook.* property it cannot place, before walhook's check
+            assertThat(linesNaming(output, "walhook.subscriptions.orders.filters")).as(output)
+                    .singleElement().asString().contains("walhook cannot start: walhook.subscriptions.orders.filters in"
+                            + " SysPropConfigSource does not map to any root");
+        }
+    }
+
     @Test
     void badDurationStopsStartupNamingItsVariable() throws Exception {
         PostgresServer pg = TestPostgres.shared();

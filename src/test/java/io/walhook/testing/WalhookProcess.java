@@ -91,7 +91,12 @@ public final class WalhookProcess implements AutoCloseable {
      */
     public static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
             boolean inJarDirectory) {
-        return start(env, maxHeap, jvmOptions, inJarDirectory, List.of());
+        return start(env, maxHeap, jvmOptions, inJarDirectory ? jar().getParent() : null, List.of());
+    }
+
+    /** As {@link #start(Map)}, in {@code directory} (where a {@code .env} file Quarkus reads may be). */
+    public static WalhookProcess startIn(Path directory, Map<String, String> env) {
+        return start(env, "256m", List.of(), directory, List.of());
     }
 
     /**
@@ -116,12 +121,12 @@ public final class WalhookProcess implements AutoCloseable {
      * where that file says. Needs {@link #ownResolverPossible()}.
      */
     public static WalhookProcess startResolvingWith(Path resolvConf, Map<String, String> env) {
-        return start(env, "256m", List.of(), false, List.of("unshare", "-m", "sh", "-c",
+        return start(env, "256m", List.of(), null, List.of("unshare", "-m", "sh", "-c",
                 "mount --bind \"$0\" /etc/resolv.conf && exec \"$@\"", resolvConf.toAbsolutePath().toString()));
     }
 
     private static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
-            boolean inJarDirectory, List<String> wrapper) {
+            Path directory, List<String> wrapper) {
         int port = Ports.free();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
@@ -132,12 +137,13 @@ public final class WalhookProcess implements AutoCloseable {
                 command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx" + maxHeap));
                 command.addAll(JVM_OPTIONS);
                 command.addAll(jvmOptions);
-                command.addAll(List.of("-jar", inJarDirectory ? jar().getFileName().toString() : jar().toString()));
+                command.addAll(List.of("-jar", jar().getParent().equals(directory) ? jar().getFileName().toString()
+                        : jar().toString()));
             }
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                     .redirectOutput(output.toFile());
-            if (inJarDirectory) {
-                builder.directory(jar().getParent().toFile());
+            if (directory != null) {
+                builder.directory(directory.toFile());
             }
             Map<String, String> environment = builder.environment();
             environment.keySet().removeIf(k -> !k.equals("PATH") && !k.equals("HOME") && !k.equals("TMPDIR"));
