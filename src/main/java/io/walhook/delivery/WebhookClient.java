@@ -85,11 +85,8 @@ public final class WebhookClient implements AutoCloseable {
         this.lookups = io.quarkus.runtime.ImageMode.current().isNativeImage() || Boolean.getBoolean("vertx.disableDnsResolver")
                 ? new HostLookups() : null;
         // the pool closes connections idle past their keep-alive (60 s) at its next look: every 10 s, not
-        // every second (Vert.x's default), so that an idle walhook's event loop is not woken for it. As
-        // many HTTP/2 connections as HTTP/1.1 ones: a new one opens only once every stream the receiver
-        // allows on the others is taken, and with 8 a receiver allowing one stream per connection got 8
-        // of the 64 requests its gate lets go, the rest timing out inside the client
-        PoolOptions pool = new PoolOptions().setHttp1MaxSize(POOL_SIZE).setHttp2MaxSize(POOL_SIZE)
+        // every second (Vert.x's default), so that an idle walhook's event loop is not woken for it
+        PoolOptions pool = new PoolOptions().setHttp1MaxSize(POOL_SIZE).setHttp2MaxSize(POOL_SIZE / 8)
                 .setCleanerPeriod(POOL_CLEANER_MILLIS);
         HttpClientOptions tlsOptions = options().setSsl(true).setUseAlpn(true).setVerifyHost(true)
                 .setProtocolVersion(HttpVersion.HTTP_2);

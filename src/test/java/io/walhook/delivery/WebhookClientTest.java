@@ -369,47 +369,6 @@ class WebhookClientTest {
         }
     }
 
-    /**
-     * An HTTP/2 receiver that takes one request per connection at a time (SETTINGS_MAX_CONCURRENT_STREAMS
-     * 1): the pools kept 8 HTTP/2 connections per event loop while the destination's gate lets 64
-     * requests go, so the rest waited inside the client, their timeouts running, and a subscription's
-     * lanes timed out behind each other. It answers only once 64 requests are under way at once.
-     */
-    @Test
-    void anHttp2ReceiverTakingOneStreamPerConnectionGetsAsManyRequestsAtOnceAsAnHttp1One() throws Exception {
-        Path keyStore = selfSigned();
-        int atOnce = 64;
-        java.util.List<HttpServerRequest> waiting = new java.util.concurrent.CopyOnWriteArrayList<>();
-        AtomicInteger connections = new AtomicInteger();
-        HttpServer server = listen(new HttpServerOptions().setSsl(true).setUseAlpn(true)
-                .setInitialSettings(new io.vertx.core.http.Http2Settings().setMaxConcurrentStreams(1))
-                .setKeyCertOptions(new PfxOptions().setPath(keyStore.toString()).setPassword("changeit")),
-                request -> {
-                    waiting.add(request);
-                    if (waiting.size() >= atOnce) {
-                        for (HttpServerRequest r : waiting) {
-                            r.response().setStatusCode(204).end();
-                        }
-                    }
-                }, connections);
-        try (WebhookClient trusting = new WebhookClient(vertx, new PemTrustOptions().addCertValue(
-                io.vertx.core.buffer.Buffer.buffer(Files.readString(keyStore.resolveSibling("walhook-test.pem")))))) {
-            Destination.Webhook webhook = webhook(server, "https", "/h2");
-            java.util.List<java.util.concurrent.CompletableFuture<WebhookClient.Response>> sent = new java.util.ArrayList<>();
-            for (int i = 0; i < atOnce; i++) {
-                sent.add(trusting.postAsync(webhook, "evt_" + i, "{}".getBytes(StandardCharsets.UTF_8), "application/json",
-                        Map.of(), 1, Duration.ofSeconds(20), false));
-            }
-            for (java.util.concurrent.CompletableFuture<WebhookClient.Response> response : sent) {
-                assertThat(response.get(30, TimeUnit.SECONDS).status()).isEqualTo(204);
-            }
-            assertThat(waiting).allSatisfy(request -> assertThat(request.version()).isEqualTo(HttpVersion.HTTP_2));
-            assertThat(connections.get()).as("one connection per request under way").isGreaterThanOrEqualTo(atOnce);
-        } finally {
-            close(server);
-        }
-    }
-
     @Test
     void largeBodiesArriveWholeOverHttp1AndHttp2() throws Exception {
         Path keyStore = selfSigned();
