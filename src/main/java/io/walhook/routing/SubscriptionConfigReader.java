@@ -275,14 +275,13 @@ public final class SubscriptionConfigReader {
             throw new ConfigException(variable, "must be an http:// or https:// URL, not "
                     + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
         }
-        if ((written || uri.getHost() == null) && uri.getRawUserInfo() == null && userInfoEndsLater(uri)) {
+        if ((written || uri.getHost() == null) && uri.getRawUserInfo() == null && userInfoEndsInPath(uri)) {
             // http://user:2024/Zq9xW@hooks.example.com/: a password holding '/' ended the authority, which
             // made "user" the host and the credentials part of the path, shown in views and logs (a stored
             // destination's is read as before)
-            throw new ConfigException(variable, "has '@' followed by what looks like a host in its path (after a host"
-                    + " without a dot, or in the first segment after a port) or in its query or fragment (after a host"
-                    + " without a dot): as where user info holding '/', '?' or '#' ends; credentials do not belong in"
-                    + " the URL (use a secret or headers), and an '@' of the path, query or fragment is written %40");
+            throw new ConfigException(variable, "has '@' in its path followed by what looks like a host, after a host"
+                    + " without a dot: as where user info holding '/' ends; credentials do not belong in the URL (use a"
+                    + " secret or headers), and a path's '@' is written %40");
         }
         if (uri.getHost() == null && uri.getRawAuthority() != null) {
             throw new ConfigException(variable, UrlAuthority.problem(uri));
@@ -297,48 +296,22 @@ public final class SubscriptionConfigReader {
     }
 
     /**
-     * Whether what follows the authority holds the end of user info whose '/', '?' or '#' ended the
-     * authority early: an '@' followed by what looks like a host ({@code host.example},
-     * {@code host:8080}, {@code localhost}),
-     * <ul>
-     * <li>inside a path segment, after a host name without a dot (or none read at all);</li>
-     * <li>inside the path's first segment, after a port: {@code https://svc.user:2024/Zq9@hooks.example.com/}
-     * reads the password's first digits as the port, whatever the host;</li>
-     * <li>in the query string or fragment, after a host name without a dot, with no {@code =} or
-     * {@code &} before it: {@code https://tok?en@hooks.example.com/}.</li>
-     * </ul>
-     * An '@' opening a segment ({@code /@me}), under a host with a dot and no port
-     * ({@code /alerts@team}), past the first segment ({@code :8443/users/a@b.com}) or in a query
-     * value ({@code ?to=a@b.com}) is the URL's own.
+     * Whether the path holds, after a host name without a dot (or none read at all), an '@' inside a
+     * segment followed by what looks like a host ({@code host.example}, {@code host:8080},
+     * {@code localhost}): the end of user info whose '/' ended the authority early. An '@' opening
+     * a segment ({@code /@me}) or under a host with a dot ({@code /users/a@b.com}) is a path's.
      */
-    private static boolean userInfoEndsLater(URI uri) {
+    private static boolean userInfoEndsInPath(URI uri) {
+        String path = uri.getRawPath();
+        int at = path == null ? -1 : path.indexOf('@');
+        if (at <= 0 || path.charAt(at - 1) == '/') {
+            return false;
+        }
         String host = uri.getHost();
-        boolean dotless = host == null || !(host.contains(".") || host.startsWith("["));
-        String path = java.util.Objects.toString(uri.getRawPath(), "");
-        int at = path.indexOf('@');
-        if (at > 0 && path.charAt(at - 1) != '/') {
-            int secondSegment = path.indexOf('/', 1);
-            boolean firstSegment = secondSegment < 0 || at < secondSegment;
-            if ((dotless || firstSegment && uri.getPort() >= 0) && hostLike(path.substring(at + 1))) {
-                return true;
-            }
+        if (host != null && (host.contains(".") || host.startsWith("["))) {
+            return false;
         }
-        if (!dotless || host == null) {
-            return false; // no host read: the authority's own problem says more
-        }
-        for (String rest : new String[] {uri.getRawQuery(), uri.getRawFragment()}) {
-            int a = rest == null ? -1 : rest.indexOf('@');
-            if (a > 0 && rest.substring(0, a).indexOf('=') < 0 && rest.substring(0, a).indexOf('&') < 0
-                    && hostLike(rest.substring(a + 1))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Whether this text, up to its first '/', '?' or '#', looks like a host: has a dot or a port, or is localhost. */
-    private static boolean hostLike(String text) {
-        String after = text.split("[/?#]", 2)[0];
+        String after = path.substring(at + 1).split("/", 2)[0];
         return after.contains(".") || after.contains(":") || after.equalsIgnoreCase("localhost");
     }
 
