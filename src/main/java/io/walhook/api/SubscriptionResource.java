@@ -198,9 +198,9 @@ public class SubscriptionResource {
     /**
      * Deletes the subscription: its delivery stops (at once on this instance, within a second on
      * the active one), and its durable queue is discarded; the response says how many events were,
-     * counted in the transaction that deleted the subscription. Its lane, told by the database's
-     * notification, drops the same rows meanwhile (and those it writes after): counted by what this
-     * call dropped itself, the answer fell short.
+     * counted in the transaction that deleted the subscription. Its lane (told here at once, on
+     * another instance by the database's notification) drops the same rows meanwhile, and those it
+     * writes after: counted by what this call dropped itself, the answer fell short.
      */
     @DELETE
     @Path("{id}")
