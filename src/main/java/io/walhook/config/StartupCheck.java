@@ -165,8 +165,9 @@ public class StartupCheck {
      */
     static void dotEnv(Iterable<org.eclipse.microprofile.config.spi.ConfigSource> sources) {
         for (org.eclipse.microprofile.config.spi.ConfigSource source : sources) {
+            // SmallRye's, for the working directory's file: EnvConfigSource[source=file:/.../.env]
             String name = String.valueOf(source.getName());
-            if (name.contains(".env") && !name.contains(".env.")) {
+            if (source instanceof io.smallrye.config.EnvConfigSource && name.endsWith("/.env]")) {
                 environment(source.getProperties(), variable -> variable + " (in .env)");
             }
         }
