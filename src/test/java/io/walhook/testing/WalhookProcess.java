@@ -127,7 +127,9 @@ public final class WalhookProcess implements AutoCloseable {
 
     private static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
             Path directory, List<String> wrapper) {
-        int port = Ports.free();
+        // below the ephemeral range: picked here and bound seconds later, a port of that range could be
+        // given meanwhile to an outgoing connection (of a test JVM running beside this one, say) as its own
+        int port = Ports.restartable();
         try {
             Path output = Files.createTempFile("walhook-process", ".log");
             List<String> command = new ArrayList<>(wrapper);
