@@ -36,7 +36,8 @@ public sealed interface Destination {
          * a digit (a Slack token, {@code /services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX}, a Discord one,
          * the GUIDs of a Teams or n8n webhook) or only letters, a quarter of them or more capitals
          * and as many small ones (the one Slack token in 70 that holds no digit). Shorter ones,
-         * words and camel-case names ({@code OrdersAndInvoicesExport}) are names.
+         * words and most camel-case names ({@code OrdersAndInvoicesExport}, not {@code HandleNewUserSignUp})
+         * are shown: a guess, which docs/api.md spells out.
          */
         private static final int SHORTEST_HIDDEN_SEGMENT = 16;
 
