@@ -100,9 +100,22 @@ public final class DestinationGate {
 
     /** {@code lane}'s request ended, or it does not need a place it was granted: a lane waiting gets it. */
     void leave(Consumer<DestinationGate> lane) {
+        leave(lane, false);
+    }
+
+    /**
+     * As {@link #leave(Consumer)}; {@code failed}: the request failed. The lane, if it waits for
+     * another place, waits as one whose last attempt failed from now: its own count of failures
+     * learns of it only on its next turn, and meanwhile, holding none, it took the place it left
+     * as a healthy lane, a kept one included.
+     */
+    void leave(Consumer<DestinationGate> lane, boolean failed) {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
+            if (failed && waitingMore.contains(lane)) {
+                failing.add(lane);
+            }
             if (!held.containsKey(lane) && !failing.contains(lane) && waitingMore.remove(lane)) {
                 waitingFirst.add(lane); // it holds none now: it waits for its first again
             }

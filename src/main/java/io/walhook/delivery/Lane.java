@@ -1333,7 +1333,7 @@ final class Lane {
             try {
                 if (place != null) {
                     // here, not on the lane's turn: a lane closed meanwhile has no turn to give it back on
-                    place.leave(granted); // to the next lane waiting for the destination
+                    place.leave(granted, attempt == null || attempt.outcome() != Transport.Outcome.DELIVERED);
                 }
             } finally {
                 post(() -> outcome(o, attempt != null ? attempt : Attempt.retry("internal error: " + failure)));

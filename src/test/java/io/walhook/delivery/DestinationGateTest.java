@@ -186,6 +186,31 @@ class DestinationGateTest {
         assertThat(granted).containsExactly(-3);
     }
 
+    /**
+     * A lane waiting for a second place whose one request fails: its failure is counted on its
+     * next turn, after the place went on. Holding none, it waited as a healthy lane for its first
+     * and took the place it had just left, a kept one.
+     */
+    @Test
+    void aLaneWhoseRequestFailsWhileItWaitsForAnotherDoesNotTakeAKeptPlace() {
+        DestinationGate gate = new DestinationGate(16); // 2 kept for lanes holding none
+        List<Integer> others = new ArrayList<>();
+        for (int i = 0; i < 14; i++) {
+            int n = i;
+            Consumer<DestinationGate> busy = g -> others.add(n); // capturing: a lambda object of its own
+            assertThat(gate.tryEnter(busy, false)).isTrue();
+        }
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> a = g -> grants.add("a");
+        assertThat(gate.tryEnter(a, false)).as("holding none, a kept place").isTrue();
+        assertThat(gate.tryEnter(a, false)).as("holding one, not another kept place").isFalse();
+        gate.leave(a, true);
+        assertThat(grants).as("its request failed: not a kept place again").isEmpty();
+        assertThat(gate.inUse()).isEqualTo(14);
+        Consumer<DestinationGate> healthy = g -> grants.add("healthy");
+        assertThat(gate.tryEnter(healthy, false)).isTrue();
+    }
+
     @Test
     void aLaneWhoseLastRequestEndsWaitsForItsFirstPlaceAgain() {
         DestinationGate gate = new DestinationGate(1);
