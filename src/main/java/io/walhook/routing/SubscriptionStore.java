@@ -302,7 +302,7 @@ public final class SubscriptionStore {
     }
 
     public boolean delete(UUID id) throws SQLException {
-        return write("DELETE FROM " + table + " WHERE id = ?", id);
+        return delete(id, t -> Boolean.TRUE).isPresent();
     }
 
     /**
