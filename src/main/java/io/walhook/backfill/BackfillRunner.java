@@ -62,6 +62,12 @@ public final class BackfillRunner implements Runnable {
      * which the subscription poller passes on; the round is for a notification that failed.
      */
     static final Duration IDLE_POLL = Duration.ofSeconds(30);
+    /**
+     * Times in a row one backfill's read may fail for a reason of its own (an error the server gives
+     * for its table, not a lost connection; or a defect of walhook's) before it fails: it is read
+     * again after a pause growing from 1 s, the other backfills going on meanwhile.
+     */
+    static final int REFUSALS = 5;
 
     /** What the runner needs to know. */
     /** @param stateSchema walhook's own schema, whose tables are never read */
@@ -151,6 +157,8 @@ public final class BackfillRunner implements Runnable {
         int undefinedColumns;
         /** Chunk reads in a row that could not get the table's lock within {@link #LOCK_WAIT}. */
         int lockWaits;
+        /** Steps in a row that failed for a reason of this backfill's own ({@link #REFUSALS}). */
+        int refusals;
         /** Whether this walhook's role may lock each table (table-wide SELECT; not so when granted only some columns). */
         final Map<String, Boolean> lockable = new HashMap<>();
         int size;
@@ -323,7 +331,14 @@ public final class BackfillRunner implements Runnable {
             }
             run.backfill = backfill;
             stepped.add(backfill.id());
-            worked |= step(run);
+            try {
+                worked |= step(run);
+            } catch (RuntimeException e) {
+                // a defect met on this backfill's rows or state: the others go on, this one is tried again
+                LOG.errorf(e, "backfill %s stopped a step", backfill.id());
+                refused(run, e.toString());
+                worked = true;
+            }
             if (run.nextChunkAt != 0 && began - run.nextChunkAt < 0) {
                 due.add(run.nextChunkAt); // held by its rate (one past is no reason to wake: step read if it could)
             }
@@ -827,6 +842,12 @@ public final class BackfillRunner implements Runnable {
                 fail(backfill, "cannot read " + name + ": " + e.getMessage());
                 return null;
             }
+            if (ownError(e) && alive(c)) {
+                // the server refused this table's read (a function of a row security policy raising, an
+                // internal error on one relation, ...): tried again alone, then failed; not every backfill's wait
+                refused(run, "cannot read " + name + ": " + e.getMessage());
+                return null;
+            }
             throw e;
         } finally {
             try {
@@ -840,6 +861,7 @@ public final class BackfillRunner implements Runnable {
         }
         run.undefinedColumns = 0;
         run.lockWaits = 0;
+        run.refusals = 0;
         adapt(run, Duration.ofNanos(System.nanoTime() - started), chunk.rows.size());
         return chunk;
     }
@@ -882,6 +904,47 @@ public final class BackfillRunner implements Runnable {
         if (rate != null && rows > 0) {
             run.nextChunkAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(rows) / rate;
         }
+    }
+
+    /**
+     * Whether an error may be the read's own rather than the server's or the session's as a whole:
+     * not a connection lost (08), a transaction state such as a read-only server (25), a rollback
+     * asked by the server (40), resources short (53), an operator's intervention (57) or a system
+     * error (58). Those make every backfill wait; the others are counted against this one.
+     */
+    static boolean ownError(SQLException e) {
+        String state = e.getSQLState();
+        if (state == null || state.length() != 5) {
+            return false; // pgjdbc's own, about the connection
+        }
+        return switch (state.substring(0, 2)) {
+            case "08", "25", "40", "53", "57", "58" -> false;
+            default -> true;
+        };
+    }
+
+    private static boolean alive(Connection c) {
+        try {
+            return !c.isClosed() && c.isValid(5);
+        } catch (SQLException e) {
+            return false;
+        }
+    }
+
+    /**
+     * A step of this backfill failed for a reason of its own: it is tried again after a pause of 1 s,
+     * doubling, the other backfills going on; failed at the {@link #REFUSALS}th time in a row.
+     */
+    private void refused(Run run, String error) throws SQLException {
+        run.refusals++;
+        if (run.refusals >= REFUSALS) {
+            fail(run.backfill, error + " (" + REFUSALS + " times in a row)");
+            return;
+        }
+        long pause = 1000L << (run.refusals - 1);
+        run.nextChunkAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause);
+        LOG.warnf("backfill %s tried again in %d ms (%d of %d times in a row): %s", run.backfill.id(), pause,
+                run.refusals, REFUSALS, error);
     }
 
     private void fail(Backfill backfill, String error) throws SQLException {

@@ -77,6 +77,19 @@ class BackfillRunnerTest {
     }
 
     @Test
+    void anErrorIsOneBackfillsOwnUnlessItIsTheConnectionsOrTheServersAsAWhole() {
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("row 150 is sealed", "P0001"))).isTrue();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("could not open relation", "XX000"))).isTrue();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("connection refused", "08001"))).isFalse();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("read-only transaction", "25006"))).isFalse();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("deadlock", "40P01"))).isFalse();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("out of memory", "53200"))).isFalse();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("terminating connection", "57P01"))).isFalse();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("I/O error", "58030"))).isFalse();
+        assertThat(BackfillRunner.ownError(new java.sql.SQLException("no state"))).as("pgjdbc's own").isFalse();
+    }
+
+    @Test
     void itsSettingsNeverShowThePassword() {
         BackfillRunner.Settings settings = new BackfillRunner.Settings("jdbc:postgresql://db:5432/orders", "app",
                 "Zq9-pa55", "walhook", "walhook", java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(30));

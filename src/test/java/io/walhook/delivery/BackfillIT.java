@@ -820,6 +820,57 @@ class BackfillIT {
     }
 
     /**
+     * walhook running as a role of its own, not a superuser, and a table that role reads only through
+     * a row-level security policy whose function raises for one row (an error of the server's own,
+     * neither a lost connection nor a type or syntax error). Each read of the chunk holding that row
+     * fails the same way. It used to stop the runner's whole round and start it again from the first
+     * backfill: the other backfill, started after it, never read a row. That one now ends done with
+     * every row while the refused one is tried again alone, then fails naming its table and the error.
+     */
+    @Test
+    void aTableTheServerRefusesToReadFailsItsOwnBackfillWhileAnotherEndsWhole() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_refused");
+        String role = "reader_" + database;
+        pg.execute(database, "CREATE TABLE sealed (id int PRIMARY KEY, n int NOT NULL)",
+                "INSERT INTO sealed SELECT g, g FROM generate_series(1, 200) g",
+                "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
+                "INSERT INTO items SELECT g, g FROM generate_series(1, 300) g",
+                "CREATE FUNCTION unsealed(id int) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN"
+                        + " IF id = 150 THEN RAISE EXCEPTION 'row % is sealed', id; END IF; RETURN true; END $$",
+                "ALTER TABLE sealed ENABLE ROW LEVEL SECURITY",
+                "CREATE POLICY unsealed_rows ON sealed FOR SELECT USING (unsealed(id))",
+                "CREATE PUBLICATION walhook FOR TABLE sealed, items",
+                "CREATE ROLE " + role + " LOGIN REPLICATION PASSWORD 'pw'",
+                "GRANT CREATE ON DATABASE " + database + " TO " + role,
+                "GRANT SELECT ON sealed, items TO " + role);
+        Set<String> read = ConcurrentHashMap.newKeySet();
+        try (WebhookReceiver receiver = WebhookReceiver.start(onReads(
+                event -> read.add(event.get("table").asText() + ":" + event.get("new").get("id").asInt())));
+                WalhookProcess walhook = WalhookProcess.start(env(pg, database,
+                        "WALHOOK_SOURCE_URL", "postgresql://" + role + ":pw@127.0.0.1:" + pg.port() + "/" + database,
+                        "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all")))) {
+            walhook.awaitReady(WAIT);
+            ApiClient api = new ApiClient(walhook, TOKEN);
+            ApiClient.Answer sealed = api.post("/subscriptions/config:all/backfills",
+                    "{\"tables\": [\"public.sealed\"], \"chunk_size\": 20}");
+            assertThat(sealed.status()).as(sealed.text()).isEqualTo(202);
+            ApiClient.Answer items = api.post("/subscriptions/config:all/backfills",
+                    "{\"tables\": [\"public.items\"], \"chunk_size\": 20}");
+            assertThat(items.status()).as(items.text()).isEqualTo(202);
+            String sealedPath = "/subscriptions/config:all/backfills/" + sealed.body().get("id").asText();
+            String itemsPath = "/subscriptions/config:all/backfills/" + items.body().get("id").asText();
+
+            awaitState(api, itemsPath, "done");
+            assertThat(read.stream().filter(r -> r.startsWith("items:"))).hasSize(300);
+            JsonNode failed = awaitState(api, sealedPath, "failed");
+            assertThat(failed.get("error").asText()).contains("public.sealed").contains("row 150 is sealed");
+            assertThat(read).as("the sealed table's rows before the refused one").contains("sealed:140")
+                    .doesNotContain("sealed:150");
+        }
+    }
+
+    /**
      * A key whose order changed while its backfill was paused: its saved position, compared in the
      * new order, would skip rows (text '10' comes before '2'; the integer 10 after 2), and the
      * backfill would end done without them. It fails instead, naming the change.
