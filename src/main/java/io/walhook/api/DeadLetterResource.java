@@ -99,7 +99,9 @@ public class DeadLetterResource {
         } catch (java.io.IOException notJson) {
             // shown as base64
         }
-        return new DeadLetter(p.id(), p.eventId(), p.commitLsn().toString(), p.attempts(), p.lastError(), p.contentType(),
+        // stored by an earlier walhook, the text may name the destination with a credential in its path
+        String lastError = io.walhook.routing.Destination.Webhook.scrubbed(p.lastError());
+        return new DeadLetter(p.id(), p.eventId(), p.commitLsn().toString(), p.attempts(), lastError, p.contentType(),
                 key, event, event == null ? java.util.Base64.getEncoder().encodeToString(p.body()) : null);
     }
 

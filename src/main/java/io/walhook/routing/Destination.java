@@ -156,6 +156,44 @@ public sealed interface Destination {
             return redacted;
         }
 
+        /**
+         * This text with every URL in it shown as {@link #loggedUrl()} shows a destination: no user
+         * info, query string or fragment, and the path segments that may be credentials hidden. For
+         * error texts stored with queued events by a walhook older than 2026-12-05, which named the
+         * destination with its path as written (and for any URL a server's error quoted).
+         */
+        public static String scrubbed(String text) {
+            if (text == null || !text.contains("://")) {
+                return text;
+            }
+            java.util.regex.Matcher url = URL_IN_TEXT.matcher(text);
+            StringBuilder out = new StringBuilder();
+            while (url.find()) {
+                url.appendReplacement(out, java.util.regex.Matcher.quoteReplacement(logged(url.group())));
+            }
+            return url.appendTail(out).toString();
+        }
+
+        private static final java.util.regex.Pattern URL_IN_TEXT = java.util.regex.Pattern.compile(
+                "(?i)\\b(?:https?|amqps?)://[^\\s\"'<>]+");
+
+        private static String logged(String url) {
+            int start = url.indexOf("://") + 3;
+            int end = url.length();
+            for (char c : new char[] {'?', '#'}) {
+                int at = url.indexOf(c, start);
+                end = at < 0 ? end : Math.min(end, at);
+            }
+            String rest = url.substring(start, end);
+            int slash = rest.indexOf('/');
+            String authority = slash < 0 ? rest : rest.substring(0, slash);
+            String[] segments = (slash < 0 ? "" : rest.substring(slash)).split("/", -1);
+            for (int i = 0; i < segments.length; i++) {
+                segments[i] = mayBeCredential(segments[i]) ? HIDDEN_SEGMENT : segments[i];
+            }
+            return url.substring(0, start) + authority.substring(authority.lastIndexOf('@') + 1) + String.join("/", segments);
+        }
+
         @Override
         public String toString() {
             return "webhook " + loggedUrl() + (secrets.isEmpty() ? "" : " (signed)");

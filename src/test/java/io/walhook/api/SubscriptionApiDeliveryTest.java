@@ -194,6 +194,31 @@ class SubscriptionApiDeliveryTest {
     }
 
     /**
+     * An error text stored with a queued event by a walhook older than 2026-12-05 named the
+     * destination with its path as written, and so with the token a Slack, Discord or Teams webhook
+     * carries there, and with its user info and query string if a server's message quoted them. The
+     * API shows it as logs show a destination now.
+     */
+    @Test
+    void aDeadLettersErrorStoredByAnEarlierWalhookIsShownWithoutThePathToken() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS slack_alerts (id int PRIMARY KEY)");
+        String id = create("{\"name\": \"slack-alerts\", \"tables\": [\"public.slack_alerts\"], \"destination\":"
+                + " {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/alerts\"}}");
+        given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            sql("INSERT INTO slack_alerts SELECT coalesce(max(id), 0) + 1 FROM slack_alerts");
+            given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters").then().statusCode(200)
+                    .body("items.size()", org.hamcrest.Matchers.greaterThan(0));
+        });
+        String token = "Xq7mB2kLp9Rt4vWz8nYc3Dd1";
+        sql("UPDATE walhook.parked_event SET last_error = 'HTTP 404 from https://ops:pa55word@hooks.slack.com/services/"
+                + "T0AB12CD3/B0EF45GH6/" + token + "?channel=s3cr3t-chan: no_team' WHERE subscription_id = '" + id + "'");
+        String lastError = given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters")
+                .then().statusCode(200).extract().jsonPath().getString("items[0].last_error");
+        assertThat(lastError).isEqualTo("HTTP 404 from https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted] no_team");
+    }
+
+    /**
      * An empty or malformed query value is the client's mistake, a 400 naming the parameter: never
      * read as "no filter", which for a delete or a replay means every dead letter.
      */

@@ -81,6 +81,23 @@ class DestinationTest {
     }
 
     @Test
+    void everyUrlInAStoredTextIsShownAsLogsShowADestination() {
+        assertThat(Destination.Webhook.scrubbed(null)).isNull();
+        assertThat(Destination.Webhook.scrubbed("HTTP 503: service unavailable")).isEqualTo("HTTP 503: service unavailable");
+        assertThat(Destination.Webhook.scrubbed("HTTP 404 from https://ops:pa55word@hooks.slack.com/services/T0AB12CD3/"
+                + "B0EF45GH6/Xq7mB2kLp9Rt4vWz8nYc3Dd1?channel=s3cr3t#x no_team"))
+                .isEqualTo("HTTP 404 from https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted] no_team");
+        assertThat(Destination.Webhook.scrubbed("redirected from HTTP://a.example.com/hooks/N8nWebhook0123456789abcdef to"
+                + " 'https://b.example.com:8443/ok' (twice)"))
+                .isEqualTo("redirected from HTTP://a.example.com/hooks/[redacted] to 'https://b.example.com:8443/ok' (twice)");
+        assertThat(Destination.Webhook.scrubbed("amqps://user:s3cret@broker:5671 refused"))
+                .isEqualTo("amqps://broker:5671 refused");
+        String already = webhook("https://hooks.slack.com/services/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", Map.of())
+                .redact("HTTP 500 from https://hooks.slack.com/services/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");
+        assertThat(Destination.Webhook.scrubbed(already)).as("a text this walhook wrote").isEqualTo(already);
+    }
+
+    @Test
     void anHttpClientMessageQuotingTheRequestLosesItsCredentials() {
         Destination.Webhook destination = webhook("https://u:pa55word@hooks.example.com:8443/a/b?token=s3cr3t&n=1#frag",
                 Map.of("X-Api-Key", "h3ader-value", "X-Short", "1"));
