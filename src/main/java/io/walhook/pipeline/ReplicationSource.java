@@ -43,6 +43,7 @@ import io.walhook.routing.EventEncoder;
 import io.walhook.routing.Subscription;
 import io.walhook.routing.SubscriptionConfigReader;
 import io.walhook.routing.SubscriptionRegistry;
+import io.walhook.routing.TablePattern;
 import io.walhook.routing.SubscriptionStore;
 import io.walhook.source.ActiveLock;
 import io.walhook.source.ReplicationReader;
@@ -297,6 +298,12 @@ public class ReplicationSource {
                     this::stateTable);
             return ReplicationReader.resuming(settings, checkpoints);
         });
+        try {
+            TablePattern.unmatched(registry.router().subscriptions(), database.publishedTables(config.publication().name()))
+                    .forEach(LOG::warn);
+        } catch (SQLException e) {
+            LOG.debugf("the subscriptions' table patterns were not checked: %s", e.getMessage()); // only a warning lost
+        }
         MicrometerDeliveryMetrics deliveryMetrics = new MicrometerDeliveryMetrics(metrics);
         Dispatcher before = sender;
         if (before != null) {

@@ -1,5 +1,9 @@
 package io.walhook.routing;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
 /**
  * A {@code schema.table} pattern where {@code *} stands for any run of characters, as in
  * {@code public.*}, {@code *.orders} or {@code sales.order_*}; {@code *} alone matches every table.
@@ -61,6 +65,35 @@ public record TablePattern(String text) {
             p++;
         }
         return p == to;
+    }
+
+    /**
+     * Why each of these subscriptions' patterns matches none of these tables ({@code schema.table}
+     * names), one sentence per such pattern naming the tables it would match but for the case of
+     * their letters: a pattern written {@code public.Orders} for the table PostgreSQL names
+     * {@code public.orders} gets none of its changes.
+     */
+    public static List<String> unmatched(List<Subscription> subscriptions, List<String> tables) {
+        List<String> problems = new ArrayList<>();
+        for (Subscription subscription : subscriptions) {
+            for (TablePattern pattern : subscription.tables()) {
+                if (pattern != ALL && !pattern.text.equals("*") && tables.stream().noneMatch(pattern::matches)) {
+                    TablePattern folded = new TablePattern(pattern.text.toLowerCase(Locale.ROOT));
+                    List<String> cased = tables.stream().filter(t -> folded.matches(t.toLowerCase(Locale.ROOT))).sorted()
+                            .toList();
+                    problems.add("subscription " + subscription.name() + ": table pattern " + pattern + " matches no table"
+                            + " of the publication yet"
+                            + (cased.isEmpty() ? "" : ". Names match as written, case included: did you mean "
+                                    + String.join(", ", cased) + "?"));
+                }
+            }
+        }
+        return problems;
+    }
+
+    private boolean matches(String qualified) {
+        int dot = qualified.indexOf('.');
+        return matches(qualified.substring(0, dot), qualified.substring(dot + 1));
     }
 
     @Override

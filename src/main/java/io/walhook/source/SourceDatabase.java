@@ -5,6 +5,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 import java.util.Optional;
 
 import javax.sql.DataSource;
@@ -112,6 +113,22 @@ public final class SourceDatabase {
                 throw new SourceSetupException("WALHOOK_PUBLICATION", "cannot create publication " + name + ": "
                         + e.getMessage() + "; " + hint, e);
             }
+        }
+    }
+
+    /** The tables of the publication, as {@code schema.table}. */
+    public List<String> publishedTables(String publication) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT schemaname || '.' || tablename FROM"
+                     + " pg_catalog.pg_publication_tables WHERE pubname = ?")) {
+            s.setString(1, publication);
+            List<String> tables = new java.util.ArrayList<>();
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    tables.add(rs.getString(1));
+                }
+            }
+            return tables;
         }
     }
 

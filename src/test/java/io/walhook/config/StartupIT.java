@@ -202,6 +202,34 @@ class StartupIT {
     }
 
     /**
+     * A table pattern matches names exactly, as PostgreSQL's quoted names do: {@code public.Orders}
+     * is not {@code public.orders}, and a subscription meant for that table got nothing, with no word
+     * of it. Each pattern that matches no table of the publication is now a warning at start, naming
+     * the subscription, and the tables it would match but for the case.
+     */
+    @Test
+    void aTablePatternThatMatchesNoTableIsAWarningNamingTheTablesOfAnotherCase() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("patterns");
+        pg.execute(database, "CREATE TABLE orders (id int PRIMARY KEY)", "CREATE TABLE order_lines (id int PRIMARY KEY)");
+        try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                "WALHOOK_SLOT", database,
+                "WALHOOK_SUBSCRIPTIONS_SALES_URL", "http://127.0.0.1:9/sales",
+                "WALHOOK_SUBSCRIPTIONS_SALES_TABLES", "public.Order*,public.invoices,public.orders",
+                "WALHOOK_SUBSCRIPTIONS_ALL_URL", "http://127.0.0.1:9/all"))) {
+            walhook.awaitReady(Duration.ofSeconds(60));
+            await().atMost(Duration.ofSeconds(30)).until(() -> walhook.output().contains("public.invoices"));
+            List<String> warnings = walhook.output().lines().filter(l -> l.contains(" WARN ") && l.contains("matches no table"))
+                    .toList();
+            assertThat(warnings).as(walhook.output()).hasSize(2);
+            assertThat(warnings).anySatisfy(w -> assertThat(w).contains("subscription sales").contains("public.Order*")
+                    .contains("public.order_lines, public.orders"));
+            assertThat(warnings).anySatisfy(w -> assertThat(w).contains("subscription sales").contains("public.invoices")
+                    .doesNotContain("did you mean"));
+        }
+    }
+
+    /**
      * Streaming starts once the HTTP server listens: a walhook whose port is taken stops before it
      * reads the slot, so it delivers none of the backlog and acknowledges nothing; the next start
      * delivers all of it.
