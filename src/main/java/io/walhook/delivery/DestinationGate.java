@@ -43,6 +43,12 @@ public final class DestinationGate {
     private final LinkedHashSet<Consumer<DestinationGate>> waitingMore = new LinkedHashSet<>();
     /** Lanes waiting as lanes holding some because their last attempt failed (some hold none). */
     private final java.util.Set<Consumer<DestinationGate>> failing = new java.util.HashSet<>();
+    /**
+     * Lanes whose request failed while they were not waiting: the next time each asks, it asks as a
+     * lane whose last attempt failed, its own count of failures not having seen it yet (its turn was
+     * already running).
+     */
+    private final java.util.Set<Consumer<DestinationGate>> failedUnseen = new java.util.HashSet<>();
     /** Requests under way through each channel of the client (its event loops and pools), for {@link #channel}. */
     private final int[] byChannel;
 
@@ -74,6 +80,7 @@ public final class DestinationGate {
      * lane of its kind could.
      */
     synchronized boolean tryEnter(Consumer<DestinationGate> lane, boolean lastFailed) {
+        lastFailed |= failedUnseen.remove(lane);
         boolean holdsNone = !held.containsKey(lane) && !lastFailed;
         if (waitingFirst.contains(lane) || waitingMore.contains(lane)) {
             if (holdsNone ? waitingFirst.contains(lane) : waitingMore.contains(lane)) {
@@ -105,9 +112,9 @@ public final class DestinationGate {
 
     /**
      * As {@link #leave(Consumer)}; {@code failed}: the request failed. The lane, if it waits for
-     * another place, waits as one whose last attempt failed from now: its own count of failures
-     * learns of it only on its next turn, and meanwhile, holding none, it took the place it left
-     * as a healthy lane, a kept one included.
+     * another place, waits as one whose last attempt failed from now, and if it does not wait, asks
+     * as one next time: its own count of failures learns of it only on its next turn, and
+     * meanwhile, holding none, it took the place it left as a healthy lane, a kept one included.
      */
     void leave(Consumer<DestinationGate> lane, boolean failed) {
         Consumer<DestinationGate> next;
@@ -115,6 +122,8 @@ public final class DestinationGate {
             hold(lane, -1);
             if (failed && waitingMore.contains(lane)) {
                 failing.add(lane);
+            } else if (failed && !waitingFirst.contains(lane)) {
+                failedUnseen.add(lane);
             }
             if (!held.containsKey(lane) && !failing.contains(lane) && waitingMore.remove(lane)) {
                 waitingFirst.add(lane); // it holds none now: it waits for its first again
@@ -138,6 +147,7 @@ public final class DestinationGate {
         waitingFirst.remove(lane);
         waitingMore.remove(lane);
         failing.remove(lane);
+        failedUnseen.remove(lane);
     }
 
     /**

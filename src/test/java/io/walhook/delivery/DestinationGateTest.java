@@ -211,6 +211,33 @@ class DestinationGateTest {
         assertThat(gate.tryEnter(healthy, false)).isTrue();
     }
 
+    /**
+     * A lane whose request fails while it is not waiting (its turn already running, about to ask):
+     * its count of failures learns of the failure only on its next turn, so it asks as a healthy
+     * lane holding none once more, and took a kept place.
+     */
+    @Test
+    void aLaneWhoseRequestFailsBeforeItAsksAgainDoesNotTakeAKeptPlace() {
+        DestinationGate gate = new DestinationGate(16); // 2 kept for lanes holding none
+        List<Integer> others = new ArrayList<>();
+        for (int i = 0; i < 14; i++) {
+            int n = i;
+            Consumer<DestinationGate> busy = g -> others.add(n);
+            assertThat(gate.tryEnter(busy, false)).isTrue();
+        }
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> a = g -> grants.add("a");
+        assertThat(gate.tryEnter(a, false)).as("holding none, a kept place").isTrue();
+        gate.leave(a, true);
+        assertThat(gate.tryEnter(a, false)).as("asking before its turn counted the failure: still failing").isFalse();
+        assertThat(gate.inUse()).isEqualTo(14);
+        Consumer<DestinationGate> healthy = g -> grants.add("healthy");
+        assertThat(gate.tryEnter(healthy, false)).as("the kept place is the healthy lane's").isTrue();
+        gate.leave(healthy);
+        assertThat(grants).as("a waits as a failing lane, not for a kept place").isEmpty();
+        assertThat(gate.tryEnter(a, false)).as("the failure seen once, it asks as healthy again").isTrue();
+    }
+
     @Test
     void aLaneWhoseLastRequestEndsWaitsForItsFirstPlaceAgain() {
         DestinationGate gate = new DestinationGate(1);
