@@ -330,13 +330,19 @@ public final class BackfillRunner implements Runnable {
                 runs.put(backfill.id(), run);
             }
             run.backfill = backfill;
+            if (run.refusals > 0 && began - run.nextChunkAt < 0) {
+                due.add(run.nextChunkAt); // its step failed: nothing of it, harvest included, before its pause ends
+                continue;
+            }
             stepped.add(backfill.id());
             try {
                 worked |= step(run);
             } catch (RuntimeException e) {
                 // a defect met on this backfill's rows or state: the others go on, this one is tried again
                 LOG.errorf(e, "backfill %s stopped a step", backfill.id());
-                refused(run, e.toString());
+                if (runs.containsKey(backfill.id())) {
+                    refused(run, e.toString());
+                }
                 worked = true;
             }
             if (run.nextChunkAt != 0 && began - run.nextChunkAt < 0) {
@@ -684,6 +690,7 @@ public final class BackfillRunner implements Runnable {
         Chunk chunk = new Chunk(token, backfill.id(), backfill.subscriptionId(), table, run.filter, after);
         watermarks.expect(chunk);
         long started = System.nanoTime();
+        boolean readingTable = false; // the statements that read the table itself: an error of theirs is the table's own
         try {
             emit(c, Watermarks.LOW + token);
             c.setAutoCommit(false);
@@ -697,7 +704,9 @@ public final class BackfillRunner implements Runnable {
                     // rewriting one (a column's type changed) hid every row from the snapshot, and the chunk read
                     // none. (A role granted only some columns cannot lock the table: it reads as before.)
                     s.execute("SET LOCAL lock_timeout = " + LOCK_WAIT.toMillis());
+                    readingTable = true;
                     s.execute(table.lockSql());
+                    readingTable = false;
                 }
                 s.execute("SET LOCAL statement_timeout = " + settings.statementTimeout().toMillis());
             }
@@ -732,6 +741,7 @@ public final class BackfillRunner implements Runnable {
                 int fetched = 0;
                 s.setFetchSize(fetch);
                 long bytes = 0;
+                readingTable = true;
                 try (ResultSet rs = s.executeQuery()) {
                     String[] last = null;
                     while (!chunk.cut && rs.next()) {
@@ -770,6 +780,7 @@ public final class BackfillRunner implements Runnable {
                     }
                     chunk.last = last == null ? null : List.of(last);
                 }
+                readingTable = false;
                 if (largest > 0) {
                     run.largestRow.put(name, largest);
                 }
@@ -842,9 +853,11 @@ public final class BackfillRunner implements Runnable {
                 fail(backfill, "cannot read " + name + ": " + e.getMessage());
                 return null;
             }
-            if (ownError(e) && alive(c)) {
+            if (readingTable && ownError(e) && alive(c)) {
                 // the server refused this table's read (a function of a row security policy raising, an
-                // internal error on one relation, ...): tried again alone, then failed; not every backfill's wait
+                // internal error on one relation, ...): tried again alone, then failed; not every backfill's wait.
+                // Not so the watermarks' writes, the snapshot or the commit: a standby or a server near
+                // wraparound refuses those for every backfill (XX000, 54000), which waits for the server
                 refused(run, "cannot read " + name + ": " + e.getMessage());
                 return null;
             }
@@ -907,8 +920,8 @@ public final class BackfillRunner implements Runnable {
     }
 
     /**
-     * Whether an error may be the read's own rather than the server's or the session's as a whole:
-     * not a connection lost (08), a transaction state such as a read-only server (25), a rollback
+     * Whether an error of a statement reading a table may be the table's own rather than the
+     * server's or the session's as a whole: not a connection lost (08), a transaction's state (25), a rollback
      * asked by the server (40), resources short (53), an operator's intervention (57) or a system
      * error (58). Those make every backfill wait; the others are counted against this one.
      */

@@ -158,15 +158,19 @@ public sealed interface Destination {
 
         /**
          * This text with every URL in it shown as {@link #loggedUrl()} shows a destination: no user
-         * info, query string or fragment, and the path segments that may be credentials hidden. For
-         * error texts stored with queued events by a walhook older than 2026-12-05, which named the
-         * destination with its path as written (and for any URL a server's error quoted).
+         * info, query string or fragment, and the path segments that may be credentials hidden; so
+         * too an absolute path quoted on its own ({@code executing POST /services/T0/B0/XXXX for
+         * server hooks.slack.com:443}, as the HTTP client words a timeout). For error texts stored
+         * with queued events by a walhook older than 2026-12-05, which named the destination with its
+         * path as written (and for any URL a server's error quoted).
          */
         public static String scrubbed(String text) {
-            if (text == null || !text.contains("://")) {
+            if (text == null || text.indexOf('/') < 0) {
                 return text;
             }
-            java.util.regex.Matcher url = URL_IN_TEXT.matcher(text);
+            // user info first, whatever it holds but a '/', '?', '#' or '@' (a quote ends no URL here), in a nested URL too
+            String rest = USER_INFO.matcher(text).replaceAll("$1");
+            java.util.regex.Matcher url = URL_IN_TEXT.matcher(rest);
             StringBuilder out = new StringBuilder();
             while (url.find()) {
                 url.appendReplacement(out, java.util.regex.Matcher.quoteReplacement(logged(url.group())));
@@ -174,11 +178,14 @@ public sealed interface Destination {
             return url.appendTail(out).toString();
         }
 
+        /** A URL's or a path's characters, not ending in the punctuation of the sentence around it. */
+        private static final String URL_REST = "[^\\s\"'<>]*[^\\s\"'<>.,;:)\\]]";
+        private static final java.util.regex.Pattern USER_INFO = java.util.regex.Pattern.compile("(://)[^\\s/?#@]*@");
         private static final java.util.regex.Pattern URL_IN_TEXT = java.util.regex.Pattern.compile(
-                "(?i)\\b(?:https?|amqps?)://[^\\s\"'<>]+");
+                "(?i)\\b(?:https?|amqps?)://" + URL_REST + "|(?<![^\\s(])/" + URL_REST);
 
         private static String logged(String url) {
-            int start = url.indexOf("://") + 3;
+            int start = url.startsWith("/") ? 0 : url.indexOf("://") + 3;
             int end = url.length();
             for (char c : new char[] {'?', '#'}) {
                 int at = url.indexOf(c, start);
@@ -191,7 +198,7 @@ public sealed interface Destination {
             for (int i = 0; i < segments.length; i++) {
                 segments[i] = mayBeCredential(segments[i]) ? HIDDEN_SEGMENT : segments[i];
             }
-            return url.substring(0, start) + authority.substring(authority.lastIndexOf('@') + 1) + String.join("/", segments);
+            return url.substring(0, start) + authority + String.join("/", segments);
         }
 
         @Override

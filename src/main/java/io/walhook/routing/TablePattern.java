@@ -68,19 +68,20 @@ public record TablePattern(String text) {
     }
 
     /**
-     * Why each of these subscriptions' patterns matches none of these tables ({@code schema.table}
-     * names), one sentence per such pattern naming the tables it would match but for the case of
+     * Why each of these subscriptions' patterns matches none of these tables (each its schema and
+     * name), one sentence per such pattern naming the tables it would match but for the case of
      * their letters: a pattern written {@code public.Orders} for the table PostgreSQL names
      * {@code public.orders} gets none of its changes.
      */
-    public static List<String> unmatched(List<Subscription> subscriptions, List<String> tables) {
+    public static List<String> unmatched(List<Subscription> subscriptions, List<String[]> tables) {
         List<String> problems = new ArrayList<>();
         for (Subscription subscription : subscriptions) {
             for (TablePattern pattern : subscription.tables()) {
-                if (pattern != ALL && !pattern.text.equals("*") && tables.stream().noneMatch(pattern::matches)) {
+                if (pattern != ALL && !pattern.text.equals("*") && tables.stream().noneMatch(t -> pattern.matches(t[0], t[1]))) {
                     TablePattern folded = new TablePattern(pattern.text.toLowerCase(Locale.ROOT));
-                    List<String> cased = tables.stream().filter(t -> folded.matches(t.toLowerCase(Locale.ROOT))).sorted()
-                            .toList();
+                    List<String> cased = tables.stream()
+                            .filter(t -> folded.matches(t[0].toLowerCase(Locale.ROOT), t[1].toLowerCase(Locale.ROOT)))
+                            .map(t -> t[0] + "." + t[1]).sorted().toList();
                     problems.add("subscription " + subscription.name() + ": table pattern " + pattern + " matches no table"
                             + " of the publication yet"
                             + (cased.isEmpty() ? "" : ". Names match as written, case included: did you mean "
@@ -89,11 +90,6 @@ public record TablePattern(String text) {
             }
         }
         return problems;
-    }
-
-    private boolean matches(String qualified) {
-        int dot = qualified.indexOf('.');
-        return matches(qualified.substring(0, dot), qualified.substring(dot + 1));
     }
 
     @Override

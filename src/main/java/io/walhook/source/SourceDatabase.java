@@ -116,16 +116,16 @@ public final class SourceDatabase {
         }
     }
 
-    /** The tables of the publication, as {@code schema.table}. */
-    public List<String> publishedTables(String publication) throws SQLException {
+    /** The tables of the publication, each as its schema and its name (either may hold a dot). */
+    public List<String[]> publishedTables(String publication) throws SQLException {
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT schemaname || '.' || tablename FROM"
+             PreparedStatement s = c.prepareStatement("SELECT schemaname, tablename FROM"
                      + " pg_catalog.pg_publication_tables WHERE pubname = ?")) {
             s.setString(1, publication);
-            List<String> tables = new java.util.ArrayList<>();
+            List<String[]> tables = new java.util.ArrayList<>();
             try (ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {
-                    tables.add(rs.getString(1));
+                    tables.add(new String[] {rs.getString(1), rs.getString(2)});
                 }
             }
             return tables;

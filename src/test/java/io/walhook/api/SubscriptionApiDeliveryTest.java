@@ -211,11 +211,19 @@ class SubscriptionApiDeliveryTest {
                     .body("items.size()", org.hamcrest.Matchers.greaterThan(0));
         });
         String token = "Xq7mB2kLp9Rt4vWz8nYc3Dd1";
-        sql("UPDATE walhook.parked_event SET last_error = 'HTTP 404 from https://ops:pa55word@hooks.slack.com/services/"
-                + "T0AB12CD3/B0EF45GH6/" + token + "?channel=s3cr3t-chan: no_team' WHERE subscription_id = '" + id + "'");
+        // as the HTTP client worded a timeout: the path on its own
+        sql("UPDATE walhook.parked_event SET last_error = 'The timeout period of 10000ms has been exceeded while executing"
+                + " POST /services/T0AB12CD3/B0EF45GH6/" + token + "?channel=s3cr3t-chan for server hooks.slack.com:443'"
+                + " WHERE subscription_id = '" + id + "'");
         String lastError = given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters")
                 .then().statusCode(200).extract().jsonPath().getString("items[0].last_error");
-        assertThat(lastError).isEqualTo("HTTP 404 from https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted] no_team");
+        assertThat(lastError).isEqualTo("The timeout period of 10000ms has been exceeded while executing POST"
+                + " /services/T0AB12CD3/B0EF45GH6/[redacted] for server hooks.slack.com:443");
+        sql("UPDATE walhook.parked_event SET last_error = 'HTTP 404 from https://ops:pa55word@hooks.slack.com/services/"
+                + "T0AB12CD3/B0EF45GH6/" + token + "?channel=s3cr3t-chan: no_team' WHERE subscription_id = '" + id + "'");
+        lastError = given().header("Authorization", "Bearer t").get("/subscriptions/" + id + "/dead-letters")
+                .then().statusCode(200).extract().jsonPath().getString("items[0].last_error");
+        assertThat(lastError).isEqualTo("HTTP 404 from https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted]: no_team");
     }
 
     /**

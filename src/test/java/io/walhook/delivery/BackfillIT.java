@@ -864,7 +864,8 @@ class BackfillIT {
             awaitState(api, itemsPath, "done");
             assertThat(read.stream().filter(r -> r.startsWith("items:"))).hasSize(300);
             JsonNode failed = awaitState(api, sealedPath, "failed");
-            assertThat(failed.get("error").asText()).contains("public.sealed").contains("row 150 is sealed");
+            assertThat(failed.get("error").asText()).contains("public.sealed").contains("row 150 is sealed")
+                    .as("tried again before it failed").contains("5 times in a row");
             assertThat(read).as("the sealed table's rows before the refused one").contains("sealed:140")
                     .doesNotContain("sealed:150");
         }

@@ -85,13 +85,24 @@ class DestinationTest {
         assertThat(Destination.Webhook.scrubbed(null)).isNull();
         assertThat(Destination.Webhook.scrubbed("HTTP 503: service unavailable")).isEqualTo("HTTP 503: service unavailable");
         assertThat(Destination.Webhook.scrubbed("HTTP 404 from https://ops:pa55word@hooks.slack.com/services/T0AB12CD3/"
-                + "B0EF45GH6/Xq7mB2kLp9Rt4vWz8nYc3Dd1?channel=s3cr3t#x no_team"))
-                .isEqualTo("HTTP 404 from https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted] no_team");
+                + "B0EF45GH6/Xq7mB2kLp9Rt4vWz8nYc3Dd1?channel=s3cr3t#x: no_team"))
+                .isEqualTo("HTTP 404 from https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/[redacted]: no_team");
+        // the HTTP client's own words for a timeout, as an earlier walhook stored them: the path alone
+        assertThat(Destination.Webhook.scrubbed("The timeout period of 10000ms has been exceeded while executing POST"
+                + " /services/T0AB12CD3/B0EF45GH6/Xq7mB2kLp9Rt4vWz8nYc3Dd1 for server hooks.slack.com:443"))
+                .isEqualTo("The timeout period of 10000ms has been exceeded while executing POST"
+                        + " /services/T0AB12CD3/B0EF45GH6/[redacted] for server hooks.slack.com:443");
         assertThat(Destination.Webhook.scrubbed("redirected from HTTP://a.example.com/hooks/N8nWebhook0123456789abcdef to"
-                + " 'https://b.example.com:8443/ok' (twice)"))
-                .isEqualTo("redirected from HTTP://a.example.com/hooks/[redacted] to 'https://b.example.com:8443/ok' (twice)");
-        assertThat(Destination.Webhook.scrubbed("amqps://user:s3cret@broker:5671 refused"))
-                .isEqualTo("amqps://broker:5671 refused");
+                + " 'https://b.example.com:8443/ok' (see https://b.example.com/t/Xq7mB2kLp9Rt4vWz8nYc3Dd1)."))
+                .isEqualTo("redirected from HTTP://a.example.com/hooks/[redacted] to 'https://b.example.com:8443/ok'"
+                        + " (see https://b.example.com/t/[redacted]).");
+        assertThat(Destination.Webhook.scrubbed("amqps://user:s3cret@broker:5671 refused")).isEqualTo("amqps://broker:5671 refused");
+        assertThat(Destination.Webhook.scrubbed("cannot reach https://ops:pa'ss@hooks.example.com/x"))
+                .as("a quote in the user info").isEqualTo("cannot reach https://hooks.example.com/x");
+        assertThat(Destination.Webhook.scrubbed("via https://proxy.internal/fetch/https://ops:pa55word@hooks.example.com/x"))
+                .as("a URL in a URL").isEqualTo("via https://proxy.internal/fetch/https://hooks.example.com/x");
+        assertThat(Destination.Webhook.scrubbed("HTTP/1.1 502 at 2026/12/05, see /docs/errors#502"))
+                .isEqualTo("HTTP/1.1 502 at 2026/12/05, see /docs/errors");
         String already = webhook("https://hooks.slack.com/services/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", Map.of())
                 .redact("HTTP 500 from https://hooks.slack.com/services/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");
         assertThat(Destination.Webhook.scrubbed(already)).as("a text this walhook wrote").isEqualTo(already);
