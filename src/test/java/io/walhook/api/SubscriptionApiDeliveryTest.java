@@ -87,7 +87,6 @@ class SubscriptionApiDeliveryTest {
                     .body("{\"name\": \"tickets\", \"tables\": [\"public.tickets\"], \"batch\": {\"max_events\": 10},"
                             + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/moved") + "\"}}")
                     .put("/subscriptions/" + id).then().statusCode(200);
-            Thread.sleep(1000);
             sql("INSERT INTO tickets VALUES (3)");
             await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/moved").size() == 1);
             assertThat(receiver.requests("/moved").get(0).body()).startsWith("[").contains("\"new\":{\"id\":3}");
@@ -139,7 +138,6 @@ class SubscriptionApiDeliveryTest {
                             + " \"url\": \"" + receiver.url("/c") + "\"}}");
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200)
                     .body("paused", org.hamcrest.Matchers.equalTo(true));
-            Thread.sleep(1000);
             sql("INSERT INTO counters VALUES (1, 0)");
             for (int i = 1; i <= 5; i++) {
                 sql("UPDATE counters SET n = " + i + " WHERE id = 1");
@@ -236,7 +234,6 @@ class SubscriptionApiDeliveryTest {
         String id = create("{\"name\": \"pallets\", \"tables\": [\"public.pallets\"], \"destination\": {\"type\": \"webhook\","
                 + " \"url\": \"http://127.0.0.1:9/p\"}}");
         given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
-        Thread.sleep(1000);
         sql("INSERT INTO pallets VALUES (1), (2), (3)");
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t")
                 .get("/subscriptions/" + id + "/dead-letters").then().statusCode(200)
@@ -286,7 +283,6 @@ class SubscriptionApiDeliveryTest {
             String id = create("{\"name\": \"gauges\", \"tables\": [\"public.gauges\"], \"batch\": {\"max_events\": 3},"
                             + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/g") + "\"}}");
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
-            Thread.sleep(1000);
             sql("INSERT INTO gauges VALUES (1, 0)");
             for (int i = 1; i <= 4; i++) {
                 sql("UPDATE gauges SET n = " + i + " WHERE id = 1");

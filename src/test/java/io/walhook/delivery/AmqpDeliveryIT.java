@@ -236,7 +236,6 @@ class AmqpDeliveryIT {
                             .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
             assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
             assertThat(JSON.readTree(created.body()).at("/destination/address").asText()).isEqualTo("api.{table}");
-            Thread.sleep(1000);
             pg.execute(database, "INSERT INTO items VALUES (11)");
             try (AmqpReceiver api = AmqpReceiver.start("127.0.0.1", broker.port(), null, null, "api.items")) {
                 try {
