@@ -130,6 +130,28 @@ class ApplicationTest {
                 .body(containsString("jvm_memory_used_bytes")));
     }
 
+    /**
+     * The metrics need no token: a request path refused before it reached a route (no token, a
+     * wrong one, a target not percent-encoded) was kept as a label of the HTTP server's metrics as
+     * it came, for anyone to read, a token a client put in it included, and with no bound on how
+     * many such series a caller could add.
+     */
+    @Test
+    void aRefusedRequestsPathIsNotKeptInTheMetrics() throws Exception {
+        // paths the contract does not have: not checked against it
+        given().noFilters().get("/status/ReadTok_Q8w7e6r5t4").then().statusCode(401);
+        given().noFilters().header("Authorization", "Bearer wrong").get("/subscriptions/HdrTok_Alpha_1234").then().statusCode(401);
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", io.restassured.RestAssured.port)) {
+            socket.getOutputStream().write(("GET /subscriptions/ApiTok_Main_5f3a9c1e7b%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Connection: close\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+            assertThat(new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8))
+                    .startsWith("HTTP/1.1 400");
+        }
+        String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        assertThat(metrics).contains("walhook_replication_events_total").doesNotContain("ReadTok_Q8w7e6r5t4")
+                .doesNotContain("HdrTok_Alpha_1234").doesNotContain("ApiTok_Main_5f3a9c1e7b");
+    }
+
     @Test
     void healthMetricsAndTheContractNeedNoToken() {
         given().get("/q/health/live").then().statusCode(200);
