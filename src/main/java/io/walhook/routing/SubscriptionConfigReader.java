@@ -10,6 +10,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
@@ -283,6 +284,14 @@ public final class SubscriptionConfigReader {
                     + " without a dot: as where user info holding '/' ends; credentials do not belong in the URL (use a"
                     + " secret or headers), and a path's '@' is written %40");
         }
+        if (written && uri.getRawUserInfo() == null && passwordCutAfterPort(uri)) {
+            // http://john.doe:2024/Zq9@10.0.0.7:8080/: a password of digits and then '/', '?' or '#' made the user
+            // name the host and its digits the port; the rest of it would go to that host as the path
+            throw new ConfigException(variable, "has '@' in its path, query or fragment followed by a host and port or an"
+                    + " IP address, after a port: as where user info holding '/', '?' or '#' ends, a password's digits"
+                    + " read as the port; credentials do not belong in the URL (use a secret or headers), and a path's"
+                    + " '@' is written %40");
+        }
         if (uri.getHost() == null && uri.getRawAuthority() != null) {
             throw new ConfigException(variable, UrlAuthority.problem(uri));
         }
@@ -314,6 +323,39 @@ public final class SubscriptionConfigReader {
         String after = path.substring(at + 1).split("/", 2)[0];
         return after.contains(".") || after.contains(":") || after.equalsIgnoreCase("localhost");
     }
+
+    /**
+     * Whether, after a port, the first path segment holds an '@' followed by a host and port or an
+     * IP address ({@code /Zq9@10.0.0.7:8080}), or, with no path, the query or fragment holds one
+     * before any '=' ({@code ?Zq9@hooks.example.com}): user info whose password begins with digits
+     * and holds a '/', '?' or '#'. An address with no port of its own ({@code /ops@example.com}) and
+     * a query after a path or of {@code key=value} pairs are a URL's own.
+     */
+    private static boolean passwordCutAfterPort(URI uri) {
+        if (uri.getPort() < 0) {
+            return false;
+        }
+        String path = Objects.toString(uri.getRawPath(), "");
+        if (!path.isEmpty() && !path.equals("/")) {
+            String first = path.substring(1).split("/", 2)[0];
+            int at = first.indexOf('@');
+            return at > 0 && HOST_AND_PORT_OR_ADDRESS.matcher(first.substring(at + 1)).matches();
+        }
+        for (String part : new String[] {uri.getRawQuery(), uri.getRawFragment()}) {
+            int at = part == null ? -1 : part.indexOf('@');
+            if (at > 0 && part.substring(0, at).indexOf('=') < 0) {
+                String after = part.substring(at + 1).split("[/?#]", 2)[0];
+                if (HOST_AND_PORT_OR_ADDRESS.matcher(after).matches() || after.contains(".")) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** {@code host:port}, or an IPv4 address with or without a port. */
+    private static final java.util.regex.Pattern HOST_AND_PORT_OR_ADDRESS = java.util.regex.Pattern.compile(
+            "[A-Za-z0-9.-]+:[0-9]{1,5}|[0-9]{1,3}(?:\\.[0-9]{1,3}){3}(?::[0-9]{1,5})?");
 
     /** One or more {@code whsec_<base64>} secrets, separated by spaces or commas (key rotation). */
     static List<byte[]> secrets(String variable, Optional<String> value) {

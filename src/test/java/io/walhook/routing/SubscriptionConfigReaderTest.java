@@ -129,6 +129,11 @@ class SubscriptionConfigReaderTest {
         "http://user:2024/Zq9xW@hooks.example.com/ | has '@' in its path followed by what looks like a host",
         "http://Zq9/xW@hooks.example.com/h        | has '@' in its path followed by what looks like a host",
         "https://Zq9/xW/y@localhost:8443/h        | has '@' in its path followed by what looks like a host",
+        "http://john.doe:2024/Zq9xW@127.0.0.1:18190/ok | a password's digits",
+        "http://john.doe:2024/Zq9xW@hooks.example.com:443/ok | a password's digits",
+        "http://receiver.ns:2024/Zq9xW@10.0.0.7/ok | a password's digits",
+        "http://127.0.0.2:18191?Zq9xW@127.0.0.1:18190/ok | a password's digits",
+        "http://admin.corp:2024#Zq9xW@hooks.example.com/ok | a password's digits",
         "https://me@corp.com:Zq9?xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
         "https://me@corp.com:Zq9#xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
         "https:///h?token=Zq9xW                   | names no host",
@@ -158,6 +163,12 @@ class SubscriptionConfigReaderTest {
                 .as("under a host with a dot").isEqualTo("/alerts@team/h");
         assertThat(SubscriptionConfigReader.writtenUrl("url", "http://sink/alerts@team/h").getPath())
                 .as("followed by no host").isEqualTo("/alerts@team/h");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "https://hooks.example.com:8443/ops@example.com").getPath())
+                .as("a port, then an address with no port of its own").isEqualTo("/ops@example.com");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "http://receiver:8080/notify?ops@example.com").getQuery())
+                .as("a query after a path").isEqualTo("ops@example.com");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "https://hooks.example.com:8443?to=ops@example.com").getQuery())
+                .as("a query's value").isEqualTo("to=ops@example.com");
     }
 
     @Test
