@@ -48,11 +48,28 @@ public sealed interface Destination {
 
         /**
          * {@link #redactedUrl()} with every path segment that may be a credential (see
-         * {@link #mayBeCredential}) shown as {@value #HIDDEN_SEGMENT}: how logs and errors name the
-         * destination.
+         * {@link #mayBeCredential}) shown as {@value #HIDDEN_SEGMENT}, and the host name's first label
+         * too when it may be one and holds no '-' (a Pipedream endpoint's {@code eo3kz7m2x9q1ab8c.m.pipedream.net};
+         * not {@code orders-service-v2}): how logs and errors name the destination.
          */
         public String loggedUrl() {
-            return origin() + loggedPath();
+            return url.getScheme() + "://" + loggedHost(url.getHost()) + (url.getPort() < 0 ? "" : ":" + url.getPort())
+                    + loggedPath();
+        }
+
+        /** The host name with its first label hidden when it may be a credential (see {@link #loggedUrl()}). */
+        private static String loggedHost(String host) {
+            String label = hiddenLabel(host);
+            return label == null ? host : HIDDEN_SEGMENT + host.substring(label.length());
+        }
+
+        /** The host name's first label when logs hide it, else null. */
+        private static String hiddenLabel(String host) {
+            if (host == null || host.startsWith("[")) {
+                return null;
+            }
+            String label = host.split("\\.", 2)[0];
+            return label.indexOf('-') < 0 && mayBeCredential(label) ? label : null;
         }
 
         private String origin() {
@@ -145,6 +162,7 @@ public sealed interface Destination {
                 }
             }
             credentials.addAll(credentialSegments());
+            java.util.Optional.ofNullable(hiddenLabel(url.getHost())).ifPresent(credentials::add);
             credentials.addAll(headers.values());
             // longest first: a query value inside a path token would otherwise cut it, and its rest stay
             credentials.sort(java.util.Comparator.comparingInt(String::length).reversed());
@@ -198,7 +216,9 @@ public sealed interface Destination {
             for (int i = 0; i < segments.length; i++) {
                 segments[i] = mayBeCredential(segments[i]) ? HIDDEN_SEGMENT : segments[i];
             }
-            return url.substring(0, start) + authority + String.join("/", segments);
+            int port = authority.lastIndexOf(':');
+            String host = port > authority.lastIndexOf(']') ? authority.substring(0, port) : authority;
+            return url.substring(0, start) + loggedHost(host) + authority.substring(host.length()) + String.join("/", segments);
         }
 
         @Override

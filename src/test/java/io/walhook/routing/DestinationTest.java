@@ -80,6 +80,26 @@ class DestinationTest {
                 .isEqualTo("executing POST /t/[redacted]");
     }
 
+    /**
+     * Pipedream-style endpoints carry their secret in the host name's first label: logs and errors
+     * hide it as they hide such a path segment; views show it, as they show the path. A label with
+     * a '-' is a name ({@code orders-service-v2}, a load balancer's), shown.
+     */
+    @Test
+    void aHostLabelThatMayBeACredentialIsHiddenInLogsAndErrors() {
+        Destination.Webhook pipedream = webhook("https://eo3kz7m2x9q1ab8cmvp4.m.pipedream.net/", Map.of());
+        assertThat(pipedream.loggedUrl()).isEqualTo("https://[redacted].m.pipedream.net/");
+        assertThat(pipedream.redactedUrl()).isEqualTo("https://eo3kz7m2x9q1ab8cmvp4.m.pipedream.net/");
+        assertThat(pipedream.redact("UnknownHostException: Failed to resolve 'eo3kz7m2x9q1ab8cmvp4.m.pipedream.net'"))
+                .isEqualTo("UnknownHostException: Failed to resolve '[redacted].m.pipedream.net'");
+        assertThat(webhook("http://my-loadbalancer-1234567890.us-west-2.elb.amazonaws.com:8080/h", Map.of()).loggedUrl())
+                .isEqualTo("http://my-loadbalancer-1234567890.us-west-2.elb.amazonaws.com:8080/h");
+        assertThat(webhook("http://orders-service-v2.shop.svc.cluster.local/h", Map.of()).loggedUrl())
+                .isEqualTo("http://orders-service-v2.shop.svc.cluster.local/h");
+        assertThat(webhook("http://10.0.0.7:8080/h", Map.of()).loggedUrl()).isEqualTo("http://10.0.0.7:8080/h");
+        assertThat(webhook("http://[2001:db8::1]:8080/h", Map.of()).loggedUrl()).isEqualTo("http://[2001:db8::1]:8080/h");
+    }
+
     @Test
     void everyUrlInAStoredTextIsShownAsLogsShowADestination() {
         assertThat(Destination.Webhook.scrubbed(null)).isNull();
