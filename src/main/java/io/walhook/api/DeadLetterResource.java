@@ -138,7 +138,9 @@ public class DeadLetterResource {
     public Dropped dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         List<Long> ids = deadLetterIds(request);
         String subscriptionId = subscriptions.existingId(id);
-        return new Dropped(ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
+        Dropped dropped = new Dropped(ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
+        source.recountParked(subscriptionId); // /status counts what is left
+        return dropped;
     }
 
     /** How many queued events were dropped for good. */

@@ -528,6 +528,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     }
 
     /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */
+    /** Rows of this subscription's durable queue were dropped through the API: its lane counts its queue again. */
+    public void recount(String subscriptionId) {
+        Lane lane = lanes.get(subscriptionId);
+        if (lane != null) {
+            lane.recount();
+        }
+    }
+
     public void retryNow(Subscription subscription) {
         Lane lane = lane(subscription);
         if (lane != null) {

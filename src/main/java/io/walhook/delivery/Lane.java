@@ -272,6 +272,11 @@ final class Lane {
     private boolean exhausted;
     /** Made, it waits for the dispatcher's answer whether its durable queue holds rows ({@link #probed}). */
     private boolean probing;
+    /**
+     * Whether {@link #backlog} may miss rows this lane did not write: those left from before it was
+     * made (a restart, a take-over) or dropped through the API. Its next durable turn counts them.
+     */
+    private boolean uncounted = true;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
@@ -773,6 +778,12 @@ final class Lane {
     private void durableWork(Instant now) {
         if (probing) {
             return; // what arrives waits in memory until the dispatcher says whether the queue holds rows
+        }
+        if (uncounted) {
+            // between its own calls: the rows it writes and deletes from now on are added and taken from this count
+            uncounted = false;
+            database(() -> context.store().count(id), rows -> backlog = rows);
+            return;
         }
         if (mustWrite > 0) {
             writeNext();
@@ -1756,10 +1767,16 @@ final class Lane {
         post(() -> {
             probing = false;
             if (!queueHasRows) {
+                uncounted = false;
                 exhausted = true; // read to its end, and this lane wrote nothing while it waited
                 writtenSinceRead = false;
             }
         });
+    }
+
+    /** Rows of its durable queue were dropped by another party (the API): counted again at its next durable turn. */
+    void recount() {
+        post(() -> uncounted = true);
     }
 
     /** Wakes the lane: pause or resume changed. */

@@ -406,6 +406,13 @@ public class ReplicationSource {
     }
 
     /** Retries the subscription's queued events now (the API's replay). */
+    /** Rows of the subscription's durable queue were dropped through this instance's API: counted again if it delivers. */
+    public void recountParked(String subscriptionId) {
+        if (sender != null) {
+            sender.recount(subscriptionId);
+        }
+    }
+
     public void retryParkedNow(Subscription subscription) {
         if (sender != null) {
             sender.retryNow(subscription);

@@ -2329,6 +2329,43 @@ class DispatcherTest {
      * another version) is delivered with what can be read of them: failing the read held its
      * lane's queue work for good, and its writes behind it, until routing waited for its memory.
      */
+    /**
+     * A queue left by a crash: /status's {@code parked} and the {@code parked_current} gauge
+     * counted only the rows this run wrote or read back into memory (the rows left from before
+     * were unknown to the lane), so a backlog of thousands showed as the few hundred in memory,
+     * and an alert on the gauge saw a fortieth of it. The lane counts its queue before it reads it.
+     */
+    @Test
+    void aQueueLeftFromBeforeARestartIsCountedWholeWhileItsDestinationFails() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        java.util.concurrent.atomic.AtomicBoolean failing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = failingWhile(failing, 500, accepted);
+        Subscription subscription = webhook("config:backlog", "backlog", receiver, 1);
+        int rows = 9000; // more than a lane keeps in memory (4,000)
+        for (int from = 0; from < rows; from += 500) {
+            List<ParkedEventStore.Entry> entries = new ArrayList<>();
+            for (int n = from; n < from + 500; n++) {
+                entries.add(new ParkedEventStore.Entry("left-" + n, Lsn.of(0x10 + n), java.time.Instant.EPOCH,
+                        "application/json", Map.of(), null, "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null,
+                        null));
+            }
+            store.append(subscription.id(), "backlog", entries, 0, null);
+        }
+        dispatcher.resumeParked(List.of(subscription));
+        await().atMost(WAIT).until(() -> receiver.requests().size() >= 3); // read back, and failing
+        await().atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status().get(0).durableBacklog())
+                .as("the whole queue, not what is in memory").isEqualTo(rows));
+        // dropped by another party (the API), rows not read yet: counted again when it is told
+        database.sql("DELETE FROM walhook.parked_event WHERE event_id ~ '^left-8[0-9]{3}$'");
+        dispatcher.recount(subscription.id());
+        await().atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status().get(0).durableBacklog()).isEqualTo(rows - 1000));
+        failing.set(false);
+        await().atMost(WAIT).until(() -> store.count(subscription.id()) == 0);
+        await().atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status().get(0).durableBacklog()).isZero());
+        assertThat(accepted).hasSize(rows - 1000);
+    }
+
     @Test
     void aQueuedRowWithUnreadableHeadersIsDeliveredNotRetriedForever() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
