@@ -814,14 +814,11 @@ final class Lane {
         // held, it sends nothing; while every attempt fails, only its next new probe (a batch) besides its retries
         boolean failingAll = schedule.everyAttemptFailing(now);
         // ready: jobs it could send next (not those waiting behind an earlier change of their row)
-        int untaken = queue.size() - queue.taken();
-        // untaken: ready, or held back behind a change of its row under way or waiting to be retried, which while
-        // every attempt fails is kept no more than a ready one (read on, a queue of a few rows' changes all waited here)
-        if (held() || failingAll && untaken > batchSize()) {
+        if (held() || failingAll && queue.ready() > batchSize()) {
             giveBack(held()); // what it cannot send now is read again when it can
-            untaken = queue.size() - queue.taken();
         }
-        int maxRows = held() ? 0 : failingAll ? batchSize() - untaken : RESIDENT_LIMIT - durableInMemory;
+        int untaken = queue.size() - queue.taken();
+        int maxRows = held() ? 0 : failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT - durableInMemory;
         long room = allRead || maxRows <= 0 ? 0 : readRoom(untaken == 0);
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {

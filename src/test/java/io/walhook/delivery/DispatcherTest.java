@@ -2366,36 +2366,6 @@ class DispatcherTest {
         assertThat(accepted).hasSize(rows - 1000);
     }
 
-    /**
-     * A destination that is down, and a durable queue of many changes to a few rows: each row's
-     * first change waits to be retried, and every later change of those rows waits behind it. The
-     * lane read the queue on, a row at a time, keeping what it could not send in memory as held
-     * back (thousands, against the read-back memory other lanes drain their queues with). It now
-     * reads no further than what it could try next, and gives back what it cannot send.
-     */
-    @Test
-    void aDestinationThatIsDownKeepsNoQueuedChangesHeldBackInMemory() throws Exception {
-        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
-        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
-        WebhookReceiver receiver = failingWhile(down, 500, accepted);
-        Subscription subscription = webhook("config:downrows", "downrows", receiver, 1);
-        paused.add(subscription.id()); // its changes go to the durable queue
-        send(dispatcher, subscription, 20, 150);
-        await().atMost(WAIT).until(() -> store.count(subscription.id()) == 3000 && acknowledged.get() == 3000);
-        paused.remove(subscription.id());
-        dispatcher.sync(List.of(subscription));
-        await().atMost(WAIT).until(() -> receiver.requests().size() >= 40); // every row's first change refused, and again
-        await().pollDelay(Duration.ofSeconds(3)).atMost(WAIT).untilAsserted(() -> assertThat(dispatcher.status().get(0).queued())
-                .as("in memory: the rows' first changes and what it tries next, not their later ones").isLessThan(100));
-        down.set(false);
-        await().atMost(WAIT).until(() -> acceptedByRow(accepted).values().stream().mapToInt(List::size).sum() >= 3000);
-        Map<Integer, List<Integer>> byRow = acceptedByRow(accepted);
-        for (int row = 1; row <= 20; row++) {
-            assertThat(byRow.get(row)).as("row " + row + " in order").isSorted().hasSize(150);
-        }
-    }
-
     @Test
     void aQueuedRowWithUnreadableHeadersIsDeliveredNotRetriedForever() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
