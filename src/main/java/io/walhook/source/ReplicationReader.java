@@ -317,6 +317,10 @@ public final class ReplicationReader {
                     }
                     ByteBuffer message = stream.readPending();
                     if (message == null) {
+                        Lsn keptAlive = Lsn.of(stream.getLastReceiveLSN().asLong()); // a keepalive's, or the last message's
+                        if (keptAlive.isValid() && keptAlive.compareTo(received) > 0) {
+                            received = keptAlive;
+                        }
                         acknowledge(false);
                         awaitData();
                         continue;

@@ -497,7 +497,7 @@ class ReplicationReaderTest {
         try (SourceFixture idle = new SourceFixture(TestPostgres.shared(), "reader_idle");
              SourceFixture busy = new SourceFixture(TestPostgres.shared(), "reader_busy")) {
             idle.prepare("*");
-            idle.startReader();
+            ReplicationReader reader = idle.startReader();
             Lsn before = idle.confirmedFlush();
             busy.sql("CREATE TABLE noise (id int)");
             for (int i = 0; i < 5; i++) {
@@ -506,6 +506,9 @@ class ReplicationReaderTest {
             // the walsender reports its position in keepalives; walhook acknowledges it with nothing pending
             await().atMost(WAIT).until(() -> idle.confirmedFlush().compareTo(before) > 0);
             assertThat(idle.received).isEmpty();
+            // /status's received_lsn: the keepalives' position too, not 0/0 while nothing of its database came
+            assertThat(reader.status().received().compareTo(before)).as(reader.status().received().toString())
+                    .isGreaterThan(0);
         }
     }
 
