@@ -139,7 +139,9 @@ public class DeadLetterResource {
         List<Long> ids = deadLetterIds(request);
         String subscriptionId = subscriptions.existingId(id);
         Dropped dropped = new Dropped(ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
-        source.recountParked(subscriptionId); // /status counts what is left
+        if (dropped.deleted() > 0) {
+            source.recountParked(subscriptionId); // /status counts what is left
+        }
         return dropped;
     }
 

@@ -305,11 +305,17 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             // not asked again: each lane reads its own queue (retried from the timer), which is always right
             LOG.warnf("cannot ask whether %d new lanes' durable queues hold rows (%s); each reads its own",
                     probed.size(), e instanceof SQLException ? e.getMessage() : e.toString());
-            probed.forEach(lane -> lane.probed(true));
+            probed.forEach(lane -> lane.probed(true, null));
             return;
         }
-        probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id())));
+        // counted before any of them reads, writes or deletes a row: each lane's count of its queue starts right
+        Map<String, Long> counts = context.store().countsWithin(withRows, QUEUE_COUNT_LIMIT);
+        probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id()),
+                counts == null ? null : counts.getOrDefault(lane.subscription().id(), 0L)));
     }
+
+    /** How long the new lanes' first look may take to count their queues (for /status) before they go on without. */
+    static final Duration QUEUE_COUNT_LIMIT = Duration.ofSeconds(2);
 
     @Override
     public void send(Subscription subscription, ChangeEvent event, EventEncoder.Encoded body, Runnable done) {
@@ -527,7 +533,6 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
-    /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */
     /** Rows of this subscription's durable queue were dropped through the API: its lane counts its queue again. */
     public void recount(String subscriptionId) {
         Lane lane = lanes.get(subscriptionId);
@@ -536,6 +541,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
+    /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */
     public void retryNow(Subscription subscription) {
         Lane lane = lane(subscription);
         if (lane != null) {

@@ -272,11 +272,8 @@ final class Lane {
     private boolean exhausted;
     /** Made, it waits for the dispatcher's answer whether its durable queue holds rows ({@link #probed}). */
     private boolean probing;
-    /**
-     * Whether {@link #backlog} may miss rows this lane did not write: those left from before it was
-     * made (a restart, a take-over) or dropped through the API. Its next durable turn counts them.
-     */
-    private boolean uncounted = true;
+    /** The API dropped rows of its durable queue: its next durable turn counts the queue again ({@link #backlog}). */
+    private boolean uncounted;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
@@ -780,9 +777,11 @@ final class Lane {
             return; // what arrives waits in memory until the dispatcher says whether the queue holds rows
         }
         if (uncounted) {
-            // between its own calls: the rows it writes and deletes from now on are added and taken from this count
+            // between its own calls: the rows it writes and deletes from now on are added and taken from this count;
+            // one the server cannot count soon (a queue of millions) leaves the count as it was, not tried again
             uncounted = false;
-            database(() -> context.store().count(id), rows -> backlog = rows);
+            database(() -> context.store().countsWithin(List.of(id), Dispatcher.QUEUE_COUNT_LIMIT),
+                    counts -> backlog = counts.getOrDefault(id, 0L));
             return;
         }
         if (mustWrite > 0) {
@@ -1761,13 +1760,17 @@ final class Lane {
 
     /**
      * The dispatcher's look at its durable queue ({@link #probing}) answered: with no rows, it goes
-     * direct at this turn, what arrived meanwhile with it; with rows, it reads them first.
+     * direct at this turn, what arrived meanwhile with it; with rows, it reads them first, and
+     * {@code rows} is how many (null when they were not counted in time): rows left from before a
+     * restart or a take-over, which /status counts with those it writes from now on.
      */
-    void probed(boolean queueHasRows) {
+    void probed(boolean queueHasRows, Long rows) {
         post(() -> {
             probing = false;
+            if (rows != null) {
+                backlog = rows; // it wrote and deleted nothing while it waited for this answer
+            }
             if (!queueHasRows) {
-                uncounted = false;
                 exhausted = true; // read to its end, and this lane wrote nothing while it waited
                 writtenSinceRead = false;
             }

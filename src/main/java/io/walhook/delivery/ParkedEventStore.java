@@ -583,6 +583,43 @@ public final class ParkedEventStore {
         }
     }
 
+    /**
+     * How many rows each of these subscriptions' queues holds (those with none are absent), if the
+     * server counts them within {@code limit}; null when it does not (queues of millions, the state
+     * database away): the counts are for /status and the metrics, and must not hold delivery back.
+     */
+    public Map<String, Long> countsWithin(java.util.Collection<String> subscriptionIds, java.time.Duration limit) {
+        Map<String, Long> counts = new java.util.HashMap<>();
+        if (subscriptionIds.isEmpty()) {
+            return counts;
+        }
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false); // for SET LOCAL: the limit ends with the transaction
+            try {
+                try (java.sql.Statement s = c.createStatement()) {
+                    s.execute("SET LOCAL statement_timeout = " + limit.toMillis());
+                }
+                try (PreparedStatement s = c.prepareStatement("SELECT subscription_id, count(*) FROM " + table
+                        + " WHERE subscription_id = ANY (?) GROUP BY subscription_id")) {
+                    s.setArray(1, c.createArrayOf("text", subscriptionIds.toArray()));
+                    try (ResultSet rs = s.executeQuery()) {
+                        while (rs.next()) {
+                            counts.put(rs.getString(1), rs.getLong(2));
+                        }
+                    }
+                }
+            } finally {
+                c.rollback();
+                c.setAutoCommit(autoCommit);
+            }
+            return counts;
+        } catch (SQLException | RuntimeException e) {
+            LOG.debugf("durable queues not counted within %s: %s", limit, e.getMessage());
+            return null;
+        }
+    }
+
     /** Those of these subscriptions (by id) with rows in their queue: one probe of the queue's index each. */
     public Set<String> withRows(java.util.Collection<String> subscriptionIds) throws SQLException {
         Set<String> ids = new TreeSet<>();

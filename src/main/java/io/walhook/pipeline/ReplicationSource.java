@@ -405,14 +405,17 @@ public class ReplicationSource {
         return broker.transport(amqp);
     }
 
-    /** Retries the subscription's queued events now (the API's replay). */
-    /** Rows of the subscription's durable queue were dropped through this instance's API: counted again if it delivers. */
+    /**
+     * Rows of the subscription's durable queue were dropped through this instance's API: counted
+     * again if it delivers (a standby's drop is counted by the active instance as its lane reads on).
+     */
     public void recountParked(String subscriptionId) {
         if (sender != null) {
             sender.recount(subscriptionId);
         }
     }
 
+    /** Retries the subscription's queued events now (the API's replay). */
     public void retryParkedNow(Subscription subscription) {
         if (sender != null) {
             sender.retryNow(subscription);

@@ -2325,15 +2325,10 @@ class DispatcherTest {
     }
 
     /**
-     * A queued row whose stored headers are not an object of strings (written by hand, or by
-     * another version) is delivered with what can be read of them: failing the read held its
-     * lane's queue work for good, and its writes behind it, until routing waited for its memory.
-     */
-    /**
      * A queue left by a crash: /status's {@code parked} and the {@code parked_current} gauge
      * counted only the rows this run wrote or read back into memory (the rows left from before
      * were unknown to the lane), so a backlog of thousands showed as the few hundred in memory,
-     * and an alert on the gauge saw a fortieth of it. The lane counts its queue before it reads it.
+     * and an alert on the gauge saw a fortieth of it. The lane's queue is counted before it reads it.
      */
     @Test
     void aQueueLeftFromBeforeARestartIsCountedWholeWhileItsDestinationFails() throws Exception {
@@ -2366,6 +2361,11 @@ class DispatcherTest {
         assertThat(accepted).hasSize(rows - 1000);
     }
 
+    /**
+     * A queued row whose stored headers are not an object of strings (written by hand, or by
+     * another version) is delivered with what can be read of them: failing the read held its
+     * lane's queue work for good, and its writes behind it, until routing waited for its memory.
+     */
     @Test
     void aQueuedRowWithUnreadableHeadersIsDeliveredNotRetriedForever() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
