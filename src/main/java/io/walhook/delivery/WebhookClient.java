@@ -216,15 +216,15 @@ public final class WebhookClient implements AutoCloseable {
                             if (failure != null) {
                                 Throwable cause = failure instanceof java.util.concurrent.CompletionException
                                         && failure.getCause() != null ? failure.getCause() : failure;
-                                result.completeExceptionally(new IOException(host + " does not resolve: "
-                                        + destination.redact(describe(cause))));
+                                result.completeExceptionally(new IOException(destination.redact(host
+                                        + " does not resolve: " + describe(cause))));
                                 return;
                             }
                             java.util.Optional<String> refusal = publicOnly ? DestinationPolicy.refusal(address)
                                     : java.util.Optional.empty();
                             if (refusal.isPresent()) {
-                                result.completeExceptionally(new IOException(host + " resolves to " + refusal.get()
-                                        + "; not connecting (WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true allows it)"));
+                                result.completeExceptionally(new IOException(destination.redact(host + " resolves to "
+                                        + refusal.get() + "; not connecting (WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true allows it)")));
                                 return;
                             }
                             int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;

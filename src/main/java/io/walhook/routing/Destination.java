@@ -41,6 +41,9 @@ public sealed interface Destination {
          */
         private static final int SHORTEST_HIDDEN_SEGMENT = 16;
 
+        /** A host name's first label this long may be a credential too (a Pipedream endpoint's are 15 characters). */
+        private static final int SHORTEST_HIDDEN_LABEL = 15;
+
         /** {@code scheme://host:port/path}: the URL without its query string, user info and fragment. */
         public String redactedUrl() {
             return origin() + (url.getRawPath() == null ? "" : url.getRawPath());
@@ -69,7 +72,8 @@ public sealed interface Destination {
                 return null;
             }
             String label = host.split("\\.", 2)[0];
-            return label.indexOf('-') < 0 && mayBeCredential(label) ? label : null;
+            return label.indexOf('-') < 0 && label.length() >= SHORTEST_HIDDEN_LABEL && mayBeCredential(label, 0) ? label
+                    : null;
         }
 
         private String origin() {
@@ -104,9 +108,13 @@ public sealed interface Destination {
 
         /** Whether this path segment (as written) may be a credential: long, with letters and digits or mixed-case letters. */
         static boolean mayBeCredential(String rawSegment) {
+            return mayBeCredential(rawSegment, SHORTEST_HIDDEN_SEGMENT);
+        }
+
+        private static boolean mayBeCredential(String rawSegment, int shortest) {
             String segment = decoded(rawSegment);
             int length = segment.codePointCount(0, segment.length());
-            if (length < SHORTEST_HIDDEN_SEGMENT) {
+            if (length < shortest) {
                 return false;
             }
             int letters = 0;

@@ -325,33 +325,45 @@ public final class SubscriptionConfigReader {
     }
 
     /**
-     * Whether, after a port, the first path segment holds an '@' followed by a host and port or an
-     * IP address ({@code /Zq9@10.0.0.7:8080}), or, with no path, the query or fragment holds one
-     * before any '=' ({@code ?Zq9@hooks.example.com}): user info whose password begins with digits
-     * and holds a '/', '?' or '#'. An address with no port of its own ({@code /ops@example.com}) and
-     * a query after a path or of {@code key=value} pairs are a URL's own.
+     * Whether, after a port, a path segment holds an '@' followed by a host and port or an IP
+     * address ({@code /Zq9@10.0.0.7:8080}), or the query or fragment does before any '=' or '&'
+     * ({@code ?Zq9@10.0.0.7}), or, with no path, by any host ({@code ?Zq9@hooks.example.com}): user
+     * info whose password begins with digits and holds a '/', '?' or '#'. An address with no port of
+     * its own ({@code /ops@example.com}) and a query after a path or of {@code key=value} pairs are
+     * a URL's own.
      */
     private static boolean passwordCutAfterPort(URI uri) {
         if (uri.getPort() < 0) {
             return false;
         }
         String path = Objects.toString(uri.getRawPath(), "");
-        if (!path.isEmpty() && !path.equals("/")) {
-            String first = path.substring(1).split("/", 2)[0];
-            int at = first.indexOf('@');
-            return at > 0 && HOST_AND_PORT_OR_ADDRESS.matcher(first.substring(at + 1)).matches();
+        for (String segment : path.split("/")) {
+            int at = segment.lastIndexOf('@');
+            if (at >= 0 && HOST_AND_PORT_OR_ADDRESS.matcher(segment.substring(at + 1)).matches()) {
+                return true;
+            }
         }
+        boolean noPath = path.isEmpty() || path.equals("/");
         for (String part : new String[] {uri.getRawQuery(), uri.getRawFragment()}) {
-            int at = part == null ? -1 : part.indexOf('@');
-            if (at > 0 && part.substring(0, at).indexOf('=') < 0) {
-                String after = part.substring(at + 1).split("[/?#]", 2)[0];
-                if (HOST_AND_PORT_OR_ADDRESS.matcher(after).matches() || after.contains(".")) {
+            int at = part == null ? -1 : part.lastIndexOf('@');
+            if (at >= 0 && PASSWORD_TAIL.matcher(part.substring(0, at)).matches()) {
+                String rest = part.substring(at + 1);
+                if (HOST_AND_PORT_OR_ADDRESS_THEN.matcher(rest).matches() || noPath && HOST_THEN.matcher(rest).matches()) {
                     return true;
                 }
             }
         }
         return false;
     }
+
+    /** What a password's rest before its '@' may be in a query or fragment: not a pair, nor a fragment's path. */
+    private static final java.util.regex.Pattern PASSWORD_TAIL = java.util.regex.Pattern.compile("[^=&/]*");
+    /** A host and port or an IPv4 address, then the end or a path, query or fragment. */
+    private static final java.util.regex.Pattern HOST_AND_PORT_OR_ADDRESS_THEN = java.util.regex.Pattern.compile(
+            "(?:[A-Za-z0-9.-]+:[0-9]{1,5}|[0-9]{1,3}(?:\\.[0-9]{1,3}){3}(?::[0-9]{1,5})?)(?:[/?#].*)?");
+    /** A host name with a dot (and maybe a port), then the end or a path, query or fragment. */
+    private static final java.util.regex.Pattern HOST_THEN = java.util.regex.Pattern.compile(
+            "[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?(?:[/?#].*)?");
 
     /** {@code host:port}, or an IPv4 address with or without a port. */
     private static final java.util.regex.Pattern HOST_AND_PORT_OR_ADDRESS = java.util.regex.Pattern.compile(

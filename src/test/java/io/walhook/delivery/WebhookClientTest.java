@@ -340,6 +340,20 @@ class WebhookClientTest {
                 .isInstanceOf(IOException.class).hasMessageContaining("Connection refused");
     }
 
+    /**
+     * A host name whose first label is the endpoint's secret (Pipedream's): the error of a name
+     * that does not resolve began with the host as written, before the redacted cause.
+     */
+    @Test
+    void aHostThatDoesNotResolveIsNamedWithoutTheLabelThatMayBeACredential() {
+        Destination.Webhook secretHost = new Destination.Webhook(URI.create("https://eo3kz7m2x9q1ab8.m.pipedream.invalid/"),
+                List.of(), Map.of());
+        assertThatThrownBy(() -> client.postAsync(secretHost, "evt_1", new byte[0], "application/json", Map.of(), 1,
+                TIMEOUT, true).get(30, java.util.concurrent.TimeUnit.SECONDS))
+                .hasRootCauseInstanceOf(IOException.class).rootCause().hasMessageContaining("does not resolve")
+                .hasMessageContaining("[redacted].m.pipedream.invalid").hasMessageNotContaining("eo3kz7m2x9q1ab8");
+    }
+
     @Test
     void aTlsServerWhoseCertificateIsNotTrustedIsRefusedAndATrustedOneIsSpokenToOverHttp2() throws Exception {
         Path keyStore = selfSigned();

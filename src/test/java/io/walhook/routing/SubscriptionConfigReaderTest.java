@@ -134,6 +134,10 @@ class SubscriptionConfigReaderTest {
         "http://receiver.ns:2024/Zq9xW@10.0.0.7/ok | a password's digits",
         "http://127.0.0.2:18191?Zq9xW@127.0.0.1:18190/ok | a password's digits",
         "http://admin.corp:2024#Zq9xW@hooks.example.com/ok | a password's digits",
+        "http://john.doe:2024/Zq9?xW@10.0.0.7:8080/ | a password's digits",
+        "http://john.doe:2024/Zq9/xW@10.0.0.7:8080/ | a password's digits",
+        "http://john.doe:2024/Zq9@xW@10.0.0.7:8080/ | a password's digits",
+        "http://john.doe:2024/@10.0.0.7:8080/Zq9xW | a password's digits",
         "https://me@corp.com:Zq9?xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
         "https://me@corp.com:Zq9#xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
         "https:///h?token=Zq9xW                   | names no host",
@@ -169,6 +173,12 @@ class SubscriptionConfigReaderTest {
                 .as("a query after a path").isEqualTo("ops@example.com");
         assertThat(SubscriptionConfigReader.writtenUrl("url", "https://hooks.example.com:8443?to=ops@example.com").getQuery())
                 .as("a query's value").isEqualTo("to=ops@example.com");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "https://h.example.com:8443/?ops@example.com&token=x").getQuery())
+                .as("a query's address and its next pair").isEqualTo("ops@example.com&token=x");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "https://h.example.com:8443/?tag@prod&v=1.2").getQuery())
+                .as("a query's word and its next pair").isEqualTo("tag@prod&v=1.2");
+        assertThat(SubscriptionConfigReader.writtenUrl("url", "https://app.example.com:8443/#/hook@x.y").getFragment())
+                .as("a fragment's path").isEqualTo("/hook@x.y");
     }
 
     @Test
