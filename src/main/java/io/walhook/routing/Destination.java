@@ -52,7 +52,7 @@ public sealed interface Destination {
         /**
          * {@link #redactedUrl()} with every path segment that may be a credential (see
          * {@link #mayBeCredential}) shown as {@value #HIDDEN_SEGMENT}, and the host name's first label
-         * too when it may be one and holds no '-' (a Pipedream endpoint's {@code eo3kz7m2x9q1ab8c.m.pipedream.net};
+         * too when it may be one and holds no '-' (a Pipedream endpoint's {@code eo3kz7m2x9q1ab8.m.pipedream.net};
          * not {@code orders-service-v2}): how logs and errors name the destination.
          */
         public String loggedUrl() {
@@ -72,8 +72,7 @@ public sealed interface Destination {
                 return null;
             }
             String label = host.split("\\.", 2)[0];
-            return label.indexOf('-') < 0 && label.length() >= SHORTEST_HIDDEN_LABEL && mayBeCredential(label, 0) ? label
-                    : null;
+            return label.indexOf('-') < 0 && mayBeCredential(label, SHORTEST_HIDDEN_LABEL) ? label : null;
         }
 
         private String origin() {
