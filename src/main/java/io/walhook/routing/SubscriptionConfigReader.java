@@ -326,8 +326,8 @@ public final class SubscriptionConfigReader {
 
     /**
      * Whether, after a port, a path segment holds an '@' followed by a host and port or an IP
-     * address ({@code /Zq9@10.0.0.7:8080}), or the query or fragment does before any '=' or '&'
-     * ({@code ?Zq9@10.0.0.7}), or, with no path, by any host ({@code ?Zq9@hooks.example.com}): user
+     * address ({@code /Zq9@10.0.0.7:8080}), or the query or fragment does with no '=', '&' or '/'
+     * before it ({@code ?Zq9@10.0.0.7}), or, with no path, by any host ({@code ?Zq9@hooks.example.com}): user
      * info whose password begins with digits and holds a '/', '?' or '#'. An address with no port of
      * its own ({@code /ops@example.com}) and a query after a path or of {@code key=value} pairs are
      * a URL's own.
@@ -339,7 +339,7 @@ public final class SubscriptionConfigReader {
         String path = Objects.toString(uri.getRawPath(), "");
         for (String segment : path.split("/")) {
             int at = segment.lastIndexOf('@');
-            if (at >= 0 && HOST_AND_PORT_OR_ADDRESS.matcher(segment.substring(at + 1)).matches()) {
+            if (at >= 0 && HOST_AND_PORT_OR_ADDRESS_THEN.matcher(segment.substring(at + 1)).matches()) {
                 return true;
             }
         }
@@ -364,10 +364,6 @@ public final class SubscriptionConfigReader {
     /** A host name with a dot (and maybe a port), then the end or a path, query or fragment. */
     private static final java.util.regex.Pattern HOST_THEN = java.util.regex.Pattern.compile(
             "[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?(?:[/?#].*)?");
-
-    /** {@code host:port}, or an IPv4 address with or without a port. */
-    private static final java.util.regex.Pattern HOST_AND_PORT_OR_ADDRESS = java.util.regex.Pattern.compile(
-            "[A-Za-z0-9.-]+:[0-9]{1,5}|[0-9]{1,3}(?:\\.[0-9]{1,3}){3}(?::[0-9]{1,5})?");
 
     /** One or more {@code whsec_<base64>} secrets, separated by spaces or commas (key rotation). */
     static List<byte[]> secrets(String variable, Optional<String> value) {
