@@ -162,6 +162,7 @@ class WebhookClientTest {
                 default -> response.setStatusCode(200).end("x".repeat(10_000));
             }
         }).listen().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        VertxLogLines logged = new VertxLogLines();
         try {
             Duration timeout = Duration.ofSeconds(2);
             // bodies that end: one connection, used again
@@ -181,8 +182,11 @@ class WebhookClientTest {
                     timeout).status()).isEqualTo(200);
             assertThat(connections.get()).as("a new connection after the two cut short").isGreaterThan(before);
         } finally {
+            logged.close();
             close(server);
         }
+        // a body cut short is the attempt's business: Vert.x logged its reset as an error of its own
+        assertThat(logged.lines).as("Vert.x's own warnings and errors").isEmpty();
     }
 
     /**
@@ -197,7 +201,8 @@ class WebhookClientTest {
     void anInterimAnswerFailsTheAttemptAndItsConnectionIsNotUsedAgain() throws Exception {
         AtomicInteger connections = new AtomicInteger();
         Queue<String> answered = new ConcurrentLinkedQueue<>();
-        try (java.net.ServerSocket listening = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+        try (VertxLogLines logged = new VertxLogLines();
+                java.net.ServerSocket listening = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
             Thread acceptor = new Thread(() -> {
                 while (!listening.isClosed()) {
                     try {
@@ -227,6 +232,7 @@ class WebhookClientTest {
                         .isNotEqualTo(200).isGreaterThanOrEqualTo(200);
             }
             assertThat(connections.get()).as("connections for two requests").isEqualTo(2);
+            assertThat(logged.lines).as("Vert.x's own warnings and errors of the connection closed").isEmpty();
         }
     }
 
@@ -324,6 +330,68 @@ class WebhookClientTest {
                     .isInstanceOf(IOException.class).hasMessageNotContaining("no response within");
         } finally {
             close(server);
+        }
+    }
+
+    /**
+     * A receiver that resets its connections: each reset is the attempt's failure, which the lane
+     * logs under its subscription. Vert.x logged it once more as an ERROR of its own, naming
+     * neither subscription nor destination (33 such lines in a second from one failing tenant).
+     */
+    @Test
+    void aConnectionResetIsTheAttemptsFailureAndNotAnErrorLineOfItsOwn() throws Exception {
+        VertxLogLines logged = new VertxLogLines();
+        try (java.net.ServerSocket listening = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            Thread acceptor = new Thread(() -> {
+                while (!listening.isClosed()) {
+                    try (java.net.Socket socket = listening.accept()) {
+                        socket.getInputStream().read(new byte[4096]); // the request's start, then a reset
+                        socket.setSoLinger(true, 0);
+                    } catch (IOException closed) {
+                        if (listening.isClosed()) {
+                            return;
+                        }
+                    }
+                }
+            });
+            acceptor.setDaemon(true);
+            acceptor.start();
+            Destination.Webhook resetting = new Destination.Webhook(
+                    URI.create("http://127.0.0.1:" + listening.getLocalPort() + "/"), List.of(), Map.of());
+            for (int i = 1; i <= 3; i++) {
+                String id = "evt_" + i;
+                assertThatThrownBy(() -> client.post(resetting, id, new byte[] {'{', '}'}, "application/json", Map.of(), 1,
+                        TIMEOUT)).isInstanceOf(IOException.class).hasMessageContainingAll("reset");
+            }
+        } finally {
+            logged.close();
+        }
+        assertThat(logged.lines).as("Vert.x's own warnings and errors").isEmpty();
+    }
+
+    /** The warnings and errors Vert.x logs itself, from its making to its closing. */
+    private static final class VertxLogLines extends java.util.logging.Handler implements AutoCloseable {
+        final Queue<String> lines = new ConcurrentLinkedQueue<>();
+        private final java.util.logging.Logger vertxLog = java.util.logging.Logger.getLogger("io.vertx");
+
+        VertxLogLines() {
+            vertxLog.addHandler(this);
+        }
+
+        @Override
+        public void publish(java.util.logging.LogRecord record) {
+            if (record.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                lines.add(record.getLoggerName() + ": " + record.getMessage());
+            }
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+            vertxLog.removeHandler(this);
         }
     }
 
