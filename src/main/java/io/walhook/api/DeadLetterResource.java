@@ -138,9 +138,9 @@ public class DeadLetterResource {
     public Dropped dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
         List<Long> ids = deadLetterIds(request);
         String subscriptionId = subscriptions.existingId(id);
-        Dropped dropped = new Dropped(ids == null ? parked.deleteAll(subscriptionId) : parked.deleteIds(subscriptionId, ids));
+        Dropped dropped = new Dropped(parked.drop(subscriptionId, ids)); // the active instance is told
         if (dropped.deleted() > 0) {
-            source.recountParked(subscriptionId); // /status counts what is left
+            source.recountParked(subscriptionId); // at once when this is the active instance
         }
         return dropped;
     }

@@ -102,6 +102,8 @@ final class Lane {
         boolean underWay;
         /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
         io.walhook.routing.Destination sentTo;
+        /** The API dropped queue rows while it was under way: not retried if it fails, but read again (its rows may be gone). */
+        boolean readAgain;
         /** Its latest attempt's outcome, to come; completed with {@link #GIVEN_UP} to give the attempt up. */
         CompletableFuture<Attempt> sending;
 
@@ -274,6 +276,8 @@ final class Lane {
     private boolean probing;
     /** The API dropped rows of its durable queue: its next durable turn counts the queue again ({@link #backlog}). */
     private boolean uncounted;
+    /** The API dropped rows of its durable queue: its next durable turn gives back what it read of it ({@link #recount}). */
+    private boolean readAgain;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
@@ -775,6 +779,11 @@ final class Lane {
     private void durableWork(Instant now) {
         if (probing) {
             return; // what arrives waits in memory until the dispatcher says whether the queue holds rows
+        }
+        if (readAgain && mustWrite == 0) {
+            // between its own calls, everything in memory durable: the rows still there are read again, in order
+            readAgain = false;
+            giveBack(true);
         }
         if (uncounted) {
             // between its own calls: the rows it writes and deletes from now on are added and taken from this count;
@@ -1528,6 +1537,15 @@ final class Lane {
             return;
         }
         Instant now = context.clock().instant();
+        if (o.readAgain && (attempt == GIVEN_UP || attempt.outcome() != Outcome.DELIVERED)) {
+            // its rows may have been dropped while it was under way: read again if they are still there, not retried;
+            // it waits, never due, for the next durable turn to give it back
+            o.readAgain = false;
+            o.due = now.plus(Duration.ofDays(1));
+            retrying.add(o);
+            readAgain = true;
+            return;
+        }
         if (attempt == GIVEN_UP || attempt.outcome() != Outcome.DELIVERED && o.sentTo != null
                 && !sameEndpoint(o.sentTo, subscription.destination())) {
             // given up, or refused by a destination the operator replaced since it left (the replacement has not
@@ -1777,9 +1795,21 @@ final class Lane {
         });
     }
 
-    /** Rows of its durable queue were dropped by another party (the API): counted again at its next durable turn. */
+    /**
+     * Rows of its durable queue were dropped by another party (the API): at its next durable turn,
+     * what it read back and has not under way goes back to be read again, so that a dropped row is
+     * never sent (one under way already is answered once), and the queue is counted again.
+     */
     void recount() {
-        post(() -> uncounted = true);
+        post(() -> {
+            uncounted = true;
+            readAgain = true;
+            for (Outgoing o : outgoing) {
+                if (o.underWay && !o.hasVolatile()) {
+                    o.readAgain = true;
+                }
+            }
+        });
     }
 
     /** Wakes the lane: pause or resume changed. */

@@ -297,6 +297,34 @@ public final class ParkedEventStore {
         }
     }
 
+    /**
+     * What the API's drop of dead letters notifies, with the subscription's id as payload: the
+     * active instance, whichever instance served the request, has its lane read the queue again
+     * (rows it read back to retry are not sent once dropped) and count it again.
+     */
+    public static final String DROPS_CHANNEL = "walhook_dead_letters";
+
+    /**
+     * The API's drop: these rows, or with {@code ids} null the whole queue as it is now; returns
+     * how many. When it dropped any, every listening instance is told ({@link #DROPS_CHANNEL}).
+     */
+    public int drop(String subscriptionId, List<Long> ids) throws SQLException {
+        int deleted = ids == null ? deleteAll(subscriptionId) : deleteIds(subscriptionId, ids);
+        if (deleted > 0) {
+            try (Connection c = dataSource.getConnection();
+                    PreparedStatement s = c.prepareStatement("SELECT pg_notify(?, ?)")) {
+                s.setString(1, DROPS_CHANNEL);
+                s.setString(2, subscriptionId);
+                s.execute();
+            } catch (SQLException e) {
+                // dropped for good all the same; only rows the active instance read back before may still go
+                LOG.warnf("dead letters of subscription %s dropped; telling the active instance failed (rows it read back"
+                        + " to retry may still be sent once): %s", subscriptionId, e.getMessage());
+            }
+        }
+        return deleted;
+    }
+
     /** Drops these rows (the API; none when {@code ids} is empty: {@link #deleteAll} drops every one); returns how many. */
     public int deleteIds(String subscriptionId, List<Long> ids) throws SQLException {
         if (ids.isEmpty()) {

@@ -406,8 +406,9 @@ public class ReplicationSource {
     }
 
     /**
-     * Rows of the subscription's durable queue were dropped through this instance's API: counted
-     * again if it delivers (a standby's drop is counted by the active instance as its lane reads on).
+     * Rows of the subscription's durable queue were dropped through this instance's API: if it
+     * delivers, its lane reads the queue again and counts it (another instance's drop reaches it
+     * through the database's notification).
      */
     public void recountParked(String subscriptionId) {
         if (sender != null) {

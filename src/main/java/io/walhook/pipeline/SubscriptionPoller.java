@@ -14,6 +14,7 @@ import io.quarkus.runtime.Quarkus;
 import io.walhook.backfill.BackfillStore;
 import io.walhook.config.SourceUrl;
 import io.walhook.delivery.Dispatcher;
+import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.SubscriptionRegistry;
 import io.walhook.routing.SubscriptionStore;
 import io.walhook.source.ActiveLock;
@@ -99,7 +100,7 @@ final class SubscriptionPoller {
 
     private void run() {
         try (SubscriptionChanges changes = new SubscriptionChanges(source.jdbcUrl(), source.user(), source.password(),
-                List.of(SubscriptionStore.CHANNEL, BackfillStore.CHANNEL))) {
+                List.of(SubscriptionStore.CHANNEL, BackfillStore.CHANNEL, ParkedEventStore.DROPS_CHANNEL))) {
             run(changes);
         } catch (RuntimeException | Error e) {
             // this thread also takes the slot's lock again after its session ended: without it, no instance would
@@ -124,6 +125,11 @@ final class SubscriptionPoller {
                 return;
             }
             try {
+                Dispatcher delivering = dispatcher.get();
+                if (delivering != null) {
+                    // dead letters dropped through the API of any instance: the lane holds none of them back
+                    changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::recount);
+                }
                 if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
                     backfillsChanged.run();
                 }

@@ -36,6 +36,7 @@ public final class SubscriptionChanges implements AutoCloseable {
     /** When (System.nanoTime) the session was last known to be there: opened, notified, or found answering. */
     private long heardNanos;
     private String lastProblem;
+    private final java.util.Map<String, Set<String>> payloads = new java.util.HashMap<>();
 
     /** @param channels what to listen on: plain identifiers */
     public SubscriptionChanges(String jdbcUrl, String user, String password, List<String> channels) {
@@ -68,9 +69,11 @@ public final class SubscriptionChanges implements AutoCloseable {
             org.postgresql.PGNotification[] notes = connection.unwrap(PGConnection.class)
                     .getNotifications((int) Math.max(1, timeout.toMillis()));
             Set<String> notified = new TreeSet<>();
+            payloads.clear();
             if (notes != null) {
                 for (org.postgresql.PGNotification note : notes) {
                     notified.add(note.getName());
+                    payloads.computeIfAbsent(note.getName(), n -> new TreeSet<>()).add(note.getParameter());
                 }
             }
             if (!notified.isEmpty()) {
@@ -89,9 +92,15 @@ public final class SubscriptionChanges implements AutoCloseable {
                 lastProblem = String.valueOf(e.getMessage());
             }
             close();
+            payloads.clear();
             Thread.sleep(timeout.toMillis());
             return Set.of();
         }
+    }
+
+    /** The payloads notified on {@code channel} in the last {@link #await} (empty strings for none). */
+    public Set<String> payloads(String channel) {
+        return payloads.getOrDefault(channel, Set.of());
     }
 
     /**

@@ -130,6 +130,77 @@ class SubscriptionApiDeliveryTest {
         }
     }
 
+    /**
+     * Dead letters dropped while their destination fails: the lane had read them back into memory
+     * to retry, and 11 of 20 were delivered once the destination recovered, after the operator was
+     * told they were dropped for good.
+     */
+    @Test
+    void deadLettersDroppedWhileTheirLaneRetriesThemAreNeverDelivered() throws Exception {
+        droppedWhileRetried("poison", id -> given().header("Authorization", "Bearer t")
+                .delete("/subscriptions/" + id + "/dead-letters").then().statusCode(200)
+                .body("deleted", org.hamcrest.Matchers.equalTo(20)));
+    }
+
+    /**
+     * The same drop through another instance's API (a standby's, which calls the same store on
+     * its own connections): the active instance is told through the database.
+     */
+    @Test
+    void deadLettersDroppedThroughAnotherInstanceAreNeverDeliveredByThisOne() throws Exception {
+        org.postgresql.ds.PGSimpleDataSource standby = new org.postgresql.ds.PGSimpleDataSource();
+        standby.setURL(jdbcUrl);
+        standby.setUser(TestPostgres.shared().user());
+        standby.setPassword(TestPostgres.shared().password());
+        io.walhook.delivery.ParkedEventStore itsStore = new io.walhook.delivery.ParkedEventStore(standby, "walhook");
+        droppedWhileRetried("poison-elsewhere", id -> {
+            try {
+                assertThat(itsStore.drop(id, null)).isEqualTo(20);
+            } catch (java.sql.SQLException e) {
+                throw new AssertionError(e);
+            }
+        });
+    }
+
+    /** 20 events queued and retried from the queue while their destination fails, dropped, then the destination recovers. */
+    private void droppedWhileRetried(String name, java.util.function.Consumer<String> drop) throws Exception {
+        String table = name.replace('-', '_');
+        sql("CREATE TABLE IF NOT EXISTS " + table + " (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            java.util.concurrent.atomic.AtomicBoolean failing = new java.util.concurrent.atomic.AtomicBoolean(true);
+            receiver.respond(r -> failing.get() ? 500 : 200);
+            String id = create("{\"name\": \"" + name + "\", \"tables\": [\"public." + table + "\"], \"retry\": {\"window_ms\": 1000},"
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/p") + "\"}}");
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/q/metrics").then().statusCode(200)
+                    .body(org.hamcrest.Matchers.containsString("subscription_id=\"" + id + "\"")));
+            sql("INSERT INTO " + table + " SELECT g FROM generate_series(1, 20) g");
+            // queued, and retried from the queue: asked for again after all 20 were queued
+            await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                    .get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == '" + name + "' }.parked", org.hamcrest.Matchers.equalTo(20)));
+            int asked = receiver.requests("/p").size();
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/p").size() > asked);
+            drop.accept(id);
+            // nothing of the queue left in memory: neither under way (one that was may be answered 200 once, so it
+            // is let fail first) nor waiting for its next attempt
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                    .get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == '" + name + "' }.in_flight", org.hamcrest.Matchers.equalTo(0))
+                    .body("subscriptions.find { it.name == '" + name + "' }.retrying", org.hamcrest.Matchers.equalTo(0))
+                    .body("subscriptions.find { it.name == '" + name + "' }.parked", org.hamcrest.Matchers.equalTo(0)));
+            int before = receiver.requests("/p").size();
+            failing.set(false);
+            sql("INSERT INTO " + table + " VALUES (100)");
+            await().atMost(Duration.ofSeconds(60)).until(() -> receiver.requests("/p").stream().skip(before)
+                    .anyMatch(r -> r.body().contains("\"new\":{\"id\":100}")));
+            await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(
+                    receiver.requests("/p").stream().skip(before).map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":(\\d+)}.*", "$1")))
+                    .as("events sent once the destination took them").containsOnly("100"));
+            given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == '" + name + "' }.parked", org.hamcrest.Matchers.equalTo(0));
+        }
+    }
+
     @Test
     void pausedSubscriptionHoldsEventsAndResumeDeliversThemInOrder() throws Exception {
         sql("CREATE TABLE IF NOT EXISTS counters (id int PRIMARY KEY, n int)");
