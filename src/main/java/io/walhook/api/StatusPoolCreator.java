@@ -39,6 +39,8 @@ import io.walhook.config.WalhookConfig;
 public class StatusPoolCreator implements PgPoolCreator {
 
     private static final Logger LOG = Logger.getLogger(StatusPoolCreator.class);
+    /** How long a request waits for one of the pool's connections. */
+    static final int ACQUIRE_SECONDS = 5;
 
     @Inject
     WalhookConfig config;
@@ -51,7 +53,9 @@ public class StatusPoolCreator implements PgPoolCreator {
             options.setIdleTimeout((int) SessionTimeout.LIMIT.toSeconds()).setIdleTimeoutUnit(TimeUnit.SECONDS);
             clientCertificate.ifPresent(options::setPemKeyCertOptions);
         }
-        var pool = PgBuilder.pool().with(input.poolOptions()).using(input.vertx());
+        // a request that finds every connection taken for 5 s is answered 503, as the API's other requests are
+        var pool = PgBuilder.pool().with(input.poolOptions().setConnectionTimeout(ACQUIRE_SECONDS)
+                .setConnectionTimeoutUnit(TimeUnit.SECONDS)).using(input.vertx());
         if (servers.size() == 1) {
             return pool.connectingTo(servers.get(0)).build();
         }

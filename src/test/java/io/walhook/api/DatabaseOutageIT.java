@@ -64,6 +64,11 @@ class DatabaseOutageIT {
                     assertThat(ready.body()).containsAnyOf("DISCONNECTED", "CONNECTING").doesNotContain("last_error")
                             .doesNotContain(Integer.toString(pg.port()));
                 });
+                // the /status asked while the database was down failed at once; its pool's wait for a connection
+                // (5 s) then ended too, which the Vert.x client reported as an uncaught error of its own
+                assertUnavailable(get(walhook, "/status"));
+                await().during(Duration.ofSeconds(8)).atMost(Duration.ofSeconds(10))
+                        .until(() -> !walhook.output().contains("already complete"));
 
                 pg.resume();
                 await().atMost(WAIT).until(() -> get(walhook, "/status").statusCode() == 200);
