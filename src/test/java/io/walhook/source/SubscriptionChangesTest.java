@@ -26,7 +26,8 @@ class SubscriptionChangesTest {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "listen");
              SubscriptionChanges changes = new SubscriptionChanges(source.server.jdbcUrl(source.database),
                      source.server.user(), source.server.password(),
-                     java.util.List.of(SubscriptionStore.CHANNEL, io.walhook.backfill.BackfillStore.CHANNEL))) {
+                     java.util.List.of(SubscriptionStore.CHANNEL, io.walhook.backfill.BackfillStore.CHANNEL,
+                             io.walhook.delivery.ParkedEventStore.DROPS_CHANNEL))) {
             source.prepare("*");
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
             assertThat(changes.await(Duration.ofMillis(200))).as("nothing written: the wait times out").isEmpty();
@@ -47,6 +48,16 @@ class SubscriptionChangesTest {
             // a backfill written through any instance's API is announced on its own channel
             new io.walhook.backfill.BackfillStore(source.dataSource, "walhook").announce();
             assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(io.walhook.backfill.BackfillStore.CHANNEL);
+
+            // dead letters dropped through any instance's API: each subscription named once, for that wait only
+            String drops = io.walhook.delivery.ParkedEventStore.DROPS_CHANNEL;
+            source.sql("BEGIN; SELECT pg_notify('" + drops + "', 's1'); SELECT pg_notify('" + drops + "', 's2');"
+                    + " SELECT pg_notify('" + drops + "', 's1'); COMMIT");
+            assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(drops);
+            assertThat(changes.payloads(drops)).containsExactlyInAnyOrder("s1", "s2");
+            store.insert(SourceFixture.JSON.readTree(String.format(BODY, "d")));
+            assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(SubscriptionStore.CHANNEL);
+            assertThat(changes.payloads(drops)).isEmpty();
 
             // the session ends (a failover, a restart): the next waits open a new one
             source.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'walhook-listen'"
