@@ -302,9 +302,13 @@ final class Lane {
     private volatile String lastError;
     private volatile long deliveredFromQueue;
     private volatile Status last;
+    /** Events delivered from the queue, and when, at the start of the drain rate's window; under {@link #rateLock}. */
     private long rateMark;
     private long rateMarkNanos = System.nanoTime();
-    private volatile double drainRate;
+    /** Events a second delivered from the queue over the last whole window; under {@link #rateLock}. */
+    private double drainRate;
+    private final Object rateLock = new Object();
+    private static final long RATE_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     /**
      * @param probed the dispatcher asks whether its durable queue holds rows, together with other
@@ -1910,17 +1914,37 @@ final class Lane {
 
     Status status() {
         Status s = last;
-        return s != null ? s : new Status(id, subscription.name(), mode.name().toLowerCase(java.util.Locale.ROOT), 0, 0, 0, 0,
-                backlog, null, 0, delivered, lastError, disabled, context.paused().test(id));
+        if (s == null) {
+            return new Status(id, subscription.name(), mode.name().toLowerCase(java.util.Locale.ROOT), 0, 0, 0, 0,
+                    backlog, null, 0, delivered, lastError, disabled, context.paused().test(id));
+        }
+        // the lane's last turn may be long past (nothing more came): the rate is of the last few seconds all the same
+        double rate = drainRate();
+        return rate == s.drainRate() ? s : new Status(s.id(), s.name(), s.mode(), s.queued(), s.inFlight(), s.retrying(),
+                s.heldBack(), s.durableBacklog(), s.oldestParkedCommit(), rate, s.delivered(), s.lastError(), s.disabled(),
+                s.paused());
+    }
+
+    /**
+     * Events a second delivered from the durable queue over the last whole window of at least 5 s,
+     * from the lane's turns and from {@code /status}: a lane that has drained its queue and has
+     * no turn since reads 0 within two windows, not its last drain's rate for as long as it idles.
+     */
+    private double drainRate() {
+        synchronized (rateLock) {
+            long now = System.nanoTime();
+            if (now - rateMarkNanos >= RATE_WINDOW_NANOS) {
+                long drained = deliveredFromQueue;
+                drainRate = (drained - rateMark) * 1e9 / (now - rateMarkNanos);
+                rateMark = drained;
+                rateMarkNanos = now;
+            }
+            return drainRate;
+        }
     }
 
     private Status snapshot() {
-        long now = System.nanoTime();
-        if (now - rateMarkNanos >= TimeUnit.SECONDS.toNanos(5)) {
-            drainRate = (deliveredFromQueue - rateMark) * 1e9 / (now - rateMarkNanos);
-            rateMark = deliveredFromQueue;
-            rateMarkNanos = now;
-        }
+        double drainRate = drainRate();
         Instant oldestParked = null;
         // durable jobs are read oldest first: the first one in memory is the queue's oldest, near the head
         for (Job job = durableInMemory > 0 ? queue.oldest() : null; job != null; job = job.next) {

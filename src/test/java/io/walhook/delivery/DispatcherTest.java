@@ -500,6 +500,10 @@ class DispatcherTest {
         assertThat(acceptedByRow(accepted)).allSatisfy((row, versions) -> assertThat(versions).as("row %d", row)
                 .isSorted().hasSize(31));
         await().atMost(WAIT).until(() -> store.count("config:down") == 0 && dispatcher.status().get(0).mode().equals("direct"));
+        // the drain rate is of the last few seconds: nothing more drained, it falls to 0 though the lane has no
+        // turn to look again (it showed the last drain's rate for as long as no event came)
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).drainRate() > 0);
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).drainRate() == 0);
         // straight through again
         send(dispatcher, subscription, 1, 1);
         await().atMost(WAIT).until(() -> acknowledged.get() == 311);
