@@ -276,7 +276,10 @@ final class Lane {
     private boolean probing;
     /** The API dropped rows of its durable queue: its next durable turn counts the queue again ({@link #backlog}). */
     private boolean uncounted;
-    /** The API dropped rows of its durable queue: its next durable turn gives back what it read of it ({@link #recount}). */
+    /**
+     * The API dropped rows of its durable queue: its next durable turn gives back what it read of
+     * it ({@link #recount}), and nothing starts before.
+     */
     private boolean readAgain;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
@@ -680,7 +683,8 @@ final class Lane {
             durableWork(now);
         }
         long sendableIn = context.sendableIn().getAsLong();
-        if (!held() && sendableIn == 0) {
+        // rows of its queue were dropped: nothing read back before is sent until the rest is read again
+        if (!held() && sendableIn == 0 && !(readAgain && mode == Mode.DURABLE)) {
             sendDue(now);
             sendNew(now);
         }
@@ -1542,14 +1546,11 @@ final class Lane {
         }
         Instant now = context.clock().instant();
         if (o.readAgain && (attempt == GIVEN_UP || attempt.outcome() != Outcome.DELIVERED)) {
-            // its rows may have been dropped while it was under way: read again if they are still there, not retried;
-            // it waits, never due, for the next durable turn to give it back
-            o.readAgain = false;
-            o.due = now.plus(Duration.ofDays(1));
-            retrying.add(o);
+            // its rows may have been dropped while it was under way: counted as failed as any other, but not retried;
+            // the next durable turn gives it back with the rest, to be read again if its rows are still there
             readAgain = true;
-            return;
         }
+        o.readAgain = false;
         if (attempt == GIVEN_UP || attempt.outcome() != Outcome.DELIVERED && o.sentTo != null
                 && !sameEndpoint(o.sentTo, subscription.destination())) {
             // given up, or refused by a destination the operator replaced since it left (the replacement has not
@@ -1807,10 +1808,12 @@ final class Lane {
     void recount() {
         post(() -> {
             uncounted = true;
-            readAgain = true;
-            for (Outgoing o : outgoing) {
-                if (o.underWay && !o.hasVolatile()) {
-                    o.readAgain = true;
+            if (mode == Mode.DURABLE) { // direct, it holds nothing read back
+                readAgain = true;
+                for (Outgoing o : outgoing) {
+                    if (o.underWay && !o.hasVolatile()) {
+                        o.readAgain = true;
+                    }
                 }
             }
         });

@@ -150,6 +150,7 @@ class WebhookClientTest {
                 .connectionHandler(connection -> {
                     connections.incrementAndGet();
                     connection.closeHandler(gone -> closed.incrementAndGet());
+                    connection.exceptionHandler(cutShort -> { }); // the test server's side of a reset: not the client's
                 }).requestHandler(request -> {
             io.vertx.core.http.HttpServerResponse response = request.response();
             switch (request.path()) {
