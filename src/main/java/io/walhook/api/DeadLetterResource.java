@@ -123,8 +123,10 @@ public class DeadLetterResource {
             }
             replaying = new java.util.HashSet<>(ids).size();
         }
-        // the queue is delivered oldest first, so the named events go in their rows' order
+        // the queue is delivered oldest first, so the named events go in their rows' order; the active instance
+        // acts on it, told through the database when it is another one
         source.retryParkedNow(subscription);
+        parked.replay(subscription.id());
         return new Replaying(replaying);
     }
 

@@ -302,7 +302,12 @@ public final class ParkedEventStore {
      * active instance, whichever instance served the request, has its lane read the queue again
      * (rows it read back to retry are not sent once dropped) and count it again.
      */
-    public static final String DROPS_CHANNEL = "walhook_dead_letters";
+    public static final String DROPS_CHANNEL = "walhook_dead_letters_dropped";
+    /**
+     * What the API's replay notifies, with the subscription's id: the active instance, whichever
+     * served the request, tries its queue now (and enables it again after a 410).
+     */
+    public static final String REPLAYS_CHANNEL = "walhook_dead_letters_replayed";
 
     /**
      * The API's drop: these rows, or with {@code ids} null the whole queue as it is now; returns
@@ -311,18 +316,28 @@ public final class ParkedEventStore {
     public int drop(String subscriptionId, List<Long> ids) throws SQLException {
         int deleted = ids == null ? deleteAll(subscriptionId) : deleteIds(subscriptionId, ids);
         if (deleted > 0) {
-            try (Connection c = dataSource.getConnection();
-                    PreparedStatement s = c.prepareStatement("SELECT pg_notify(?, ?)")) {
-                s.setString(1, DROPS_CHANNEL);
-                s.setString(2, subscriptionId);
-                s.execute();
-            } catch (SQLException e) {
-                // dropped for good all the same; only rows the active instance read back before may still go
-                LOG.warnf("dead letters of subscription %s dropped; telling the active instance failed (rows it read back"
-                        + " to retry may still be sent once): %s", subscriptionId, e.getMessage());
-            }
+            // dropped for good all the same; only rows the active instance read back before may still go
+            announce(DROPS_CHANNEL, subscriptionId, "dead letters of subscription %s dropped; telling the active instance"
+                    + " failed (rows it read back to retry may still be sent once): %s");
         }
         return deleted;
+    }
+
+    /** The API's replay, asked of every listening instance ({@link #REPLAYS_CHANNEL}): the active one acts on it. */
+    public void replay(String subscriptionId) {
+        announce(REPLAYS_CHANNEL, subscriptionId, "replay of subscription %s: telling the active instance failed (its"
+                + " queue is delivered at its destination's pace all the same): %s");
+    }
+
+    private void announce(String channel, String subscriptionId, String failure) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT pg_notify(?, ?)")) {
+            s.setString(1, channel);
+            s.setString(2, subscriptionId);
+            s.execute();
+        } catch (SQLException e) {
+            LOG.warnf(failure, subscriptionId, e.getMessage());
+        }
     }
 
     /** Drops these rows (the API; none when {@code ids} is empty: {@link #deleteAll} drops every one); returns how many. */

@@ -100,7 +100,8 @@ final class SubscriptionPoller {
 
     private void run() {
         try (SubscriptionChanges changes = new SubscriptionChanges(source.jdbcUrl(), source.user(), source.password(),
-                List.of(SubscriptionStore.CHANNEL, BackfillStore.CHANNEL, ParkedEventStore.DROPS_CHANNEL))) {
+                List.of(SubscriptionStore.CHANNEL, BackfillStore.CHANNEL, ParkedEventStore.DROPS_CHANNEL,
+                        ParkedEventStore.REPLAYS_CHANNEL))) {
             run(changes);
         } catch (RuntimeException | Error e) {
             // this thread also takes the slot's lock again after its session ended: without it, no instance would
@@ -129,6 +130,12 @@ final class SubscriptionPoller {
                 if (delivering != null) {
                     // dead letters dropped through the API of any instance: the lane holds none of them back
                     changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::recount);
+                    Set<String> replays = changes.payloads(ParkedEventStore.REPLAYS_CHANNEL);
+                    if (!replays.isEmpty()) {
+                        // a replay asked of any instance: this one delivers
+                        registry.inForce().subscriptions().stream().filter(s -> replays.contains(s.id()))
+                                .forEach(delivering::retryNow);
+                    }
                 }
                 if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
                     backfillsChanged.run();

@@ -162,6 +162,41 @@ class SubscriptionApiDeliveryTest {
         });
     }
 
+    /**
+     * A replay asked of another instance (a standby's API, which calls the same store on its own
+     * connections): it answered how many events it would replay, and the active instance, which
+     * alone delivers, did nothing; a subscription a 410 disabled stayed disabled.
+     */
+    @Test
+    void aReplayAskedOfAnotherInstanceEnablesAndDeliversOnThisOne() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS gone_tenant (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            java.util.concurrent.atomic.AtomicBoolean gone = new java.util.concurrent.atomic.AtomicBoolean(true);
+            receiver.respond(r -> gone.get() ? 410 : 200);
+            String id = create("{\"name\": \"gone-tenant\", \"tables\": [\"public.gone_tenant\"],"
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/g") + "\"}}");
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().get("/q/metrics").then().statusCode(200)
+                    .body(org.hamcrest.Matchers.containsString("subscription_id=\"" + id + "\"")));
+            sql("INSERT INTO gone_tenant SELECT g FROM generate_series(1, 3) g");
+            await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                    .get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'gone-tenant' }.disabled", org.hamcrest.Matchers.equalTo(true))
+                    .body("subscriptions.find { it.name == 'gone-tenant' }.parked", org.hamcrest.Matchers.equalTo(3)));
+            gone.set(false);
+            int before = receiver.requests("/g").size();
+            org.postgresql.ds.PGSimpleDataSource standby = new org.postgresql.ds.PGSimpleDataSource();
+            standby.setURL(jdbcUrl);
+            standby.setUser(TestPostgres.shared().user());
+            standby.setPassword(TestPostgres.shared().password());
+            new io.walhook.delivery.ParkedEventStore(standby, "walhook").replay(id);
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(receiver.requests("/g").stream().skip(before)
+                    .map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":(\\d+)}.*", "$1")))
+                    .as("the queue delivered here").containsExactlyInAnyOrder("1", "2", "3"));
+            given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'gone-tenant' }.disabled", org.hamcrest.Matchers.equalTo(false));
+        }
+    }
+
     /** 20 events queued and retried from the queue while their destination fails, dropped, then the destination recovers. */
     private void droppedWhileRetried(String name, java.util.function.Consumer<String> drop) throws Exception {
         String table = name.replace('-', '_');
