@@ -53,6 +53,8 @@ final class Lane {
     private static final long QUEUE_WARNING_NANOS = TimeUnit.SECONDS.toNanos(10);
     /** Rows written to the durable queue in one transaction. */
     static final int WRITE_CHUNK = 1000;
+    /** Bytes of events written to the durable queue in one transaction, at most (one event whatever its size). */
+    static final long WRITE_CHUNK_BYTES = 4L << 20;
     /** Rows read from the durable queue at once. */
     static final int PAGE = 1000;
     /** Durable jobs kept in memory at most: the next page is read once fewer are. */
@@ -951,8 +953,13 @@ final class Lane {
 
     private boolean writeNext() {
         List<Job> chunk = new ArrayList<>(Math.min(WRITE_CHUNK, toWrite.size()));
-        while (chunk.size() < WRITE_CHUNK && !toWrite.isEmpty()) {
-            chunk.add(toWrite.pollFirst());
+        long bytes = 0;
+        // bounded in bytes too: what a chunk holds comes free only once it has committed, and routing may wait for it
+        while (chunk.size() < WRITE_CHUNK && !toWrite.isEmpty()
+                && (chunk.isEmpty() || bytes + toWrite.peekFirst().memoryBytes() <= WRITE_CHUNK_BYTES)) {
+            Job next = toWrite.pollFirst();
+            bytes += next.memoryBytes();
+            chunk.add(next);
         }
         mustWrite = Math.max(0, mustWrite - chunk.size());
         write(chunk);

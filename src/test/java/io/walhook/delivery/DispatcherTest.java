@@ -2031,6 +2031,49 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> dispatcher.readBackInUse() == 0);
     }
 
+    /**
+     * A lane holding large events in memory goes durable (here paused): what it holds is written to
+     * its queue in transactions of a few MiB, so its memory, which routing waits for, frees as each
+     * commits. Written as one transaction of 1,000 rows, 40 events of 500 KB were one 20 MB
+     * statement, and nothing came free before it had all committed (from outside: 67 MB of 192 KB
+     * rows, healthy subscriptions waiting 12 s).
+     */
+    @Test
+    void largeEventsGoingToTheDurableQueueAreWrittenAFewMegabytesATransaction() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        WebhookReceiver receiver = receiver(request -> {
+            hold(release, 60);
+            return 204;
+        });
+        try {
+            Subscription big = webhook("config:spill", "spill", receiver, 1);
+            TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4).column("body", TestEvents.TEXT);
+            String text = "x".repeat(500_000);
+            for (int row = 1; row <= 40; row++) {
+                ChangeEvent event = docs.insertAt(nextLsn += 0x100, Integer.toString(row), text);
+                dispatcher.send(big, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+                dispatcher.flush();
+            }
+            await().atMost(WAIT).until(() -> queuedOf(dispatcher, "spill") == 40);
+            paused.add(big.id());
+            await().atMost(WAIT).until(() -> acknowledged.get() == 40); // in its durable queue
+            List<long[]> transactions = new ArrayList<>();
+            try (java.sql.Connection c = database.dataSource.getConnection();
+                    java.sql.ResultSet rs = c.createStatement().executeQuery("SELECT count(*), sum(octet_length(body))"
+                            + " FROM walhook.parked_event WHERE subscription_id = 'config:spill' GROUP BY xmin::text")) {
+                while (rs.next()) {
+                    transactions.add(new long[] {rs.getLong(1), rs.getLong(2)});
+                }
+            }
+            assertThat(transactions.stream().mapToLong(t -> t[0]).sum()).as("rows queued").isEqualTo(40);
+            assertThat(transactions).as("rows and bytes of each transaction that wrote them")
+                    .allSatisfy(t -> assertThat(t[1]).isLessThanOrEqualTo((4 << 20) + 510_000));
+        } finally {
+            release.countDown();
+        }
+    }
+
     @Test
     void aPausedSubscriptionGivesBackWhatItReadFromItsDurableQueue() throws Exception {
         long limit = 1 << 20; // events read back from durable queues: 256 KB, about 230 of these
