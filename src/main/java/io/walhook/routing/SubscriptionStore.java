@@ -172,20 +172,44 @@ public final class SubscriptionStore {
         }
     }
 
-    /** Stores a validated subscription body; returns its id. */
+    /**
+     * What a subscription matched before it was created ({@link #matchedBefore}): nothing. Written
+     * as tables and operations no change has (a walhook reading it without knowing this one reads
+     * the same), so that a change committed before the creation gets to it neither when the stream
+     * lags nor when the slot sends it again after a crash.
+     */
+    static final String NOTHING = "{\"tables\": [\"pg_catalog.walhook_nothing\"], \"operations\": [\"truncate\"]}";
+
+    /**
+     * Stores a validated subscription body; returns its id. It matches the changes committed after
+     * it ({@link #NOTHING} before).
+     */
     public UUID insert(JsonNode body) throws SQLException {
         Subscription parsed = SubscriptionJson.parse(body);
         UUID id = UUID.randomUUID();
         try (Connection c = dataSource.getConnection()) {
+            String[] from = new String[1];
             DurableWrite.run(c, t -> {
                 try (PreparedStatement s = t.prepareStatement("INSERT INTO " + table + " (id, name, body) VALUES (?, ?,"
-                        + " ?::jsonb)")) {
+                        + " ?::jsonb)");
+                        PreparedStatement before = t.prepareStatement("INSERT INTO " + matchedBefore + " (subscription_id,"
+                                + " until_lsn, matching) VALUES (?, pg_catalog.pg_current_wal_insert_lsn(), ?::jsonb)"
+                                + " RETURNING until_lsn::text")) {
                     s.setObject(1, id);
                     s.setString(2, parsed.name());
                     s.setString(3, body.toString());
-                    return s.executeUpdate();
+                    int rows = s.executeUpdate();
+                    before.setObject(1, id);
+                    before.setString(2, NOTHING);
+                    try (ResultSet rs = before.executeQuery()) {
+                        from[0] = rs.next() ? rs.getString(1) : null;
+                    }
+                    return rows;
                 }
             });
+            if (from[0] != null) {
+                keptUntilCommitted(c, id, from[0]);
+            }
             changed(c);
         }
         return id;

@@ -163,6 +163,29 @@ class SubscriptionApiDeliveryTest {
     }
 
     /**
+     * A subscription created while the stream lags behind the database (a large transaction to
+     * read first): it got the changes committed before it was created, as they were routed after
+     * the answer. It gets those committed after the answer, as a widened subscription does.
+     */
+    @Test
+    void aSubscriptionCreatedWhileTheStreamLagsGetsNoChangeCommittedBeforeIt() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS ballast (id int PRIMARY KEY, v int)");
+        sql("CREATE TABLE IF NOT EXISTS late_tenant (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            // what the stream reads first, for a few seconds
+            sql("INSERT INTO ballast SELECT g, 0 FROM generate_series(1, 1000000) g ON CONFLICT (id) DO UPDATE SET v = ballast.v + 1");
+            sql("INSERT INTO late_tenant VALUES (1)");
+            String id = create("{\"name\": \"late-tenant\", \"tables\": [\"public.late_tenant\"],"
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/l") + "\"}}");
+            sql("INSERT INTO late_tenant VALUES (2)");
+            await().atMost(Duration.ofSeconds(60)).until(() -> !receiver.requests("/l").isEmpty());
+            await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(
+                    receiver.requests("/l").stream().map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":(\\d+)}.*", "$1")))
+                    .as("changes to the new subscription %s", id).containsExactly("2"));
+        }
+    }
+
+    /**
      * A replay asked of another instance (a standby's API, which calls the same store on its own
      * connections): it answered how many events it would replay, and the active instance, which
      * alone delivers, did nothing; a subscription a 410 disabled stayed disabled.
