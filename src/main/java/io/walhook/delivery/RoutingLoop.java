@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.jboss.logging.Logger;
 
@@ -115,6 +116,8 @@ public final class RoutingLoop implements Runnable {
     private Router router;
     /** What each subscription {@link #router} returns stands for now, when it routes as subscriptions matched before an edit. */
     private Map<Subscription, Subscription> currentOf;
+    /** Subscriptions (ids) created after the transaction being routed committed: it is not theirs. */
+    private Set<String> unborn = Set.of();
     private Lsn transaction;
     private final Map<Shape, EventEncoder.Encoded> written = new HashMap<>();
     /** Copies handed to each subscription's sender in the current chunk: reported once per chunk, not per copy. */
@@ -176,6 +179,7 @@ public final class RoutingLoop implements Runnable {
             SubscriptionRegistry.Routing routing = registry.routing(event.tx().commitLsn());
             router = routing.router();
             currentOf = routing.current();
+            unborn = routing.unborn();
             transaction = event.tx().commitLsn();
         }
         AckTracker.Ticket ticket = pending.ticket();
@@ -189,6 +193,15 @@ public final class RoutingLoop implements Runnable {
             List<Subscription> now = new ArrayList<>(matched.size());
             matched.forEach(subscription -> now.add(currentOf.get(subscription)));
             matched = now;
+        }
+        if (!unborn.isEmpty() && !matched.isEmpty()) {
+            List<Subscription> born = new ArrayList<>(matched.size());
+            matched.forEach(subscription -> {
+                if (!unborn.contains(subscription.id())) {
+                    born.add(subscription);
+                }
+            });
+            matched = born;
         }
         if (matched.isEmpty()) {
             tracker.complete(ticket, 1); // the reader's share: no one wants it, it is done

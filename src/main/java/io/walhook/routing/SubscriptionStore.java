@@ -287,7 +287,13 @@ public final class SubscriptionStore {
      * change committed before it is routed as {@code matching} says).
      */
     public record MatchedBefore(String subscriptionId, io.walhook.pgoutput.Lsn until, SubscriptionJson.Matching matching) {
+        /** Whether it is what the subscription matched before it was created: nothing ({@link #NOTHING}). */
+        public boolean created() {
+            return matching.tables().equals(NOTHING_TABLES);
+        }
     }
+
+    private static final List<TablePattern> NOTHING_TABLES = List.of(TablePattern.parse("pg_catalog.walhook_nothing"));
 
     /**
      * What stored subscriptions matched before their edits, oldest edit first, for the changes the
