@@ -791,8 +791,15 @@ final class Lane {
             return; // what arrives waits in memory until the dispatcher says whether the queue holds rows
         }
         if (readAgain && mustWrite == 0) {
-            // between its own calls, everything in memory durable: the rows still there are read again, in order
+            // between its own calls, everything in memory durable: the rows still there are read again, in order;
+            // a request under way (none started since the drop) is given back too if it fails, not retried (a batch
+            // under way when the lane went durable had rows written, and maybe dropped, before the rest)
             readAgain = false;
+            for (Outgoing o : outgoing) {
+                if (o.underWay) {
+                    o.readAgain = true;
+                }
+            }
             giveBack(true);
         }
         if (uncounted) {
@@ -1817,11 +1824,6 @@ final class Lane {
             uncounted = true;
             if (mode == Mode.DURABLE) { // direct, it holds nothing read back
                 readAgain = true;
-                for (Outgoing o : outgoing) {
-                    if (o.underWay && !o.hasVolatile()) {
-                        o.readAgain = true;
-                    }
-                }
             }
         });
     }
