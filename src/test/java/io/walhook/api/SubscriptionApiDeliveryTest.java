@@ -57,6 +57,15 @@ class SubscriptionApiDeliveryTest {
         }
     }
 
+    /** The durable-queue store as another instance's API has it: the same tables, its own connections. */
+    private io.walhook.delivery.ParkedEventStore anotherInstancesStore() {
+        org.postgresql.ds.PGSimpleDataSource its = new org.postgresql.ds.PGSimpleDataSource();
+        its.setURL(jdbcUrl);
+        its.setUser(TestPostgres.shared().user());
+        its.setPassword(TestPostgres.shared().password());
+        return new io.walhook.delivery.ParkedEventStore(its, "walhook");
+    }
+
     /** Creates a subscription through the API; its id. */
     private static String create(String body) {
         return given().header("Authorization", "Bearer t").contentType("application/json").body(body)
@@ -148,11 +157,7 @@ class SubscriptionApiDeliveryTest {
      */
     @Test
     void deadLettersDroppedThroughAnotherInstanceAreNeverDeliveredByThisOne() throws Exception {
-        org.postgresql.ds.PGSimpleDataSource standby = new org.postgresql.ds.PGSimpleDataSource();
-        standby.setURL(jdbcUrl);
-        standby.setUser(TestPostgres.shared().user());
-        standby.setPassword(TestPostgres.shared().password());
-        io.walhook.delivery.ParkedEventStore itsStore = new io.walhook.delivery.ParkedEventStore(standby, "walhook");
+        io.walhook.delivery.ParkedEventStore itsStore = anotherInstancesStore();
         droppedWhileRetried("poison-elsewhere", id -> {
             try {
                 assertThat(itsStore.drop(id, null)).isEqualTo(20);
@@ -207,11 +212,7 @@ class SubscriptionApiDeliveryTest {
                     .body("subscriptions.find { it.name == 'gone-tenant' }.parked", org.hamcrest.Matchers.equalTo(3)));
             gone.set(false);
             int before = receiver.requests("/g").size();
-            org.postgresql.ds.PGSimpleDataSource standby = new org.postgresql.ds.PGSimpleDataSource();
-            standby.setURL(jdbcUrl);
-            standby.setUser(TestPostgres.shared().user());
-            standby.setPassword(TestPostgres.shared().password());
-            new io.walhook.delivery.ParkedEventStore(standby, "walhook").replay(id);
+            anotherInstancesStore().replay(id);
             await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(receiver.requests("/g").stream().skip(before)
                     .map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":(\\d+)}.*", "$1")))
                     .as("the queue delivered here").containsExactlyInAnyOrder("1", "2", "3"));

@@ -2005,6 +2005,17 @@ class DispatcherTest {
         }
     }
 
+    /** Inserts of rows 1 to {@code rows} of a table {@code docs}, each with a text of {@code chars} characters, sent to {@code to}. */
+    private void sendLarge(Dispatcher dispatcher, Subscription to, int rows, int chars) throws Exception {
+        TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4).column("body", TestEvents.TEXT);
+        String text = "x".repeat(chars);
+        for (int row = 1; row <= rows; row++) {
+            ChangeEvent event = docs.insertAt(nextLsn += 0x100, Integer.toString(row), text);
+            dispatcher.send(to, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+            dispatcher.flush();
+        }
+    }
+
     @Test
     void largeEventsReadBackFromADurableQueueStayWithinReadBackMemoryInBytes() throws Exception {
         long limit = 1 << 20; // events read back from durable queues: 256 KB
@@ -2013,13 +2024,7 @@ class DispatcherTest {
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
         WebhookReceiver receiver = failingWhile(down, 500, accepted);
         Subscription big = webhook("config:big", "big", receiver, 1);
-        TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4).column("body", TestEvents.TEXT);
-        String text = "x".repeat(100_000);
-        for (int row = 1; row <= 30; row++) {
-            ChangeEvent event = docs.insertAt(nextLsn += 0x100, Integer.toString(row), text);
-            dispatcher.send(big, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
-            dispatcher.flush();
-        }
+        sendLarge(dispatcher, big, 30, 100_000);
         await().atMost(WAIT).until(() -> acknowledged.get() == 30);
         // 3 MB in its durable queue: what is in memory to retry it is bounded in bytes (at 2 KB a row, 128 of
         // these events would fit in 256 KB), by what was in memory when it went durable (delivery's memory, 1 MiB)
@@ -2048,13 +2053,7 @@ class DispatcherTest {
         });
         try {
             Subscription big = webhook("config:spill", "spill", receiver, 1);
-            TestEvents.Table docs = TestEvents.table("public", "docs").key("id", TestEvents.INT4).column("body", TestEvents.TEXT);
-            String text = "x".repeat(500_000);
-            for (int row = 1; row <= 40; row++) {
-                ChangeEvent event = docs.insertAt(nextLsn += 0x100, Integer.toString(row), text);
-                dispatcher.send(big, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
-                dispatcher.flush();
-            }
+            sendLarge(dispatcher, big, 40, 500_000);
             await().atMost(WAIT).until(() -> queuedOf(dispatcher, "spill") == 40);
             paused.add(big.id());
             await().atMost(WAIT).until(() -> acknowledged.get() == 40); // in its durable queue
