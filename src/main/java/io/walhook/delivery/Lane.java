@@ -791,15 +791,8 @@ final class Lane {
             return; // what arrives waits in memory until the dispatcher says whether the queue holds rows
         }
         if (readAgain && mustWrite == 0) {
-            // between its own calls, everything in memory durable: the rows still there are read again, in order;
-            // a request under way (none started since the drop) is given back too if it fails, not retried (a batch
-            // under way when the lane went durable had rows written, and maybe dropped, before the rest)
+            // between its own calls, everything in memory durable: the rows still there are read again, in order
             readAgain = false;
-            for (Outgoing o : outgoing) {
-                if (o.underWay) {
-                    o.readAgain = true;
-                }
-            }
             giveBack(true);
         }
         if (uncounted) {
@@ -1824,6 +1817,13 @@ final class Lane {
             uncounted = true;
             if (mode == Mode.DURABLE) { // direct, it holds nothing read back
                 readAgain = true;
+                // nothing starts until the give-back: what is under way now is all that may hold a dropped row (a batch
+                // under way when the lane went durable too, its rows written, and maybe dropped, before the rest)
+                for (Outgoing o : outgoing) {
+                    if (o.underWay) {
+                        o.readAgain = true;
+                    }
+                }
             }
         });
     }
