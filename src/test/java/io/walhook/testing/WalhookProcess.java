@@ -199,7 +199,30 @@ public final class WalhookProcess implements AutoCloseable {
             }
             Thread.sleep(200);
         }
-        throw new AssertionError("walhook was not ready within " + timeout + "; output:\n" + output());
+        // the first line is what a build's summary shows: what readiness said, and walhook's last line
+        String output = output();
+        String[] lines = output.strip().split("\n");
+        throw new AssertionError("walhook was not ready within " + timeout + " (readiness: " + readiness() + "; its last line: "
+                + lines[lines.length - 1].strip() + ")\nits threads:\n" + threadDump() + "\noutput:\n" + output);
+    }
+
+    /** {@code /q/health/ready}'s status and body on one line, or why nothing answered. */
+    private String readiness() {
+        try {
+            HttpURLConnection connection = (HttpURLConnection) uri("/q/health/ready").toURL().openConnection();
+            connection.setConnectTimeout(1000);
+            connection.setReadTimeout(5000);
+            try {
+                int code = connection.getResponseCode();
+                java.io.InputStream body = code < 400 ? connection.getInputStream() : connection.getErrorStream();
+                return code + " " + (body == null ? "" : new String(body.readAllBytes(), StandardCharsets.UTF_8)
+                        .replaceAll("\\s+", " "));
+            } finally {
+                connection.disconnect();
+            }
+        } catch (IOException e) {
+            return "no answer (" + e + ")";
+        }
     }
 
     /** The HTTP status of a GET, or -1 when nothing answers. */
