@@ -111,7 +111,13 @@ public final class TcpProxy implements AutoCloseable {
         while (!listener.isClosed()) {
             try {
                 Socket client = listener.accept();
-                Socket server = new Socket(host, targetPort);
+                Socket server;
+                try {
+                    server = new Socket(host, targetPort);
+                } catch (IOException refused) {
+                    closeQuietly(client); // the client learns at once, as from the server itself, not after its timeout
+                    continue;
+                }
                 int connection;
                 synchronized (this) { // numbered and known together: loseServerOfAll closes what it silences
                     connection = accepted.incrementAndGet();
@@ -123,7 +129,7 @@ public final class TcpProxy implements AutoCloseable {
                 pump(client, server, connection, false);
                 pump(server, client, connection, true);
             } catch (IOException e) {
-                // closed, or the server refused: the client sees its connection end
+                // closed
             }
         }
     }
