@@ -190,8 +190,7 @@ public final class SchemaMigrations {
             takeLock(c, schema, lock);
             boolean unlocked = false;
             try {
-                // a migration rewriting a large table may take its time
-                int applied = SessionTimeout.unlimited(c, u -> migrate(u, schema, migrations));
+                int applied = migrate(c, schema, migrations);
                 c.setAutoCommit(true);
                 try (Statement s = c.createStatement()) {
                     s.execute("SELECT pg_advisory_unlock(" + lock + ")");
@@ -260,7 +259,10 @@ public final class SchemaMigrations {
     private static int migrate(Connection c, String schema, List<Migration> migrations) throws SQLException {
         String history = schema + "." + HISTORY;
         if (!exists(c, "SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = '" + HISTORY + "'", schema)) {
-            createHistory(c, schema, history);
+            SessionTimeout.unlimited(c, u -> {
+                createHistory(u, schema, history);
+                return null;
+            });
         }
         Map<Integer, Integer> applied = new HashMap<>();
         int rank = 0;
@@ -310,7 +312,13 @@ public final class SchemaMigrations {
                 throw new SQLException(m.script() + " was never applied to schema " + schema + ", which is at version "
                         + newest + " already: the schema is not the one this walhook expects");
             }
-            apply(c, schema, history, m, ++rank);
+            int at = ++rank;
+            // a migration rewriting a large table may take its time; reading the history above may not: a restart's
+            // check on a connection a failover left half-open gives up, and start-up tries again
+            SessionTimeout.unlimited(c, u -> {
+                apply(u, schema, history, m, at);
+                return null;
+            });
             count++;
         }
         int known = migrations.get(migrations.size() - 1).version();

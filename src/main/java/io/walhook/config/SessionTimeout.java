@@ -49,35 +49,41 @@ public final class SessionTimeout {
     }
 
     /**
-     * Runs {@code work} on {@code c} without either limit, then puts them back. The connection is
-     * first asked to answer within {@value #ANSWER_SECONDS} s: one a failover left half-open would
-     * otherwise wait forever. That question fails through the connection as any statement does, so
-     * a pool discards a connection that did not answer (closing it from here would not give its
-     * place back to the pool).
+     * Runs {@code work} on {@code c} without either limit, then puts them back. Only the work goes
+     * without: the statements around it are answered within {@value #ANSWER_SECONDS} s, the first
+     * of them asking whether the connection is still there (one a failover left half-open would
+     * otherwise keep the work waiting forever). A question that fails, fails through the connection
+     * as any statement does, so a pool discards a connection that did not answer (closing it from
+     * here would not give its place back to the pool).
      */
     public static <T> T unlimited(Connection c, Work<T> work) throws SQLException {
         int before = c.getNetworkTimeout();
+        c.setNetworkTimeout(Runnable::run, ANSWER_SECONDS * 1000);
         try {
-            c.setNetworkTimeout(Runnable::run, ANSWER_SECONDS * 1000);
-            try (Statement s = c.createStatement()) {
-                s.execute("SELECT 1");
-            }
-            c.setNetworkTimeout(Runnable::run, 0);
             try (Statement s = c.createStatement()) {
                 s.execute("SET statement_timeout = 0");
             }
-            return work.run(c);
+            c.setNetworkTimeout(Runnable::run, 0);
+            try {
+                return work.run(c);
+            } finally {
+                answerable(c, ANSWER_SECONDS * 1000);
+            }
         } finally {
             try (Statement s = c.createStatement()) {
                 s.execute("RESET statement_timeout"); // to the session's own: the pool's, or the server's
             } catch (SQLException closed) {
                 // closed: nothing to put back
             }
-            try {
-                c.setNetworkTimeout(Runnable::run, before);
-            } catch (SQLException closed) {
-                // closed: nothing to put back
-            }
+            answerable(c, before);
+        }
+    }
+
+    private static void answerable(Connection c, int millis) {
+        try {
+            c.setNetworkTimeout(Runnable::run, millis);
+        } catch (SQLException closed) {
+            // closed: nothing to put back
         }
     }
 }

@@ -12,13 +12,16 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
 import io.walhook.testing.PostgresServer;
+import io.walhook.testing.TcpProxy;
 import io.walhook.testing.TestPostgres;
 
 /** walhook's schema migrations against a real PostgreSQL, in the record Flyway kept before them. */
@@ -327,5 +330,48 @@ class SchemaMigrationsTest {
         assertThat(SchemaMigrations.checksum("\uFEFFa\nb")).as("a byte order mark does not count")
                 .isEqualTo(SchemaMigrations.checksum("a\nb"));
         assertThat(SchemaMigrations.checksum("a\nb")).isNotEqualTo(SchemaMigrations.checksum("a b"));
+    }
+
+    /**
+     * A restart finds its schema migrated already: reading the history is all it does, and a
+     * connection a failover left half-open while it read gives up within the connection's limit
+     * (start-up tries again) rather than wait forever, walhook alive and never ready. Here the read
+     * waits for a lock when the server goes away.
+     */
+    @Test
+    void aRestartsLookAtItsMigratedSchemaGivesUpOnAConnectionLeftHalfOpen() throws Exception {
+        PGSimpleDataSource direct = database("migrate_half_open");
+        SchemaMigrations.migrate(direct, "walhook");
+        PostgresServer server = TestPostgres.shared();
+        try (TcpProxy proxy = TcpProxy.to(server.host(), server.port()); Connection locker = direct.getConnection()) {
+            PGSimpleDataSource through = new PGSimpleDataSource();
+            through.setUrl(direct.getUrl().replace(":" + server.port() + "/", ":" + proxy.port() + "/"));
+            through.setUser(direct.getUser());
+            through.setPassword(direct.getPassword());
+            through.setSocketTimeout(3); // the pool's limit (SessionTimeout.LIMIT), shorter
+            locker.setAutoCommit(false);
+            try (Statement s = locker.createStatement()) {
+                s.execute("LOCK TABLE walhook.flyway_schema_history IN ACCESS EXCLUSIVE MODE");
+            }
+            CompletableFuture<Integer> migrating = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return SchemaMigrations.migrate(through, "walhook");
+                } catch (SQLException e) {
+                    throw new CompletionException(e);
+                }
+            });
+            org.awaitility.Awaitility.await("the history's read waiting for the lock").atMost(java.time.Duration.ofSeconds(30))
+                    .until(() -> {
+                        try (Statement s = locker.createStatement(); ResultSet r = s.executeQuery("SELECT count(*) FROM"
+                                + " pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%flyway_schema_history%'")) {
+                            r.next();
+                            return r.getInt(1) == 1;
+                        }
+                    });
+            proxy.loseServerOfAll();
+            locker.rollback();
+            assertThatThrownBy(() -> migrating.get(60, TimeUnit.SECONDS)).as("given up, not waiting still")
+                    .hasCauseInstanceOf(SQLException.class);
+        }
     }
 }
