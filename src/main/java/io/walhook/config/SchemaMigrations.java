@@ -190,7 +190,7 @@ public final class SchemaMigrations {
             takeLock(c, schema, lock);
             boolean unlocked = false;
             try {
-                int applied = migrate(c, schema, migrations);
+                int applied = migrate(dataSource, c, schema, migrations);
                 c.setAutoCommit(true);
                 try (Statement s = c.createStatement()) {
                     s.execute("SELECT pg_advisory_unlock(" + lock + ")");
@@ -256,10 +256,11 @@ public final class SchemaMigrations {
         }
     }
 
-    private static int migrate(Connection c, String schema, List<Migration> migrations) throws SQLException {
+    private static int migrate(DataSource dataSource, Connection c, String schema, List<Migration> migrations)
+            throws SQLException {
         String history = schema + "." + HISTORY;
         if (!exists(c, "SELECT 1 FROM pg_tables WHERE schemaname = ? AND tablename = '" + HISTORY + "'", schema)) {
-            SessionTimeout.unlimited(c, u -> {
+            SessionTimeout.unlimited(dataSource, c, u -> {
                 createHistory(u, schema, history);
                 return null;
             });
@@ -315,7 +316,7 @@ public final class SchemaMigrations {
             int at = ++rank;
             // a migration rewriting a large table may take its time; reading the history above may not: a restart's
             // check on a connection a failover left half-open gives up, and start-up tries again
-            SessionTimeout.unlimited(c, u -> {
+            SessionTimeout.unlimited(dataSource, c, u -> {
                 apply(u, schema, history, m, at);
                 return null;
             });

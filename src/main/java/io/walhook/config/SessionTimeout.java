@@ -1,9 +1,20 @@
 package io.walhook.config;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import org.jboss.logging.Logger;
+import org.postgresql.PGConnection;
 
 /**
  * How long walhook's sessions wait for a server that says nothing. A failover or a network
@@ -35,6 +46,11 @@ public final class SessionTimeout {
     /** How long a session asked whether it is still there may take to answer. */
     private static final int ANSWER_SECONDS = 5;
 
+    /** How often the server is asked whether the session of a statement without a limit is still there. */
+    static final Duration WATCH_EVERY = Duration.ofSeconds(10);
+
+    private static final Logger LOG = Logger.getLogger(SessionTimeout.class);
+
     private SessionTimeout() {
     }
 
@@ -51,22 +67,39 @@ public final class SessionTimeout {
     /**
      * Runs {@code work} on {@code c} without either limit, then puts them back. Only the work goes
      * without: the statements around it are answered within {@value #ANSWER_SECONDS} s, the first
-     * of them asking whether the connection is still there (one a failover left half-open would
-     * otherwise keep the work waiting forever). A question that fails, fails through the connection
-     * as any statement does, so a pool discards a connection that did not answer (closing it from
-     * here would not give its place back to the pool).
+     * of them asking whether the connection is still there. A question that fails, fails through
+     * the connection as any statement does, so a pool discards a connection that did not answer
+     * (closing it from here would not give its place back to the pool).
+     *
+     * <p>While the work waits, the server is asked every {@link #WATCH_EVERY} on another of {@code
+     * watcher}'s connections whether {@code c}'s session is still there. One a failover left
+     * half-open is not (the new server never had it; the old one ended it once it found its client
+     * gone): {@code c}'s socket is closed, and the work fails through the connection rather than
+     * wait forever. A server that cannot be asked is not taken for one without the session.
      */
-    public static <T> T unlimited(Connection c, Work<T> work) throws SQLException {
+    public static <T> T unlimited(DataSource watcher, Connection c, Work<T> work) throws SQLException {
         int before = c.getNetworkTimeout();
         c.setNetworkTimeout(Runnable::run, ANSWER_SECONDS * 1000);
         try {
-            try (Statement s = c.createStatement()) {
-                s.execute("SET statement_timeout = 0");
+            String started;
+            try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT set_config('statement_timeout',"
+                    + " '0', false), (SELECT backend_start::text FROM pg_catalog.pg_stat_activity WHERE pid = pg_backend_pid())")) {
+                r.next();
+                started = r.getString(2);
             }
+            int pid = c.unwrap(PGConnection.class).getBackendPID();
             c.setNetworkTimeout(Runnable::run, 0);
+            ScheduledFuture<?> watch = Watch.EXECUTOR.scheduleWithFixedDelay(() -> {
+                if (gone(watcher, pid, started)) {
+                    LOG.warnf("the database no longer has session %d, whose statement walhook waits for (a failover left"
+                            + " its connection half-open): closing it", pid);
+                    abort(c);
+                }
+            }, WATCH_EVERY.toMillis(), WATCH_EVERY.toMillis(), TimeUnit.MILLISECONDS);
             try {
                 return work.run(c);
             } finally {
+                watch.cancel(false);
                 answerable(c, ANSWER_SECONDS * 1000);
             }
         } finally {
@@ -77,6 +110,45 @@ public final class SessionTimeout {
             }
             answerable(c, before);
         }
+    }
+
+    /** Whether the server says the session of {@code pid} started at {@code started} is gone (not when it cannot say). */
+    private static boolean gone(DataSource watcher, int pid, String started) {
+        if (started == null) {
+            return false;
+        }
+        try (Connection w = watcher.getConnection()) {
+            w.setNetworkTimeout(Runnable::run, ANSWER_SECONDS * 1000);
+            try (PreparedStatement s = w.prepareStatement("SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = ?"
+                    + " AND backend_start::text = ?")) {
+                s.setInt(1, pid);
+                s.setString(2, started);
+                try (ResultSet r = s.executeQuery()) {
+                    return !r.next();
+                }
+            }
+        } catch (SQLException | RuntimeException e) {
+            LOG.debugf("asking after session %d: %s", pid, e.getMessage());
+            return false;
+        }
+    }
+
+    /** Closes the socket under {@code c} (its pool's wrapper, if any, learns of it from the work's failure). */
+    private static void abort(Connection c) {
+        try {
+            ((Connection) c.unwrap(PGConnection.class)).abort(Runnable::run);
+        } catch (SQLException | RuntimeException e) {
+            LOG.debugf("closing a session's connection: %s", e.getMessage());
+        }
+    }
+
+    /** The thread that watches unlimited work, made on first use; it sleeps while there is none. */
+    private static final class Watch {
+        static final ScheduledExecutorService EXECUTOR = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "walhook-session-watch");
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     private static void answerable(Connection c, int millis) {

@@ -183,7 +183,7 @@ public final class ParkedEventStore {
      */
     public List<Parked> page(String subscriptionId, long afterId, int limit, Optional<String> rowKey) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            return io.walhook.config.SessionTimeout.unlimited(c, u -> {
+            return io.walhook.config.SessionTimeout.unlimited(dataSource, c, u -> {
                 try (PreparedStatement s = u.prepareStatement("SELECT " + COLUMNS + " FROM " + table
                         + " WHERE subscription_id = ? AND id > ?" + (rowKey.isPresent() ? " AND row_key = ?::jsonb" : "")
                         + " ORDER BY id LIMIT ?")) {
@@ -394,7 +394,7 @@ public final class ParkedEventStore {
      * a subscription impossible to delete.
      */
     public Held held(Connection c, String subscriptionId) throws SQLException {
-        return io.walhook.config.SessionTimeout.unlimited(c, u -> {
+        return io.walhook.config.SessionTimeout.unlimited(dataSource, c, u -> {
             try (PreparedStatement s = u.prepareStatement("SELECT count(*), coalesce(max(id), 0) FROM " + table
                     + " WHERE subscription_id = ?")) {
                 s.setString(1, subscriptionId);
@@ -614,7 +614,7 @@ public final class ParkedEventStore {
     /** Rows in the subscription's queue (counted: as long as that takes). */
     public long count(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            return io.walhook.config.SessionTimeout.unlimited(c, u -> {
+            return io.walhook.config.SessionTimeout.unlimited(dataSource, c, u -> {
                 try (PreparedStatement s = u.prepareStatement("SELECT count(*) FROM " + table + " WHERE subscription_id = ?")) {
                     s.setString(1, subscriptionId);
                     try (ResultSet rs = s.executeQuery()) {

@@ -96,7 +96,7 @@ public final class SourceDatabase {
             }
             try {
                 // it waits for a lock on each table (behind a VACUUM, an ALTER TABLE): as long as that takes
-                SessionTimeout.unlimited(c, u -> {
+                SessionTimeout.unlimited(dataSource, c, u -> {
                     try (Statement s = u.createStatement()) {
                         return s.execute("CREATE PUBLICATION " + quote(name) + " " + target);
                     }
@@ -170,7 +170,7 @@ public final class SourceDatabase {
             }
             try (Connection c = dataSource.getConnection()) {
                 // waits for the transactions open now to end, however long they last
-                String at = SessionTimeout.unlimited(c, u -> {
+                String at = SessionTimeout.unlimited(dataSource, c, u -> {
                     try (PreparedStatement s = u.prepareStatement(
                             "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
                         s.setString(1, name);

@@ -77,7 +77,7 @@ class SlotCreationTest {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "unlimited")) {
             PGSimpleDataSource limited = source.limited(3, 1000);
             try (Connection c = limited.getConnection()) {
-                int inside = SessionTimeout.unlimited(c, u -> {
+                int inside = SessionTimeout.unlimited(limited, c, u -> {
                     try (Statement s = u.createStatement()) {
                         s.execute("SELECT pg_sleep(4)"); // past both limits
                     }
@@ -93,6 +93,43 @@ class SlotCreationTest {
                     org.assertj.core.api.Assertions.assertThatThrownBy(() -> s.execute("SELECT pg_sleep(2)"))
                             .as("the limits are back").isInstanceOf(java.sql.SQLException.class);
                 }
+            }
+        }
+    }
+
+    /**
+     * Work without a limit on a connection a failover left half-open: the old server ends the session
+     * once its statement is done and its client cannot be told; asked on another connection, it says
+     * the session is gone, and the work fails through its connection rather than wait forever (a
+     * count of dead letters holding one of the API's two connections and a worker, a migration
+     * holding start-up).
+     */
+    @Test
+    void workWithoutTheLimitsOnAConnectionLeftHalfOpenFailsOnceTheServerLetItsSessionGo() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "unlimited_half_open");
+                io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to(TestPostgres.shared().host(),
+                        TestPostgres.shared().port())) {
+            PGSimpleDataSource limited = source.limited(3, 1000);
+            PGSimpleDataSource through = source.limited(3, 1000);
+            through.setUrl(limited.getUrl().replace(":" + TestPostgres.shared().port() + "/", ":" + proxy.port() + "/"));
+            try (Connection c = through.getConnection()) {
+                CompletableFuture<Void> working = CompletableFuture.runAsync(() -> {
+                    try {
+                        SessionTimeout.unlimited(limited, c, u -> {
+                            try (Statement s = u.createStatement()) {
+                                return s.execute("SELECT pg_sleep(5)");
+                            }
+                        });
+                    } catch (java.sql.SQLException e) {
+                        throw new java.util.concurrent.CompletionException(e);
+                    }
+                });
+                await().atMost(Duration.ofSeconds(30)).until(() -> "1".equals(source.queryOne(
+                        "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)'")));
+                proxy.loseServerOfAll();
+                org.assertj.core.api.Assertions.assertThatThrownBy(() -> working.get(1, TimeUnit.MINUTES))
+                        .as("failed, not waiting still").hasCauseInstanceOf(java.sql.SQLException.class);
+                assertThat(c.isClosed()).isTrue();
             }
         }
     }
