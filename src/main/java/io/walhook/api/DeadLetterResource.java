@@ -50,10 +50,11 @@ public class DeadLetterResource {
     @Inject
     public DeadLetterResource(WalhookConfig config,
             @io.quarkus.agroal.DataSource(io.walhook.config.DatasourceConfigSourceFactory.API) AgroalDataSource dataSource,
-            ReplicationSource source) {
+            AgroalDataSource pipeline, ReplicationSource source) {
         this.subscriptions = new SubscriptionLookup(new SubscriptionStore(dataSource, config.stateSchema()), source);
         this.source = source;
-        this.parked = new ParkedEventStore(dataSource, config.stateSchema());
+        // a long count's session asked after on the pipeline's pool: a failover breaks the API's two connections together
+        this.parked = new ParkedEventStore(dataSource, pipeline, config.stateSchema(), ParkedEventStore.Fence.NONE);
     }
 
     @GET

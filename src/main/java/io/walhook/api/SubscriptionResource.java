@@ -62,11 +62,12 @@ public class SubscriptionResource {
     @Inject
     public SubscriptionResource(WalhookConfig config,
             @io.quarkus.agroal.DataSource(io.walhook.config.DatasourceConfigSourceFactory.API) AgroalDataSource dataSource,
-            ReplicationSource source) {
+            AgroalDataSource pipeline, ReplicationSource source) {
         this.config = config;
         this.store = new SubscriptionStore(dataSource, config.stateSchema());
         this.source = source;
-        this.parked = new ParkedEventStore(dataSource, config.stateSchema());
+        // a long count's session asked after on the pipeline's pool: a failover breaks the API's two connections together
+        this.parked = new ParkedEventStore(dataSource, pipeline, config.stateSchema(), ParkedEventStore.Fence.NONE);
         this.subscriptions = new SubscriptionLookup(store, source);
     }
 

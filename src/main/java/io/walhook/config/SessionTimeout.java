@@ -6,10 +6,10 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import javax.sql.DataSource;
 
@@ -51,6 +51,9 @@ public final class SessionTimeout {
 
     private static final Logger LOG = Logger.getLogger(SessionTimeout.class);
 
+    /** A session's start as pg_stat_activity has it, in microseconds: the same whatever the sessions' time zones. */
+    private static final String STARTED = "(extract(epoch FROM backend_start) * 1000000)::bigint";
+
     private SessionTimeout() {
     }
 
@@ -71,34 +74,47 @@ public final class SessionTimeout {
      * the connection as any statement does, so a pool discards a connection that did not answer
      * (closing it from here would not give its place back to the pool).
      *
-     * <p>While the work waits, the server is asked every {@link #WATCH_EVERY} on another of {@code
-     * watcher}'s connections whether {@code c}'s session is still there. One a failover left
-     * half-open is not (the new server never had it; the old one ended it once it found its client
-     * gone): {@code c}'s socket is closed, and the work fails through the connection rather than
-     * wait forever. A server that cannot be asked is not taken for one without the session.
+     * <p>While the work waits, the server is asked every {@link #WATCH_EVERY} on a connection of
+     * {@code watcher} (another pool than {@code c}'s, where that one is small: a failover breaks
+     * every connection of a pool at once) whether {@code c}'s session is still there. One a failover
+     * left half-open is not (the new server never had it; the old one ended it once it found its
+     * client gone): {@code c}'s socket is closed, and the work fails through the connection rather
+     * than wait forever. A server that cannot be asked (a partition, no connection free) is not taken
+     * for one without the session.
      */
     public static <T> T unlimited(DataSource watcher, Connection c, Work<T> work) throws SQLException {
         int before = c.getNetworkTimeout();
         c.setNetworkTimeout(Runnable::run, ANSWER_SECONDS * 1000);
         try {
-            String started;
+            int pid;
+            Long started;
+            // the server's pid, not the one the connection was told (a pooler in between tells another)
             try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT set_config('statement_timeout',"
-                    + " '0', false), (SELECT backend_start::text FROM pg_catalog.pg_stat_activity WHERE pid = pg_backend_pid())")) {
+                    + " '0', false), pg_backend_pid(), (SELECT " + STARTED + " FROM pg_catalog.pg_stat_activity"
+                    + " WHERE pid = pg_backend_pid())")) {
                 r.next();
-                started = r.getString(2);
+                pid = r.getInt(2);
+                started = r.getObject(3, Long.class);
             }
-            int pid = c.unwrap(PGConnection.class).getBackendPID();
             c.setNetworkTimeout(Runnable::run, 0);
+            AtomicBoolean over = new AtomicBoolean();
             ScheduledFuture<?> watch = Watch.EXECUTOR.scheduleWithFixedDelay(() -> {
                 if (gone(watcher, pid, started)) {
-                    LOG.warnf("the database no longer has session %d, whose statement walhook waits for (a failover left"
-                            + " its connection half-open): closing it", pid);
-                    abort(c);
+                    synchronized (over) { // never once the work is over: the connection may be another's by then
+                        if (!over.get()) {
+                            LOG.warnf("the database no longer has session %d, whose statement walhook waits for (a"
+                                    + " failover left its connection half-open): closing it", pid);
+                            abort(c);
+                        }
+                    }
                 }
             }, WATCH_EVERY.toMillis(), WATCH_EVERY.toMillis(), TimeUnit.MILLISECONDS);
             try {
                 return work.run(c);
             } finally {
+                synchronized (over) {
+                    over.set(true);
+                }
                 watch.cancel(false);
                 answerable(c, ANSWER_SECONDS * 1000);
             }
@@ -113,19 +129,22 @@ public final class SessionTimeout {
     }
 
     /** Whether the server says the session of {@code pid} started at {@code started} is gone (not when it cannot say). */
-    private static boolean gone(DataSource watcher, int pid, String started) {
+    private static boolean gone(DataSource watcher, int pid, Long started) {
         if (started == null) {
             return false;
         }
         try (Connection w = watcher.getConnection()) {
+            int before = w.getNetworkTimeout();
             w.setNetworkTimeout(Runnable::run, ANSWER_SECONDS * 1000);
             try (PreparedStatement s = w.prepareStatement("SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = ?"
-                    + " AND backend_start::text = ?")) {
+                    + " AND " + STARTED + " = ?")) {
                 s.setInt(1, pid);
-                s.setString(2, started);
+                s.setLong(2, started);
                 try (ResultSet r = s.executeQuery()) {
                     return !r.next();
                 }
+            } finally {
+                answerable(w, before); // a pooled connection goes back as it came (its pool does not put this back)
             }
         } catch (SQLException | RuntimeException e) {
             LOG.debugf("asking after session %d: %s", pid, e.getMessage());
@@ -144,11 +163,15 @@ public final class SessionTimeout {
 
     /** The thread that watches unlimited work, made on first use; it sleeps while there is none. */
     private static final class Watch {
-        static final ScheduledExecutorService EXECUTOR = Executors.newSingleThreadScheduledExecutor(r -> {
+        static final ScheduledThreadPoolExecutor EXECUTOR = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "walhook-session-watch");
             t.setDaemon(true);
             return t;
         });
+
+        static {
+            EXECUTOR.setRemoveOnCancelPolicy(true);
+        }
     }
 
     private static void answerable(Connection c, int millis) {

@@ -72,6 +72,8 @@ public final class ParkedEventStore {
     }
 
     private final DataSource dataSource;
+    /** Where the session of a statement without limits is asked after ({@code SessionTimeout.unlimited}). */
+    private final DataSource watcher;
     private final String table;
     private final String subscriptions;
     private volatile long writtenBefore = Long.MAX_VALUE;
@@ -84,7 +86,17 @@ public final class ParkedEventStore {
 
     /** @param fence what each append checks before it writes (an instance that lost the slot's lock writes nothing) */
     public ParkedEventStore(DataSource dataSource, String stateSchema, Fence fence) {
+        this(dataSource, dataSource, stateSchema, fence);
+    }
+
+    /**
+     * @param watcher the pool on which the server is asked whether the session of a count or a read
+     *        without limits is still there: not {@code dataSource} when that is the API's pool of two,
+     *        whose connections a failover breaks together
+     */
+    public ParkedEventStore(DataSource dataSource, DataSource watcher, String stateSchema, Fence fence) {
         this.dataSource = dataSource;
+        this.watcher = watcher;
         this.table = stateSchema + ".parked_event";
         this.subscriptions = stateSchema + ".subscription";
         this.fence = fence;
@@ -183,7 +195,7 @@ public final class ParkedEventStore {
      */
     public List<Parked> page(String subscriptionId, long afterId, int limit, Optional<String> rowKey) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            return io.walhook.config.SessionTimeout.unlimited(dataSource, c, u -> {
+            return io.walhook.config.SessionTimeout.unlimited(watcher, c, u -> {
                 try (PreparedStatement s = u.prepareStatement("SELECT " + COLUMNS + " FROM " + table
                         + " WHERE subscription_id = ? AND id > ?" + (rowKey.isPresent() ? " AND row_key = ?::jsonb" : "")
                         + " ORDER BY id LIMIT ?")) {
@@ -394,7 +406,7 @@ public final class ParkedEventStore {
      * a subscription impossible to delete.
      */
     public Held held(Connection c, String subscriptionId) throws SQLException {
-        return io.walhook.config.SessionTimeout.unlimited(dataSource, c, u -> {
+        return io.walhook.config.SessionTimeout.unlimited(watcher, c, u -> {
             try (PreparedStatement s = u.prepareStatement("SELECT count(*), coalesce(max(id), 0) FROM " + table
                     + " WHERE subscription_id = ?")) {
                 s.setString(1, subscriptionId);
@@ -614,7 +626,7 @@ public final class ParkedEventStore {
     /** Rows in the subscription's queue (counted: as long as that takes). */
     public long count(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            return io.walhook.config.SessionTimeout.unlimited(dataSource, c, u -> {
+            return io.walhook.config.SessionTimeout.unlimited(watcher, c, u -> {
                 try (PreparedStatement s = u.prepareStatement("SELECT count(*) FROM " + table + " WHERE subscription_id = ?")) {
                     s.setString(1, subscriptionId);
                     try (ResultSet rs = s.executeQuery()) {

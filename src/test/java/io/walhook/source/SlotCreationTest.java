@@ -98,9 +98,9 @@ class SlotCreationTest {
     }
 
     /**
-     * Work without a limit on a connection a failover left half-open: the old server ends the session
-     * once its statement is done and its client cannot be told; asked on another connection, it says
-     * the session is gone, and the work fails through its connection rather than wait forever (a
+     * Work without a limit on a connection a failover left half-open: the old server ended the session
+     * (as it does once it finds its client gone); asked on another connection, it says the session
+     * is gone, and the work fails through its connection rather than wait forever (a
      * count of dead letters holding one of the API's two connections and a worker, a migration
      * holding start-up).
      */
@@ -117,16 +117,19 @@ class SlotCreationTest {
                     try {
                         SessionTimeout.unlimited(limited, c, u -> {
                             try (Statement s = u.createStatement()) {
-                                return s.execute("SELECT pg_sleep(5)");
+                                return s.execute("SELECT pg_sleep(120)");
                             }
                         });
                     } catch (java.sql.SQLException e) {
                         throw new java.util.concurrent.CompletionException(e);
                     }
                 });
-                await().atMost(Duration.ofSeconds(30)).until(() -> "1".equals(source.queryOne(
-                        "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)'")));
+                await().atMost(Duration.ofSeconds(30)).until(() -> "1".equals(source.queryOne("SELECT count(*) FROM"
+                        + " pg_stat_activity WHERE query = 'SELECT pg_sleep(120)' AND state = 'active'")));
                 proxy.loseServerOfAll();
+                // as the old server does once it finds its client gone
+                source.queryOne("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                        + " WHERE query = 'SELECT pg_sleep(120)' AND state = 'active'");
                 org.assertj.core.api.Assertions.assertThatThrownBy(() -> working.get(1, TimeUnit.MINUTES))
                         .as("failed, not waiting still").hasCauseInstanceOf(java.sql.SQLException.class);
                 assertThat(c.isClosed()).isTrue();
