@@ -31,6 +31,9 @@ public class StatusResource {
 
     private final ReplicationSource source;
 
+    /** How long a standby's count of the durable queues may take: /status answers without them rather than wait. */
+    private static final java.time.Duration QUEUE_COUNT_LIMIT = java.time.Duration.ofSeconds(2);
+
     @Inject
     public StatusResource(Pool pool, WalhookConfig config, ReplicationSource source) {
         this.pool = pool;
@@ -54,9 +57,29 @@ public class StatusResource {
     public Uni<StatusView> status() {
         // on a connection taken from the pool first: the pool's own query shortcut (Vert.x SQL client 4.5) left its
         // wait for a connection armed when taking one failed, and reported it as an uncaught error when it ran out
-        return pool.withConnection(c -> c.preparedQuery(query).execute(Tuple.of(config.slot())))
-                .map(rows -> toView(rows.iterator().next()))
+        boolean standby = source.role() == ReplicationSource.Role.STANDBY;
+        return pool.withConnection(c -> c.preparedQuery(query).execute(Tuple.of(config.slot()))
+                .chain(rows -> (standby ? queues(c) : Uni.createFrom().item(Map.<String, Long>of()))
+                        .map(queues -> toView(rows.iterator().next(), queues))))
                 .onFailure().transform(StatusResource::unavailable);
+    }
+
+    /**
+     * The durable queues as a standby sees them, counted by the server within {@link
+     * #QUEUE_COUNT_LIMIT} (none when it does not: a queue of millions): the active instance's lanes
+     * count their own, a standby has none, and its zeros hid every dead letter.
+     */
+    private Uni<Map<String, Long>> queues(io.vertx.mutiny.sqlclient.SqlConnection c) {
+        return c.begin().chain(tx -> c.query("SET LOCAL statement_timeout = " + QUEUE_COUNT_LIMIT.toMillis()).execute()
+                .chain(() -> c.query("SELECT subscription_id, count(*) FROM " + config.stateSchema()
+                        + ".parked_event GROUP BY subscription_id").execute())
+                .map(rows -> {
+                    Map<String, Long> counts = new java.util.HashMap<>();
+                    rows.forEach(row -> counts.put(row.getString(0), row.getLong(1)));
+                    return counts;
+                })
+                .eventually(() -> tx.rollback()))
+                .onFailure().recoverWithItem(Map.of());
     }
 
     /** A database that cannot be reached is a 503, as for the other endpoints; an SQL error stays a 500. */
@@ -67,7 +90,7 @@ public class StatusResource {
         return ProblemMapper.unavailable(e.getMessage());
     }
 
-    private StatusView toView(Row row) {
+    private StatusView toView(Row row, Map<String, Long> queues) {
         StatusView.SlotView slot = new StatusView.SlotView(config.slot(), row.getBoolean("slot_exists"),
                 row.getBoolean("active"), row.getString("confirmed_flush_lsn"), row.getString("restart_lsn"),
                 row.getString("wal_status"));
@@ -78,7 +101,7 @@ public class StatusResource {
                 routingFailure == null ? s.lastError() : routingFailure, s.received().toString(), s.acknowledged().toString(), s.events(),
                 s.pendingTransactions(), s.openStreams(), s.spilledTransactions());
         return new StatusView(source.role().wireName(), slot, row.getString("server_lsn"),
-                row.getLong("lag_bytes"), row.getString("checkpoint_lsn"), replication, subscriptions());
+                row.getLong("lag_bytes"), row.getString("checkpoint_lsn"), replication, subscriptions(queues));
     }
 
     private List<StatusView.BackfillStatusView> backfills(String subscriptionId) {
@@ -95,14 +118,19 @@ public class StatusResource {
         return subscription.filter().map(io.walhook.routing.CelFilter::lastError).orElse(null);
     }
 
-    /** Every subscription in force, by name: those no event has reached yet (or standing by) with zeros. */
-    private List<StatusView.SubscriptionStatusView> subscriptions() {
+    /**
+     * Every subscription in force, by name: those no event has reached yet with zeros; on a standby,
+     * with its durable queue as {@code queues} counts it (one with rows in it is durable).
+     */
+    private List<StatusView.SubscriptionStatusView> subscriptions(Map<String, Long> queues) {
         Map<String, StatusView.SubscriptionStatusView> byId = new java.util.HashMap<>();
         SubscriptionRegistry registry = source.registry();
         if (registry != null) {
             for (Subscription subscription : registry.router().subscriptions()) {
+                long parked = queues.getOrDefault(subscription.id(), 0L);
                 byId.put(subscription.id(), new StatusView.SubscriptionStatusView(subscription.id(), subscription.name(),
-                        "direct", 0, 0, 0, 0, 0, null, 0, 0, null, false, registry.isPaused(subscription.id()),
+                        parked > 0 ? "durable" : "direct", 0, 0, 0, 0, parked, null, 0, 0, null, false,
+                        registry.isPaused(subscription.id()),
                         backfills(subscription.id()), filterErrors(subscription), filterLastError(subscription)));
             }
         }

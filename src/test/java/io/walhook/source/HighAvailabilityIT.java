@@ -143,6 +143,16 @@ class HighAvailabilityIT {
                 pg.execute(database, "UPDATE jobs SET n = 2 WHERE id = 1", "INSERT INTO jobs VALUES (2, 1)");
                 assertThat(active.awaitExit(Duration.ofSeconds(30))).as(active.output()).isEqualTo(1);
                 assertThat(parked(pg, database)).as(active.output()).isEqualTo(1);
+                // an instance started while another session holds the lock stands by, and shows the queue it shares
+                try (WalhookProcess standby = WalhookProcess.start(env)) {
+                    standby.awaitReady(WAIT);
+                    JsonNode status = status(standby);
+                    assertThat(status.get("role").asText()).isEqualTo("standby");
+                    JsonNode jobs = status.get("subscriptions").get(0);
+                    assertThat(jobs.get("name").asText()).isEqualTo("jobs");
+                    assertThat(jobs.get("parked").asLong()).as(status.toString()).isEqualTo(1);
+                    assertThat(jobs.get("mode").asText()).isEqualTo("durable");
+                }
             }
             int failed = receiver.requests("/jobs").size();
             receiver.respond(request -> 204);
