@@ -98,6 +98,11 @@ public final class BackfillRunner implements Runnable {
     private final Counter counter;
     private final Map<UUID, Run> runs = new LinkedHashMap<>();
     /**
+     * Runs of backfills that ended (cancelled) with chunks the stream had met: their rows are on
+     * their way, and counted in {@code rows_sent} once delivered ({@link #countFinishing}).
+     */
+    private final List<Run> finishing = new ArrayList<>();
+    /**
      * When each backfill's subscription was first found not in force: it is cancelled only after
      * {@link #GONE_AFTER}, since a subscription created on another instance reaches this one's
      * subscriptions up to a reload later.
@@ -287,8 +292,18 @@ public final class BackfillRunner implements Runnable {
             // cancelled or paused: chunks the stream has met finish on their own; the others are given up
             // (read again on resuming, from the last chunk done), so none waits for a watermark forever
             run.inFlight.forEach(watermarks::abandon);
+            if (b == null) {
+                // ended: what the stream met is delivered, and counted as sent once it is (a paused one's is read
+                // again on resuming, and counted then)
+                run.inFlight.removeIf(chunk -> chunk.abandoned);
+                if (!run.inFlight.isEmpty()) {
+                    run.inFlight.forEach(chunk -> chunk.outcome.thenRun(this::wake));
+                    finishing.add(run);
+                }
+            }
             return true;
         });
+        countFinishing();
         List<String> subscriptions = inForce.get().stream().map(Subscription::id).toList();
         boolean worked = false;
         java.util.Set<UUID> stepped = new java.util.HashSet<>();
@@ -535,6 +550,38 @@ public final class BackfillRunner implements Runnable {
     private int limit(Run run) {
         Integer rate = run.backfill.maxRowsPerSecond();
         return rate == null ? run.size : Math.max(1, Math.min(run.size, rate));
+    }
+
+    /** The rows of ended backfills' chunks delivered since they ended, added to their {@code rows_sent}. */
+    private void countFinishing() throws SQLException {
+        for (java.util.Iterator<Run> runsLeft = finishing.iterator(); runsLeft.hasNext(); ) {
+            Run run = runsLeft.next();
+            long sent = 0;
+            for (java.util.Iterator<Chunk> chunks = run.inFlight.iterator(); chunks.hasNext(); ) {
+                Chunk chunk = chunks.next();
+                if (!chunk.outcome.isDone()) {
+                    continue;
+                }
+                chunks.remove();
+                int rows = chunk.outcome.join().sent();
+                if (rows > 0) {
+                    String table = chunk.table.qualifiedName();
+                    Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
+                    run.progress.put(table, new Backfill.TableProgress(before.cursor(), before.rowsSent() + rows,
+                            before.done(), chunk.table.oid(), chunk.table.keyShape()));
+                    sent += rows;
+                }
+            }
+            if (sent > 0) {
+                store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
+                long counted = sent;
+                inForce.get().stream().filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst()
+                        .ifPresent(subscription -> counter.sent(subscription, counted));
+            }
+            if (run.inFlight.isEmpty()) {
+                runsLeft.remove();
+            }
+        }
     }
 
     /** Chunks done, oldest first, become progress; one to read again is read again now. */

@@ -544,6 +544,48 @@ class BackfillIT {
         assertThat(replay.reads()).as("it resumed rather than starting over").isLessThan(2 * rows);
     }
 
+    /**
+     * A backfill cancelled while the rows of chunks the stream had met wait for a failing destination:
+     * they are delivered (the cancel gives up only what was not on its way yet), and its
+     * {@code rows_sent} counts them once they are, rather than stop at the chunks done before.
+     */
+    @Test
+    void aCancelledBackfillCountsTheRowsOfItsChunksDeliveredAfterTheCancel() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("backfill_cancel");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
+                "INSERT INTO items SELECT g, g FROM generate_series(1, 5000) g");
+        AtomicBoolean up = new AtomicBoolean();
+        Set<String> delivered = ConcurrentHashMap.newKeySet();
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> {
+                if (!up.get()) {
+                    return 500;
+                }
+                events(request).stream().filter(e -> e.get("op").asText().equals("read"))
+                        .forEach(e -> delivered.add(e.get("key").toString()));
+                return 204;
+            });
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"),
+                    "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "50", "WALHOOK_DELIVERY_MAX_BACKOFF", "200ms");
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills", "{\"chunk_size\": 200}");
+                assertThat(started.status()).as(started.text()).isEqualTo(202);
+                String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                await().atMost(WAIT).until(() -> receiver.requests("/all").size() >= 3); // a chunk's rows on their way
+                assertThat(api.post(path + "/cancel", "").body().get("state").asText()).isEqualTo("cancelled");
+                up.set(true);
+                await().atMost(WAIT).until(() -> !delivered.isEmpty()
+                        && api.get(path).body().get("rows_sent").asLong() == delivered.size());
+                await().during(Duration.ofSeconds(2)).atMost(WAIT).until(() ->
+                        api.get(path).body().get("rows_sent").asLong() == delivered.size());
+                assertThat(delivered.size()).as("a cancel stops the backfill").isLessThan(5000);
+            }
+        }
+    }
+
     @Test
     void aSubscriptionEditedToLeaveATableOutGetsNoMoreOfThatTablesRows() throws Exception {
         PostgresServer pg = TestPostgres.shared();
