@@ -33,6 +33,9 @@ public class StatusResource {
 
     /** How long a standby's count of the durable queues may take: /status answers without them rather than wait. */
     private static final java.time.Duration QUEUE_COUNT_LIMIT = java.time.Duration.ofSeconds(2);
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(StatusResource.class);
+    /** When a standby last said its queues went uncounted (at most once a minute). */
+    private static volatile long lastUncounted = System.nanoTime() - java.util.concurrent.TimeUnit.MINUTES.toNanos(2);
 
     @Inject
     public StatusResource(Pool pool, WalhookConfig config, ReplicationSource source) {
@@ -79,7 +82,15 @@ public class StatusResource {
                     return counts;
                 })
                 .eventually(() -> tx.rollback()))
-                .onFailure().recoverWithItem(Map.of());
+                .onFailure().recoverWithItem(e -> {
+                    long now = System.nanoTime();
+                    if (now - lastUncounted > java.util.concurrent.TimeUnit.MINUTES.toNanos(1)) {
+                        lastUncounted = now;
+                        LOG.warnf("/status on this standby shows the durable queues as 0: the server did not count them"
+                                + " within %s (%s)", QUEUE_COUNT_LIMIT, e.getMessage());
+                    }
+                    return Map.of();
+                });
     }
 
     /** A database that cannot be reached is a 503, as for the other endpoints; an SQL error stays a 500. */

@@ -284,6 +284,8 @@ public final class BackfillRunner implements Runnable {
         List<Backfill> unfinished = store.unfinished();
         Map<UUID, Backfill> current = new HashMap<>();
         unfinished.forEach(b -> current.put(b.id(), b));
+        java.util.Set<String> subscribed = new java.util.HashSet<>();
+        inForce.get().forEach(s -> subscribed.add(s.id()));
         runs.values().removeIf(run -> {
             Backfill b = current.get(run.backfill.id());
             if (b != null && b.state() == Backfill.State.RUNNING) {
@@ -292,9 +294,9 @@ public final class BackfillRunner implements Runnable {
             // cancelled or paused: chunks the stream has met finish on their own; the others are given up
             // (read again on resuming, from the last chunk done), so none waits for a watermark forever
             run.inFlight.forEach(watermarks::abandon);
-            if (b == null) {
-                // ended: what the stream met is delivered, and counted as sent once it is (a paused one's is read
-                // again on resuming, and counted then)
+            if (b == null && subscribed.contains(run.backfill.subscriptionId())) {
+                // cancelled: what the stream met is delivered, and counted as sent once it is (a paused one's is read
+                // again on resuming, and counted then; a deleted subscription's rows are dropped with its lane)
                 run.inFlight.removeIf(chunk -> chunk.abandoned);
                 if (!run.inFlight.isEmpty()) {
                     run.inFlight.forEach(chunk -> chunk.outcome.thenRun(this::wake));
@@ -556,28 +558,28 @@ public final class BackfillRunner implements Runnable {
     private void countFinishing() throws SQLException {
         for (java.util.Iterator<Run> runsLeft = finishing.iterator(); runsLeft.hasNext(); ) {
             Run run = runsLeft.next();
+            List<Chunk> done = run.inFlight.stream().filter(chunk -> chunk.outcome.isDone()).toList();
+            Map<String, Backfill.TableProgress> progress = new LinkedHashMap<>(run.progress);
             long sent = 0;
-            for (java.util.Iterator<Chunk> chunks = run.inFlight.iterator(); chunks.hasNext(); ) {
-                Chunk chunk = chunks.next();
-                if (!chunk.outcome.isDone()) {
-                    continue;
-                }
-                chunks.remove();
+            for (Chunk chunk : done) {
                 int rows = chunk.outcome.join().sent();
                 if (rows > 0) {
                     String table = chunk.table.qualifiedName();
-                    Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
-                    run.progress.put(table, new Backfill.TableProgress(before.cursor(), before.rowsSent() + rows,
+                    Backfill.TableProgress before = progress.getOrDefault(table, Backfill.TableProgress.NONE);
+                    progress.put(table, new Backfill.TableProgress(before.cursor(), before.rowsSent() + rows,
                             before.done(), chunk.table.oid(), chunk.table.keyShape()));
                     sent += rows;
                 }
             }
             if (sent > 0) {
-                store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
+                // saved before the chunks are let go: a save that fails is tried again the next round
+                store.saveProgress(run.backfill.id(), run.backfill.tables(), progress);
                 long counted = sent;
                 inForce.get().stream().filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst()
                         .ifPresent(subscription -> counter.sent(subscription, counted));
             }
+            run.progress.putAll(progress);
+            run.inFlight.removeAll(done);
             if (run.inFlight.isEmpty()) {
                 runsLeft.remove();
             }
