@@ -284,8 +284,9 @@ public final class BackfillRunner implements Runnable {
         List<Backfill> unfinished = store.unfinished();
         Map<UUID, Backfill> current = new HashMap<>();
         unfinished.forEach(b -> current.put(b.id(), b));
-        java.util.Set<String> subscribed = new java.util.HashSet<>();
-        inForce.get().forEach(s -> subscribed.add(s.id()));
+        // one look at the subscriptions in force for the whole round
+        java.util.Set<String> subscriptions = new java.util.HashSet<>();
+        inForce.get().forEach(s -> subscriptions.add(s.id()));
         runs.values().removeIf(run -> {
             Backfill b = current.get(run.backfill.id());
             if (b != null && b.state() == Backfill.State.RUNNING) {
@@ -294,7 +295,7 @@ public final class BackfillRunner implements Runnable {
             // cancelled or paused: chunks the stream has met finish on their own; the others are given up
             // (read again on resuming, from the last chunk done), so none waits for a watermark forever
             run.inFlight.forEach(watermarks::abandon);
-            if (b == null && subscribed.contains(run.backfill.subscriptionId())) {
+            if (b == null && subscriptions.contains(run.backfill.subscriptionId())) {
                 // cancelled: what the stream met is delivered, and counted as sent once it is (a paused one's is read
                 // again on resuming, and counted then; a deleted subscription's rows are dropped with its lane)
                 run.inFlight.removeIf(chunk -> chunk.abandoned);
@@ -306,7 +307,6 @@ public final class BackfillRunner implements Runnable {
             return true;
         });
         countFinishing();
-        List<String> subscriptions = inForce.get().stream().map(Subscription::id).toList();
         boolean worked = false;
         java.util.Set<UUID> stepped = new java.util.HashSet<>();
         List<Long> due = new ArrayList<>();
