@@ -49,6 +49,12 @@ public final class DestinationGate {
      * already running).
      */
     private final java.util.Set<Consumer<DestinationGate>> failedUnseen = new java.util.HashSet<>();
+    /**
+     * Lanes forgotten ({@link #forget}) with requests under way: what those requests' ends say is not
+     * remembered of them, and each is dropped when its last place leaves (a deleted lane kept as one
+     * whose failure it had not seen was held, with all its callback holds, as long as walhook ran).
+     */
+    private final java.util.Set<Consumer<DestinationGate>> gone = new java.util.HashSet<>();
     /** Requests under way through each channel of the client (its event loops and pools), for {@link #channel}. */
     private final int[] byChannel;
 
@@ -80,6 +86,7 @@ public final class DestinationGate {
      * lane of its kind could.
      */
     synchronized boolean tryEnter(Consumer<DestinationGate> lane, boolean lastFailed) {
+        gone.remove(lane); // back (its destination moved away and back): a lane like any other
         lastFailed |= failedUnseen.remove(lane);
         boolean holdsNone = !held.containsKey(lane) && !lastFailed;
         if (waitingFirst.contains(lane) || waitingMore.contains(lane)) {
@@ -120,7 +127,11 @@ public final class DestinationGate {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
-            if (failed && waitingMore.contains(lane)) {
+            if (gone.contains(lane)) {
+                if (!held.containsKey(lane)) {
+                    gone.remove(lane);
+                }
+            } else if (failed && waitingMore.contains(lane)) {
                 failing.add(lane);
             } else if (failed && !waitingFirst.contains(lane)) {
                 failedUnseen.add(lane);
@@ -148,6 +159,9 @@ public final class DestinationGate {
         waitingMore.remove(lane);
         failing.remove(lane);
         failedUnseen.remove(lane);
+        if (held.containsKey(lane)) {
+            gone.add(lane);
+        }
     }
 
     /**

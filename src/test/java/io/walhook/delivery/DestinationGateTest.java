@@ -62,6 +62,57 @@ class DestinationGateTest {
         assertThat(grants).containsExactly("waiter");
     }
 
+    /**
+     * A lane forgotten with requests under way (its subscription deleted while its endpoint hangs,
+     * or its destination moved to another host) is not kept once they have left: their failures
+     * kept it as a lane "whose failure it has not seen yet", with the whole lane its callback holds,
+     * for as long as walhook ran.
+     */
+    @Test
+    void aLaneForgottenWithRequestsUnderWayIsNotKeptOnceTheyLeave() {
+        DestinationGate gate = new DestinationGate(4);
+        Consumer<DestinationGate> lane = new Consumer<>() {
+            final byte[] whatALaneHolds = new byte[1 << 20];
+
+            @Override
+            public void accept(DestinationGate g) {
+                throw new AssertionError("a forgotten lane is given no place: " + whatALaneHolds.length);
+            }
+        };
+        assertThat(gate.tryEnter(lane)).isTrue();
+        assertThat(gate.tryEnter(lane)).isTrue();
+        gate.forget(lane);
+        gate.leave(lane, true); // given up as the subscription is deleted
+        gate.leave(lane, true);
+        java.lang.ref.WeakReference<Consumer<DestinationGate>> kept = new java.lang.ref.WeakReference<>(lane);
+        lane = null;
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> {
+            System.gc();
+            return kept.get() == null;
+        });
+        assertThat(gate.inUse()).isZero();
+        assertThat(gate.waiting()).isZero();
+    }
+
+    /** A lane forgotten and back (its destination moved away and back) asks as the lane it is now. */
+    @Test
+    void aLaneForgottenWhileItsRequestsFailAsksAfreshWhenItComesBack() {
+        DestinationGate gate = new DestinationGate(16); // 2 places kept for lanes holding none
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> moved = g -> grants.add("moved");
+        Consumer<DestinationGate> busy = g -> grants.add("busy");
+        assertThat(gate.tryEnter(moved)).isTrue();
+        for (int i = 0; i < 13; i++) {
+            assertThat(gate.tryEnter(busy)).isTrue();
+        }
+        gate.forget(moved); // its destination moved to another host; its request here then failed
+        gate.leave(moved, true);
+        assertThat(gate.tryEnter(busy)).isTrue(); // 14 of 16 under way: what is left is kept for lanes holding none
+        // back, it holds none here and is judged by what its own count of failures says, not by that old failure
+        assertThat(gate.tryEnter(moved, false)).isTrue();
+        assertThat(grants).isEmpty();
+    }
+
     @Test
     void aLaneHoldingPlacesGetsAnotherOnlyWhenNoLaneWaitsForItsFirst() {
         DestinationGate gate = new DestinationGate(2);
