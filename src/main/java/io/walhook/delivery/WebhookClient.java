@@ -128,7 +128,9 @@ public final class WebhookClient implements AutoCloseable {
     DestinationGate gate(URI url) {
         String scheme = url.getScheme() == null ? "" : url.getScheme().toLowerCase(java.util.Locale.ROOT);
         String host = url.getHost() == null ? "" : url.getHost().toLowerCase(java.util.Locale.ROOT);
-        String origin = scheme + "://" + host + ":" + url.getPort();
+        // the port the pools connect to: https://h/ and https://h:443/ are one destination with one limit
+        int port = url.getPort() > 0 ? url.getPort() : "https".equals(scheme) ? 443 : 80;
+        String origin = scheme + "://" + host + ":" + port;
         return gates.computeIfAbsent(origin, o -> new DestinationGate(perDestination, channels.length));
     }
 

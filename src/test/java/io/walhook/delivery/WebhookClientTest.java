@@ -92,6 +92,22 @@ class WebhookClientTest {
         }
     }
 
+    /**
+     * One receiver written with and without its scheme's port is one destination: its pools are
+     * one, and so is its limit of requests under way (two gates let twice the pools' connections
+     * queue, each with its timeout running).
+     */
+    @Test
+    void aDestinationWrittenWithAndWithoutItsDefaultPortSharesOneLimit() {
+        assertThat(client.gate(URI.create("https://Hooks.example.com/a")))
+                .isSameAs(client.gate(URI.create("https://hooks.example.com:443/b")));
+        assertThat(client.gate(URI.create("http://hooks.example.com/a")))
+                .isSameAs(client.gate(URI.create("http://hooks.example.com:80/b")));
+        assertThat(client.gate(URI.create("http://hooks.example.com/a")))
+                .isNotSameAs(client.gate(URI.create("https://hooks.example.com/a")))
+                .isNotSameAs(client.gate(URI.create("http://hooks.example.com:8080/a")));
+    }
+
     @Test
     void aRedirectIsAnsweredNotFollowedAndRetryAfterIsPassedOn() throws Exception {
         Queue<Seen> seen = new ConcurrentLinkedQueue<>();
