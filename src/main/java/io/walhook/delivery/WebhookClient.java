@@ -216,7 +216,7 @@ public final class WebhookClient implements AutoCloseable {
                     if (status != null) {
                         result.complete(status); // answered, and its body did not end in time: the status stands
                     } else {
-                        result.completeExceptionally(new IOException("no response within " + timeout.toMillis() + " ms"));
+                        result.completeExceptionally(new NoResponse(timeout));
                     }
                 });
                 result.whenComplete((r, e) -> vertx.cancelTimer(timer));
@@ -321,13 +321,16 @@ public final class WebhookClient implements AutoCloseable {
      * until it ends, the request's timeout runs out or it passes {@link #DRAINED_BYTES}; cut short,
      * its connection is closed. The result, and the destination's place, wait for that.
      */
-    private static void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
+    private void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
             java.util.concurrent.atomic.AtomicReference<Response> answered, CompletableFuture<Response> result) {
         client.request(options).compose(request -> {
             // a request given up on (timed out, cancelled) frees its connection (HTTP/1.1: closes it)
             result.whenComplete((r, e) -> {
                 if (e != null) {
                     request.reset();
+                    if (e instanceof NoResponse && request.version() == HttpVersion.HTTP_2) {
+                        checkAlive(request.connection()); // the reset ended its stream only
+                    }
                 }
             });
             return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
@@ -380,6 +383,52 @@ public final class WebhookClient implements AutoCloseable {
                         + (cause.getMessage() == null ? "" : ": " + destination.redact(cause.getMessage()))));
             }
         });
+    }
+
+    /** No response, not even its status line, within the request's timeout. */
+    private static final class NoResponse extends IOException {
+        NoResponse(Duration timeout) {
+            super("no response within " + timeout.toMillis() + " ms");
+        }
+    }
+
+    /** How long an HTTP/2 connection a request timed out on has to answer a ping before it is closed. */
+    static final Duration PING_TIMEOUT = Duration.ofSeconds(5);
+
+    /** HTTP/2 connections being asked whether they are there ({@link #checkAlive}). */
+    private final java.util.Set<io.vertx.core.http.HttpConnection> pinged = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * A request timed out on this HTTP/2 connection: it is pinged, and closed unless the pong comes
+     * within {@link #PING_TIMEOUT}. A connection that went silent (a NAT entry lost, a front end
+     * frozen while its kernel still acknowledges) stayed in the pool, which put every request to the
+     * host on it, each timing out, for as long as TCP did not give up: a reset ends a stream only.
+     * A connection that answers the ping is only slow, and its other requests go on.
+     */
+    private void checkAlive(io.vertx.core.http.HttpConnection connection) {
+        if (!pinged.add(connection)) {
+            return; // asked already: by another of its requests that timed out
+        }
+        java.util.concurrent.atomic.AtomicBoolean answered = new java.util.concurrent.atomic.AtomicBoolean();
+        long timer = vertx.setTimer(PING_TIMEOUT.toMillis(), late -> {
+            if (!answered.get()) {
+                LOG.debugf("an HTTP/2 webhook connection did not answer a ping within %d ms after a request on it timed"
+                        + " out: closed", PING_TIMEOUT.toMillis());
+                connection.close();
+            }
+            pinged.remove(connection);
+        });
+        try {
+            connection.ping(Buffer.buffer(new byte[8])).onComplete(pong -> {
+                if (pong.succeeded()) {
+                    answered.set(true);
+                    vertx.cancelTimer(timer);
+                    pinged.remove(connection);
+                }
+            });
+        } catch (RuntimeException closed) {
+            // closed already: nothing to ask
+        }
     }
 
     /** An exception as a log line: its class and message, never a URL's query or credentials. */

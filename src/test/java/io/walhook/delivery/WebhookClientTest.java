@@ -468,6 +468,49 @@ class WebhookClientTest {
         }
     }
 
+    /**
+     * An HTTP/2 connection that goes silent (a NAT entry lost, a front end frozen while its kernel
+     * still acknowledges) is dropped once a request on it times out and it does not answer a ping:
+     * a reset only ended the request's stream, and the pool went on putting every request to the
+     * host on the dead connection, each timing out, until TCP gave up (if it ever did). Over
+     * HTTP/1.1 the reset closes the connection.
+     */
+    @Test
+    void aSilentHttp2ConnectionIsDroppedOnceARequestOnItTimesOutAndTheNextRequestsGoOnANewOne() throws Exception {
+        Path keyStore = selfSigned();
+        Queue<Seen> seen = new ConcurrentLinkedQueue<>();
+        AtomicInteger connections = new AtomicInteger();
+        HttpServer server = listen(new HttpServerOptions().setSsl(true).setUseAlpn(true)
+                .setKeyCertOptions(new PfxOptions().setPath(keyStore.toString()).setPassword("changeit")),
+                recording(seen, request -> request.response().end()), connections);
+        try (io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to("127.0.0.1", server.actualPort());
+                WebhookClient trusting = new WebhookClient(vertx, new PemTrustOptions().addCertValue(
+                        io.vertx.core.buffer.Buffer.buffer(Files.readString(keyStore.resolveSibling("walhook-test.pem")))))) {
+            Destination.Webhook webhook = new Destination.Webhook(URI.create("https://127.0.0.1:" + proxy.port() + "/h2"),
+                    List.of(), Map.of());
+            assertThat(trusting.post(webhook, "evt_1", "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), 1,
+                    TIMEOUT).status()).isEqualTo(200);
+            assertThat(seen).singleElement().extracting(Seen::version).isEqualTo(HttpVersion.HTTP_2);
+            assertThat(proxy.connections()).isEqualTo(1);
+
+            proxy.silenceAll(); // that connection passes nothing on from now on; new ones work
+            assertThatThrownBy(() -> trusting.post(webhook, "evt_2", "{}".getBytes(StandardCharsets.UTF_8),
+                    "application/json", Map.of(), 1, Duration.ofMillis(500)))
+                    .isInstanceOf(IOException.class).hasMessageContaining("no response within 500 ms");
+
+            // as a lane retries: each attempt after the first failure goes on a connection that answers
+            AtomicInteger attempt = new AtomicInteger(2);
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+                    .ignoreExceptions().until(() -> trusting.post(webhook, "evt_" + attempt.incrementAndGet(),
+                            "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), 1,
+                            Duration.ofSeconds(1)).status() == 200);
+            assertThat(proxy.connections()).as("a new connection").isEqualTo(2);
+            assertThat(seen).extracting(Seen::version).containsOnly(HttpVersion.HTTP_2);
+        } finally {
+            close(server);
+        }
+    }
+
     @Test
     void largeBodiesArriveWholeOverHttp1AndHttp2() throws Exception {
         Path keyStore = selfSigned();
