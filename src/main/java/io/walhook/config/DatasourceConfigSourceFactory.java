@@ -27,8 +27,22 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
     /** The name of the source this factory yields; {@link LiteralValues} keeps its values as written. */
     static final String SOURCE_NAME = "walhook-source-url";
 
+    /**
+     * A property only the build's configuration holds (the pom gives it to Quarkus's build). Quarkus records, in
+     * the jar, the value every runtime property has at build time in any source but the
+     * environment and system properties, this factory's included: a build run where
+     * {@code WALHOOK_SOURCE_URL} or {@code WALHOOK_SOURCE_PASSWORD} was set (a developer's shell, a
+     * CI job that also deploys) wrote the database's password into the jar and its image. Nothing
+     * is derived there; the running process derives it all.
+     */
+    static final String BUILDING = "walhook-build";
+
     @Override
     public Iterable<ConfigSource> getConfigSources(ConfigSourceContext context) {
+        ConfigValue building = context.getValue(BUILDING);
+        if (building != null && "true".equals(building.getValue())) {
+            return List.of();
+        }
         Map<String, String> derived = new LinkedHashMap<>();
         try {
             SourceUrl source = SourceUrl.parse(value(context, "walhook.source.url"),
