@@ -307,8 +307,9 @@ public final class SubscriptionConfigReader {
     /**
      * Whether the path holds, after a host name without a dot (or none read at all), an '@' inside a
      * segment followed by what looks like a host ({@code host.example}, {@code host:8080},
-     * {@code localhost}): the end of user info whose '/' ended the authority early. An '@' opening
-     * a segment ({@code /@me}) or under a host with a dot ({@code /users/a@b.com}) is a path's.
+     * {@code localhost}), or inside its first segment after such a host with a port
+     * ({@code svc:2024/Zq9@receiver}): the end of user info whose '/' ended the authority early. An
+     * '@' opening a segment ({@code /@me}) or under a host with a dot ({@code /users/a@b.com}) is a path's.
      */
     private static boolean userInfoEndsInPath(URI uri) {
         String path = uri.getRawPath();
@@ -319,6 +320,10 @@ public final class SubscriptionConfigReader {
         String host = uri.getHost();
         if (host != null && (host.contains(".") || host.startsWith("["))) {
             return false;
+        }
+        int firstSegmentEnd = path.indexOf('/', 1);
+        if (uri.getPort() >= 0 && (firstSegmentEnd < 0 || firstSegmentEnd > at)) {
+            return true; // svc:2024/Zq9@receiver: a name without a dot, a password's digits as its port, then the rest
         }
         String after = path.substring(at + 1).split("/", 2)[0];
         return after.contains(".") || after.contains(":") || after.equalsIgnoreCase("localhost");

@@ -63,15 +63,16 @@ class SourceUrlTest {
 
     /**
      * A password holding an unencoded '@', '/', '?' or '#' breaks the URL where a host belongs: the
-     * problem says how to write it, and holds no part of it (the message goes to the start-up log).
+     * problem says how to write it, and holds no part of it, nor the user name before it, which can
+     * be the credential (the message goes to the start-up log).
      */
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "postgresql://app:Zq9@xW@db/orders           | more than one '@'",
-        "postgresql://app:Zq9/xW@db:5432/orders      | has 'app' where a host[:port] belongs",
-        "postgresql://app:Zq9#xW@db/orders           | has 'app' where a host[:port] belongs",
-        "postgresql://app:Zq9?xW@db/orders           | has 'app' where a host[:port] belongs",
-        "postgresql://app_user:Zq9/xW@db/orders      | has 'app_user' where a host[:port] belongs",
+        "postgresql://app:Zq9/xW@db:5432/orders      | cut short by a '/', '?' or '#'",
+        "postgresql://app:Zq9#xW@db/orders           | cut short by a '/', '?' or '#'",
+        "postgresql://app:Zq9?xW@db/orders           | cut short by a '/', '?' or '#'",
+        "postgresql://app_user:Zq9/xW@db/orders      | cut short by a '/', '?' or '#'",
         "postgresql://app:Zq9xW@db_host:5432/orders  | has 'db_host:5432' where a host[:port] belongs",
         "postgresql://app:2024/Zq9xW@db/orders       | has '@' after its host",
         "postgresql://app@srv:Zq9/xW@srv.example.com/orders | cut short by a '/', '?' or '#'",
