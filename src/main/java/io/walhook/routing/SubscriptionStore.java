@@ -271,8 +271,12 @@ public final class SubscriptionStore {
      * read in the transaction stays: only a change committed in that moment is then routed anew.
      */
     private void keptUntilCommitted(Connection c, UUID id, String until) {
-        try (PreparedStatement s = c.prepareStatement("UPDATE " + matchedBefore + " SET"
-                + " until_lsn = pg_catalog.pg_current_wal_insert_lsn() WHERE subscription_id = ? AND until_lsn = ?::pg_lsn")) {
+        // its row written again with it: a refresh in between (another write's notification, a fallback round)
+        // read the end as the transaction read it, and every later one took the subscriptions as unchanged
+        try (PreparedStatement s = c.prepareStatement("WITH moved AS (UPDATE " + matchedBefore + " SET"
+                + " until_lsn = pg_catalog.pg_current_wal_insert_lsn() WHERE subscription_id = ? AND until_lsn = ?::pg_lsn"
+                + " RETURNING subscription_id) UPDATE " + table + " SET updated_at = pg_catalog.clock_timestamp()"
+                + " WHERE id IN (SELECT subscription_id FROM moved)")) {
             s.setObject(1, id);
             s.setString(2, until);
             s.executeUpdate();

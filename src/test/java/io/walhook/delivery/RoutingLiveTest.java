@@ -205,6 +205,74 @@ class RoutingLiveTest {
         }
     }
 
+    /**
+     * A refresh between an edit's commit and the moment its earlier matching is kept until past that
+     * commit (another write's notification, the poller's fallback round, a failover's rounds) read
+     * the position its transaction read; the later refreshes took the subscriptions as unchanged
+     * and never read the moved end: a change committed in between, before the edit, was routed as
+     * the subscription matches after it (a narrowing dropped it).
+     */
+    @Test
+    void aRefreshBetweenAnEditsCommitAndItsKeptEndStillRoutesWhatCommittedBeforeTheEditAsBefore() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_between")) {
+            source.sql("CREATE TABLE orders (id int PRIMARY KEY, amount numeric)");
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            java.util.UUID id = store.insert(SourceFixture.JSON.readTree(ORDERS.formatted("new.amount > 100")));
+            // the edit's transaction waits (advisory lock 41) once it read its position; the move of its end,
+            // after its commit, waits too (lock 42): both held by the test
+            source.sql("CREATE FUNCTION walhook.hold_41() RETURNS trigger LANGUAGE plpgsql AS"
+                    + " 'BEGIN PERFORM pg_advisory_xact_lock(41); RETURN NEW; END'",
+                    "CREATE FUNCTION walhook.hold_42() RETURNS trigger LANGUAGE plpgsql AS"
+                    + " 'BEGIN PERFORM pg_advisory_xact_lock(42); RETURN NEW; END'",
+                    "CREATE TRIGGER hold_41 AFTER INSERT ON walhook.subscription_matched_before FOR EACH ROW"
+                    + " EXECUTE FUNCTION walhook.hold_41()",
+                    "CREATE TRIGGER hold_42 BEFORE UPDATE ON walhook.subscription_matched_before FOR EACH ROW"
+                    + " EXECUTE FUNCTION walhook.hold_42()");
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
+            registry.refresh();
+            java.util.concurrent.CompletableFuture<Boolean> edited;
+            String between;
+            try (java.sql.Connection test = source.dataSource.getConnection();
+                 java.sql.Statement s = test.createStatement()) {
+                s.execute("SELECT pg_advisory_lock(41), pg_advisory_lock(42)");
+                edited = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return store.replace(id, SourceFixture.JSON.readTree(ORDERS.formatted("new.amount < 100")));
+                    } catch (Exception e) {
+                        throw new java.util.concurrent.CompletionException(e);
+                    }
+                });
+                await().atMost(WAIT).until(() -> waitingForAdvisoryLock(source, 41));
+                source.sql("INSERT INTO orders VALUES (1, 150)"); // commits before the edit does
+                try (java.sql.ResultSet rs = s.executeQuery("SELECT pg_current_wal_lsn()::text")) {
+                    rs.next();
+                    between = rs.getString(1);
+                }
+                s.execute("SELECT pg_advisory_unlock(41)"); // the edit commits, then its end's move waits
+                await().atMost(WAIT).until(() -> waitingForAdvisoryLock(source, 42));
+                registry.refresh(); // a refresh from another write's notification, in that moment
+                s.execute("SELECT pg_advisory_unlock(42)");
+            }
+            assertThat(edited.get(1, java.util.concurrent.TimeUnit.MINUTES)).isTrue();
+            registry.refresh(); // the API's own, once the edit answered
+            SubscriptionRegistry.Routing routing = registry.routing(io.walhook.pgoutput.Lsn.parse(between));
+            assertThat(routing.router().subscriptions()).singleElement()
+                    .satisfies(then -> assertThat(then.filter()).get().extracting(io.walhook.routing.CelFilter::expression)
+                            .as("the filter of a change committed before the edit").isEqualTo("new.amount > 100"));
+        }
+    }
+
+    /** Whether a session waits for the advisory lock {@code key}. */
+    private static boolean waitingForAdvisoryLock(SourceFixture source, int key) throws java.sql.SQLException {
+        try (java.sql.Connection c = source.dataSource.getConnection(); java.sql.Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                     + " AND objid = " + key + " AND NOT granted")) {
+            rs.next();
+            return rs.getInt(1) > 0;
+        }
+    }
+
     /** Whether a session of this database waits for a lock. */
     private static boolean waitingForALock(SourceFixture source) throws java.sql.SQLException {
         try (java.sql.Connection c = source.dataSource.getConnection(); java.sql.Statement s = c.createStatement();
