@@ -261,6 +261,8 @@ final class Lane {
     private final List<Job> toDelete = new ArrayList<>();
     /** Changes the stream sent again after a restart, found in the queue behind a newer change of their row. */
     private final ReplayedRows replayed = new ReplayedRows();
+    /** Whether the lane said in its log that its queue held more rows than {@link ReplayedRows} remembers. */
+    private boolean warnedUnremembered;
     private final Map<String, List<String>> toFail = new LinkedHashMap<>();
     /** Durable jobs in memory whose rows the cursor has not passed: a read of the queue skips them. */
     private final Set<String> resident = new HashSet<>();
@@ -1051,7 +1053,7 @@ final class Lane {
                 job.attempts = row.attempts();
                 job.rowKey = row.rowKey();
                 job.addressParts = row.addressParts();
-                if (replayed.supersededOnRead(job, context.store().writtenBefore())) {
+                if (replayed.supersededOnRead(job, context.store().writtenBefore(), context.store().resumedFrom())) {
                     toDelete.add(job); // delivered before the crash that made the stream send it again
                     superseded++;
                     continue;
@@ -1068,6 +1070,13 @@ final class Lane {
             readBackTaken(bytes); // what joined the queue, even if a row further on could not
         }
         replayed.pageRead();
+        long unremembered = replayed.takeUnremembered();
+        if (unremembered > 0 && !warnedUnremembered) {
+            warnedUnremembered = true;
+            LOG.warnf("subscription %s: its queue holds changes of more than %d rows written before this run; a change"
+                    + " the stream sent again after the restart that is older than a queued change of a row not"
+                    + " remembered is delivered again, after it", subscription.name(), ReplayedRows.LIMIT);
+        }
         if (superseded > 0) {
             LOG.infof("subscription %s: %d changes the stream sent again after a restart were queued behind a newer change"
                     + " of their row, which they preceded and were delivered before it: dropped, not delivered again",

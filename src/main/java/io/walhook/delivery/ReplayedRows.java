@@ -20,17 +20,24 @@ import java.util.Map;
  * only once what it must follow was delivered or queued before it, so the older change was
  * delivered before the crash: it is dropped, not delivered again.
  *
- * <p>Only rows written before this run are remembered, at most {@link #LIMIT} rows' keys; a row
- * written in this run at a commit LSN means every resend older than it was written, and read,
+ * <p>Only rows written before this run are remembered, and of those only rows that committed at or
+ * after the position the stream resumed from (the resends all did: an older queued change
+ * precedes none of them), at most {@link #LIMIT} rows' keys in arrays (about 40 bytes a key); a
+ * row written in this run at a commit LSN means every resend older than it was written, and read,
  * before it, so what is older is forgotten. Nothing is kept once the lane delivers directly.
  */
 final class ReplayedRows {
 
-    /** Row keys remembered at most (about a MB): beyond them, a resend is delivered again, as before. */
-    static final int LIMIT = 10_000;
+    /**
+     * Row keys remembered at most (about 5 MB): beyond them, a resend of an older change of a row
+     * not remembered is delivered again, behind the newer one (the lane says so in its log).
+     */
+    static final int LIMIT = 100_000;
 
     /** Per row key: the commit LSN, position in its transaction and queue row id of its newest change read. */
-    private final Map<Long, long[]> rows = new HashMap<>();
+    private final RowMarks rows = new RowMarks();
+    /** Rows written before this run not remembered for {@link #LIMIT}, since the lane last said so. */
+    private long unremembered;
     /** Per table (or logical messages): the same of its newest TRUNCATE (message) read. */
     private final Map<Long, long[]> truncates = new HashMap<>();
     /** Per table: the same of its newest change of any kind read. */
@@ -45,6 +52,15 @@ final class ReplayedRows {
      * (row ids up to {@code writtenBefore}).
      */
     boolean supersededOnRead(Job job, long writtenBefore) {
+        return supersededOnRead(job, writtenBefore, 0);
+    }
+
+    /**
+     * As {@link #supersededOnRead(Job, long)}; {@code resumedFrom}: the position the stream resumed
+     * from in this run (unsigned; 0 when unknown): a row written before this run that committed
+     * before it precedes every resend, and is not remembered.
+     */
+    boolean supersededOnRead(Job job, long writtenBefore, long resumedFrom) {
         Ordering ordering = job.ordering;
         if (ordering.scope() == Ordering.Scope.ALL || job.commitLsn == null) {
             return false; // parked before orderings were kept
@@ -56,7 +72,7 @@ final class ReplayedRows {
         long lsn = job.commitLsn.value();
         long rowId = job.rowId;
         boolean superseded = ordering.scope() == Ordering.Scope.ROW
-                ? newer(rows, ordering.key(), lsn, seq, rowId) || newer(rows, ordering.otherKey(), lsn, seq, rowId)
+                ? rows.newer(ordering.key(), lsn, seq, rowId) || rows.newer(ordering.otherKey(), lsn, seq, rowId)
                         || newer(truncates, ordering.table(), lsn, seq, rowId)
                 : newer(tables, ordering.table(), lsn, seq, rowId);
         if (superseded) {
@@ -69,9 +85,15 @@ final class ReplayedRows {
             }
             return false;
         }
+        if (Long.compareUnsigned(lsn, resumedFrom) < 0) {
+            return false; // no resend is older than it
+        }
         if (ordering.scope() == Ordering.Scope.ROW) {
-            remember(rows, ordering.key(), lsn, seq, rowId);
-            remember(rows, ordering.otherKey(), lsn, seq, rowId);
+            boolean kept = rows.remember(ordering.key(), lsn, seq, rowId);
+            kept &= ordering.otherKey() == ordering.key() || rows.remember(ordering.otherKey(), lsn, seq, rowId);
+            if (!kept) {
+                unremembered++;
+            }
         } else {
             remember(truncates, ordering.table(), lsn, seq, rowId);
         }
@@ -82,9 +104,10 @@ final class ReplayedRows {
     /** A page was read: what is older than a row written in this run that it held is forgotten. */
     void pageRead() {
         if (forgetting) {
-            for (Map<Long, long[]> map : java.util.List.of(rows, truncates, tables)) {
+            for (Map<Long, long[]> map : java.util.List.of(truncates, tables)) {
                 map.values().removeIf(seen -> Long.compareUnsigned(seen[0], forgetBelow) < 0);
             }
+            rows.forgetBelow(forgetBelow);
         }
     }
 
@@ -99,6 +122,13 @@ final class ReplayedRows {
         return rows.size() + truncates.size();
     }
 
+    /** Rows written before this run that were not remembered for {@link #LIMIT} since the last call (the lane logs it). */
+    long takeUnremembered() {
+        long count = unremembered;
+        unremembered = 0;
+        return count;
+    }
+
     private static boolean newer(Map<Long, long[]> map, long key, long lsn, long seq, long rowId) {
         long[] seen = map.get(key);
         if (seen == null || seen[2] >= rowId) {
@@ -108,12 +138,10 @@ final class ReplayedRows {
         return byLsn > 0 || byLsn == 0 && seen[1] > seq;
     }
 
-    private void remember(Map<Long, long[]> map, long key, long lsn, long seq, long rowId) {
+    private static void remember(Map<Long, long[]> map, long key, long lsn, long seq, long rowId) {
         long[] seen = map.get(key);
         if (seen == null) {
-            if (map != rows || rows.size() < LIMIT) {
-                map.put(key, new long[] {lsn, seq, rowId});
-            }
+            map.put(key, new long[] {lsn, seq, rowId});
             return;
         }
         int byLsn = Long.compareUnsigned(lsn, seen[0]);
@@ -121,6 +149,131 @@ final class ReplayedRows {
             seen[0] = lsn;
             seen[1] = seq;
             seen[2] = rowId;
+        }
+    }
+
+    /**
+     * Row keys to the commit LSN, position and queue row id of their newest change read, in arrays
+     * (open addressing, linear probing): a boxed map took about 100 bytes a key, which held the
+     * limit to 10,000 keys, short of a queue parked while a destination was down.
+     */
+    static final class RowMarks {
+
+        private static final int SMALL = 16;
+        private long[] keys = new long[SMALL];
+        private long[] lsns = new long[SMALL];
+        private long[] seqs = new long[SMALL];
+        /** 0: an empty slot (queue row ids start at 1). */
+        private long[] rowIds = new long[SMALL];
+        private int size;
+
+        private static int slot(long key, int mask) {
+            long h = key * 0x9E3779B97F4A7C15L;
+            return (int) (h ^ (h >>> 32)) & mask;
+        }
+
+        int size() {
+            return size;
+        }
+
+        /** Whether a change of {@code key} read from a lower row id is newer than this one. */
+        boolean newer(long key, long lsn, long seq, long rowId) {
+            int mask = keys.length - 1;
+            for (int i = slot(key, mask); rowIds[i] != 0; i = (i + 1) & mask) {
+                if (keys[i] == key) {
+                    if (rowIds[i] >= rowId) {
+                        return false;
+                    }
+                    int byLsn = Long.compareUnsigned(lsns[i], lsn);
+                    return byLsn > 0 || byLsn == 0 && seqs[i] > seq;
+                }
+            }
+            return false;
+        }
+
+        /** Remembers this change of {@code key} if it is its newest read; false when the key is new and the marks full. */
+        boolean remember(long key, long lsn, long seq, long rowId) {
+            int mask = keys.length - 1;
+            int i = slot(key, mask);
+            for (; rowIds[i] != 0; i = (i + 1) & mask) {
+                if (keys[i] == key) {
+                    int byLsn = Long.compareUnsigned(lsn, lsns[i]);
+                    if (byLsn > 0 || byLsn == 0 && seq > seqs[i]) {
+                        lsns[i] = lsn;
+                        seqs[i] = seq;
+                        rowIds[i] = rowId;
+                    }
+                    return true;
+                }
+            }
+            if (size >= LIMIT) {
+                return false;
+            }
+            keys[i] = key;
+            lsns[i] = lsn;
+            seqs[i] = seq;
+            rowIds[i] = rowId;
+            if (++size * 4 > keys.length * 3) {
+                resize(keys.length * 2);
+            }
+            return true;
+        }
+
+        /** Forgets the marks of changes committed before {@code lsn}. */
+        void forgetBelow(long lsn) {
+            int kept = 0;
+            for (int i = 0; i < keys.length; i++) {
+                if (rowIds[i] != 0 && Long.compareUnsigned(lsns[i], lsn) >= 0) {
+                    kept++;
+                }
+            }
+            if (kept < size) {
+                int capacity = SMALL;
+                while (kept * 4 >= capacity * 3) {
+                    capacity *= 2;
+                }
+                rebuild(capacity, lsn);
+            }
+        }
+
+        void clear() {
+            keys = new long[SMALL];
+            lsns = new long[SMALL];
+            seqs = new long[SMALL];
+            rowIds = new long[SMALL];
+            size = 0;
+        }
+
+        private void resize(int capacity) {
+            rebuild(capacity, 0);
+        }
+
+        /** The marks again in {@code capacity} slots, those committed before {@code below} (unsigned) left out. */
+        private void rebuild(int capacity, long below) {
+            long[] oldKeys = keys;
+            long[] oldLsns = lsns;
+            long[] oldSeqs = seqs;
+            long[] oldRowIds = rowIds;
+            keys = new long[capacity];
+            lsns = new long[capacity];
+            seqs = new long[capacity];
+            rowIds = new long[capacity];
+            size = 0;
+            int mask = capacity - 1;
+            for (int j = 0; j < oldKeys.length; j++) {
+                if (oldRowIds[j] == 0 || Long.compareUnsigned(oldLsns[j], below) < 0) {
+                    continue;
+                }
+                int i = slot(oldKeys[j], mask);
+                while (rowIds[i] != 0) {
+                    i = (i + 1) & mask;
+                }
+                keys[i] = oldKeys[j];
+                lsns[i] = oldLsns[j];
+                seqs[i] = oldSeqs[j];
+                rowIds[i] = oldRowIds[j];
+                size++;
+            }
         }
     }
 

@@ -100,6 +100,87 @@ class ReplayedRowsTest {
         assertThat(replayed.supersededOnRead(row(103, 0x550, 1, 43), BEFORE)).isFalse();
     }
 
+    /**
+     * A queue parked while a destination was down holds changes of many more rows than the 10,000
+     * keys remembered before: the resend of an older change of a row past them was delivered after
+     * the newer one queued before the crash, leaving the receiver with the older state.
+     */
+    @Test
+    void aResendBehindTheChangesOfTensOfThousandsOfRowsIsStillFound() {
+        ReplayedRows replayed = new ReplayedRows();
+        long before = 30_000;
+        for (int row = 1; row <= 20_000; row++) {
+            assertThat(replayed.supersededOnRead(row(row, 0x10_000 + row, 1, row), before)).isFalse();
+        }
+        assertThat(replayed.supersededOnRead(row(20_001, 0x90_000, 1, 777_777), before)).isFalse();
+        // the stream's resends, behind them: an older change of the last row, and one of a row never queued
+        assertThat(replayed.supersededOnRead(row(30_001, 0x80_000, 1, 777_777), before)).isTrue();
+        assertThat(replayed.supersededOnRead(row(30_002, 0x80_000, 2, 888_888), before)).isFalse();
+        assertThat(replayed.takeUnremembered()).isZero();
+    }
+
+    /** Past the limit, a row is not remembered, and the lane learns of it (it says so in its log). */
+    @Test
+    void rowsPastTheLimitAreCountedAsNotRemembered() {
+        ReplayedRows replayed = new ReplayedRows();
+        long before = ReplayedRows.LIMIT + 10L;
+        for (int row = 1; row <= ReplayedRows.LIMIT + 3; row++) {
+            replayed.supersededOnRead(row(row, 0x10_000 + row, 1, row), before);
+        }
+        assertThat(replayed.remembered()).isEqualTo(ReplayedRows.LIMIT);
+        assertThat(replayed.takeUnremembered()).isEqualTo(3);
+        assertThat(replayed.takeUnremembered()).isZero();
+    }
+
+    /**
+     * The stream resends only what committed at or after the position it resumed from: a queued
+     * change older than that precedes every resend, and is not remembered (a queue of millions of
+     * rows parked long before the crash costs nothing here).
+     */
+    @Test
+    void rowsThatCommittedBeforeTheStreamResumedAreNotRemembered() {
+        ReplayedRows replayed = new ReplayedRows();
+        long resumedFrom = 0x200;
+        assertThat(replayed.supersededOnRead(row(1, 0x100, 1, 42), BEFORE, resumedFrom)).isFalse();
+        assertThat(replayed.supersededOnRead(row(2, 0x300, 1, 43), BEFORE, resumedFrom)).isFalse();
+        assertThat(replayed.remembered()).isEqualTo(1);
+        assertThat(replayed.supersededOnRead(row(101, 0x250, 1, 43), BEFORE, resumedFrom)).isTrue();
+        assertThat(replayed.supersededOnRead(row(102, 0x250, 2, 42), BEFORE, resumedFrom)).isFalse();
+    }
+
+    /** The marks in arrays answer as a map of every key's newest change does, through growth and forgetting. */
+    @Test
+    void theMarksAnswerAsAMapOfEachKeysNewestChange() {
+        java.util.Random random = new java.util.Random(18);
+        ReplayedRows.RowMarks marks = new ReplayedRows.RowMarks();
+        Map<Long, long[]> model = new java.util.HashMap<>();
+        long rowId = 0;
+        for (int step = 0; step < 200_000; step++) {
+            long key = random.nextInt(5_000) * 0x1_0000_0001L;
+            long lsn = random.nextInt(1_000_000);
+            long seq = random.nextInt(4);
+            if (random.nextInt(3) == 0) {
+                long[] seen = model.get(key);
+                boolean newer = seen != null && seen[2] < rowId + 1
+                        && (seen[0] > lsn || seen[0] == lsn && seen[1] > seq);
+                assertThat(marks.newer(key, lsn, seq, rowId + 1)).as("step " + step).isEqualTo(newer);
+            } else {
+                rowId++;
+                assertThat(marks.remember(key, lsn, seq, rowId)).isTrue();
+                long[] seen = model.get(key);
+                if (seen == null || lsn > seen[0] || lsn == seen[0] && seq > seen[1]) {
+                    model.put(key, new long[] {lsn, seq, rowId});
+                }
+            }
+            if (step % 20_000 == 19_999) {
+                long below = random.nextInt(1_000_000);
+                marks.forgetBelow(below);
+                model.values().removeIf(seen -> seen[0] < below);
+            }
+            assertThat(marks.size()).isEqualTo(model.size());
+        }
+    }
+
     @Test
     void onlyTheStreamsEventIdsHaveAPosition() {
         assertThat(ReplayedRows.position("000000000191F380-0001")).isEqualTo(1);
