@@ -22,7 +22,9 @@ import java.util.function.LongSupplier;
  * <p>One look-up per name at a time, whoever asks. An answer serves for {@link #FRESH_MILLIS};
  * after that it is looked up again in the background while the old answer still serves (for
  * {@link #STALE_MILLIS} at most), so a name that resolved once does not wait behind names whose
- * look-ups hang. A name's requests go to one of its addresses, the first in the resolver's order
+ * look-ups hang. A name whose last look-up gave an answer is looked up again on threads of its
+ * own, {@link #THREADS} of them, beside as many for the others: names whose look-ups hang do not
+ * hold it back either. A name's requests go to one of its addresses, the first in the resolver's order
  * (IPv4 before IPv6 unless the JVM prefers IPv6), until a request to it fails without an answer:
  * then to the next, so that while one refuses or does not answer, retries reach the others.
  */
@@ -30,7 +32,7 @@ final class HostLookups implements AutoCloseable {
 
     static final long FRESH_MILLIS = 30_000;
     static final long STALE_MILLIS = 300_000;
-    /** Look-ups at once, at most: each hung one holds a thread for the resolver's timeouts. */
+    /** Look-ups at once of each kind, at most: each hung one holds a thread for the resolver's timeouts. */
     static final int THREADS = 8;
 
     /** A name's answer, when it came, and which of its addresses requests go to. */
@@ -44,7 +46,17 @@ final class HostLookups implements AutoCloseable {
 
     private final Resolver resolver;
     private final LongSupplier millis;
+    /** Look-ups of names whose last look-up gave an answer. */
     private final ExecutorService threads;
+    /**
+     * Look-ups of the others: names never answered, or whose last look-up failed. Many such names
+     * hanging together (a DNS provider down for a few hundred tenants' domains, their lanes
+     * retrying every few seconds) kept every thread and a queue of look-ups, behind which a name
+     * that resolves was looked up again only after its answer went stale.
+     */
+    private final ExecutorService unanswered;
+    /** Names whose last look-up failed. */
+    private final java.util.Set<String> failing = ConcurrentHashMap.newKeySet();
     private final Map<String, Answer> answers = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<Answer>> underWay = new ConcurrentHashMap<>();
 
@@ -56,6 +68,11 @@ final class HostLookups implements AutoCloseable {
         this.resolver = resolver;
         this.millis = millis;
         AtomicInteger count = new AtomicInteger();
+        this.threads = pool(count);
+        this.unanswered = pool(count);
+    }
+
+    private static ExecutorService pool(AtomicInteger count) {
         ThreadPoolExecutor pool = new ThreadPoolExecutor(THREADS, THREADS, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 runnable -> {
                     Thread thread = new Thread(runnable, "walhook-dns-" + count.incrementAndGet());
@@ -63,7 +80,7 @@ final class HostLookups implements AutoCloseable {
                     return thread;
                 });
         pool.allowCoreThreadTimeOut(true); // none while nothing is looked up
-        this.threads = pool;
+        return pool;
     }
 
     /**
@@ -89,7 +106,7 @@ final class HostLookups implements AutoCloseable {
             return running;
         }
         try {
-            threads.execute(() -> {
+            (answers.containsKey(host) && !failing.contains(host) ? threads : unanswered).execute(() -> {
                 try {
                     InetAddress[] addresses = resolver.resolve(host);
                     if (addresses.length == 0) {
@@ -104,9 +121,11 @@ final class HostLookups implements AutoCloseable {
                     }
                     Answer answer = new Answer(addresses, millis.getAsLong(), new AtomicInteger(using));
                     answers.put(host, answer);
+                    failing.remove(host);
                     underWay.remove(host, mine);
                     mine.complete(answer);
                 } catch (Throwable e) { // whatever it throws, its callers hear of it: left undone, the name waited for good
+                    failing.add(host);
                     underWay.remove(host, mine);
                     mine.completeExceptionally(e);
                 }
@@ -146,6 +165,7 @@ final class HostLookups implements AutoCloseable {
     @Override
     public void close() {
         threads.shutdownNow();
+        unanswered.shutdownNow();
         underWay.values().forEach(waiting -> waiting.completeExceptionally(new UnknownHostException("walhook stops")));
     }
 }
