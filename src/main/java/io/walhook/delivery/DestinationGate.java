@@ -212,6 +212,17 @@ public final class DestinationGate {
         return inUse;
     }
 
+    /** Lanes the gate keeps anything of: places held, a wait, a failure it has not told them of. */
+    synchronized int lanesKept() {
+        java.util.Set<Consumer<DestinationGate>> kept = new java.util.HashSet<>(held.keySet());
+        kept.addAll(waitingFirst);
+        kept.addAll(waitingMore);
+        kept.addAll(failing);
+        kept.addAll(failedUnseen);
+        kept.addAll(gone);
+        return kept.size();
+    }
+
     synchronized int waiting() {
         return waitingFirst.size() + waitingMore.size();
     }

@@ -1521,7 +1521,13 @@ final class Lane {
     private Transport transport(Subscription current) {
         if (transportFor != current) {
             if (transportFor == null || !transportFor.destination().equals(current.destination())) {
+                DestinationGate before = transport == null ? null : transport.gate();
                 transport = context.transports().apply(current);
+                if (before != null && before != transport.gate()) {
+                    // another host: the old one keeps nothing of the lane once its requests there leave
+                    before.forget(granted);
+                    waitedAt.remove(before);
+                }
             }
             transportFor = current;
             schedule.limits(current.retry().maxBackoff().orElse(context.settings().maxBackoff()),

@@ -1254,6 +1254,9 @@ class DispatcherTest {
                 await().atMost(Duration.ofSeconds(15)).until(() -> acknowledged.get() == 3);
                 assertThat(accepted).hasSize(3);
                 assertThat(oldHost.inUse()).as("places in use at the replaced host").isZero();
+                // nor does the old host keep the lane (its requests' failures kept it, and all it holds, for good)
+                await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> assertThat(oldHost.lanesKept())
+                        .as("lanes the replaced host keeps").isZero());
                 await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> assertThat(hungHost.clientsOpen())
                         .as("connections to the replaced host").isZero());
                 assertThat(dispatcher.status()).singleElement().satisfies(status -> {
