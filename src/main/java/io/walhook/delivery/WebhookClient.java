@@ -329,7 +329,7 @@ public final class WebhookClient implements AutoCloseable {
                 if (e != null) {
                     request.reset();
                     if (e instanceof NoResponse && request.version() == HttpVersion.HTTP_2) {
-                        checkAlive(request.connection()); // the reset ended its stream only
+                        checkAlive(request.connection(), ((NoResponse) e).timeout); // the reset ended its stream only
                     }
                 }
             });
@@ -387,8 +387,11 @@ public final class WebhookClient implements AutoCloseable {
 
     /** No response, not even its status line, within the request's timeout. */
     private static final class NoResponse extends IOException {
+        final transient Duration timeout;
+
         NoResponse(Duration timeout) {
             super("no response within " + timeout.toMillis() + " ms");
+            this.timeout = timeout;
         }
     }
 
@@ -399,13 +402,16 @@ public final class WebhookClient implements AutoCloseable {
     private final java.util.Set<io.vertx.core.http.HttpConnection> pinged = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /**
-     * A request timed out on this HTTP/2 connection: it is pinged, and closed unless the pong comes
-     * within {@link #PING_TIMEOUT}. A connection that went silent (a NAT entry lost, a front end
-     * frozen while its kernel still acknowledges) stayed in the pool, which put every request to the
-     * host on it, each timing out, for as long as TCP did not give up: a reset ends a stream only.
-     * A connection that answers the ping is only slow, and its other requests go on.
+     * A request timed out on this HTTP/2 connection: it is pinged, and taken out of the pool unless
+     * the pong comes within {@link #PING_TIMEOUT}. A connection that went silent (a NAT entry lost,
+     * a front end frozen while its kernel still acknowledges) stayed in the pool, which put every
+     * request to the host on it, each timing out, for as long as TCP did not give up: a reset ends
+     * a stream only. It is shut down, not closed: new requests go on a new connection, and those
+     * under way on it (whose pong may only be late, behind large bodies) end as they would, within
+     * {@code requestTimeout}, rather than fail now and be sent again. A connection that answers the
+     * ping is only slow, and stays.
      */
-    private void checkAlive(io.vertx.core.http.HttpConnection connection) {
+    private void checkAlive(io.vertx.core.http.HttpConnection connection, Duration requestTimeout) {
         if (!pinged.add(connection)) {
             return; // asked already: by another of its requests that timed out
         }
@@ -413,8 +419,8 @@ public final class WebhookClient implements AutoCloseable {
         long timer = vertx.setTimer(PING_TIMEOUT.toMillis(), late -> {
             if (!answered.get()) {
                 LOG.debugf("an HTTP/2 webhook connection did not answer a ping within %d ms after a request on it timed"
-                        + " out: closed", PING_TIMEOUT.toMillis());
-                connection.close();
+                        + " out: shut down", PING_TIMEOUT.toMillis());
+                connection.shutdown(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
             }
             pinged.remove(connection);
         });
