@@ -40,7 +40,9 @@ public final class DatasourceConfigSourceFactory implements ConfigSourceFactory 
     @Override
     public Iterable<ConfigSource> getConfigSources(ConfigSourceContext context) {
         ConfigValue building = context.getValue(BUILDING);
-        if (building != null && "true".equals(building.getValue())) {
+        if (building != null && "true".equals(building.getValue())
+                && String.valueOf(building.getConfigSourceName()).contains("Build system")) {
+            // the build's own source: WALHOOK_BUILD=true where walhook runs does not empty its datasources
             return List.of();
         }
         Map<String, String> derived = new LinkedHashMap<>();

@@ -22,10 +22,10 @@ public final class UrlAuthority {
         }
         String rest = java.util.Objects.toString(uri.getRawPath(), "") + java.util.Objects.toString(uri.getRawQuery(), "")
                 + java.util.Objects.toString(uri.getRawFragment(), "");
-        if (rest.indexOf('@') >= 0 && (at >= 0 || rawAuthority.indexOf(':') >= 0)) {
+        if (rest.indexOf('@') >= 0) {
             // app@server:pass/word@host: the authority ends inside the password, whose start follows the '@' it
-            // holds; token:pass/word@host: it holds the user name, which can be the credential (an API key as basic
-            // auth's user), and the password's start
+            // holds; token:pass/word@host and token/x@host: it holds the user name, which can be the credential (an
+            // API key as basic auth's user), and maybe the password's start
             return "has user info cut short by a '/', '?' or '#' before its host: percent-encode '@', '/', '?' and '#'"
                     + " in a user name or password (%40, %2F, %3F, %23)";
         }

@@ -37,7 +37,9 @@ class BuildCredentialsIT {
     @Test
     void aBuildWhoseEnvironmentHoldsCredentialsPutsNoneOfThemInWhatItMakes() throws Exception {
         Path project = Path.of("").toAbsolutePath();
-        for (String part : List.of("pom.xml", "mvnw", ".mvn", "src/main")) {
+        org.junit.jupiter.api.Assumptions.assumeFalse(Boolean.getBoolean("walhook.it.native"),
+                "the JVM package step's output is checked; the native build runs on the same configuration");
+        for (String part : List.of("pom.xml", "mvnw", ".mvn", "openapi.yaml", "src/main")) {
             copyTree(project.resolve(part), copy.resolve(part));
         }
         Map<String, String> credentials = Map.of(
@@ -48,7 +50,13 @@ class BuildCredentialsIT {
                 "WALHOOK_SUBSCRIPTIONS_ORDERS_URL", "https://hooks.example.com/h?token=query" + SECRET,
                 "WALHOOK_SUBSCRIPTIONS_ORDERS_SECRET", "whsec_" + java.util.Base64.getEncoder().encodeToString(
                         ("signing" + SECRET).getBytes(StandardCharsets.UTF_8)));
-        ProcessBuilder build = new ProcessBuilder("./mvnw", "-B", "-o", "-q", "-Dmaven.test.skip=true", "package")
+        List<String> command = new ArrayList<>(List.of("./mvnw", "-B", "-o", "-q", "-Dmaven.test.skip=true"));
+        String repository = System.getProperty("maven.repo.local", "");
+        if (!repository.isBlank()) {
+            command.add("-Dmaven.repo.local=" + repository); // the outer build's, where everything is already
+        }
+        command.add("package");
+        ProcessBuilder build = new ProcessBuilder(command)
                 .directory(copy.toFile()).redirectErrorStream(true).redirectOutput(copy.resolve("build.log").toFile());
         build.environment().keySet().removeIf(name -> name.startsWith("WALHOOK_") || name.startsWith("QUARKUS_"));
         build.environment().putAll(credentials);
@@ -76,8 +84,12 @@ class BuildCredentialsIT {
                             }
                         }
                     }
-                } else if (holds(Files.newInputStream(file))) {
-                    holding.add(app.relativize(file).toString());
+                } else {
+                    try (InputStream in = Files.newInputStream(file)) {
+                        if (holds(in)) {
+                            holding.add(app.relativize(file).toString());
+                        }
+                    }
                 }
             }
         }

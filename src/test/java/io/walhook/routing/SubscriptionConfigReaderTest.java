@@ -130,6 +130,7 @@ class SubscriptionConfigReaderTest {
         "http://Zq9/xW@hooks.example.com/h        | has '@' in its path followed by what looks like a host",
         "http://svc:2024/Zq9xW@receiver/hook      | has '@' in its path followed by what looks like a host",
         "https://sk_live_Zq9xW:x/y@receiver/h     | cut short by a '/', '?' or '#'",
+        "https://sk_live_Zq9xW/y@receiver/h       | cut short by a '/', '?' or '#'",
         "https://Zq9/xW/y@localhost:8443/h        | has '@' in its path followed by what looks like a host",
         "http://john.doe:2024/Zq9xW@127.0.0.1:18190/ok | a password's digits",
         "http://john.doe:2024/Zq9xW@hooks.example.com:443/ok | a password's digits",
