@@ -173,13 +173,13 @@ public class BackfillResource {
         return subscriptions.inForce(given);
     }
 
+    /** The id as walhook gives it, in either case; not the other forms UUID.fromString takes (padded, zeros left out). */
     private static UUID uuid(Subscription subscription, String bid) {
-        try {
-            return UUID.fromString(bid.strip());
-        } catch (IllegalArgumentException e) {
+        if (!SubscriptionLookup.UUID_TEXT.matcher(bid).matches()) {
             throw new ApiProblem(404, "Not Found", "subscription " + subscription.name() + " has no backfill " + bid
                     + " (backfill ids are UUIDs)", null);
         }
+        return UUID.fromString(bid);
     }
 
     private static Backfills.Request request(JsonNode json) {

@@ -365,6 +365,18 @@ class BackfillApiTest {
                 control(id, bid, action).statusCode(404).contentType(ApiProblem.MEDIA_TYPE);
             }
         }
+        // the id as written, not a form UUID.fromString also takes (spaces around it, parts without their zeros)
+        for (String bid : List.of("%20" + backfill, backfill + "%20", backfill.replaceFirst("-0+([0-9a-f])", "-$1"))) {
+            if (bid.equals(backfill)) {
+                continue; // no part of this id starts with a zero
+            }
+            authorized().urlEncodingEnabled(false).get("/subscriptions/" + id + "/backfills/" + bid).then().statusCode(404)
+                    .contentType(ApiProblem.MEDIA_TYPE);
+            for (String action : List.of("pause", "resume", "cancel")) {
+                authorized().urlEncodingEnabled(false).post("/subscriptions/" + id + "/backfills/" + bid + "/" + action)
+                        .then().statusCode(404).contentType(ApiProblem.MEDIA_TYPE);
+            }
+        }
         // a backfill belongs to its subscription: another one does not have it
         authorized().get("/subscriptions/" + other + "/backfills/" + backfill).then().statusCode(404)
                 .contentType(ApiProblem.MEDIA_TYPE);
