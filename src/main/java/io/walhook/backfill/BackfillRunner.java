@@ -519,12 +519,18 @@ public final class BackfillRunner implements Runnable {
     }
 
     /**
-     * A table's columns (name, type, modifier, whether generated) in order and its replica identity,
-     * as one text: what changes when the table is altered.
+     * A table's columns (name, type, modifier, whether generated) in order, its replica identity and
+     * its primary key and replica identity indexes, as one text: what changes when the table is
+     * altered. Without the indexes, a primary key moved to other columns went unseen until the
+     * table was next described (up to {@link #DESCRIBE_EVERY}): a chunk read meanwhile by the old
+     * key took no account of a delete the stream sent by the new one, and sent the deleted row.
      */
-    private static final String COLUMNS = "(SELECT pg_catalog.string_agg(a.attname || ' ' || a.atttypid || ' ' || a.atttypmod"
+    static final String COLUMNS = "(SELECT pg_catalog.string_agg(a.attname || ' ' || a.atttypid || ' ' || a.atttypmod"
             + " || ' ' || a.attgenerated::text, ',' ORDER BY a.attnum) || ' ' || (SELECT r.relreplident::text FROM pg_catalog.pg_class r"
-            + " WHERE r.oid = a.attrelid LIMIT 1) FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass(?)"
+            + " WHERE r.oid = a.attrelid LIMIT 1) || ' ' || coalesce((SELECT pg_catalog.string_agg(i.indexrelid::text || ':'"
+            + " || i.indisprimary::text || i.indisreplident::text || ':' || i.indkey::text, ';' ORDER BY i.indexrelid)"
+            + " FROM pg_catalog.pg_index i WHERE i.indrelid = a.attrelid AND (i.indisprimary OR i.indisreplident)), '')"
+            + " FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass(?)"
             + " AND a.attnum > 0 AND NOT a.attisdropped GROUP BY a.attrelid)";
     /** How long a chunk waits for the table's lock (an ALTER TABLE holding it, or queued for it) before it is read later. */
     private static final Duration LOCK_WAIT = Duration.ofSeconds(1);

@@ -39,6 +39,39 @@ class SnapshotTableTest {
         }
     }
 
+    /** What a chunk compares with the table's description: its text now. */
+    private static String columns(String table) throws Exception {
+        try (Connection c = pg.connect(database);
+             PreparedStatement s = c.prepareStatement("SELECT " + BackfillRunner.COLUMNS)) {
+            s.setString(1, table);
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return rs.getString(1);
+            }
+        }
+    }
+
+    /**
+     * A chunk finds its table altered, and has it described again, when its key moves to other
+     * columns or another index (the description then fails the backfill), not only when its
+     * columns change: a chunk read by the old key took no account of a delete sent by the new one.
+     */
+    @Test
+    void aChunkSeesItsTablesKeyMovedToOtherColumnsOrAnotherIndex() throws Exception {
+        pg.execute(database, "CREATE TABLE rekeyed (a int PRIMARY KEY, b int NOT NULL UNIQUE, c int NOT NULL)",
+                "CREATE UNIQUE INDEX rekeyed_c ON rekeyed (c)");
+        String before = columns("rekeyed");
+        pg.execute(database, "ALTER TABLE rekeyed DROP CONSTRAINT rekeyed_pkey, ADD PRIMARY KEY (b)");
+        String moved = columns("rekeyed");
+        assertThat(moved).as("the primary key on other columns").isNotEqualTo(before);
+        pg.execute(database, "ALTER TABLE rekeyed REPLICA IDENTITY USING INDEX rekeyed_c");
+        String identity = columns("rekeyed");
+        assertThat(identity).as("the replica identity on another index").isNotEqualTo(moved);
+        pg.execute(database, "ALTER TABLE rekeyed ADD COLUMN d int");
+        assertThat(columns("rekeyed")).as("a column added").isNotEqualTo(identity);
+        assertThat(columns("rekeyed")).as("nothing altered: the same").isEqualTo(columns("rekeyed"));
+    }
+
     /** The keys of every row, read {@code size} rows at a time after the last key read, as the runner reads chunks. */
     private static List<String> readInChunks(SnapshotTable table, int size) throws Exception {
         List<String> keys = new ArrayList<>();
