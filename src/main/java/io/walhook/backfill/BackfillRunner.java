@@ -1064,6 +1064,7 @@ public final class BackfillRunner implements Runnable {
             p.setProperty("tcpKeepAlive", "true");
             p.setProperty(SessionTimeout.SOCKET_TIMEOUT, SessionTimeout.SECONDS); // a chunk's read waits longer
             connection = DriverManager.getConnection(settings.jdbcUrl(), p);
+            io.walhook.change.ValueConverters.pinTimeZone(connection); // keys, and their rows' ids, in UTC
             connections++;
             abandonChunksOfEarlierConnections();
         }

@@ -50,6 +50,19 @@ public final class ValueConverters {
     public static final String SESSION_OPTIONS = "-c datestyle=ISO -c intervalstyle=postgres -c extra_float_digits=3"
             + " -c bytea_output=hex -c TimeZone=UTC -c lc_monetary=C";
 
+    /**
+     * Sets the time zone of a session opened with {@link #SESSION_OPTIONS} to UTC, which the
+     * options alone do not: pgjdbc sends the JVM's zone as a startup setting, applied after them.
+     * A timestamptz was printed in the zone of walhook's JVM: values the converters bring to UTC
+     * anyway, but a backfill's row key (its read events' ids) and the stream's key of the same row,
+     * hashed as printed, differed from one walhook to another in another zone.
+     */
+    public static void pinTimeZone(java.sql.Connection session) throws java.sql.SQLException {
+        try (java.sql.Statement s = session.createStatement()) {
+            s.execute("SET TimeZone = 'UTC'");
+        }
+    }
+
     public ValueConverters() {
         for (ValueKind kind : ValueKind.values()) {
             scalars.put(kind, switch (kind) {

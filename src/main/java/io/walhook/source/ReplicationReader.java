@@ -275,6 +275,7 @@ public final class ReplicationReader {
         state = SourceStatus.State.CONNECTING;
         try (Connection connection = DriverManager.getConnection(settings.jdbcUrl(), replicationProperties())) {
             socket = CoalescingSocketFactory.takeCreated();
+            io.walhook.change.ValueConverters.pinTimeZone(connection);
             askedNanos = 0;
             replyPatienceNanos = replyPatience(connection);
             // a read in the middle of a message waits for its rest at most this long: a connection cut half-open
