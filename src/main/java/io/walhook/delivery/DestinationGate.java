@@ -1,8 +1,10 @@
 package io.walhook.delivery;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 
@@ -31,9 +33,11 @@ import java.util.function.Consumer;
  */
 public final class DestinationGate {
 
-    private final int limit;
+    /** The places the client's pools keep connections for: the most {@link #fitTo} gives. */
+    private final int configured;
+    private int limit;
     /** Places only lanes holding none may take. */
-    private final int reserve;
+    private int reserve;
     private int inUse;
     /** Places each lane holds now; a lane holding none has no entry. */
     private final Map<Consumer<DestinationGate>, int[]> held = new HashMap<>();
@@ -66,6 +70,7 @@ public final class DestinationGate {
         if (limit < 1) {
             throw new IllegalArgumentException("a destination takes at least one request at a time, not " + limit);
         }
+        this.configured = limit;
         this.limit = limit;
         this.reserve = limit / 8;
         this.byChannel = new int[Math.max(1, channels)];
@@ -127,6 +132,7 @@ public final class DestinationGate {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
+            boolean over = inUse - 1 >= limit; // the limit came down (fitTo) below what was under way
             if (gone.contains(lane)) {
                 if (!held.containsKey(lane)) {
                     gone.remove(lane);
@@ -138,6 +144,10 @@ public final class DestinationGate {
             }
             if (!held.containsKey(lane) && !failing.contains(lane) && waitingMore.remove(lane)) {
                 waitingFirst.add(lane); // it holds none now: it waits for its first again
+            }
+            if (over) {
+                inUse--;
+                return;
             }
             next = first(waitingFirst);
             if (next == null && inUse - 1 < limit - reserve) {
@@ -151,6 +161,42 @@ public final class DestinationGate {
             hold(next, 1);
         }
         next.accept(this);
+    }
+
+    /**
+     * What the destination takes at once, as its connections say (an HTTP/2 server allowing few
+     * streams on each): the limit becomes that, never above the pools' own. Requests past it waited
+     * in the pool's queue, each with its timeout running, and failed as timeouts without being sent
+     * while the receiver answered all it got. A limit raised again hands its new places on.
+     */
+    void fitTo(int places) {
+        List<Consumer<DestinationGate>> granted = new ArrayList<>();
+        synchronized (this) {
+            int fitted = Math.max(1, Math.min(configured, places));
+            if (fitted == limit) {
+                return;
+            }
+            limit = fitted;
+            reserve = fitted / 8;
+            while (inUse < limit) {
+                Consumer<DestinationGate> next = first(waitingFirst);
+                if (next == null && inUse < limit - reserve) {
+                    next = first(waitingMore);
+                    failing.remove(next);
+                }
+                if (next == null) {
+                    break;
+                }
+                inUse++;
+                hold(next, 1);
+                granted.add(next);
+            }
+        }
+        granted.forEach(lane -> lane.accept(this));
+    }
+
+    synchronized int limit() {
+        return limit;
     }
 
     /** A lane that stops (its subscription deleted) waits no more; its requests under way still leave. */

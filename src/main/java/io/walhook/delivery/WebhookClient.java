@@ -253,13 +253,13 @@ public final class WebhookClient implements AutoCloseable {
                                     }
                                 });
                             }
-                            send(destination, client, options, body, answered, result);
+                            send(gate, destination, client, options, body, answered, result);
                         } catch (RuntimeException e) {
                             result.completeExceptionally(new IOException(destination.redact(describe(e)))); // at once
                         }
                     }));
                 } else {
-                    send(destination, client, options, body, answered, result);
+                    send(gate, destination, client, options, body, answered, result);
                 }
             } catch (RuntimeException e) {
                 result.completeExceptionally(new IOException(destination.redact(describe(e)))); // at once, not as a timeout
@@ -321,9 +321,14 @@ public final class WebhookClient implements AutoCloseable {
      * until it ends, the request's timeout runs out or it passes {@link #DRAINED_BYTES}; cut short,
      * its connection is closed. The result, and the destination's place, wait for that.
      */
-    private void send(Destination.Webhook destination, HttpClient client, RequestOptions options, byte[] body,
-            java.util.concurrent.atomic.AtomicReference<Response> answered, CompletableFuture<Response> result) {
+    private void send(DestinationGate gate, Destination.Webhook destination, HttpClient client, RequestOptions options,
+            byte[] body, java.util.concurrent.atomic.AtomicReference<Response> answered, CompletableFuture<Response> result) {
         client.request(options).compose(request -> {
+            if (request.version() == HttpVersion.HTTP_2) {
+                // as many requests at once as the server's streams on the connections each pool keeps to it
+                long streams = request.connection().remoteSettings().getMaxConcurrentStreams();
+                gate.fitTo((int) Math.min(Integer.MAX_VALUE, streams * (POOL_SIZE / 8) * channels.length));
+            }
             // a request given up on (timed out, cancelled) frees its connection (HTTP/1.1: closes it)
             result.whenComplete((r, e) -> {
                 if (e != null) {

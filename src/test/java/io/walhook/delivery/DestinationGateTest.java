@@ -113,6 +113,36 @@ class DestinationGateTest {
         assertThat(grants).isEmpty();
     }
 
+    /** A limit fitted down hands no place on until fewer are under way; fitted up, it hands its new ones on. */
+    @Test
+    void aLimitFittedToTheDestinationHoldsBackThenHandsOnItsPlaces() {
+        DestinationGate gate = new DestinationGate(4);
+        List<String> grants = new ArrayList<>();
+        Consumer<DestinationGate> a = g -> grants.add("a");
+        Consumer<DestinationGate> b = g -> grants.add("b");
+        Consumer<DestinationGate> c = g -> grants.add("c");
+        for (Consumer<DestinationGate> lane : List.of(a, a, b, c)) {
+            assertThat(gate.tryEnter(lane)).isTrue();
+        }
+        gate.fitTo(2); // the server allows fewer at once than are under way
+        assertThat(gate.limit()).isEqualTo(2);
+        Consumer<DestinationGate> d = g -> grants.add("d");
+        assertThat(gate.tryEnter(d)).isFalse();
+        gate.leave(a);
+        gate.leave(a);
+        assertThat(grants).as("nothing handed on while at or over the limit").isEmpty();
+        assertThat(gate.inUse()).isEqualTo(2);
+        gate.leave(b);
+        assertThat(grants).containsExactly("d");
+        Consumer<DestinationGate> e = g -> grants.add("e");
+        assertThat(gate.tryEnter(e)).isFalse();
+        gate.fitTo(100); // raised again, never above what it was made with: the lane waiting gets a new place
+        assertThat(gate.limit()).isEqualTo(4);
+        assertThat(grants).containsExactly("d", "e");
+        assertThat(gate.tryEnter(a)).isTrue();
+        assertThat(gate.inUse()).isEqualTo(4);
+    }
+
     @Test
     void aLaneHoldingPlacesGetsAnotherOnlyWhenNoLaneWaitsForItsFirst() {
         DestinationGate gate = new DestinationGate(2);

@@ -511,6 +511,41 @@ class WebhookClientTest {
         }
     }
 
+    /**
+     * An HTTP/2 receiver that allows few streams on each connection takes as many requests at once
+     * as the pools' connections to it carry, and its gate lets no more through: the rest waited in
+     * the pool's queue with their timeouts running, and failed unsent while it answered all it got.
+     */
+    @Test
+    void anHttp2ReceiverAllowingFewStreamsLimitsTheRequestsLetThroughToWhatItsConnectionsCarry() throws Exception {
+        Path keyStore = selfSigned();
+        HttpServer few = listen(new HttpServerOptions().setSsl(true).setUseAlpn(true)
+                .setInitialSettings(new io.vertx.core.http.Http2Settings().setMaxConcurrentStreams(1))
+                .setKeyCertOptions(new PfxOptions().setPath(keyStore.toString()).setPassword("changeit")),
+                request -> request.response().end(), new AtomicInteger());
+        HttpServer many = listen(new HttpServerOptions().setSsl(true).setUseAlpn(true)
+                .setKeyCertOptions(new PfxOptions().setPath(keyStore.toString()).setPassword("changeit")),
+                request -> request.response().end(), new AtomicInteger());
+        try (WebhookClient trusting = new WebhookClient(vertx, new PemTrustOptions().addCertValue(
+                io.vertx.core.buffer.Buffer.buffer(Files.readString(keyStore.resolveSibling("walhook-test.pem")))))) {
+            int channels = Math.max(1, Runtime.getRuntime().availableProcessors());
+            int pools = WebhookClient.POOL_SIZE * channels;
+            Destination.Webhook toFew = webhook(few, "https", "/few");
+            Destination.Webhook toMany = webhook(many, "https", "/many");
+            assertThat(trusting.gate(toFew.url()).limit()).isEqualTo(pools);
+            assertThat(trusting.post(toFew, "evt_1", new byte[0], "application/json", Map.of(), 1, TIMEOUT).status())
+                    .isEqualTo(200);
+            assertThat(trusting.post(toMany, "evt_2", new byte[0], "application/json", Map.of(), 1, TIMEOUT).status())
+                    .isEqualTo(200);
+            assertThat(trusting.gate(toFew.url()).limit()).as("8 connections per pool, 1 stream each")
+                    .isEqualTo(WebhookClient.POOL_SIZE / 8 * channels);
+            assertThat(trusting.gate(toMany.url()).limit()).as("streams enough").isEqualTo(pools);
+        } finally {
+            close(few);
+            close(many);
+        }
+    }
+
     @Test
     void largeBodiesArriveWholeOverHttp1AndHttp2() throws Exception {
         Path keyStore = selfSigned();
