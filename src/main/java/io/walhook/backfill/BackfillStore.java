@@ -102,13 +102,37 @@ public final class BackfillStore {
      * when it was written now, false when one was already (at an earlier start).
      */
     public boolean insertInitial(String subscriptionId, List<String> tables) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("INSERT INTO " + table
-                + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
-                + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (subscription_id) WHERE origin = 'initial'"
-                + " DO NOTHING")) {
-            bind(c, s, UUID.randomUUID(), subscriptionId, Backfill.INITIAL, tables, null, Backfill.DEFAULT_CHUNK_SIZE,
-                    null);
-            return s.executeUpdate() == 1;
+        try (Connection c = dataSource.getConnection()) {
+            return io.walhook.config.DurableWrite.run(c, t -> {
+                // under the API's lock: a table an unfinished backfill of the subscription reads is left out, as
+                // the API refuses a second one of it (each of its rows was sent twice, under two ids)
+                try (PreparedStatement lock = t.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
+                    lock.setString(1, table + ":" + subscriptionId);
+                    lock.execute();
+                }
+                List<String> left = new java.util.ArrayList<>(tables);
+                try (PreparedStatement busy = t.prepareStatement("SELECT id, pg_catalog.unnest(tables) FROM " + table
+                        + " WHERE subscription_id = ? AND state IN ('running', 'paused')")) {
+                    busy.setString(1, subscriptionId);
+                    try (ResultSet rs = busy.executeQuery()) {
+                        while (rs.next()) {
+                            if (left.remove(rs.getString(2))) {
+                                org.jboss.logging.Logger.getLogger(BackfillStore.class).infof("the initial backfill of"
+                                        + " subscription %s leaves table %s out: backfill %s reads it", subscriptionId,
+                                        rs.getString(2), rs.getString(1));
+                            }
+                        }
+                    }
+                }
+                try (PreparedStatement s = t.prepareStatement("INSERT INTO " + table
+                        + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
+                        + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (subscription_id) WHERE origin = 'initial'"
+                        + " DO NOTHING")) {
+                    bind(t, s, UUID.randomUUID(), subscriptionId, Backfill.INITIAL, left, null, Backfill.DEFAULT_CHUNK_SIZE,
+                            null);
+                    return s.executeUpdate() == 1;
+                }
+            });
         }
     }
 
