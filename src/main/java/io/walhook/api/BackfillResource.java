@@ -99,14 +99,14 @@ public class BackfillResource {
 
     @GET
     public List<View> list(@PathParam("id") String id) throws SQLException {
-        Subscription subscription = subscription(id);
+        Subscription subscription = subscriptionOrHeld(id);
         return backfills().store().list(subscription.id()).stream().map(View::of).toList();
     }
 
     @GET
     @Path("{bid}")
     public View read(@PathParam("id") String id, @PathParam("bid") String bid) throws SQLException {
-        Subscription subscription = subscription(id);
+        Subscription subscription = subscriptionOrHeld(id);
         return View.of(refusing(() -> backfills().find(subscription, uuid(subscription, bid))));
     }
 
@@ -129,7 +129,7 @@ public class BackfillResource {
     }
 
     private View control(String id, String bid, String action) throws SQLException {
-        Subscription subscription = subscription(id);
+        Subscription subscription = subscriptionOrHeld(id);
         UUID backfill = uuid(subscription, bid);
         return View.of(refusing(() -> backfills().control(subscription, backfill, action)));
     }
@@ -163,6 +163,14 @@ public class BackfillResource {
     private static String pathSegment(String id) {
         return java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20")
                 .replace("%3A", ":");
+    }
+
+    /** As {@link #subscription}, or the stored subscription held out of force: its backfills are read and controlled. */
+    private Subscription subscriptionOrHeld(String given) throws SQLException {
+        if (source.registry() == null) {
+            throw new ApiProblem(503, "Service Unavailable", "walhook is still starting; try again in a moment", null);
+        }
+        return subscriptions.inForceOrHeld(given);
     }
 
     /** The subscription in force with this id (a UUID in any case, or config:name as the list shows it); 404 when none. */

@@ -39,6 +39,22 @@ final class SubscriptionLookup {
                 .filter(s -> s.id().equals(subscriptionId)).findFirst().orElseThrow(() -> notFound(id));
     }
 
+    /**
+     * As {@link #inForce}, or else the stored subscription held out of force (a configured one of
+     * the same name shadows it): what it keeps (its backfills, running but waiting) is still read
+     * and controlled through it, as its own view is.
+     */
+    Subscription inForceOrHeld(String id) throws SQLException {
+        try {
+            return inForce(id);
+        } catch (ApiProblem notInForce) {
+            if (notInForce.status() != 404 || !UUID_TEXT.matcher(id).matches()) {
+                throw notInForce;
+            }
+            return store.find(UUID.fromString(id)).map(SubscriptionStore.Stored::subscription).orElseThrow(() -> notInForce);
+        }
+    }
+
     /** The subscription's id, as its delivery state is kept under. */
     String existingId(String id) throws SQLException {
         Optional<Subscription> configured = configured(id);

@@ -343,6 +343,34 @@ class BackfillApiTest {
         authorized().get("/subscriptions/" + id + "/backfills").then().statusCode(200).body("$", empty());
     }
 
+    /**
+     * A subscription held out of force (here a configured one of the same name shadows it) keeps
+     * its backfills, running but waiting: they are listed, read and controlled as its others are,
+     * as its own view is. They answered 404, as if it did not exist, and could not be cancelled.
+     */
+    @Test
+    void aHeldSubscriptionsBackfillsAreListedReadAndControlled() throws Exception {
+        sql("CREATE TABLE bfh_items (id int PRIMARY KEY)", "INSERT INTO bfh_items SELECT generate_series(1, 300)");
+        String id = subscription("held-backfills", "public.bfh_items");
+        String backfill = start(id, "{" + SLOW + "}").statusCode(202).extract().path("id");
+        // renamed in the table as the configured "cfg": shadowed by it, so held
+        sql("UPDATE walhook.subscription SET name = 'cfg', body = jsonb_set(body, '{name}', '\"cfg\"'),"
+                + " updated_at = clock_timestamp() WHERE id = '" + id + "'");
+        try {
+            authorized().get("/subscriptions/" + id).then().statusCode(200);
+            authorized().get("/subscriptions/" + id + "/backfills").then().statusCode(200)
+                    .body("id", org.hamcrest.Matchers.contains(backfill));
+            authorized().get("/subscriptions/" + id + "/backfills/" + backfill).then().statusCode(200)
+                    .body("state", equalTo("running"));
+            control(id, backfill, "cancel").statusCode(200).body("state", equalTo("cancelled"));
+            // one is not started for it while it is held
+            start(id, "{}").statusCode(404);
+        } finally {
+            sql("UPDATE walhook.subscription SET name = 'held-backfills', body = jsonb_set(body, '{name}',"
+                    + " '\"held-backfills\"'), updated_at = clock_timestamp() WHERE id = '" + id + "'");
+        }
+    }
+
     @Test
     void anUnknownSubscriptionOrBackfillIsNotFound() throws Exception {
         String unknown = UUID.randomUUID().toString();
