@@ -72,9 +72,18 @@ final class JsonBody {
         String reason = String.valueOf(e.getOriginalMessage());
         // Unrecognized token 'whsec_...': was expecting ... -> an unquoted word; the one character of
         // "Unexpected character ('x' (code 120))" and the JSON literals it names are kept
+        java.util.regex.Matcher duplicate = DUPLICATE.matcher(reason);
+        if (duplicate.find() && !io.walhook.routing.SubscriptionJson.shownName(duplicate.group(1))) {
+            // a field name that is none (a whole header pasted, credential and all) is not repeated
+            reason = reason.substring(0, duplicate.start()) + "Duplicate field (its name not repeated)"
+                    + reason.substring(duplicate.end());
+        }
         return reason.replaceAll("(?s)Unrecognized token '.*?': was", "Unrecognized token (a word without quotes): was")
                 .replaceAll("(?s)value \\((.{0,200}?)\\) out of range", "value out of range");
     }
+
+    /** Jackson's refusal of a field given twice, naming it. */
+    private static final java.util.regex.Pattern DUPLICATE = java.util.regex.Pattern.compile("(?s)Duplicate field '(.*?)'");
 
     /** application/json, parameters (a charset) allowed; not a wildcard, another JSON type, or none. */
     private static boolean isJson(String contentType) {
@@ -120,6 +129,23 @@ final class JsonBody {
         }
     }
 
+    /**
+     * A null or a NUL under a field whose name is no field name, placed at its object without the
+     * name (it may be a whole header pasted, credential and all).
+     */
+    private static void refuseNullNamed(int position, String pointer, String name, JsonNode value, String what) {
+        String place = (pointer.isEmpty() ? "the body" : pointer) + "'s field " + position;
+        if (name.indexOf('\0') >= 0) {
+            throw new ApiProblem(400, "Bad Request", place + "'s name holds a NUL (\\u0000), a control character no field"
+                    + " name of a " + what + " has (the name is not repeated)", pointer);
+        }
+        if (value.isNull()) {
+            throw new ApiProblem(400, "Bad Request", place + " is null (the name is not repeated); no field of a " + what
+                    + " takes null: leave the field out instead", pointer);
+        }
+        refuseNulls(value, pointer, what);
+    }
+
     /** Refuses a null anywhere, and a NUL character in any string or field name (PostgreSQL text cannot hold one). */
     private static void refuseNulls(JsonNode node, String pointer, String what) {
         if (node.isNull()) {
@@ -139,11 +165,12 @@ final class JsonBody {
                     refuseNullHeader(position, field.getKey(), field.getValue());
                     continue;
                 }
-                String at = pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1");
-                if (field.getKey().indexOf('\0') >= 0) {
-                    throw new ApiProblem(400, "Bad Request", "the field name at " + at.replace("\0", "\\u0000")
-                            + " holds a NUL (\\u0000), a control character no field name of a " + what + " has", at);
+                if (!io.walhook.routing.SubscriptionJson.shownName(field.getKey())) {
+                    // a name that is none (a whole header pasted, credential and all) is not repeated: its place is
+                    refuseNullNamed(position, pointer, field.getKey(), field.getValue(), what);
+                    continue;
                 }
+                String at = pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1");
                 refuseNulls(field.getValue(), at, what);
             }
         } else if (node.isArray()) {

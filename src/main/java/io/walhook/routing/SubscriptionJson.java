@@ -58,8 +58,7 @@ public final class SubscriptionJson {
         for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
             String field = names.next();
             if (!FIELDS.contains(field)) {
-                throw new SubscriptionException("/" + field, "is not a subscription field; known fields: " + String.join(", ",
-                        new java.util.TreeSet<>(FIELDS)));
+                throw unknownField("", field, "a subscription", FIELDS);
             }
         }
         String name = text(body, "/name", true);
@@ -318,10 +317,28 @@ public final class SubscriptionJson {
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String field = names.next();
             if (!fields.contains(field)) {
-                throw new SubscriptionException(at + "/" + field, "is not a field of " + what + "; known fields: "
-                        + String.join(", ", new java.util.TreeSet<>(fields)));
+                throw unknownField(at, field, what, fields);
             }
         }
+    }
+
+    /**
+     * Whether a field name given in a body may be repeated in a problem: a word of a field name's
+     * characters. Anything else (a whole header pasted one level too high, {@code "Authorization:
+     * Bearer ..."}) may hold a credential, and a problem is logged by proxies and clients.
+     */
+    public static boolean shownName(String name) {
+        return name.length() <= 64 && name.chars().allMatch(c -> c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+                || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.');
+    }
+
+    private static SubscriptionException unknownField(String at, String field, String what, Set<String> fields) {
+        String known = "; known fields: " + String.join(", ", new java.util.TreeSet<>(fields));
+        if (!shownName(field)) {
+            return new SubscriptionException(at, "holds a field named with what is no field name (not repeated: it may be"
+                    + " a whole header, credential and all), not a field of " + what + known);
+        }
+        return new SubscriptionException(at + "/" + field, "is not a field of " + what + known);
     }
 
     private static String text(JsonNode node, String pointer, boolean required) {

@@ -40,7 +40,7 @@ class JsonBodyTest {
         "{\"columns\": {\"include\": [\"id\", \"a\\u0000b\"]}}  | /columns/include/1",
         "{\"filter\": \"new.a == '\\u0000'\"}                    | /filter",
         "{\"destination\": {\"type\": \"amqp\", \"address\": \"q\\u0000\"}} | /destination/address",
-        "{\"a\\u0000\": 1}                                       | /a\\u0000",
+        "{\"a\\u0000\": 1}                                       | ''",
     })
     void aNulCharacterAnywhereIsRefusedWhereItIs(String body, String field) {
         ApiProblem problem = refused(body);

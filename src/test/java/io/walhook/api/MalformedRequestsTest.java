@@ -246,6 +246,25 @@ class MalformedRequestsTest {
         assertThat(answer).doesNotContain("s3cr3t");
     }
 
+    /**
+     * A name that is no field name, a whole header pasted one level too high, given twice, or with
+     * a null or a NUL, is refused without being repeated: problems are logged by proxies and clients.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "\"Authorization: Bearer s3cr3t-pasted\": \"x\",",
+        "\"X-Api-Key s3cr3t-pasted\": null,",
+        "\"Authorization: Bearer s3cr3t-pasted\": 1, \"Authorization: Bearer s3cr3t-pasted\": 2,",
+    })
+    void aFieldNameThatIsNoFieldNameIsRefusedWithoutRepeatingIt(String pasted) {
+        for (String body : java.util.List.of(BODY.formatted("pasted").replace("\"type\": \"webhook\",", "\"type\": \"webhook\", " + pasted),
+                BODY.formatted("pasted").replaceFirst("\\{", "{" + pasted))) {
+            String answer = authorized().filter(OpenApiContract.responsesOnly()).body(body).post("/subscriptions").then()
+                    .statusCode(400).contentType(ApiProblem.MEDIA_TYPE).extract().asString();
+            assertThat(answer).as(body).doesNotContain("s3cr3t");
+        }
+    }
+
     /** A dead-letter key is one JSON object and nothing after it: {"id":1}x was read as {"id":1}. */
     @ParameterizedTest
     @ValueSource(strings = {"{\"id\":1}x", "{\"id\":1}{\"id\":2}", "{\"id\":1,\"id\":2}"})
