@@ -1524,9 +1524,11 @@ final class Lane {
                 DestinationGate before = transport == null ? null : transport.gate();
                 transport = context.transports().apply(current);
                 if (before != null && before != transport.gate()) {
-                    // another host: the old one keeps nothing of the lane once its requests there leave
+                    // another host: the old one keeps nothing of the lane once its requests there leave, and no
+                    // longer hands it a place (it waited there: now nothing else would wake it for a retry due)
                     before.forget(granted);
                     waitedAt.remove(before);
+                    awaitingPlace = false;
                 }
             }
             transportFor = current;
