@@ -1063,8 +1063,18 @@ public final class BackfillRunner implements Runnable {
             p.setProperty("binaryTransfer", "false");
             p.setProperty("tcpKeepAlive", "true");
             p.setProperty(SessionTimeout.SOCKET_TIMEOUT, SessionTimeout.SECONDS); // a chunk's read waits longer
-            connection = DriverManager.getConnection(settings.jdbcUrl(), p);
-            io.walhook.change.ValueConverters.pinTimeZone(connection); // keys, and their rows' ids, in UTC
+            Connection opened = DriverManager.getConnection(settings.jdbcUrl(), p);
+            try {
+                io.walhook.change.ValueConverters.pinTimeZone(opened); // keys, and their rows' ids, in UTC
+            } catch (SQLException e) {
+                try {
+                    opened.close();
+                } catch (SQLException ignored) {
+                    // it failed already
+                }
+                throw e;
+            }
+            connection = opened;
             connections++;
             abandonChunksOfEarlierConnections();
         }

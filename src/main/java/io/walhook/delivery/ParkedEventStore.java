@@ -76,9 +76,8 @@ public final class ParkedEventStore {
     private final DataSource watcher;
     private final String table;
     private final String subscriptions;
-    private final String checkpoints;
     private volatile long writtenBefore = Long.MAX_VALUE;
-    /** The oldest position a slot of this state schema resumed from in this run (unsigned), 0 when unknown. */
+    /** The position the stream resumed from in this run (unsigned), 0 when unknown. */
     private volatile long resumedFrom;
     private final Fence fence;
 
@@ -102,7 +101,6 @@ public final class ParkedEventStore {
         this.watcher = watcher;
         this.table = stateSchema + ".parked_event";
         this.subscriptions = stateSchema + ".subscription";
-        this.checkpoints = stateSchema + ".checkpoint";
         this.fence = fence;
     }
 
@@ -707,20 +705,19 @@ public final class ParkedEventStore {
             return; // marked by an earlier try of the same start
         }
         try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT coalesce(max(id), 0), (SELECT min(end_lsn)::text FROM "
-                     + checkpoints + ") FROM " + table);
+             PreparedStatement s = c.prepareStatement("SELECT coalesce(max(id), 0) FROM " + table);
              ResultSet rs = s.executeQuery()) {
             rs.next();
-            // the checkpoints first: the stream resumes from its slot's, and sends nothing that committed before it
-            resumedFrom = rs.getString(2) == null ? 0 : io.walhook.pgoutput.Lsn.parse(rs.getString(2)).value();
             writtenBefore = rs.getLong(1);
         }
     }
 
-    /**
-     * The oldest position a slot whose subscriptions share these queues resumed from in this run
-     * ({@link #markRun}; unsigned, 0 when unknown): no change the stream sent again committed before it.
-     */
+    /** The position the stream resumes from in this run (unsigned; 0 when unknown), set before it starts. */
+    public void resumesFrom(long lsn) {
+        resumedFrom = lsn;
+    }
+
+    /** The position the stream resumed from in this run (unsigned, 0 when unknown): no change it sent again committed before it. */
     public long resumedFrom() {
         return resumedFrom;
     }

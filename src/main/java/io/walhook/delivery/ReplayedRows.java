@@ -22,17 +22,18 @@ import java.util.Map;
  *
  * <p>Only rows written before this run are remembered, and of those only rows that committed at or
  * after the position the stream resumed from (the resends all did: an older queued change
- * precedes none of them), at most {@link #LIMIT} rows' keys in arrays (about 40 bytes a key); a
+ * precedes none of them), at most {@link #LIMIT} rows' keys in arrays (4 MB at most); a
  * row written in this run at a commit LSN means every resend older than it was written, and read,
  * before it, so what is older is forgotten. Nothing is kept once the lane delivers directly.
  */
 final class ReplayedRows {
 
     /**
-     * Row keys remembered at most (about 5 MB): beyond them, a resend of an older change of a row
-     * not remembered is delivered again, behind the newer one (the lane says so in its log).
+     * Row keys remembered at most, three quarters of 2^17 slots of 32 bytes (4 MB): beyond them, a
+     * resend of an older change of a row not remembered is delivered again, behind the newer one
+     * (the lane says so in its log). A change of a row's key counts its two keys.
      */
-    static final int LIMIT = 100_000;
+    static final int LIMIT = 98_304;
 
     /** Per row key: the commit LSN, position in its transaction and queue row id of its newest change read. */
     private final RowMarks rows = new RowMarks();

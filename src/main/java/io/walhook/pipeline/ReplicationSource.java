@@ -311,9 +311,12 @@ public class ReplicationSource {
             // two lanes of one queue would each deliver it (a retry of one after the other's newer change, too)
             before.close();
         }
+        ParkedEventStore queues = new ParkedEventStore(dataSource, config.stateSchema(), lock::fence); // an instance that lost the lock writes nothing
+        // nothing the stream sends again committed before its checkpoint: queued changes older than it precede every resend
+        queues.resumesFrom(resumed.resumesFrom().isValid() ? resumed.resumesFrom().value() : 0);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
-                new ParkedEventStore(dataSource, config.stateSchema(), lock::fence), // an instance that lost the lock writes nothing
+                queues,
                 deliveryMetrics, id -> registry.isPaused(id), this::transport,
                 lock::sendableInNanos); // nothing starts while another instance may hold the lock, or be stopping
         Dispatcher dispatcher = sender;

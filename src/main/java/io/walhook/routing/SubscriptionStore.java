@@ -273,10 +273,14 @@ public final class SubscriptionStore {
     private void keptUntilCommitted(Connection c, UUID id, String until) {
         // its row written again with it: a refresh in between (another write's notification, a fallback round)
         // read the end as the transaction read it, and every later one took the subscriptions as unchanged
-        try (PreparedStatement s = c.prepareStatement("WITH moved AS (UPDATE " + matchedBefore + " SET"
-                + " until_lsn = pg_catalog.pg_current_wal_insert_lsn() WHERE subscription_id = ? AND until_lsn = ?::pg_lsn"
-                + " RETURNING subscription_id) UPDATE " + table + " SET updated_at = pg_catalog.clock_timestamp()"
-                + " WHERE id IN (SELECT subscription_id FROM moved)")) {
+        // the subscription's row locked first, as its delete does (which then deletes these rows): the other
+        // order could deadlock with it; and not past a later edit's, which committed after this one
+        try (PreparedStatement s = c.prepareStatement("WITH locked AS (SELECT id FROM " + table + " WHERE id = ? FOR UPDATE),"
+                + " moved AS (UPDATE " + matchedBefore + " m SET until_lsn = pg_catalog.pg_current_wal_insert_lsn()"
+                + " WHERE m.subscription_id IN (SELECT id FROM locked) AND m.until_lsn = ?::pg_lsn AND NOT EXISTS (SELECT 1"
+                + " FROM " + matchedBefore + " later WHERE later.subscription_id = m.subscription_id AND later.until_lsn"
+                + " > m.until_lsn) RETURNING m.subscription_id) UPDATE " + table + " SET updated_at ="
+                + " pg_catalog.clock_timestamp() WHERE id IN (SELECT subscription_id FROM moved)")) {
             s.setObject(1, id);
             s.setString(2, until);
             s.executeUpdate();

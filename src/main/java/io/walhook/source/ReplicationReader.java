@@ -104,6 +104,8 @@ public final class ReplicationReader {
     private volatile String lastError;
     private volatile Lsn received = Lsn.INVALID;
     private volatile Lsn acknowledged;
+    /** The checkpoint it was made to resume from: the stream sends nothing that committed before it. */
+    private final Lsn resumesFrom;
     private Lsn handedOnEnd;
     private AckTracker.Ticket current;
     /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
@@ -131,6 +133,7 @@ public final class ReplicationReader {
     private long lastStatusNanos;
 
     public ReplicationReader(Settings settings, CheckpointStore checkpoints, Lsn checkpoint) {
+        this.resumesFrom = checkpoint;
         this.settings = settings;
         this.checkpoints = checkpoints;
         this.events = new HandOffQueue<>(settings.handoffCapacity(), settings.handoffBytes(),
@@ -154,6 +157,11 @@ public final class ReplicationReader {
     public static ReplicationReader resuming(Settings settings, CheckpointStore checkpoints) throws SQLException {
         Optional<Lsn> checkpoint = checkpoints.load(settings.slot());
         return new ReplicationReader(settings, checkpoints, checkpoint.orElse(Lsn.INVALID));
+    }
+
+    /** The position the stream resumes from (its checkpoint; invalid when none: then the slot's own). */
+    public Lsn resumesFrom() {
+        return resumesFrom;
     }
 
     /** Events for delivery, in commit order, handed over a transaction (or {@value #CHUNK} events) at a time. */

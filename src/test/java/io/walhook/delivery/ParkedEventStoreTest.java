@@ -41,23 +41,6 @@ class ParkedEventStoreTest {
         database.close();
     }
 
-    /**
-     * A run's start marks what its queues held and the oldest position a slot resumes from (the
-     * lanes remember only queued changes the stream's resends can be older than).
-     */
-    @Test
-    void aRunsStartMarksItsQueuesAndTheOldestPositionASlotResumesFrom() throws Exception {
-        ParkedEventStore fresh = new ParkedEventStore(database.dataSource, "walhook");
-        fresh.markRun();
-        assertThat(fresh.resumedFrom()).as("no checkpoint: unknown").isZero();
-        assertThat(fresh.writtenBefore()).isPositive();
-        database.sql("INSERT INTO walhook.checkpoint (slot_name, end_lsn) VALUES ('a', '0/3000'), ('b', '1/2000')");
-        ParkedEventStore next = new ParkedEventStore(database.dataSource, "walhook");
-        next.markRun();
-        assertThat(next.resumedFrom()).isEqualTo(0x3000L);
-        assertThat(next.writtenBefore()).isEqualTo(fresh.writtenBefore());
-    }
-
     private List<String> ids(ParkedEventStore.Synced synced) {
         return synced.page().stream().map(ParkedEventStore.Parked::eventId).toList();
     }
