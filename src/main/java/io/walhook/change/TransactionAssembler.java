@@ -368,6 +368,8 @@ public final class TransactionAssembler {
             case UPDATE -> {
                 PgOutputMessage.Update update = (PgOutputMessage.Update) m;
                 RelationInfo relation = checked(relationFor(update.relationId(), m), update.newTuple());
+                checked(relation, update.keyTuple()); // the key is hashed by the Relation's columns
+                checked(relation, update.oldTuple());
                 if (!skipping && relation.routed()) {
                     emit(ChangeEvent.row(Operation.UPDATE, relation, detach(update.keyTuple()),
                             detach(update.oldTuple()), update.newTuple().detach(), lsn, tx, ++seq));

@@ -76,6 +76,12 @@ public final class PgOutputDecoder {
             throw r.error("empty message");
         }
         char type = r.type();
+        if (inStream && (type == 'B' || type == 'c' || type == 'A')) {
+            // the server ends a stream block before it sends another transaction or a streamed one's end: one
+            // taken inside a block would have the block's next changes join a transaction already ended
+            throw r.errorAt(0, (type == 'B' ? "Begin" : type == 'c' ? "Stream Commit" : "Stream Abort")
+                    + " inside a stream block (no Stream Stop since the last Stream Start)");
+        }
         PgOutputMessage decoded = switch (type) {
             case 'B' -> new Begin(r.lsn("final_lsn"), r.time("commit_ts"), r.u32("xid"));
             case 'C' -> new Commit(r.zeroFlags("flags"), r.lsn("commit_lsn"), r.lsn("end_lsn"), r.time("commit_ts"));

@@ -88,6 +88,25 @@ class TransactionAssemblerTest {
         assertThat(events.get(1).newRow().size()).isEqualTo(2);
     }
 
+    /**
+     * An Update whose key or old row has another number of columns than its Relation is refused
+     * where it is read: it was taken, and routing then stopped on an index out of bounds while
+     * hashing its key, far from the bytes, holding the slot.
+     */
+    @Test
+    void anUpdatesKeyOrOldRowOfAnotherWidthThanItsRelationIsRefused(@TempDir Path spill) {
+        for (char kind : new char[] {'K', 'O'}) {
+            TransactionAssembler assembler = new TransactionAssembler(output(), "walhook", spill, "slot", 1L << 20);
+            accept(assembler, new TestEvents.Bytes().u8('B').i64(0x2000).i64(0).u32(0x2000));
+            accept(assembler, relation(null, "id", "v"));
+            TestEvents.Bytes update = new TestEvents.Bytes().u8('U').u32(TABLE).u8(kind).tuple("1", null, null).u8('N')
+                    .tuple("1", "x");
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> accept(assembler, update))
+                    .isInstanceOf(io.walhook.pgoutput.PgOutputException.class).hasMessageContaining("3 columns");
+        }
+        assertThat(events).isEmpty();
+    }
+
     private static TestEvents.Bytes relation(Long xid, String... columns) {
         TestEvents.Bytes r = new TestEvents.Bytes().u8('R');
         if (xid != null) {

@@ -315,6 +315,25 @@ class PgOutputDecoderTest {
         assertThat(decoder.inStream()).isTrue();
     }
 
+    /**
+     * A streamed transaction's end, or another transaction's start, inside a stream block: the
+     * changes after it in the block joined a transaction already ended, and were never delivered.
+     */
+    @Test
+    void rejectsACommitAbortOrBeginInsideStreamBlock() {
+        for (PgOutputBytes.Sample<?> inside : List.of(PgOutputBytes.streamCommit(1, LSN_A, LSN_B, TIME_A),
+                PgOutputBytes.streamAbort(1, 1), PgOutputBytes.begin(LSN_A, TIME_A, 2))) {
+            PgOutputDecoder fresh = new PgOutputDecoder();
+            fresh.decode(PgOutputBytes.streamStart(1, true).bytes());
+            byte[] bytes = inside.bytes();
+            assertThatThrownBy(() -> fresh.decode(bytes)).isInstanceOf(PgOutputException.class)
+                    .hasMessageContaining("inside a stream block");
+            assertThat(fresh.inStream()).isTrue();
+            fresh.decode(PgOutputBytes.streamStop().bytes());
+            assertThat(fresh.decode(bytes)).as("after its Stream Stop").isNotNull();
+        }
+    }
+
     @Test
     void rejectsStreamStopOutsideStreamBlock() {
         PgOutputException e = decodeFailure(PgOutputBytes.streamStop().bytes());
