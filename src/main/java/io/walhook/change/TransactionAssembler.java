@@ -39,7 +39,18 @@ public final class TransactionAssembler {
 
         /** The transaction ended at {@code endLsn} with {@code events} events. */
         void commit(TxInfo tx, Lsn endLsn, int events);
+
+        /**
+         * Still at work on one message, every {@link #REPLAYED_BETWEEN_CALLS} changes of a streamed
+         * transaction read back at its commit (tens of millions take minutes, during which the
+         * server hears nothing unless told): the reader answers the server's keepalives meanwhile.
+         */
+        default void working() {
+        }
     }
+
+    /** Changes read back between two {@link Output#working} calls. */
+    static final int REPLAYED_BETWEEN_CALLS = 4096;
 
     private final Output output;
     private final java.util.function.BiPredicate<String, String> stateTable;
@@ -293,7 +304,11 @@ public final class TransactionAssembler {
                 PgOutputDecoder replay = new PgOutputDecoder();
                 replay.decode(ByteBuffer.wrap(streamStart(commit.xid())));
                 boolean handedOn = skipping; // already handed on: its relations still matter for what follows
+                int[] replayed = {0};
                 committed.replay(record -> {
+                    if (++replayed[0] % REPLAYED_BETWEEN_CALLS == 0) {
+                        output.working();
+                    }
                     PgOutputMessage m = replay.decode(ByteBuffer.wrap(record.bytes()));
                     if (!handedOn || m.messageType() == io.walhook.pgoutput.MessageType.RELATION
                             || m.messageType() == io.walhook.pgoutput.MessageType.TYPE) {

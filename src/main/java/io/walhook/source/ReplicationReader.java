@@ -647,6 +647,16 @@ public final class ReplicationReader {
         }
 
         /** While delivery is full, tell the server we are alive (and what is delivered) well before it gives up. */
+        /**
+         * A streamed transaction read back at its commit, without a Stream Stop for a long while:
+         * the server, which hears nothing from a reader busy in one message, ended the connection
+         * after its wal_sender_timeout, and the transaction was streamed again, and again.
+         */
+        @Override
+        public void working() {
+            keepAnswering();
+        }
+
         private void keepAnswering() {
             long now = System.nanoTime();
             if (now - lastStatusNanos < TimeUnit.SECONDS.toNanos(1)) {

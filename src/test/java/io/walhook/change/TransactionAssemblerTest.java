@@ -107,6 +107,47 @@ class TransactionAssemblerTest {
         assertThat(events).isEmpty();
     }
 
+    /**
+     * A streamed transaction of many changes read back at its commit tells its output it is at
+     * work, so the reader answers the server meanwhile (it heard nothing for as long as that took,
+     * and ended the connection past its wal_sender_timeout, to stream it all again).
+     */
+    @Test
+    void aLargeStreamedTransactionReadBackAtItsCommitSaysItIsAtWork(@TempDir Path spill) {
+        int[] working = {0};
+        TransactionAssembler.Output counting = new TransactionAssembler.Output() {
+            @Override
+            public void begin(TxInfo tx) {
+            }
+
+            @Override
+            public void event(ChangeEvent event) {
+                events.add(event);
+            }
+
+            @Override
+            public void commit(TxInfo tx, Lsn endLsn, int count) {
+            }
+
+            @Override
+            public void working() {
+                working[0]++;
+            }
+        };
+        TransactionAssembler assembler = new TransactionAssembler(counting, "walhook", spill, "slot", 1L << 16);
+        accept(assembler, new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1));
+        accept(assembler, relation(STREAMED_XID, "id", "a"));
+        int changes = 3 * TransactionAssembler.REPLAYED_BETWEEN_CALLS;
+        for (int i = 0; i < changes; i++) {
+            accept(assembler, new TestEvents.Bytes().u8('I').u32(STREAMED_XID).u32(TABLE).u8('N').tuple(Integer.toString(i), "x"));
+        }
+        accept(assembler, new TestEvents.Bytes().u8('E'));
+        assertThat(working[0]).as("nothing read back yet").isZero();
+        accept(assembler, new TestEvents.Bytes().u8('c').u32(STREAMED_XID).u8(0).i64(0x3000).i64(0x3030).i64(0));
+        assertThat(events).hasSize(changes);
+        assertThat(working[0]).isEqualTo(3);
+    }
+
     private static TestEvents.Bytes relation(Long xid, String... columns) {
         TestEvents.Bytes r = new TestEvents.Bytes().u8('R');
         if (xid != null) {
