@@ -164,7 +164,16 @@ public final class ChangeEvent {
      * update after the old key's earlier changes and before the new key's later ones.
      */
     public int newRowKeyHash() {
-        return changesKey() ? keyHash(newRow) : rowKeyHash();
+        return changesKey() ? keyHash(newRow, key) : rowKeyHash();
+    }
+
+    /**
+     * What fills an unchanged TOASTed value of the new row: the old row under REPLICA IDENTITY
+     * FULL, else the 'K' tuple, which holds a key column stored out of line and kept (the server
+     * sends the key then, though it did not change), else nothing.
+     */
+    public TupleData newRowFill() {
+        return oldRow != null ? oldRow : key;
     }
 
     /** Whether this is an update that changed the row's key (its 'K' tuple is the old key). */
@@ -173,6 +182,11 @@ public final class ChangeEvent {
     }
 
     private int keyHash(TupleData source) {
+        return keyHash(source, null);
+    }
+
+    /** The hash of {@code source}'s key, its unchanged TOASTed key columns taken from {@code unchangedFrom}. */
+    private int keyHash(TupleData source, TupleData unchangedFrom) {
         if (relation == null) {
             return 0;
         }
@@ -185,8 +199,9 @@ public final class ChangeEvent {
         int rank = 0;
         for (int i = 0; i < source.size(); i++) {
             if (relation.isKey(i)) {
-                if (source.hasValue(i)) {
-                    h = source.hashInto(i, h);
+                TupleData from = unchangedFrom != null && source.isUnchangedToast(i) ? unchangedFrom : source;
+                if (from.hasValue(i)) {
+                    h = from.hashInto(i, h);
                 }
                 h = 31 * h + rank++;
             }

@@ -97,7 +97,8 @@ public final class EventJsonWriter {
                 json.name(ROW_IMAGES[image]);
                 boolean key = image == 0;
                 TupleData tuple = key ? keySource : image == 1 ? newRow : oldImage;
-                int[] left = writeColumns(relation, tuple, image == 1 ? oldRow : null, key, key ? null : keep, json);
+                int[] left = writeColumns(relation, tuple, image == 1 ? event.newRowFill() : null, key, key ? null : keep,
+                        json);
                 if (image == 1) {
                     unchanged = left;
                 }
@@ -173,7 +174,8 @@ public final class EventJsonWriter {
 
     /**
      * Writes a tuple as an object, or null when there is none. An unchanged TOASTed column ('u')
-     * is filled from {@code fill} (the old row under FULL) when it holds the value, else left out
+     * is filled from {@code fill} (the old row under FULL, or the 'K' tuple for a key column) when
+     * it holds the value, else left out
      * and returned: element 0 counts them, the rest are their column indexes.
      */
     private static int[] writeColumns(RelationInfo relation, TupleData tuple, TupleData fill, boolean keysOnly,

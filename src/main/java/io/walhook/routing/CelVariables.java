@@ -242,7 +242,7 @@ public final class CelVariables {
                 TupleData oldTuple = event.oldRow();
                 TupleData keySource = event.keySource();
                 k = rowOf(relation, keySource, null, true);
-                n = rowOf(relation, newTuple, oldTuple, false);
+                n = rowOf(relation, newTuple, event.newRowFill(), false);
                 if (oldTuple != null && relation.replicaIdentity() == ReplicaIdentity.FULL) {
                     o = rowOf(relation, oldTuple, null, false);
                 }

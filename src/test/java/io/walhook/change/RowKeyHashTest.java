@@ -51,6 +51,21 @@ class RowKeyHashTest {
         assertThat(ORDERS.delete("42", null, "eu-ü").rowKeyHash()).isEqualTo(insert.rowKeyHash());
     }
 
+    /**
+     * An update that kept a key column stored out of line: the server sends the key ('K') and marks
+     * the column unchanged in the new row. The row's key after it is the same: one lane, in order.
+     * It hashed without that column's value, as every such update of the table did.
+     */
+    @Test
+    void anUpdateKeepingAKeyStoredOutOfLineStaysInItsRowsLane() {
+        ChangeEvent insert = ORDERS.insert("42", "new", "eu-ü");
+        ChangeEvent kept = ORDERS.updateWithKey(TestEvents.row("42", null, "eu-ü"), "42", "paid", TestEvents.UNCHANGED);
+        assertThat(kept.rowKeyHash()).isEqualTo(insert.rowKeyHash());
+        assertThat(kept.newRowKeyHash()).isEqualTo(insert.rowKeyHash());
+        ChangeEvent moved = ORDERS.updateWithKey(TestEvents.row("42", null, "eu-ü"), "42", "paid", "us");
+        assertThat(moved.newRowKeyHash()).as("a key that did change").isEqualTo(ORDERS.insert("42", "new", "us").rowKeyHash());
+    }
+
     @Test
     void addingOrDroppingAnotherColumnKeepsARowInItsLane() {
         TestEvents.Table before = TestEvents.table("public", "orders").column("note", TestEvents.TEXT)

@@ -110,6 +110,12 @@ public final class TestEvents {
             return single(List.of(relation(), u.u8('N').tuple(newValues).bytes()));
         }
 
+        /** An update with a 'K' tuple (the old key: key columns set, the rest NULL). */
+        public ChangeEvent updateWithKey(String[] keyValues, String... newValues) {
+            return single(List.of(relation(), new Bytes().u8('U').u32(RELATION_ID).u8('K').tuple(keyValues).u8('N')
+                    .tuple(newValues).bytes()));
+        }
+
         /** A delete: the 'O' tuple under FULL, else a 'K' tuple (key columns set, the rest NULL). */
         public ChangeEvent delete(String... values) {
             char kind = identity == ReplicaIdentity.FULL ? 'O' : 'K';

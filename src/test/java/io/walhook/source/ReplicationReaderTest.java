@@ -435,6 +435,31 @@ class ReplicationReaderTest {
         }
     }
 
+    /**
+     * A key stored out of line and left as it was: the server sends it in the 'K' tuple and marks
+     * it unchanged in the new row. The event's new row holds it, as a filter sees it, and it is not
+     * called unchanged (the contract's unchanged are values the server did not send); the update
+     * is ordered as one of the same row. The new row lacked it.
+     */
+    @Test
+    void aKeyStoredOutOfLineAndKeptIsInTheNewRow() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_toast_key")) {
+            String big = "(SELECT string_agg(md5(g::text), '' ORDER BY g) FROM generate_series(1, 80) g)";
+            source.sql("CREATE TABLE toast_key (k text PRIMARY KEY, v int)",
+                    "ALTER TABLE toast_key ALTER COLUMN k SET STORAGE EXTERNAL",
+                    "INSERT INTO toast_key VALUES (" + big + ", 1)");
+            source.prepare("*");
+            source.startReader();
+            source.sql("UPDATE toast_key SET v = 2");
+            await().atMost(WAIT).until(() -> source.received.size() == 1);
+            JsonNode update = source.received.get(0);
+            assertThat(update.at("/key/k").asText()).hasSize(80 * 32);
+            assertThat(update.at("/new/k").asText()).isEqualTo(update.at("/key/k").asText());
+            assertThat(update.at("/new/v").asInt()).isEqualTo(2);
+            assertThat(update.has("unchanged")).as(update.toString()).isFalse();
+        }
+    }
+
     @Test
     void unchangedToastIsMarkedUnderDefaultAndFilledUnderFull() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_toast")) {
