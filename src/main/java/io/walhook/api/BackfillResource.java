@@ -198,6 +198,11 @@ public class BackfillResource {
         for (Iterator<String> names = json.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!FIELDS.contains(name)) {
+                if (!io.walhook.routing.SubscriptionJson.shownName(name)) {
+                    // not repeated: it may be a whole header pasted, credential and all
+                    throw new ApiProblem(400, "Bad Request", "the body holds a field named with what is no field name"
+                            + " (not repeated); a backfill takes tables, filter, chunk_size and max_rows_per_second", "");
+                }
                 throw new ApiProblem(400, "Bad Request", "/" + name + " is not a backfill field; a backfill takes "
                         + "tables, filter, chunk_size and max_rows_per_second", "/" + name);
             }

@@ -111,15 +111,14 @@ public final class BackfillStore {
                     lock.execute();
                 }
                 List<String> left = new java.util.ArrayList<>(tables);
+                List<String> leftOut = new java.util.ArrayList<>();
                 try (PreparedStatement busy = t.prepareStatement("SELECT id, pg_catalog.unnest(tables) FROM " + table
-                        + " WHERE subscription_id = ? AND state IN ('running', 'paused')")) {
+                        + " WHERE subscription_id = ? AND state IN ('running', 'paused') AND origin <> 'initial'")) {
                     busy.setString(1, subscriptionId);
                     try (ResultSet rs = busy.executeQuery()) {
                         while (rs.next()) {
                             if (left.remove(rs.getString(2))) {
-                                org.jboss.logging.Logger.getLogger(BackfillStore.class).infof("the initial backfill of"
-                                        + " subscription %s leaves table %s out: backfill %s reads it", subscriptionId,
-                                        rs.getString(2), rs.getString(1));
+                                leftOut.add("table " + rs.getString(2) + " out: backfill " + rs.getString(1) + " reads it");
                             }
                         }
                     }
@@ -130,7 +129,12 @@ public final class BackfillStore {
                         + " DO NOTHING")) {
                     bind(t, s, UUID.randomUUID(), subscriptionId, Backfill.INITIAL, left, null, Backfill.DEFAULT_CHUNK_SIZE,
                             null);
-                    return s.executeUpdate() == 1;
+                    boolean written = s.executeUpdate() == 1;
+                    if (written) {
+                        leftOut.forEach(why -> org.jboss.logging.Logger.getLogger(BackfillStore.class).infof(
+                                "the initial backfill of subscription %s leaves %s", subscriptionId, why));
+                    }
+                    return written;
                 }
             });
         }

@@ -646,7 +646,6 @@ public final class ReplicationReader {
             }
         }
 
-        /** While delivery is full, tell the server we are alive (and what is delivered) well before it gives up. */
         /**
          * A streamed transaction read back at its commit, without a Stream Stop for a long while:
          * the server, which hears nothing from a reader busy in one message, ended the connection
@@ -657,6 +656,7 @@ public final class ReplicationReader {
             keepAnswering();
         }
 
+        /** While delivery is full, tell the server we are alive (and what is delivered) well before it gives up. */
         private void keepAnswering() {
             long now = System.nanoTime();
             if (now - lastStatusNanos < TimeUnit.SECONDS.toNanos(1)) {
