@@ -371,6 +371,17 @@ class BackfillApiTest {
         }
     }
 
+    /** A field named with what is no field name (a whole header pasted) is refused without being repeated. */
+    @Test
+    void aBackfillFieldNamedWithWhatIsNoFieldNameIsNotRepeated() throws Exception {
+        sql("CREATE TABLE bfp_items (id int PRIMARY KEY)");
+        String id = subscription("pasted-field", "public.bfp_items");
+        String answer = start(id, "{\"Authorization: Bearer s3cr3t-pasted\": 1}").statusCode(400)
+                .contentType(ApiProblem.MEDIA_TYPE).extract().asString();
+        assertThat(answer).doesNotContain("s3cr3t");
+        start(id, "{\"chunk\": 1}").statusCode(400).body("field", equalTo("/chunk"));
+    }
+
     @Test
     void anUnknownSubscriptionOrBackfillIsNotFound() throws Exception {
         String unknown = UUID.randomUUID().toString();

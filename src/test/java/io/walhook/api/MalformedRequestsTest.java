@@ -255,6 +255,7 @@ class MalformedRequestsTest {
         "\"Authorization: Bearer s3cr3t-pasted\": \"x\",",
         "\"X-Api-Key s3cr3t-pasted\": null,",
         "\"Authorization: Bearer s3cr3t-pasted\": 1, \"Authorization: Bearer s3cr3t-pasted\": 2,",
+        "\"x'Bearer s3cr3t-pasted\": 1, \"x'Bearer s3cr3t-pasted\": 2,",
     })
     void aFieldNameThatIsNoFieldNameIsRefusedWithoutRepeatingIt(String pasted) {
         for (String body : java.util.List.of(BODY.formatted("pasted").replace("\"type\": \"webhook\",", "\"type\": \"webhook\", " + pasted),
