@@ -115,26 +115,8 @@ class TransactionAssemblerTest {
     @Test
     void aLargeStreamedTransactionReadBackAtItsCommitSaysItIsAtWork(@TempDir Path spill) {
         int[] working = {0};
-        TransactionAssembler.Output counting = new TransactionAssembler.Output() {
-            @Override
-            public void begin(TxInfo tx) {
-            }
-
-            @Override
-            public void event(ChangeEvent event) {
-                events.add(event);
-            }
-
-            @Override
-            public void commit(TxInfo tx, Lsn endLsn, int count) {
-            }
-
-            @Override
-            public void working() {
-                working[0]++;
-            }
-        };
-        TransactionAssembler assembler = new TransactionAssembler(counting, "walhook", spill, "slot", 1L << 16);
+        TransactionAssembler assembler = new TransactionAssembler(output(() -> working[0]++), "walhook", spill, "slot",
+                1L << 16);
         accept(assembler, new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1));
         accept(assembler, relation(STREAMED_XID, "id", "a"));
         int changes = 3 * TransactionAssembler.REPLAYED_BETWEEN_CALLS;
@@ -173,7 +155,17 @@ class TransactionAssemblerTest {
     }
 
     private TransactionAssembler.Output output() {
+        return output(() -> { });
+    }
+
+    /** The events into {@link #events}; {@code working} told each time the assembler says it is at work. */
+    private TransactionAssembler.Output output(Runnable working) {
         return new TransactionAssembler.Output() {
+            @Override
+            public void working() {
+                working.run();
+            }
+
             @Override
             public void begin(TxInfo tx) {
             }
