@@ -167,18 +167,21 @@ public class BackfillResource {
 
     /** As {@link #subscription}, or the stored subscription held out of force: its backfills are read and controlled. */
     private Subscription subscriptionOrHeld(String given) throws SQLException {
-        if (source.registry() == null) {
-            throw new ApiProblem(503, "Service Unavailable", "walhook is still starting; try again in a moment", null);
-        }
+        started();
         return subscriptions.inForceOrHeld(given);
     }
 
     /** The subscription in force with this id (a UUID in any case, or config:name as the list shows it); 404 when none. */
     private Subscription subscription(String given) throws SQLException {
+        started();
+        return subscriptions.inForce(given);
+    }
+
+    /** 503 while walhook starts: no subscription is known yet. */
+    private void started() {
         if (source.registry() == null) {
             throw new ApiProblem(503, "Service Unavailable", "walhook is still starting; try again in a moment", null);
         }
-        return subscriptions.inForce(given);
     }
 
     /** The id as walhook gives it, in either case; not the other forms UUID.fromString takes (padded, zeros left out). */

@@ -56,10 +56,7 @@ public final class BackfillStore {
             int chunkSize, Integer maxRowsPerSecond) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             return io.walhook.config.DurableWrite.run(c, t -> { // the 202 says it is started
-                try (PreparedStatement lock = t.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
-                    lock.setString(1, table + ":" + subscriptionId);
-                    lock.execute();
-                }
+                lockBackfillsOf(t, subscriptionId);
                 try (PreparedStatement busy = t.prepareStatement("SELECT " + COLUMNS + " FROM " + table
                         + " WHERE subscription_id = ? AND state IN ('running', 'paused') AND tables && ?"
                         + " ORDER BY created_at LIMIT 1")) {
@@ -86,6 +83,14 @@ public final class BackfillStore {
         }
     }
 
+    /** Holds the subscription's backfills' lock until the transaction ends: one start checked and written at a time. */
+    private void lockBackfillsOf(Connection t, String subscriptionId) throws SQLException {
+        try (PreparedStatement lock = t.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
+            lock.setString(1, table + ":" + subscriptionId);
+            lock.execute();
+        }
+    }
+
     /** Whether the subscription's initial backfill was stored (it is, once ever). */
     public boolean hasInitial(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("SELECT 1 FROM " + table
@@ -106,10 +111,7 @@ public final class BackfillStore {
             return io.walhook.config.DurableWrite.run(c, t -> {
                 // under the API's lock: a table an unfinished backfill of the subscription reads is left out, as
                 // the API refuses a second one of it (each of its rows was sent twice, under two ids)
-                try (PreparedStatement lock = t.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
-                    lock.setString(1, table + ":" + subscriptionId);
-                    lock.execute();
-                }
+                lockBackfillsOf(t, subscriptionId);
                 List<String> left = new java.util.ArrayList<>(tables);
                 List<String> leftOut = new java.util.ArrayList<>();
                 try (PreparedStatement busy = t.prepareStatement("SELECT id, pg_catalog.unnest(tables) FROM " + table

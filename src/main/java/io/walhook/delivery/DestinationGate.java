@@ -149,11 +149,7 @@ public final class DestinationGate {
                 inUse--;
                 return;
             }
-            next = first(waitingFirst);
-            if (next == null && inUse - 1 < limit - reserve) {
-                next = first(waitingMore); // not into the places kept for lanes holding none
-                failing.remove(next);
-            }
+            next = nextWaiting(inUse - 1);
             if (next == null) {
                 inUse--;
                 return;
@@ -179,11 +175,7 @@ public final class DestinationGate {
             limit = fitted;
             reserve = fitted / 8;
             while (inUse < limit) {
-                Consumer<DestinationGate> next = first(waitingFirst);
-                if (next == null && inUse < limit - reserve) {
-                    next = first(waitingMore);
-                    failing.remove(next);
-                }
+                Consumer<DestinationGate> next = nextWaiting(inUse);
                 if (next == null) {
                     break;
                 }
@@ -242,6 +234,20 @@ public final class DestinationGate {
         if (count[0] <= 0) {
             held.remove(lane);
         }
+    }
+
+    /**
+     * The lane a free place goes to, taken off its wait, with {@code others} places in use besides
+     * it: a lane waiting for its first, else one waiting for more, though not into the places kept
+     * for lanes holding none; null when none may have it.
+     */
+    private Consumer<DestinationGate> nextWaiting(int others) {
+        Consumer<DestinationGate> next = first(waitingFirst);
+        if (next == null && others < limit - reserve) {
+            next = first(waitingMore);
+            failing.remove(next);
+        }
+        return next;
     }
 
     private static Consumer<DestinationGate> first(LinkedHashSet<Consumer<DestinationGate>> waiting) {

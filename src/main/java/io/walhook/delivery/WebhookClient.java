@@ -400,7 +400,7 @@ public final class WebhookClient implements AutoCloseable {
         }
     }
 
-    /** How long an HTTP/2 connection a request timed out on has to answer a ping before it is closed. */
+    /** How long an HTTP/2 connection a request timed out on has to answer a ping before it is taken out of use. */
     static final Duration PING_TIMEOUT = Duration.ofSeconds(5);
 
     /** HTTP/2 connections being asked whether they are there ({@link #checkAlive}). */
