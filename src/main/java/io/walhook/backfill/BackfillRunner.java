@@ -158,8 +158,11 @@ public final class BackfillRunner implements Runnable {
         final Map<String, Long> describedAt = new HashMap<>();
         /** Each table's columns when it was last described ({@link #COLUMNS}): a chunk that finds others reads again. */
         final Map<String, String> describedColumns = new HashMap<>();
-        /** Chunk reads in a row that named a column the table no longer has (described again each time). */
-        int undefinedColumns;
+        /**
+         * Chunk reads in a row refused because the table was altered since its description (a column dropped, a key
+         * column retyped): described again each time.
+         */
+        int staleReads;
         /** Chunk reads in a row that could not get the table's lock within {@link #LOCK_WAIT}. */
         int lockWaits;
         /** Steps in a row that failed for a reason of this backfill's own ({@link #REFUSALS}). */
@@ -720,8 +723,16 @@ public final class BackfillRunner implements Runnable {
             return null;
         }
         if (first != null && !first.sameShape(table)) {
+            if (!first.keyShape().equals(table.keyShape())) {
+                // the same words as a resumed run's, which it may as well have been (a pause, an ALTER and a resume
+                // between two rounds keep the run)
+                fail(backfill, "table " + name + " was altered during the backfill: its key changed since the backfill's"
+                        + " saved position (" + first.keyShape() + "; now " + table.keyShape() + "); start a new"
+                        + " backfill to read it as it is now");
+                return null;
+            }
             if (!first.sameKey(table)) {
-                fail(backfill, "table " + name + " was altered during the backfill (its key, replica identity or row filter"
+                fail(backfill, "table " + name + " was altered during the backfill (its replica identity or row filter"
                         + " changed); start a new backfill to read it as it is now");
                 return null;
             }
@@ -896,9 +907,14 @@ public final class BackfillRunner implements Runnable {
                         Math.min(10_000, 1000L << Math.min(run.lockWaits - 1, 4)));
                 return null;
             }
-            if ("42703".equals(e.getSQLState()) && run.undefinedColumns++ < 3) {
+            if (readingTable && run.staleReads < 3 && ("42703".equals(e.getSQLState())
+                    || e.getSQLState() != null && (e.getSQLState().startsWith("22") || e.getSQLState().startsWith("42"))
+                    && alteredSinceDescribed(c, run, name))) {
+                // read by its description's columns, types and collations, altered since (a column dropped, a key
+                // column retyped): described again, and read again; a key changed fails the backfill then
+                run.staleReads++;
                 run.described.remove(name);
-                return null; // a column dropped since the table was described: described again, and read again
+                return null;
             }
             if ("42P01".equals(e.getSQLState()) || "42703".equals(e.getSQLState())) {
                 fail(backfill, "table " + name + " was dropped or altered during the backfill: " + e.getMessage());
@@ -927,11 +943,29 @@ public final class BackfillRunner implements Runnable {
                 // the connection is broken: the next call opens another
             }
         }
-        run.undefinedColumns = 0;
+        run.staleReads = 0;
         run.lockWaits = 0;
         run.refusals = 0;
         adapt(run, Duration.ofNanos(System.nanoTime() - started), chunk.rows.size());
         return chunk;
+    }
+
+    /**
+     * Whether the table's columns are no longer those of its description: a chunk the server refused was then read
+     * by columns, types or collations it no longer has. False when the table is gone, or that cannot be told.
+     */
+    private boolean alteredSinceDescribed(Connection c, Run run, String name) {
+        rollbackQuietly(c);
+        try (PreparedStatement s = c.prepareStatement("SELECT " + COLUMNS)) {
+            s.setString(1, SnapshotTable.quoted(name));
+            try (ResultSet rs = s.executeQuery()) {
+                // gone (null): the refusal says so itself
+                String now = rs.next() ? rs.getString(1) : null;
+                return now != null && !now.equals(run.describedColumns.get(name));
+            }
+        } catch (SQLException e) {
+            return false;
+        }
     }
 
     /** What a row and each of its values cost beside their characters, roughly (objects, arrays, the driver's bytes). */

@@ -113,6 +113,37 @@ class SubscriptionApiDeliveryTest {
     }
 
     /**
+     * A key column retyped while a backfill reads its table: the chunk after the ALTER was read by the
+     * table's description of up to a second before, whose key comparison the server refused
+     * ("collations are not supported by type integer"), and that refusal failed the backfill instead
+     * of the key change. Its chunks follow each other within milliseconds, so the next one is almost
+     * always read by the old description.
+     */
+    @Test
+    void aKeyColumnRetypedWhileABackfillReadsItFailsTheBackfillForItsKeyNotTheServersRefusal() throws Exception {
+        sql("CREATE TABLE retyped (id text PRIMARY KEY)");
+        sql("INSERT INTO retyped SELECT generate_series(1, 40000)::text");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String id = create("{\"name\": \"retyped\", \"tables\": [\"public.retyped\"], \"destination\": {\"type\":"
+                    + " \"webhook\", \"url\": \"" + receiver.url("/r") + "\"}, \"batch\": {\"max_events\": 100}}");
+            String path = given().header("Authorization", "Bearer t").contentType("application/json")
+                    .body("{\"chunk_size\": 10, \"max_rows_per_second\": 4000}").post("/subscriptions/" + id + "/backfills")
+                    .then().statusCode(202).extract().path("id");
+            String backfill = "/subscriptions/" + id + "/backfills/" + path;
+            await().atMost(Duration.ofSeconds(30)).until(() -> given().header("Authorization", "Bearer t").get(backfill)
+                    .then().extract().<Integer>path("rows_sent") >= 200);
+            sql("ALTER TABLE retyped ALTER COLUMN id TYPE int USING id::int");
+            await().atMost(Duration.ofSeconds(30)).until(() -> !"running".equals(given().header("Authorization", "Bearer t")
+                    .get(backfill).then().extract().path("state")));
+            io.restassured.response.ExtractableResponse<?> failed = given().header("Authorization", "Bearer t")
+                    .get(backfill).then().extract();
+            assertThat(failed.<String>path("state")).isEqualTo("failed");
+            assertThat(failed.<String>path("error")).contains("public.retyped")
+                    .contains("key changed since the backfill's saved position").contains("now id integer");
+        }
+    }
+
+    /**
      * A deleted subscription's queue is dropped by the API and by its lane, which learns of the
      * deletion from the database's notification: both at once, the answer counted only the rows the
      * API dropped itself (0 of 5 once in a full run, about half of a large queue). It counts the
