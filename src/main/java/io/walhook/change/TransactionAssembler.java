@@ -240,6 +240,11 @@ public final class TransactionAssembler {
             case MESSAGE -> message((PgOutputMessage.LogicalMessage) m, lsn);
             case STREAM_START -> {
                 PgOutputMessage.StreamStart start = (PgOutputMessage.StreamStart) m;
+                if (tx != null) {
+                    // the server streams a block while it decodes, never while it sends a transaction at its commit
+                    throw protocol("Stream Start of xid " + Long.toUnsignedString(start.xid()) + " inside transaction "
+                            + Long.toUnsignedString(tx.xid()));
+                }
                 StreamedTransaction existing = streams.get(start.xid());
                 if (start.firstSegment() || existing == null) {
                     if (!start.firstSegment()) {
@@ -258,6 +263,10 @@ public final class TransactionAssembler {
             case STREAM_COMMIT -> streamCommit((PgOutputMessage.StreamCommit) m);
             case STREAM_ABORT -> {
                 PgOutputMessage.StreamAbort abort = (PgOutputMessage.StreamAbort) m;
+                if (tx != null) {
+                    throw protocol("Stream Abort of xid " + Long.toUnsignedString(abort.xid()) + " inside transaction "
+                            + Long.toUnsignedString(tx.xid()));
+                }
                 StreamedTransaction aborted = streams.get(abort.xid());
                 if (aborted != null) {
                     if (abort.subXid() == abort.xid()) {
@@ -277,10 +286,15 @@ public final class TransactionAssembler {
     private void startTransaction(TxInfo info) {
         tx = info;
         seq = 0;
-        skipping = skipBefore.isValid() && info.commitLsn().compareTo(skipBefore) < 0;
+        skipping = delivered(info.commitLsn());
         if (!skipping) {
             output.begin(info);
         }
+    }
+
+    /** Whether the transaction committed there was handed on before the stream resumed ({@code skipBefore}). */
+    private boolean delivered(Lsn commitLsn) {
+        return skipBefore.isValid() && commitLsn.compareTo(skipBefore) < 0;
     }
 
     private void finishTransaction(Lsn endLsn) {
@@ -295,6 +309,12 @@ public final class TransactionAssembler {
         StreamedTransaction committed = streams.remove(commit.xid());
         if (tx != null) {
             throw protocol("Stream Commit of xid " + Long.toUnsignedString(commit.xid()) + " inside a transaction");
+        }
+        if (committed == null && !delivered(commit.commitLsn())) {
+            // its changes came in blocks that were not kept (a Stream Start missed, or the copy dropped): committing it
+            // empty would acknowledge them lost; a reconnect has the server stream it again from its first block
+            throw protocol("Stream Commit of xid " + Long.toUnsignedString(commit.xid()) + " whose changes were never"
+                    + " streamed");
         }
         startTransaction(new TxInfo(commit.xid(), commit.commitLsn(), commit.commitTime()));
         if (committed != null) {
@@ -434,6 +454,11 @@ public final class TransactionAssembler {
                 emit(ChangeEvent.message(message.prefix(), message.contentBytes(), true, message.lsn(), tx, ++seq));
             }
             return;
+        }
+        if (tx != null) {
+            // the server sends one as its record is decoded, never while it sends a transaction at its commit: taken
+            // here, it would have begun and committed inside that one's delivery
+            throw protocol("non-transactional Message inside transaction " + Long.toUnsignedString(tx.xid()));
         }
         // Non-transactional: delivered on its own, at its own position. That is the end of its WAL
         // record (the server gives a message the end position), where the next record starts: often

@@ -108,6 +108,50 @@ class TransactionAssemblerTest {
     }
 
     /**
+     * Messages the server never sends inside a transaction's Begin..Commit (it sends stream blocks
+     * and non-transactional messages as it decodes, a transaction only at its commit) are refused:
+     * a non-transactional message began and committed a transaction of its own inside the open one,
+     * and a stream's start or abort there mixed its blocks into it.
+     */
+    @Test
+    void aStreamBlockOrANonTransactionalMessageInsideATransactionIsRefused(@TempDir Path spill) {
+        List<TestEvents.Bytes> inside = List.of(
+                new TestEvents.Bytes().u8('M').u8(0).i64(0x1900).string("p").u32(1).u8('x'),
+                new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1),
+                new TestEvents.Bytes().u8('A').u32(STREAMED_XID).u32(STREAMED_XID));
+        List<String> refusals = List.of("non-transactional Message inside transaction 8192",
+                "Stream Start of xid 900 inside transaction 8192", "Stream Abort of xid 900 inside transaction 8192");
+        for (int i = 0; i < inside.size(); i++) {
+            TransactionAssembler assembler = new TransactionAssembler(output(), "walhook", spill, "slot", 1L << 20);
+            accept(assembler, new TestEvents.Bytes().u8('B').i64(0x2000).i64(0).u32(0x2000));
+            TestEvents.Bytes message = inside.get(i);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> accept(assembler, message))
+                    .isInstanceOf(io.walhook.pgoutput.PgOutputException.class).hasMessageContaining(refusals.get(i));
+        }
+        assertThat(events).isEmpty();
+    }
+
+    /**
+     * A Stream Commit of a transaction none of whose blocks was kept is refused: it was committed
+     * empty, and acknowledged, its changes lost. One the stream resumed past was delivered before,
+     * and is skipped as any such.
+     */
+    @Test
+    void aStreamCommitOfATransactionNeverStreamedIsRefusedUnlessDeliveredBefore(@TempDir Path spill) {
+        TestEvents.Bytes commit = new TestEvents.Bytes().u8('c').u32(STREAMED_XID).u8(0).i64(0x3000).i64(0x3030).i64(0);
+        TransactionAssembler assembler = new TransactionAssembler(output(), "walhook", spill, "slot", 1L << 20);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> accept(assembler, commit))
+                .isInstanceOf(io.walhook.pgoutput.PgOutputException.class)
+                .hasMessageContaining("Stream Commit of xid 900 whose changes were never streamed");
+        TransactionAssembler resumed = new TransactionAssembler(output(), "walhook", spill, "slot", 1L << 20);
+        resumed.skipCommittedBefore(Lsn.of(0x3030));
+        accept(resumed, commit);
+        transaction(resumed, 0x4000, relation(null, "id", "a"),
+                new TestEvents.Bytes().u8('I').u32(TABLE).u8('N').tuple("1", "one"));
+        assertThat(events).extracting(e -> e.tx().commitLsn()).containsExactly(Lsn.of(0x4000));
+    }
+
+    /**
      * A streamed transaction of many changes read back at its commit tells its output it is at
      * work, so the reader answers the server meanwhile (it heard nothing for as long as that took,
      * and ended the connection past its wal_sender_timeout, to stream it all again).
