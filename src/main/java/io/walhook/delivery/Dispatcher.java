@@ -541,6 +541,11 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
+    /** Every lane's {@link #recount}: which subscriptions' dead letters were dropped is not known. */
+    public void recountAll() {
+        lanes.values().forEach(Lane::recount);
+    }
+
     /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */
     public void retryNow(Subscription subscription) {
         Lane lane = lane(subscription);

@@ -129,6 +129,11 @@ final class SubscriptionPoller {
                 Dispatcher delivering = dispatcher.get();
                 if (delivering != null) {
                     // dead letters dropped through the API of any instance: the lane holds none of them back
+                    if (changes.opened()) {
+                        // the session was away, or is new: drops told meanwhile were heard by no one (a replay asked
+                        // then waits for the lane's next try, as it does when this instance is not listening)
+                        delivering.recountAll();
+                    }
                     changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::recount);
                     Set<String> replays = changes.payloads(ParkedEventStore.REPLAYS_CHANNEL);
                     if (!replays.isEmpty()) {

@@ -37,6 +37,7 @@ public final class SubscriptionChanges implements AutoCloseable {
     private long heardNanos;
     private String lastProblem;
     private final java.util.Map<String, Set<String>> payloads = new java.util.HashMap<>();
+    private boolean opened;
 
     /** @param channels what to listen on: plain identifiers */
     public SubscriptionChanges(String jdbcUrl, String user, String password, List<String> channels) {
@@ -52,7 +53,8 @@ public final class SubscriptionChanges implements AutoCloseable {
 
     /**
      * Waits until something was written, or {@code timeout} passed; returns the channels notified
-     * meanwhile (empty when none was).
+     * meanwhile (empty when none was). The wait that opens the session returns at once, with every
+     * channel ({@link #opened()}).
      */
     public Set<String> await(Duration timeout) throws InterruptedException {
         try {
@@ -65,7 +67,13 @@ public final class SubscriptionChanges implements AutoCloseable {
                 }
                 lastProblem = null;
                 heardNanos = System.nanoTime();
+                // what was written before the session listened (while it was away, or before it first opened) was
+                // told to no one: every channel is taken as notified, for every subscription
+                opened = true;
+                payloads.clear();
+                return new TreeSet<>(channels);
             }
+            opened = false;
             org.postgresql.PGNotification[] notes = connection.unwrap(PGConnection.class)
                     .getNotifications((int) Math.max(1, timeout.toMillis()));
             Set<String> notified = new TreeSet<>();
@@ -93,9 +101,19 @@ public final class SubscriptionChanges implements AutoCloseable {
             }
             close();
             payloads.clear();
+            opened = false;
             Thread.sleep(timeout.toMillis());
             return Set.of();
         }
+    }
+
+    /**
+     * Whether the last {@link #await} opened the session: it then returned every channel, without
+     * payloads, for what was written before it listened. What a payload names (a subscription whose
+     * dead letters were dropped) is then unknown: every one is to be taken as named.
+     */
+    public boolean opened() {
+        return opened;
     }
 
     /** The payloads notified on {@code channel} in the last {@link #await} (empty strings for none). */

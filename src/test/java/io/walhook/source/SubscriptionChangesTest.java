@@ -30,6 +30,7 @@ class SubscriptionChangesTest {
                              io.walhook.delivery.ParkedEventStore.DROPS_CHANNEL))) {
             source.prepare("*");
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            assertThat(changes.await(Duration.ofMillis(200))).as("opening: what came before is unheard").hasSize(3);
             assertThat(changes.await(Duration.ofMillis(200))).as("nothing written: the wait times out").isEmpty();
             assertThat(changes.listening()).isTrue();
 
@@ -69,6 +70,37 @@ class SubscriptionChangesTest {
         }
     }
 
+    /**
+     * A write committed while the session was away notified no one, and the session opened again
+     * after it heard nothing of it: an edit waited for the poller's fallback (30 s), and dead
+     * letters dropped through another instance could still be sent by the active one. The wait
+     * that opens the session reports every channel, as unknown in what they name.
+     */
+    @Test
+    void aWriteWhileTheSessionWasAwayIsReportedByTheWaitThatOpensItAgain() throws Exception {
+        String drops = io.walhook.delivery.ParkedEventStore.DROPS_CHANNEL;
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "listen_away");
+             SubscriptionChanges changes = new SubscriptionChanges(source.server.jdbcUrl(source.database),
+                     source.server.user(), source.server.password(), java.util.List.of(SubscriptionStore.CHANNEL, drops))) {
+            source.prepare("*");
+            SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            assertThat(changes.await(Duration.ofMillis(200))).containsExactlyInAnyOrder(SubscriptionStore.CHANNEL, drops);
+            assertThat(changes.opened()).isTrue();
+            assertThat(changes.await(Duration.ofMillis(200))).isEmpty();
+            assertThat(changes.opened()).isFalse();
+
+            source.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'walhook-listen'"
+                    + " AND datname = '" + source.database + "'");
+            store.insert(SourceFixture.JSON.readTree(String.format(BODY, "while-away")));
+            source.sql("SELECT pg_notify('" + drops + "', 's1')");
+            java.util.Set<String> heard = await().atMost(Duration.ofSeconds(30))
+                    .until(() -> changes.await(Duration.ofMillis(500)), notified -> !notified.isEmpty());
+            assertThat(heard).containsExactlyInAnyOrder(SubscriptionStore.CHANNEL, drops);
+            assertThat(changes.opened()).isTrue();
+            assertThat(changes.payloads(drops)).as("which subscription is not known").isEmpty();
+        }
+    }
+
     @Test
     void aListeningSessionAFailoverLeftHalfOpenIsReplaced() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "listen_half_open");
@@ -78,6 +110,7 @@ class SubscriptionChangesTest {
                      java.util.List.of(SubscriptionStore.CHANNEL), Duration.ofSeconds(2))) {
             source.prepare("*");
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
+            assertThat(changes.await(Duration.ofMillis(200))).as("opening").containsExactly(SubscriptionStore.CHANNEL);
             assertThat(changes.await(Duration.ofMillis(200))).isEmpty();
             store.insert(SourceFixture.JSON.readTree(String.format(BODY, "a")));
             assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(SubscriptionStore.CHANNEL);
