@@ -304,8 +304,9 @@ class SubscriptionApiDeliveryTest {
                 sql("UPDATE counters SET n = " + i + " WHERE id = 1");
             }
             await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10)).until(() -> receiver.requests("/c").isEmpty());
-            given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
-                    .body("subscriptions.find { it.name == 'counters' }.parked", org.hamcrest.Matchers.equalTo(6));
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                    .get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'counters' }.parked", org.hamcrest.Matchers.equalTo(6)));
 
             // the held events are dead letters meanwhile: listed with their event, pageable, deletable
             // query values that are not numbers are the client's mistake, named (not a 404)

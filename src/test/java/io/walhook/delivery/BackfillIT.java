@@ -966,7 +966,8 @@ class BackfillIT {
                             .isEqualTo(202);
                     String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
                     // at once, not at the active instance's next look at its table (every 30 s): the write notifies it
-                    await().atMost(Duration.ofSeconds(10)).until(() -> api.get(path).body().get("rows_sent").asLong() > 0);
+                    // (20 s: its first chunk is read, met by the stream, delivered and saved, across two processes)
+                    await().atMost(Duration.ofSeconds(20)).until(() -> api.get(path).body().get("rows_sent").asLong() > 0);
                     await().atMost(WAIT).until(() -> api.get(path).body().get("rows_sent").asLong() >= 1_000);
                     active.close(); // kill -9: the standby takes the slot over, and the backfill with it
                     await().atMost(WAIT).until(() -> "active".equals(api.get("/status").body().path("role").asText()));

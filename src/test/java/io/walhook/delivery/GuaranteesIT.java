@@ -62,6 +62,12 @@ class GuaranteesIT {
                 ids.add(api.create(subscription.formatted(t, t, t)));
                 pg.execute(database, "INSERT INTO items VALUES (" + t + ", " + t + ")");
             }
+            // (what a pause or a delete finds not yet sent waits, or goes, with what follows: the changes before them
+            // are awaited first)
+            for (int t = 0; t < 2; t++) {
+                int tenant = t;
+                await().atMost(WAIT).until(() -> !receiver.requests("/t" + tenant).isEmpty());
+            }
             // paused: what is committed after the answer waits; deleted: it is not sent; replaced: the new filter
             assertThat(api.post("/subscriptions/" + ids.get(0) + "/pause", "").status()).isEqualTo(200);
             pg.execute(database, "INSERT INTO items VALUES (100, 0)");

@@ -919,7 +919,7 @@ public final class TortureRun {
             JsonNode state = states.get(run.id());
             String named = state == null ? "unknown" : state.path("state").asText();
             boolean rekeyedUnder = named.equals("failed") && hotRekeyed
-                    && (state.path("error").asText().startsWith("table public.hot was altered during the backfill (its key")
+                    && (state.path("error").asText().startsWith("table public.hot was altered during the backfill")
                             || state.path("error").asText().startsWith("table public.hot's key changed since"));
             if (rekeyedUnder) {
                 count("backfill failed: hot's replica identity changed under it");
