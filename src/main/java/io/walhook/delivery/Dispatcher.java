@@ -541,9 +541,12 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
-    /** Every lane's {@link #recount}: which subscriptions' dead letters were dropped is not known. */
-    public void recountAll() {
-        lanes.values().forEach(Lane::recount);
+    /**
+     * Dead letters may have been dropped unheard, of any subscription: every durable lane reads its queue again (its
+     * count, as shown in {@code /status}, is not asked for again).
+     */
+    public void readQueuesAgain() {
+        lanes.values().forEach(Lane::readQueueAgain);
     }
 
     /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */

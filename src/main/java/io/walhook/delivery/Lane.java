@@ -1832,17 +1832,30 @@ final class Lane {
     void recount() {
         post(() -> {
             uncounted = true;
-            if (mode == Mode.DURABLE) { // direct, it holds nothing read back
-                readAgain = true;
-                // nothing starts until the give-back: what is under way now is all that may hold a dropped row (a batch
-                // under way when the lane went durable too, its rows written, and maybe dropped, before the rest)
-                for (Outgoing o : outgoing) {
-                    if (o.underWay) {
-                        o.readAgain = true;
-                    }
+            letGoOfReadBack();
+        });
+    }
+
+    /**
+     * Rows of the durable queue may have been dropped unheard (the listening session was away): what the lane read
+     * back is let go of and read again, as for {@link #recount}, without counting the queue again (thousands of lanes
+     * would each ask the database for their count as it comes back).
+     */
+    void readQueueAgain() {
+        post(this::letGoOfReadBack);
+    }
+
+    private void letGoOfReadBack() {
+        if (mode == Mode.DURABLE) { // direct, it holds nothing read back
+            readAgain = true;
+            // nothing starts until the give-back: what is under way now is all that may hold a dropped row (a batch
+            // under way when the lane went durable too, its rows written, and maybe dropped, before the rest)
+            for (Outgoing o : outgoing) {
+                if (o.underWay) {
+                    o.readAgain = true;
                 }
             }
-        });
+        }
     }
 
     /** Wakes the lane: pause or resume changed. */

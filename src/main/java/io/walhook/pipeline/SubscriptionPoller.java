@@ -112,6 +112,7 @@ final class SubscriptionPoller {
     }
 
     private void run(SubscriptionChanges changes) {
+        boolean listenedBefore = false;
         String lastProblem = null;
         String lastLockProblem = null;
         long lastLockCheck = System.nanoTime();
@@ -129,10 +130,10 @@ final class SubscriptionPoller {
                 Dispatcher delivering = dispatcher.get();
                 if (delivering != null) {
                     // dead letters dropped through the API of any instance: the lane holds none of them back
-                    if (changes.opened()) {
-                        // the session was away, or is new: drops told meanwhile were heard by no one (a replay asked
-                        // then waits for the lane's next try, as it does when this instance is not listening)
-                        delivering.recountAll();
+                    if (changes.opened() && listenedBefore) {
+                        // the session was away: drops told meanwhile were heard by no one (a replay asked then waits
+                        // for the lane's next try). Not at its first opening: the lanes have just read their queues
+                        delivering.readQueuesAgain();
                     }
                     changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::recount);
                     Set<String> replays = changes.payloads(ParkedEventStore.REPLAYS_CHANNEL);
@@ -142,6 +143,7 @@ final class SubscriptionPoller {
                                 .forEach(delivering::retryNow);
                     }
                 }
+                listenedBefore |= changes.listening();
                 if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
                     backfillsChanged.run();
                 }

@@ -60,13 +60,14 @@ class SubscriptionChangesTest {
             assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(SubscriptionStore.CHANNEL);
             assertThat(changes.payloads(drops)).isEmpty();
 
-            // the session ends (a failover, a restart): the next waits open a new one
+            // the session ends (a failover, a restart): the next waits open a new one, which hears the writes after it
             source.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'walhook-listen'"
                     + " AND datname = '" + source.database + "'");
-            await().atMost(Duration.ofMinutes(1)).until(() -> {
-                store.insert(SourceFixture.JSON.readTree(String.format(BODY, "c" + UUID.randomUUID())));
-                return !changes.await(Duration.ofMillis(500)).isEmpty();
-            });
+            await().atMost(Duration.ofMinutes(1)).until(() -> !changes.await(Duration.ofMillis(500)).isEmpty()
+                    && changes.opened());
+            store.insert(SourceFixture.JSON.readTree(String.format(BODY, "c")));
+            assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(SubscriptionStore.CHANNEL);
+            assertThat(changes.opened()).isFalse();
         }
     }
 
@@ -91,6 +92,7 @@ class SubscriptionChangesTest {
 
             source.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'walhook-listen'"
                     + " AND datname = '" + source.database + "'");
+            // told to no one
             store.insert(SourceFixture.JSON.readTree(String.format(BODY, "while-away")));
             source.sql("SELECT pg_notify('" + drops + "', 's1')");
             java.util.Set<String> heard = await().atMost(Duration.ofSeconds(30))
@@ -98,6 +100,11 @@ class SubscriptionChangesTest {
             assertThat(heard).containsExactlyInAnyOrder(SubscriptionStore.CHANNEL, drops);
             assertThat(changes.opened()).isTrue();
             assertThat(changes.payloads(drops)).as("which subscription is not known").isEmpty();
+            // and the new session hears what follows, as it is written
+            source.sql("SELECT pg_notify('" + drops + "', 's2')");
+            assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(drops);
+            assertThat(changes.opened()).isFalse();
+            assertThat(changes.payloads(drops)).containsExactly("s2");
         }
     }
 
@@ -117,11 +124,11 @@ class SubscriptionChangesTest {
 
             // its server gone without a word: a session that waits on it hears nothing, ever
             proxy.loseServerOfAll();
-            await().atMost(Duration.ofMinutes(1)).until(() -> {
-                store.insert(SourceFixture.JSON.readTree(String.format(BODY, "b" + UUID.randomUUID())));
-                return !changes.await(Duration.ofMillis(500)).isEmpty();
-            });
+            await().atMost(Duration.ofMinutes(1)).until(() -> !changes.await(Duration.ofMillis(500)).isEmpty()
+                    && changes.opened());
             assertThat(proxy.connections()).as("a new session").isEqualTo(2);
+            store.insert(SourceFixture.JSON.readTree(String.format(BODY, "b")));
+            assertThat(changes.await(Duration.ofMinutes(1))).containsExactly(SubscriptionStore.CHANNEL);
         }
     }
 }
