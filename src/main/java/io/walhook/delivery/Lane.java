@@ -99,6 +99,7 @@ final class Lane {
         /** Formed as a batch (a JSON array, its id naming its first event and count), as it is sent at every attempt. */
         final boolean batched;
         int attempts;
+        /** When it first failed (null: it has not, here): one that failed before a success of another is its own. */
         Instant firstFailure;
         Instant due;
         boolean underWay;
@@ -218,8 +219,6 @@ final class Lane {
     private Instant nextProbe = Instant.MIN;
     /** Whether the next probe ({@link #nextProbe}) is a new event's, if one may go: the last was a retry. */
     private boolean newEventsTurn;
-    /** Requests waiting to be retried, at most, for a new event to be tried too ({@link #mayTryNew}). */
-    static final int TRIED_AT_MOST = 2 * RetrySchedule.STREAK;
     /**
      * Requests waiting to be retried below which a durable lane may try a new event without weighing
      * their memory ({@link #mayTryNew}): a few requests are small next to any lane's share.
@@ -1300,14 +1299,15 @@ final class Lane {
 
     /**
      * While every attempt fails, whether a new event may probe the destination now: the probe's
-     * time came ({@link #nextProbe}), fewer than {@link #TRIED_AT_MOST} requests wait to be retried
-     * (what a down destination holds in memory stays small), and, delivering from its durable queue with {@link
-     * #RETRIED_UNWEIGHED} or more of them, what waits to be retried holds less than its share of the read-back memory (divided
+     * time came ({@link #nextProbe}) and, delivering from its durable queue with {@link
+     * #RETRIED_UNWEIGHED} or more waiting to be retried, what waits holds less than its share of the read-back memory (divided
      * among the lanes holding some): thousands of lanes whose destinations are down keep little in
-     * memory (routed events, in direct mode, are bounded by delivery's memory and the retry window).
+     * memory. In direct mode the event is in memory already, bounded by delivery's memory and the retry
+     * window, wherever it waits. However many rows the destination refuses for good, the changes to
+     * other rows after them are still tried, and flow as the first succeeds.
      */
     private boolean mayTryNew(Instant now) {
-        if (now.isBefore(nextProbe) || !queue.hasReady() || retrying.size() >= TRIED_AT_MOST) {
+        if (now.isBefore(nextProbe) || !queue.hasReady()) {
             return false;
         }
         if (mode == Mode.DIRECT || retrying.size() < RETRIED_UNWEIGHED) {
@@ -1636,7 +1636,8 @@ final class Lane {
     }
 
     private void failed(Outgoing o, Attempt attempt, Instant now) {
-        schedule.failed(o.jobs.get(0).eventId); // a batch's first half, or the same rows read back, is the same request
+        // a batch's first half, or the same rows read back, is the same request
+        schedule.failed(o.jobs.get(0).eventId, o.firstFailure);
         o.attempts++;
         if (o.firstFailure == null) {
             o.firstFailure = now;
