@@ -22,6 +22,7 @@ import jakarta.ws.rs.core.MediaType;
 
 import org.jboss.resteasy.reactive.RestResponse;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
 
@@ -63,8 +64,9 @@ public class BackfillResource {
     public record TableView(String table, @JsonProperty("rows_sent") long rowsSent, boolean done) {
     }
 
-    /** A backfill as the API shows it. */
+    /** A backfill as the API shows it: every field there, null when it has no value (no error yet, not finished). */
     @RegisterForReflection
+    @JsonInclude(JsonInclude.Include.ALWAYS)
     public record View(String id, @JsonProperty("subscription_id") String subscriptionId, String state, String origin,
             List<TableView> tables, @JsonProperty("rows_sent") long rowsSent, String filter,
             @JsonProperty("chunk_size") int chunkSize, @JsonProperty("max_rows_per_second") Integer maxRowsPerSecond,
