@@ -12,7 +12,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 /** A packaged walhook's management API, as a client with the bearer token calls it. */
 public final class ApiClient {
 
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    /**
+     * A client of each walhook process's own: a connection kept alive to an earlier process of the same port (killed,
+     * its port given again) was taken for a request to the next, which the reset it met failed. HTTP/1.1, as a client
+     * of the API would call it, without the clear-text upgrade to HTTP/2 tried on the first request.
+     */
+    private static final java.util.Map<WalhookProcess, HttpClient> CLIENTS =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** A status and its body as JSON (null when empty or not JSON). */
@@ -69,7 +75,9 @@ public final class ApiClient {
             request.header("Content-Type", "application/json");
         }
         request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-        HttpResponse<String> response = HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        HttpClient http = CLIENTS.computeIfAbsent(walhook, w -> HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(5)).build());
+        HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
         JsonNode json = null;
         try {
             json = response.body().isEmpty() ? null : JSON.readTree(response.body());
