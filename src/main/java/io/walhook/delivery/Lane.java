@@ -99,7 +99,6 @@ final class Lane {
         /** Formed as a batch (a JSON array, its id naming its first event and count), as it is sent at every attempt. */
         final boolean batched;
         int attempts;
-        /** When it first failed (null: it has not, here): one that failed before a success of another is its own. */
         Instant firstFailure;
         Instant due;
         boolean underWay;
@@ -1300,11 +1299,13 @@ final class Lane {
     /**
      * While every attempt fails, whether a new event may probe the destination now: the probe's
      * time came ({@link #nextProbe}) and, delivering from its durable queue with {@link
-     * #RETRIED_UNWEIGHED} or more waiting to be retried, what waits holds less than its share of the read-back memory (divided
-     * among the lanes holding some): thousands of lanes whose destinations are down keep little in
-     * memory. In direct mode the event is in memory already, bounded by delivery's memory and the retry
-     * window, wherever it waits. However many rows the destination refuses for good, the changes to
-     * other rows after them are still tried, and flow as the first succeeds.
+     * #RETRIED_UNWEIGHED} or more waiting to be retried, what waits holds less than the lane's share
+     * of the read-back memory (divided among the lanes holding some): thousands of lanes whose
+     * destinations are down keep little in memory, in bytes (a count of requests bounded none: twenty
+     * rows of 10 MB). In direct mode the event
+     * is in memory already, bounded by delivery's memory and the retry window, wherever it waits.
+     * However many rows the destination refuses for good, the changes to other rows after them are
+     * still tried, and flow as the first succeeds.
      */
     private boolean mayTryNew(Instant now) {
         if (now.isBefore(nextProbe) || !queue.hasReady()) {
@@ -1636,8 +1637,7 @@ final class Lane {
     }
 
     private void failed(Outgoing o, Attempt attempt, Instant now) {
-        // a batch's first half, or the same rows read back, is the same request
-        schedule.failed(o.jobs.get(0).eventId, o.firstFailure);
+        schedule.failed(o.jobs.get(0).eventId); // a batch's first half, or the same rows read back, is the same request
         o.attempts++;
         if (o.firstFailure == null) {
             o.firstFailure = now;

@@ -99,17 +99,9 @@ final class RetrySchedule {
     /**
      * A request failed: {@code request} names it, the same at each of its attempts (its first event's
      * id: a batch split in halves is still the same request in its first half, and so are events read
-     * back from the durable queue after a pause); {@code firstFailed} is when it first failed (null: it
-     * has not, or that is not known). One that failed before the destination's last success, and fails
-     * again, is refused for its own sake (a row the destination will not take): it says nothing of the
-     * destination, and counts toward no streak. However many such rows wait, the changes to other
-     * rows flow at the short pace; a destination that goes down again fails the requests first tried
-     * since, and counts as down once they fail.
+     * back from the durable queue after a pause).
      */
-    void failed(String request, java.time.Instant firstFailed) {
-        if (firstFailed != null && firstFailed.isBefore(lastSuccess)) {
-            return;
-        }
+    void failed(String request) {
         if (failuresInARow < Integer.MAX_VALUE) {
             failuresInARow++;
         }

@@ -479,52 +479,6 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(26, 27, 28, 29, 30)));
     }
 
-    /**
-     * Rows the destination refused before it took another, refused again and again after it, are
-     * refused for their own sake: the destination is up. They made it look down two seconds after
-     * that success, and the changes to other rows after them went at the probes' pace, which one of
-     * their refusals put two minutes off.
-     */
-    @Test
-    void rowsRefusedBeforeTheDestinationTookAnotherDoNotPutTheChangesAfterThemOffToTheProbesPace() throws Exception {
-        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
-        AtomicInteger refusals = new AtomicInteger();
-        AtomicInteger askedToWait = new AtomicInteger();
-        java.util.concurrent.atomic.AtomicLong takenAt = new java.util.concurrent.atomic.AtomicLong();
-        java.util.concurrent.CountDownLatch refusedFirst = new java.util.concurrent.CountDownLatch(3);
-        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            for (int row = 1; row <= 3; row++) {
-                if (mentionsRow(request, row)) {
-                    refusals.incrementAndGet();
-                    refusedFirst.countDown();
-                    return 422;
-                }
-            }
-            if (mentionsRow(request, 4)) {
-                hold(refusedFirst, 30); // taken once the three were refused
-            }
-            accepted.add(request);
-            takenAt.compareAndSet(0, System.nanoTime());
-            return 204;
-        });
-        // refused for a while after that success, each asks for a pause of two minutes
-        receiver.respondHeaders(request -> {
-            boolean refused = mentionsRow(request, 1) || mentionsRow(request, 2) || mentionsRow(request, 3);
-            if (refused && takenAt.get() != 0 && System.nanoTime() - takenAt.get() > 2_500_000_000L) {
-                askedToWait.incrementAndGet();
-                return Map.of("Retry-After", "120");
-            }
-            return Map.of();
-        });
-        Subscription one = webhook("config:one", "one", receiver, 1);
-        sendRows(dispatcher, one, 1, 4, "first");
-        await().atMost(WAIT).until(() -> askedToWait.get() >= 3);
-        sendRows(dispatcher, one, 5, 8, "later");
-        await().atMost(Duration.ofSeconds(20)).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(5, 6, 7, 8)));
-        assertThat(askedToWait.get()).as("each refused row waits the two minutes it asked for").isEqualTo(3);
-    }
-
     @Test
     void aBatchThatKeepsFailingIsSplitSoOneBadEventDoesNotHoldBackTheOthers() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));

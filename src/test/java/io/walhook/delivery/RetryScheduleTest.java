@@ -26,7 +26,7 @@ class RetryScheduleTest {
             RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
             schedule.succeeded(NOW);
             for (int f = 0; f < attempt; f++) {
-                schedule.failed(java.util.UUID.randomUUID().toString(), null);
+                schedule.failed(java.util.UUID.randomUUID().toString());
             }
             long bound = Math.min(1000, 200L << (attempt - 1));
             long max = 0;
@@ -44,16 +44,16 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(1), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
         for (int i = 0; i < RetrySchedule.STREAK; i++) {
-            schedule.failed(java.util.UUID.randomUUID().toString(), null);
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(1))).as("a success a second ago").isFalse();
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(3))).isTrue();
         schedule.succeeded(NOW);
         for (int i = 1; i < RetrySchedule.STREAK; i++) {
-            schedule.failed(java.util.UUID.randomUUID().toString(), null);
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).as("one failure short of a streak").isFalse();
-        schedule.failed(java.util.UUID.randomUUID().toString(), null);
+        schedule.failed(java.util.UUID.randomUUID().toString());
         assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(60))).isTrue();
         long longest = 0;
         for (int i = 0; i < 200; i++) {
@@ -74,7 +74,7 @@ class RetryScheduleTest {
         String refused = "0000000000000001-0001";
         String other = "0000000000000002-0001";
         for (int i = 0; i < 3 * RetrySchedule.STREAK; i++) {
-            schedule.failed(i % 2 == 0 ? refused : other, null);
+            schedule.failed(i % 2 == 0 ? refused : other);
         }
         Instant later = NOW.plusSeconds(60);
         assertThat(schedule.everyAttemptFailing(later)).as("two requests refused, each again and again").isFalse();
@@ -82,45 +82,22 @@ class RetryScheduleTest {
             assertThat(millis(schedule.delay(30, Optional.empty(), later, random)))
                     .as("nothing succeeding for a while: the probe interval bounds each one's backoff").isLessThanOrEqualTo(5_000);
         }
-        schedule.failed(java.util.UUID.randomUUID().toString(), null);
+        schedule.failed(java.util.UUID.randomUUID().toString());
         assertThat(schedule.everyAttemptFailing(later)).as("a third request failing too").isTrue();
         schedule.succeeded(later);
         for (int i = 0; i < RetrySchedule.STREAK; i++) {
-            schedule.failed(refused, null);
+            schedule.failed(refused);
         }
-        schedule.failed(other, null);
+        schedule.failed(other);
         assertThat(schedule.everyAttemptFailing(later.plusSeconds(60)))
                 .as("the requests that failed before the success are forgotten with it").isFalse();
         schedule.reset();
         for (int i = 0; i < RetrySchedule.STREAK; i++) {
-            schedule.failed(List.of(refused, other, "0000000000000003-0001").get(i % 3), null);
+            schedule.failed(List.of(refused, other, "0000000000000003-0001").get(i % 3));
         }
         assertThat(schedule.everyAttemptFailing(later.plusSeconds(60))).isTrue();
         schedule.reset();
         assertThat(schedule.everyAttemptFailing(later.plusSeconds(60))).as("an operator's replay forgets them").isFalse();
-    }
-
-    @Test
-    void requestsThatFailedBeforeASuccessOfAnotherSayNothingOfTheDestinationWhenTheyFailAgain() {
-        RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
-        List<String> refused = java.util.stream.IntStream.range(0, 25).mapToObj(i -> "refused-" + i).toList();
-        refused.forEach(r -> schedule.failed(r, null));
-        assertThat(schedule.everyAttemptFailing(NOW.plusSeconds(3))).as("25 requests failing, none taken").isTrue();
-        schedule.succeeded(NOW.plusSeconds(3)); // another row taken: the destination is up
-        for (int round = 0; round < 10; round++) {
-            refused.forEach(r -> schedule.failed(r, NOW));
-        }
-        Instant later = NOW.plusSeconds(60);
-        assertThat(schedule.everyAttemptFailing(later)).as("refused for their own sake").isFalse();
-        for (int i = 0; i < 200; i++) {
-            assertThat(millis(schedule.delay(1, Optional.empty(), later, random))).as("a new request's first retry")
-                    .isLessThanOrEqualTo(RetrySchedule.FIRST_MILLIS);
-        }
-        // the destination goes down: the requests first tried since fail as well
-        for (int i = 0; i < RetrySchedule.STREAK; i++) {
-            schedule.failed("new-" + i, i < 3 ? null : NOW.plusSeconds(4));
-        }
-        assertThat(schedule.everyAttemptFailing(later)).isTrue();
     }
 
     @Test
@@ -131,7 +108,7 @@ class RetryScheduleTest {
         Instant at = NOW;
         long longest = 0;
         for (int attempt = 1; at.isBefore(NOW.plus(Duration.ofHours(3))); attempt++) {
-            schedule.failed(java.util.UUID.randomUUID().toString(), null);
+            schedule.failed(java.util.UUID.randomUUID().toString());
             Duration wait = schedule.delay(attempt, Optional.empty(), at, random);
             if (at.isAfter(NOW.plusSeconds(10))) {
                 longest = Math.max(longest, millis(wait));
@@ -147,7 +124,7 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofSeconds(5));
         schedule.succeeded(NOW);
         for (int i = 0; i < 20; i++) {
-            schedule.failed(java.util.UUID.randomUUID().toString(), null);
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         Instant later = NOW.plusSeconds(60);
         assertThat(schedule.everyAttemptFailing(later)).isTrue();
@@ -161,7 +138,7 @@ class RetryScheduleTest {
         RetrySchedule schedule = new RetrySchedule(Duration.ofSeconds(60), Duration.ofMinutes(5));
         schedule.succeeded(NOW);
         for (int f = 0; f < 5; f++) {
-            schedule.failed(java.util.UUID.randomUUID().toString(), null);
+            schedule.failed(java.util.UUID.randomUUID().toString());
         }
         assertThat(millis(schedule.delay(5, Optional.empty(), NOW, random))).as("five failures in a row").isGreaterThan(0);
         long longest = 0;
@@ -171,7 +148,7 @@ class RetryScheduleTest {
         assertThat(longest).isGreaterThan(1600).isLessThanOrEqualTo(3200);
         // other requests succeed: the next failure of this one waits at the short pace again
         schedule.succeeded(NOW);
-        schedule.failed(java.util.UUID.randomUUID().toString(), null);
+        schedule.failed(java.util.UUID.randomUUID().toString());
         for (int attempt = 1; attempt <= 1 + RetrySchedule.QUICK_RETRIES; attempt++) {
             for (int i = 0; i < 200; i++) {
                 assertThat(millis(schedule.delay(attempt, Optional.empty(), NOW, random)))
