@@ -1649,7 +1649,9 @@ final class Lane {
         boolean failingAll = schedule.everyAttemptFailing(now);
         if (failingAll) {
             probesFailed++;
-            nextProbe = now.plus(schedule.delay(probesFailed, attempt.retryAfter(), now, context.random()));
+            // the probes' pace for the whole subscription: a wait asked for one request is that one's own
+            nextProbe = now.plus(schedule.delay(probesFailed, attempt.pacesAll() ? attempt.retryAfter() : Optional.empty(),
+                    now, context.random()));
         }
         if (mode == Mode.DIRECT) {
             failing.add(o);

@@ -18,8 +18,16 @@ public interface Transport {
     /** How an attempt ended, decided once. */
     enum Outcome { DELIVERED, RETRY, GONE }
 
-    /** The outcome, how long the destination asked us to wait, and what went wrong (for logs and /status). */
-    record Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem) {
+    /**
+     * The outcome, how long the destination asked us to wait, and what went wrong (for logs and /status);
+     * {@code pacesAll}: whether that wait speaks for the destination as a whole (a webhook's 429 or 503),
+     * not only for this request (a row it refuses, with a {@code Retry-After} as well).
+     */
+    record Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem, boolean pacesAll) {
+
+        public Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem) {
+            this(outcome, retryAfter, problem, true);
+        }
 
         /** The longest problem kept: the rest of a receiver's or broker's text is cut off. */
         static final int PROBLEM_LENGTH = 500;
