@@ -100,6 +100,8 @@ final class Lane {
         final boolean batched;
         int attempts;
         Instant firstFailure;
+        /** Not tried again before this, as its destination's {@code Retry-After} asked (null: it asked nothing). */
+        Instant notBefore;
         Instant due;
         boolean underWay;
         /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
@@ -1321,7 +1323,8 @@ final class Lane {
             }
         }
         MemoryBudget readBack = context.readBack();
-        return retried < readBack.limit() / Math.max(1, readBack.holders());
+        // counting itself among the holders: one lane alone whose destination is down keeps half, not all of it
+        return retried < readBack.limit() / (readBack.holders() + 1);
     }
 
     /** Where a batch splits into two halves of whole groups (no row on both sides), near its middle; 0 if it cannot. */
@@ -1462,6 +1465,7 @@ final class Lane {
                 o.sending.complete(GIVEN_UP); // its outcome comes back through the inbox
             }
             o.firstFailure = null;
+            o.notBefore = null;
             o.attempts = 0; // max_attempts and the backoff count from the first failure at the new one
             for (Job job : o.jobs) {
                 job.attempts = 0;
@@ -1603,11 +1607,15 @@ final class Lane {
         probesFailed = 0;
         nextProbe = Instant.MIN;
         if (schedule.succeeded(now)) {
-            // the destination is back after taking nothing: what waits, on backoffs grown long, goes now
+            // the destination is back after taking nothing: what waits, on backoffs grown long, goes now, but for
+            // the requests it asked to wait longer themselves (Retry-After: a row it refuses, say)
             List<Outgoing> waiting = new ArrayList<>(retrying);
             retrying.clear();
             for (Outgoing w : waiting) {
                 w.due = now.plusMillis(context.random().nextInt((int) RetrySchedule.FIRST_MILLIS));
+                if (w.notBefore != null && w.notBefore.isAfter(w.due)) {
+                    w.due = w.notBefore;
+                }
                 retrying.add(w);
             }
         }
@@ -1646,12 +1654,17 @@ final class Lane {
         context.metrics().retried(subscription);
         Duration wait = schedule.delay(o.attempts, attempt.retryAfter(), now, context.random());
         o.due = now.plus(wait);
+        o.notBefore = attempt.retryAfter().isPresent() ? o.due : null;
         boolean failingAll = schedule.everyAttemptFailing(now);
         if (failingAll) {
             probesFailed++;
-            // the probes' pace for the whole subscription: a wait asked for one request is that one's own
-            nextProbe = now.plus(schedule.delay(probesFailed, attempt.pacesAll() ? attempt.retryAfter() : Optional.empty(),
+            // the probes' pace for the whole subscription: a wait asked for one request is that one's own; a pause
+            // the destination asked for before is not cut short by a later failure
+            Instant next = now.plus(schedule.delay(probesFailed, attempt.pacesAll() ? attempt.retryAfter() : Optional.empty(),
                     now, context.random()));
+            if (next.isAfter(nextProbe)) {
+                nextProbe = next;
+            }
         }
         if (mode == Mode.DIRECT) {
             failing.add(o);
@@ -1672,6 +1685,7 @@ final class Lane {
                 Outgoing part = new Outgoing(half, o.batched); // a batch's halves are batches
                 part.attempts = o.attempts;
                 part.firstFailure = o.firstFailure;
+                part.notBefore = o.notBefore;
                 part.due = o.due;
                 outgoing.add(part);
                 retrying.add(part);

@@ -20,7 +20,7 @@ public interface Transport {
 
     /**
      * The outcome, how long the destination asked us to wait, and what went wrong (for logs and /status);
-     * {@code pacesAll}: whether that wait speaks for the destination as a whole (a webhook's 429 or 503),
+     * {@code pacesAll}: whether that wait speaks for the destination as a whole (a webhook's 429 or 5xx),
      * not only for this request (a row it refuses, with a {@code Retry-After} as well).
      */
     record Attempt(Outcome outcome, Optional<Duration> retryAfter, String problem, boolean pacesAll) {

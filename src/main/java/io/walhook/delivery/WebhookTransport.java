@@ -60,10 +60,10 @@ public final class WebhookTransport implements Transport {
             }
             Outcome outcome = classify(answer.status());
             String problem = answer.status() == 410 ? "410 Gone" : "HTTP " + answer.status();
-            // what a 429 or a 503 asks is the receiver's own pace; another refusal's, that request's
+            // what a 429 or a 5xx asks is the receiver's (or its proxy's) own pace; a refusal's, that request's
             return new Attempt(outcome, outcome == Outcome.RETRY && answer.retryAfter() != null
                     ? retryAfter(answer.retryAfter(), clock.instant()) : Optional.empty(), problem,
-                    answer.status() == 429 || answer.status() == 503);
+                    answer.status() == 429 || answer.status() >= 500);
         });
         // given up by the caller before it ended: the client resets it, which frees its connection
         attempt.whenComplete((done, failure) -> response.completeExceptionally(new IOException("given up")));

@@ -394,9 +394,11 @@ class DispatcherTest {
 
     /**
      * Three rows refused for good make the destination look down, and their refusals ask for a pause
-     * of two minutes: a wait asked with a refusal is that row's own (a 429 or a 503 speaks for the
-     * receiver), and the changes to other rows after them still go at the probes' pace. The probes'
-     * pace took it, and they waited the two minutes.
+     * of two minutes: a wait asked with a refusal is that row's own (a 429 or a 5xx speaks for the
+     * receiver), and the changes to other rows after them still go at the probes' pace (before, the
+     * probes' pace took the pause, and they waited two minutes). When those changes are taken, the
+     * destination is back, and the refused rows still wait for the pause each asked for (before, they
+     * were tried again at once with everything that waited).
      */
     @Test
     void aPauseAskedWithRowsRefusalsIsNotTheWholeSubscriptionsPace() throws Exception {
@@ -404,10 +406,17 @@ class DispatcherTest {
         AtomicInteger refusals = new AtomicInteger();
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
         AtomicInteger askedToWait = new AtomicInteger();
+        java.util.Set<Integer> told = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        AtomicInteger triedTooSoon = new AtomicInteger();
         WebhookReceiver receiver = refusingRowsUpTo(3, refusals, accepted);
         receiver.respondHeaders(request -> {
             if (refusals.get() < 12) {
                 return Map.of();
+            }
+            for (int row = 1; row <= 3; row++) {
+                if (mentionsRow(request, row) && !told.add(row)) {
+                    triedTooSoon.incrementAndGet(); // asked to wait two minutes, and tried again
+                }
             }
             askedToWait.incrementAndGet();
             return Map.of("Retry-After", "120");
@@ -419,6 +428,42 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> askedToWait.get() >= 1 && System.nanoTime() - since > 3_000_000_000L);
         sendRows(dispatcher, one, 4, 6, "fine");
         await().atMost(Duration.ofSeconds(20)).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(4, 5, 6)));
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> triedTooSoon.get() == 0);
+    }
+
+    /**
+     * The same, but with 503s: the receiver is unavailable and asks for two minutes, which the
+     * probes of the whole subscription keep to; the changes to other rows wait too.
+     */
+    @Test
+    void aPauseAskedWithA503IsTheWholeSubscriptionsPaceWhileItLooksDown() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        AtomicInteger refusals = new AtomicInteger();
+        AtomicInteger askedToWait = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            for (int row = 1; row <= 3; row++) {
+                if (mentionsRow(request, row)) {
+                    refusals.incrementAndGet();
+                    return 503;
+                }
+            }
+            accepted.add(request);
+            return 204;
+        });
+        receiver.respondHeaders(request -> {
+            if (refusals.get() < 12) {
+                return Map.of();
+            }
+            askedToWait.incrementAndGet();
+            return Map.of("Retry-After", "120");
+        });
+        Subscription one = webhook("config:one", "one", receiver, 1);
+        sendRows(dispatcher, one, 1, 3, "unavailable");
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> askedToWait.get() >= 1 && System.nanoTime() - since > 3_000_000_000L);
+        sendRows(dispatcher, one, 4, 6, "later");
+        await().during(Duration.ofSeconds(5)).atMost(Duration.ofSeconds(10)).until(accepted::isEmpty);
     }
 
     /** Routes the first change of each of these rows (version 0), after whatever was routed before. */
@@ -479,8 +524,9 @@ class DispatcherTest {
     /**
      * Rows refused for good (a receiver's schema check refusing a batch of them), with nothing taken
      * yet, look like a destination that is down; the changes to other rows after them are still
-     * tried, and flow. Past twenty, new events no longer probed it, and those changes waited for the
-     * refused rows' retry window to end (ten minutes here), though the destination took them.
+     * tried, and flow. Past twenty (the case of 25), new events no longer probed it, and those changes
+     * waited for the refused rows' retry window to end (ten minutes here), though the destination took
+     * them; the case of 10 guards the probes' turns below that.
      */
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.ValueSource(ints = {10, 25})
