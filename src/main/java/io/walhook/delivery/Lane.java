@@ -1302,12 +1302,12 @@ final class Lane {
      * While every attempt fails, whether a new event may probe the destination now: the probe's
      * time came ({@link #nextProbe}) and, delivering from its durable queue with {@link
      * #RETRIED_UNWEIGHED} or more waiting to be retried, what waits holds less than the lane's share
-     * of the read-back memory (divided among the lanes holding some): thousands of lanes whose
-     * destinations are down keep little in memory, in bytes (a count of requests bounded none: twenty
-     * rows of 10 MB). In direct mode the event
-     * is in memory already, bounded by delivery's memory and the retry window, wherever it waits.
-     * However many rows the destination refuses for good, the changes to other rows after them are
-     * still tried, and flow as the first succeeds.
+     * of the read-back memory (divided among one more lane than those holding some): thousands of
+     * lanes whose destinations are down keep little in memory, in bytes (a count of requests bounded
+     * none: twenty rows of 10 MB). In direct mode the event is in memory already, bounded by
+     * delivery's memory and the retry window, wherever it waits. However many rows the destination
+     * refuses for good, the changes to other rows after them are still tried, and flow as the first
+     * succeeds.
      */
     private boolean mayTryNew(Instant now) {
         if (now.isBefore(nextProbe) || !queue.hasReady()) {
