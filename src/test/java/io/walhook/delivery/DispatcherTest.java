@@ -402,13 +402,38 @@ class DispatcherTest {
      */
     @Test
     void aPauseAskedWithRowsRefusalsIsNotTheWholeSubscriptionsPace() throws Exception {
+        PausingReceiver paused = threeRowsRefusedWithAPause(422);
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> acceptedByRow(paused.accepted()).keySet().containsAll(List.of(4, 5, 6)));
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> paused.triedTooSoon().get() == 0);
+    }
+
+    /**
+     * The same, but with 503s: the receiver is unavailable and asks for two minutes, which the
+     * probes of the whole subscription keep to; the changes to other rows wait too.
+     */
+    @Test
+    void aPauseAskedWithA503IsTheWholeSubscriptionsPaceWhileItLooksDown() throws Exception {
+        PausingReceiver paused = threeRowsRefusedWithAPause(503);
+        await().during(Duration.ofSeconds(5)).atMost(Duration.ofSeconds(10)).until(paused.accepted()::isEmpty);
+    }
+
+    /** What a receiver took, and how often it was asked again for a row it had asked to wait two minutes. */
+    private record PausingReceiver(List<WebhookReceiver.Request> accepted, AtomicInteger triedTooSoon) {
+    }
+
+    /**
+     * Rows 1 to 3 refused with {@code status}, from the twelfth refusal on with {@code Retry-After: 120}
+     * (the destination counts as down by then); once one asked for that pause, rows 4 to 6 are routed.
+     */
+    private PausingReceiver threeRowsRefusedWithAPause(int status) throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
         AtomicInteger refusals = new AtomicInteger();
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
         AtomicInteger askedToWait = new AtomicInteger();
         java.util.Set<Integer> told = java.util.concurrent.ConcurrentHashMap.newKeySet();
         AtomicInteger triedTooSoon = new AtomicInteger();
-        WebhookReceiver receiver = refusingRowsUpTo(3, refusals, accepted);
+        WebhookReceiver receiver = refusingRowsUpTo(3, status, refusals, accepted);
         receiver.respondHeaders(request -> {
             if (refusals.get() < 12) {
                 return Map.of();
@@ -426,44 +451,8 @@ class DispatcherTest {
         long since = System.nanoTime();
         // down (ten failures in a row of three requests, nothing taken for 2 s) when one asks for its pause
         await().atMost(WAIT).until(() -> askedToWait.get() >= 1 && System.nanoTime() - since > 3_000_000_000L);
-        sendRows(dispatcher, one, 4, 6, "fine");
-        await().atMost(Duration.ofSeconds(20)).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(4, 5, 6)));
-        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> triedTooSoon.get() == 0);
-    }
-
-    /**
-     * The same, but with 503s: the receiver is unavailable and asks for two minutes, which the
-     * probes of the whole subscription keep to; the changes to other rows wait too.
-     */
-    @Test
-    void aPauseAskedWithA503IsTheWholeSubscriptionsPaceWhileItLooksDown() throws Exception {
-        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
-        AtomicInteger refusals = new AtomicInteger();
-        AtomicInteger askedToWait = new AtomicInteger();
-        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            for (int row = 1; row <= 3; row++) {
-                if (mentionsRow(request, row)) {
-                    refusals.incrementAndGet();
-                    return 503;
-                }
-            }
-            accepted.add(request);
-            return 204;
-        });
-        receiver.respondHeaders(request -> {
-            if (refusals.get() < 12) {
-                return Map.of();
-            }
-            askedToWait.incrementAndGet();
-            return Map.of("Retry-After", "120");
-        });
-        Subscription one = webhook("config:one", "one", receiver, 1);
-        sendRows(dispatcher, one, 1, 3, "unavailable");
-        long since = System.nanoTime();
-        await().atMost(WAIT).until(() -> askedToWait.get() >= 1 && System.nanoTime() - since > 3_000_000_000L);
         sendRows(dispatcher, one, 4, 6, "later");
-        await().during(Duration.ofSeconds(5)).atMost(Duration.ofSeconds(10)).until(accepted::isEmpty);
+        return new PausingReceiver(accepted, triedTooSoon);
     }
 
     /** Routes the first change of each of these rows (version 0), after whatever was routed before. */
@@ -479,11 +468,17 @@ class DispatcherTest {
 
     /** A receiver refusing (422) every change of the rows up to {@code refused}, counting, and taking the others. */
     private WebhookReceiver refusingRowsUpTo(int refused, AtomicInteger refusals, List<WebhookReceiver.Request> accepted) {
+        return refusingRowsUpTo(refused, 422, refusals, accepted);
+    }
+
+    /** As above, refusing with {@code status}. */
+    private WebhookReceiver refusingRowsUpTo(int refused, int status, AtomicInteger refusals,
+            List<WebhookReceiver.Request> accepted) {
         return receiver(request -> {
             for (int row = 1; row <= refused; row++) {
                 if (mentionsRow(request, row)) {
                     refusals.incrementAndGet();
-                    return 422;
+                    return status;
                 }
             }
             accepted.add(request);
