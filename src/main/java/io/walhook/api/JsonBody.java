@@ -33,11 +33,37 @@ final class JsonBody {
      * since no field of walhook's requests takes one (leaving a field out is how to not set it).
      */
     static JsonNode parse(String contentType, byte[] body, String what) {
-        if (!isJson(contentType)) {
+        if (!isJson(contentType, false)) {
             throw new ApiProblem(415, "Unsupported Media Type", "send the " + what + " as application/json"
                     + " (Content-Type: application/json), not " + (contentType == null ? "without a Content-Type"
                     : "as " + contentType), null);
         }
+        JsonNode json = read(body, what);
+        refuseNulls(json, "", what, false);
+        return json;
+    }
+
+    /**
+     * A JSON Merge Patch (RFC 7396) of a {@code what}: as {@link #parse} reads a body, sent as
+     * application/merge-patch+json or application/json, except that a null below the top removes
+     * the field it names.
+     */
+    static JsonNode parsePatch(String contentType, byte[] body, String what) {
+        if (!isJson(contentType, true)) {
+            throw new ApiProblem(415, "Unsupported Media Type", "send the patch as application/merge-patch+json"
+                    + " (or application/json), not " + (contentType == null ? "without a Content-Type"
+                    : "as " + contentType), null);
+        }
+        JsonNode json = read(body, "patch of a " + what);
+        if (!json.isObject()) {
+            throw new ApiProblem(400, "Bad Request", "a patch is a JSON object (RFC 7396 merge patch): the fields of the "
+                    + what + " to change, null for those to remove", "");
+        }
+        refuseNulls(json, "", what, true);
+        return json;
+    }
+
+    private static JsonNode read(byte[] body, String what) {
         JsonNode json;
         try (JsonParser parser = JSON.createParser(body)) {
             json = JSON.readTree(parser);
@@ -54,7 +80,6 @@ final class JsonBody {
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
         }
-        refuseNulls(json, "", what);
         return json;
     }
 
@@ -85,14 +110,18 @@ final class JsonBody {
     /** Jackson's refusal of a field given twice, naming it. */
     private static final java.util.regex.Pattern DUPLICATE = java.util.regex.Pattern.compile("(?s)Duplicate field '(.*)'");
 
-    /** application/json, parameters (a charset) allowed; not a wildcard, another JSON type, or none. */
-    private static boolean isJson(String contentType) {
+    /**
+     * application/json (and with {@code patch} application/merge-patch+json), parameters (a charset)
+     * allowed; not a wildcard, another JSON type, or none.
+     */
+    private static boolean isJson(String contentType, boolean patch) {
         if (contentType == null) {
             return false;
         }
         try {
             MediaType type = MediaType.valueOf(contentType.strip());
-            return "application".equalsIgnoreCase(type.getType()) && "json".equalsIgnoreCase(type.getSubtype());
+            return "application".equalsIgnoreCase(type.getType()) && ("json".equalsIgnoreCase(type.getSubtype())
+                    || patch && "merge-patch+json".equalsIgnoreCase(type.getSubtype()));
         } catch (IllegalArgumentException notAMediaType) {
             return false;
         }
@@ -114,12 +143,12 @@ final class JsonBody {
      * A header's null or NUL, placed at the headers without the name: a name can be a whole header
      * pasted as one ({@code "Authorization: Bearer ..."}), as SubscriptionJson says of a bad name.
      */
-    private static void refuseNullHeader(int position, String name, JsonNode value) {
+    private static void refuseNullHeader(int position, String name, JsonNode value, boolean patch) {
         if (name.indexOf('\0') >= 0) {
             throw new ApiProblem(400, "Bad Request", "header " + position + "'s name holds a NUL (\\u0000), a control"
                     + " character no header name has (the name is not repeated)", HEADERS);
         }
-        if (value.isNull()) {
+        if (value.isNull() && !patch) {
             throw new ApiProblem(400, "Bad Request", "header " + position + "'s value is null; a header's value is a"
                     + " string (the name is not repeated): leave the header out instead", HEADERS);
         }
@@ -133,22 +162,26 @@ final class JsonBody {
      * A null or a NUL under a field whose name is no field name, placed at its object without the
      * name (it may be a whole header pasted, credential and all).
      */
-    private static void refuseNullNamed(int position, String pointer, String name, JsonNode value, String what) {
+    private static void refuseNullNamed(int position, String pointer, String name, JsonNode value, String what,
+            boolean patch) {
         String place = (pointer.isEmpty() ? "the body" : pointer) + "'s field " + position;
         if (name.indexOf('\0') >= 0) {
             throw new ApiProblem(400, "Bad Request", place + "'s name holds a NUL (\\u0000), a control character no field"
                     + " name of a " + what + " has (the name is not repeated)", pointer);
         }
-        if (value.isNull()) {
+        if (value.isNull() && !patch) {
             throw new ApiProblem(400, "Bad Request", place + " is null (the name is not repeated); no field of a " + what
                     + " takes null: leave the field out instead", pointer);
         }
         // what it holds is not looked at: no field of a request has such a name, which is refused as it is
     }
 
-    /** Refuses a null anywhere, and a NUL character in any string or field name (PostgreSQL text cannot hold one). */
-    private static void refuseNulls(JsonNode node, String pointer, String what) {
-        if (node.isNull()) {
+    /**
+     * Refuses a null anywhere (in a {@code patch}, where a null removes a field, at the top only), and
+     * a NUL character in any string or field name (PostgreSQL text cannot hold one).
+     */
+    private static void refuseNulls(JsonNode node, String pointer, String what, boolean patch) {
+        if (node.isNull() && !(patch && !pointer.isEmpty())) {
             throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " is null; no field"
                     + " of a " + what + " takes null: leave the field out instead", pointer);
         }
@@ -162,20 +195,20 @@ final class JsonBody {
                 var field = fields.next();
                 position++;
                 if (pointer.equals(HEADERS)) {
-                    refuseNullHeader(position, field.getKey(), field.getValue());
+                    refuseNullHeader(position, field.getKey(), field.getValue(), patch);
                     continue;
                 }
                 if (!io.walhook.routing.SubscriptionJson.shownName(field.getKey())) {
                     // a name that is none (a whole header pasted, credential and all) is not repeated: its place is
-                    refuseNullNamed(position, pointer, field.getKey(), field.getValue(), what);
+                    refuseNullNamed(position, pointer, field.getKey(), field.getValue(), what, patch);
                     continue;
                 }
                 String at = pointer + "/" + field.getKey().replace("~", "~0").replace("/", "~1");
-                refuseNulls(field.getValue(), at, what);
+                refuseNulls(field.getValue(), at, what, patch);
             }
         } else if (node.isArray()) {
             for (int i = 0; i < node.size(); i++) {
-                refuseNulls(node.get(i), pointer + "/" + i, what);
+                refuseNulls(node.get(i), pointer + "/" + i, what, false); // an array's null removes nothing
             }
         }
     }

@@ -13,6 +13,7 @@ import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.HeaderParam;
+import jakarta.ws.rs.PATCH;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
@@ -159,6 +160,47 @@ public class SubscriptionResource {
         }
         applyHere();
         return SubscriptionView.of(id, subscription, store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
+    }
+
+    /** How often a patch is made again over a body other writes changed meanwhile before it gives up. */
+    private static final int PATCH_ATTEMPTS = 50;
+
+    /**
+     * Changes what the JSON Merge Patch names (RFC 7396) and keeps the rest, secret, URL query and
+     * header values included, which no view shows; applies as a PUT of the result does. Made over
+     * the body as stored and written only if it is still that one: a concurrent write is never undone,
+     * the patch is made again over it.
+     */
+    @PATCH
+    @Path("{id}")
+    @Consumes(MediaType.WILDCARD)
+    public SubscriptionView patch(@HeaderParam(HttpHeaders.CONTENT_TYPE) String contentType, @PathParam("id") String given,
+            byte[] body) throws SQLException {
+        String id = SubscriptionLookup.canonical(given);
+        readOnly(id);
+        UUID uuid = SubscriptionLookup.uuid(id);
+        JsonNode patch = JsonBody.parsePatch(contentType, body, "subscription");
+        for (int attempt = 1; attempt <= PATCH_ATTEMPTS; attempt++) {
+            JsonNode before = store.body(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
+            JsonNode after;
+            try {
+                after = SubscriptionJson.patched(before, patch);
+            } catch (SubscriptionException e) {
+                throw new ApiProblem(400, "Bad Request", e.getMessage(), e.field());
+            }
+            Subscription subscription = validate(after, uuid);
+            switch (store.replace(uuid, after, before)) {
+                case DONE -> {
+                    applyHere();
+                    return SubscriptionView.of(id, subscription,
+                            store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
+                }
+                case GONE -> throw SubscriptionLookup.notFound(id);
+                case CHANGED -> LOG.debugf("subscription %s changed while patched (attempt %d): patching it again", id, attempt);
+            }
+        }
+        throw new ApiProblem(409, "Conflict", "the subscription was changed by other writes each of " + PATCH_ATTEMPTS
+                + " times this patch was made: send it again", null);
     }
 
     @POST

@@ -270,11 +270,8 @@ public final class SubscriptionJson {
                     Set<String> names = new java.util.HashSet<>();
                     for (Iterator<Map.Entry<String, JsonNode>> it = h.fields(); it.hasNext(); index++) {
                         Map.Entry<String, JsonNode> header = it.next();
-                        if (!header.getKey().matches("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}")) {
-                            // not repeated: a name that is no header name is often a whole header pasted, value and all
-                            throw new SubscriptionException("/destination/headers", "header " + (index + 1) + "'s name is"
-                                    + " not a header name: 1 to 100 letters, digits or !#$%&'*+.^_`|~- (the value goes"
-                                    + " after it, as in {\"Authorization\": \"Bearer ...\"})");
+                        if (!HEADER_NAME.matcher(header.getKey()).matches()) {
+                            throw notAHeaderName(index + 1);
                         }
                         if (!header.getValue().isTextual() || header.getValue().asText().chars()
                                 .anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7F || written && c > 0x7F)
@@ -311,6 +308,83 @@ public final class SubscriptionJson {
             }
             default -> throw new SubscriptionException("/destination/type", "must be webhook or amqp, not '" + type + "'");
         }
+    }
+
+    private static final Pattern HEADER_NAME = Pattern.compile("[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}");
+
+    /** Not repeated: a name that is no header name is often a whole header pasted, value and all. */
+    private static SubscriptionException notAHeaderName(int position) {
+        return new SubscriptionException("/destination/headers", "header " + position + "'s name is not a header name:"
+                + " 1 to 100 letters, digits or !#$%&'*+.^_`|~- (the value goes after it, as in {\"Authorization\":"
+                + " \"Bearer ...\"})");
+    }
+
+    /** The fields of each object a subscription holds, by where it is: a patch's null must name one of them. */
+    private static final Map<String, Set<String>> OBJECT_FIELDS = Map.of("", FIELDS,
+            "/destination", Set.of("type", "url", "secret", "headers", "address"),
+            "/batch", Set.of("max_events", "max_wait_ms"), "/columns", Set.of("include", "exclude"),
+            "/retry", Set.of("max_attempts", "max_backoff_ms", "window_ms"), "/rate_limit", Set.of("requests", "per"));
+
+    /**
+     * A stored subscription body with a JSON Merge Patch (RFC 7396) applied: the patch's fields
+     * replace the body's, objects merge field by field, a null removes the field. Two rules of
+     * walhook's own: a destination of another {@code type} replaces the old one rather than merge
+     * into it (a webhook's url and secret are no fields of an amqp destination), and destination
+     * headers are matched without regard to case, as HTTP names them. What comes out is checked by
+     * {@link #parse} as a written body is; a null that names no field is refused here, since it
+     * would remove nothing and a misspelt removal would pass unnoticed.
+     */
+    public static JsonNode patched(JsonNode stored, JsonNode patch) {
+        if (patch == null || !patch.isObject()) {
+            throw new SubscriptionException("", "a patch is a JSON object (RFC 7396 merge patch): the fields to change,"
+                    + " null for those to remove");
+        }
+        return merge(stored, patch, "");
+    }
+
+    private static JsonNode merge(JsonNode target, JsonNode patch, String at) {
+        if (!patch.isObject()) {
+            return patch;
+        }
+        com.fasterxml.jackson.databind.node.ObjectNode result = target != null && target.isObject()
+                ? ((com.fasterxml.jackson.databind.node.ObjectNode) target).deepCopy()
+                : com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        if (at.equals("/destination") && patch.hasNonNull("type") && !patch.get("type").equals(result.get("type"))) {
+            result.removeAll();
+        }
+        int position = 0;
+        for (Iterator<Map.Entry<String, JsonNode>> fields = patch.fields(); fields.hasNext(); ) {
+            Map.Entry<String, JsonNode> field = fields.next();
+            position++;
+            String name = field.getKey();
+            JsonNode value = field.getValue();
+            if (at.equals("/destination/headers")) {
+                if (value.isNull() && !HEADER_NAME.matcher(name).matches()) {
+                    throw notAHeaderName(position);
+                }
+                List<String> same = new ArrayList<>();
+                result.fieldNames().forEachRemaining(h -> {
+                    if (h.equalsIgnoreCase(name)) {
+                        same.add(h);
+                    }
+                });
+                result.remove(same);
+                if (!value.isNull()) {
+                    result.set(name, value);
+                }
+                continue;
+            }
+            if (value.isNull()) {
+                Set<String> known = OBJECT_FIELDS.get(at);
+                if (known != null && !known.contains(name)) {
+                    throw unknownField(at, name, at.isEmpty() ? "a subscription" : at.substring(1), known);
+                }
+                result.remove(name);
+            } else {
+                result.set(name, merge(result.get(name), value, at + "/" + name));
+            }
+        }
+        return result;
     }
 
     private static void only(JsonNode node, String at, Set<String> fields, String what) {

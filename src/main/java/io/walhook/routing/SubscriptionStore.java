@@ -222,16 +222,38 @@ public final class SubscriptionStore {
      * it is routed (after a crash, the slot sends it again).
      */
     public boolean replace(UUID id, JsonNode body) throws SQLException {
+        return replace(id, body, null) == Replaced.DONE;
+    }
+
+    /** What {@link #replace(UUID, JsonNode, JsonNode)} did. */
+    public enum Replaced {
+        DONE,
+        /** There is no such subscription. */
+        GONE,
+        /** Its body was no longer the one expected: nothing was written. */
+        CHANGED
+    }
+
+    /**
+     * As {@link #replace(UUID, JsonNode)}, only while the stored body is still {@code expected}
+     * (unless that is null): a body made from the one read before (a patch) does not undo a write
+     * made in between.
+     */
+    public Replaced replace(UUID id, JsonNode body, JsonNode expected) throws SQLException {
         Subscription parsed = SubscriptionJson.parse(body);
         try (Connection c = dataSource.getConnection()) {
             String[] kept = new String[1];
             int rows = DurableWrite.run(c, t -> {
                 // the row locked first: an edit made meanwhile is the "before" of this one, never skipped
-                try (PreparedStatement lock = t.prepareStatement("SELECT 1 FROM " + table + " WHERE id = ? FOR UPDATE")) {
+                try (PreparedStatement lock = t.prepareStatement("SELECT body::text FROM " + table + " WHERE id = ?"
+                        + " FOR UPDATE")) {
                     lock.setObject(1, id);
                     try (ResultSet rs = lock.executeQuery()) {
                         if (!rs.next()) {
                             return 0;
+                        }
+                        if (expected != null && !expected.equals(tree(rs.getString(1)))) {
+                            return -1;
                         }
                     }
                 }
@@ -257,10 +279,32 @@ public final class SubscriptionStore {
                     return update.executeUpdate();
                 }
             });
+            if (rows < 0) {
+                return Replaced.CHANGED;
+            }
             if (kept[0] != null) {
                 keptUntilCommitted(c, id, kept[0]);
             }
-            return changed(c, rows);
+            return changed(c, rows) ? Replaced.DONE : Replaced.GONE;
+        }
+    }
+
+    /** A subscription's body as stored (secrets and all, for a patch), if there is such a subscription. */
+    public Optional<JsonNode> body(UUID id) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT body::text FROM " + table + " WHERE id = ?")) {
+            s.setObject(1, id);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() ? Optional.of(tree(rs.getString(1))) : Optional.empty();
+            }
+        }
+    }
+
+    private static JsonNode tree(String json) throws SQLException {
+        try {
+            return JSON.readTree(json);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new SQLException("a stored subscription body is not JSON: " + e.getOriginalMessage(), e);
         }
     }
 

@@ -555,6 +555,46 @@ class SubscriptionApiDeliveryTest {
         }
     }
 
+    /**
+     * A PATCH of the filter and one header leaves the secret, the URL's query and the other headers as
+     * they were: changes after it arrive signed with the secret, at the URL with its query, with the
+     * headers kept and the one added, and as the new filter says.
+     */
+    @Test
+    void aPatchedSubscriptionDeliversWithWhatThePatchLeftAsItWas() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS patched (id int PRIMARY KEY)");
+        String secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String id = create("{\"name\": \"patched\", \"tables\": [\"public.patched\"], \"filter\": \"new.id > 0\","
+                    + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/p?token=t0k") + "\","
+                    + " \"secret\": \"" + secret + "\", \"headers\": {\"X-Tenant\": \"42\", \"X-Drop\": \"d\"}}}");
+            given().header("Authorization", "Bearer t").contentType("application/merge-patch+json")
+                    .body("{\"filter\": \"new.id > 10\", \"destination\": {\"headers\": {\"X-Drop\": null, \"X-Added\": \"a\"}}}")
+                    .patch("/subscriptions/" + id).then().statusCode(200);
+            sql("INSERT INTO patched VALUES (5), (11)");
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/p").size() == 1);
+            WebhookReceiver.Request request = receiver.requests("/p").get(0);
+            assertThat(request.body()).contains("\"new\":{\"id\":11}");
+            assertThat(request.query()).isEqualTo("token=t0k");
+            assertThat(request.header("X-Tenant")).isEqualTo("42");
+            assertThat(request.header("X-Added")).isEqualTo("a");
+            assertThat(request.header("X-Drop")).isNull();
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(java.util.Base64.getDecoder().decode(secret.substring("whsec_".length())),
+                    "HmacSHA256"));
+            String signed = request.header("webhook-id") + "." + request.header("webhook-timestamp") + "." + request.body();
+            assertThat(request.header("webhook-signature")).isEqualTo("v1," + java.util.Base64.getEncoder()
+                    .encodeToString(mac.doFinal(signed.getBytes(java.nio.charset.StandardCharsets.UTF_8))));
+            // the filter removed: every row
+            given().header("Authorization", "Bearer t").contentType("application/merge-patch+json")
+                    .body("{\"filter\": null}").patch("/subscriptions/" + id).then().statusCode(200);
+            sql("INSERT INTO patched VALUES (6)");
+            await().atMost(Duration.ofSeconds(30)).until(() -> receiver.requests("/p").size() == 2);
+            assertThat(receiver.requests("/p").get(1).body()).contains("\"new\":{\"id\":6}");
+            given().header("Authorization", "Bearer t").delete("/subscriptions/" + id).then().statusCode(200);
+        }
+    }
+
     private java.util.Optional<io.walhook.routing.Subscription> routed(String id) {
         return source.registry().router().subscriptions().stream().filter(s -> s.id().equals(id)).findFirst();
     }

@@ -285,6 +285,126 @@ class SubscriptionApiTest {
                 .body("retry.max_attempts", equalTo(3)).body("retry.window_ms", equalTo(120000));
     }
 
+    private static RequestSpecification patching() {
+        return given().header("Authorization", "Bearer " + TOKEN).contentType("application/merge-patch+json");
+    }
+
+    /**
+     * A PATCH (JSON Merge Patch, RFC 7396) changes what it names and keeps the rest: the secret, the
+     * URL's query and the header values, which a GET never shows and so a PUT of what was read would
+     * have to send again. A null removes a field; a header is named in any case.
+     */
+    @Test
+    void aPatchChangesWhatItNamesAndKeepsTheWriteOnlyRest() {
+        String body = BODY.replace("\"orders\"", "\"patched\"").replace("/hook\"", "/hook?token=q1\", \"headers\":"
+                + " {\"X-Tenant\": \"42\", \"X-Drop\": \"x\"}").replace("}}", "}, \"filter\": \"new.id > 0\"}");
+        String id = authorized().body(body).post("/subscriptions").then().statusCode(201).extract().path("id");
+        try {
+            patching().body("{\"filter\": \"new.id > 10\", \"destination\": {\"headers\": {\"x-drop\": null,"
+                    + " \"X-Added\": \"y\"}}}").patch("/subscriptions/" + id).then().statusCode(200)
+                    .body("name", equalTo("patched")).body("filter", equalTo("new.id > 10"))
+                    .body("destination.secret_set", equalTo(true))
+                    .body("destination.headers_set", contains("X-Added", "X-Tenant"))
+                    .body("tables", contains("public.orders")).body("operations", contains("insert"));
+            // application/json is taken too: most clients send it; a null removes the filter
+            authorized().body("{\"filter\": null, \"batch\": {\"max_events\": 5}}").patch("/subscriptions/" + id)
+                    .then().statusCode(200).body("$", not(org.hamcrest.Matchers.hasKey("filter")))
+                    .body("batch.max_events", equalTo(5)).body("destination.secret_set", equalTo(true));
+            authorized().get("/subscriptions/" + id).then().statusCode(200).body("batch.max_events", equalTo(5))
+                    .body("destination.headers_set", contains("X-Added", "X-Tenant"))
+                    .body("destination.url", equalTo("https://93.184.216.34/hook"));
+            // an empty patch changes nothing
+            patching().body("{}").patch("/subscriptions/" + id).then().statusCode(200).body("batch.max_events", equalTo(5));
+            patching().body("{\"destination\": {\"secret\": null}}").patch("/subscriptions/" + id).then().statusCode(200)
+                    .body("destination.secret_set", equalTo(false));
+        } finally {
+            authorized().delete("/subscriptions/" + id).then().statusCode(200);
+        }
+    }
+
+    @Test
+    void aBadPatchGetsAProblemNamingTheFieldAndChangesNothing() {
+        String id = authorized().body(BODY.replace("\"orders\"", "\"unpatched\"")).post("/subscriptions").then()
+                .statusCode(201).extract().path("id");
+        try {
+            // what a view shows but a subscription does not hold: a GET's body is not a patch
+            invalidRequest().contentType("application/merge-patch+json").body("{\"destination\": {\"secret_set\": false}}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).contentType(ApiProblem.MEDIA_TYPE)
+                    .body("field", equalTo("/destination/secret_set"));
+            invalidRequest().contentType("application/merge-patch+json").body("{\"paused\": true}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/paused"));
+            // a removal naming no field removes nothing: refused, not a silent success
+            invalidRequest().contentType("application/merge-patch+json").body("{\"filtr\": null}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/filtr"));
+            invalidRequest().contentType("application/merge-patch+json").body("{\"retry\": {\"attempts\": null}}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/retry/attempts"));
+            invalidRequest().contentType("application/merge-patch+json").body("{\"tables\": [\"public.a\", null]}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/tables/1"));
+            invalidRequest().contentType("application/merge-patch+json")
+                    .body("{\"destination\": {\"headers\": {\"Authorization: Bearer abc123\": null}}}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/destination/headers"))
+                    .body(not(containsString("abc123")));
+            // a required field removed
+            invalidRequest().contentType("application/merge-patch+json").body("{\"name\": null}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/name"));
+            invalidRequest().contentType("application/merge-patch+json").body("{\"filter\": \"op ==\"}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/filter"));
+            // another type replaces the destination, not merged into the webhook's url and secret
+            invalidRequest().contentType("application/merge-patch+json")
+                    .body("{\"destination\": {\"type\": \"amqp\", \"address\": \"q\"}}").patch("/subscriptions/" + id)
+                    .then().statusCode(400).body("field", equalTo("/destination/type"))
+                    .body("detail", containsString("WALHOOK_AMQP_URL"));
+            invalidRequest().contentType("application/merge-patch+json").body("[]").patch("/subscriptions/" + id)
+                    .then().statusCode(400).body("field", equalTo(""));
+            invalidRequest().contentType("application/merge-patch+json").body("null").patch("/subscriptions/" + id)
+                    .then().statusCode(400).body("field", equalTo(""));
+            invalidRequest().contentType("text/plain").body("{}").patch("/subscriptions/" + id).then().statusCode(415);
+            authorized().get("/subscriptions/" + id).then().statusCode(200).body("name", equalTo("unpatched"))
+                    .body("destination.secret_set", equalTo(true)).body("$", not(org.hamcrest.Matchers.hasKey("filter")));
+
+            patching().body("{}").patch("/subscriptions/" + java.util.UUID.randomUUID()).then().statusCode(404);
+            patching().body("{\"filter\": \"true\"}").patch("/subscriptions/config:cfg").then().statusCode(409)
+                    .body("detail", containsString("WALHOOK_SUBSCRIPTIONS_"));
+            reader().contentType("application/merge-patch+json").body("{}").patch("/subscriptions/" + id).then()
+                    .statusCode(403);
+            patching().body("{\"name\": \"cfg\"}").patch("/subscriptions/" + id).then().statusCode(409)
+                    .body("field", equalTo("/name"));
+        } finally {
+            authorized().delete("/subscriptions/" + id).then().statusCode(200);
+        }
+    }
+
+    /** Patches at once, each adding its own header: none is lost to another's read of the body before it. */
+    @Test
+    void concurrentPatchesEachKeepTheOthersChanges() throws Exception {
+        String id = authorized().body(BODY.replace("\"orders\"", "\"contended\"")).post("/subscriptions").then()
+                .statusCode(201).extract().path("id");
+        int writers = 12;
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(writers);
+        try {
+            java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+            List<java.util.concurrent.Future<Integer>> answers = new java.util.ArrayList<>();
+            for (int i = 0; i < writers; i++) {
+                String header = "X-H" + (char) ('a' + i);
+                answers.add(pool.submit(() -> {
+                    start.await();
+                    return patching().body("{\"destination\": {\"headers\": {\"" + header + "\": \"v\"}}}")
+                            .patch("/subscriptions/" + id).then().extract().statusCode();
+                }));
+            }
+            start.countDown();
+            for (java.util.concurrent.Future<Integer> answer : answers) {
+                assertThat(answer.get(60, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(200);
+            }
+            List<String> headers = authorized().get("/subscriptions/" + id).then().statusCode(200).extract()
+                    .path("destination.headers_set");
+            assertThat(headers).hasSize(writers);
+        } finally {
+            pool.shutdownNow();
+            authorized().delete("/subscriptions/" + id).then().statusCode(200);
+        }
+    }
+
     @Test
     void aBodyThatIsNotJsonIsUnsupported() {
         given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + TOKEN)

@@ -45,6 +45,11 @@ public final class ApiClient {
         return send("PUT", path, body);
     }
 
+    /** A JSON Merge Patch, sent as application/merge-patch+json. */
+    public Answer patch(String path, String body) throws IOException, InterruptedException {
+        return send("PATCH", path, body);
+    }
+
     public Answer delete(String path) throws IOException, InterruptedException {
         return send("DELETE", path, null);
     }
@@ -72,7 +77,7 @@ public final class ApiClient {
         HttpRequest.Builder request = HttpRequest.newBuilder(walhook.uri(path)).timeout(Duration.ofSeconds(60))
                 .header("Authorization", "Bearer " + token);
         if (body != null) {
-            request.header("Content-Type", "application/json");
+            request.header("Content-Type", method.equals("PATCH") ? "application/merge-patch+json" : "application/json");
         }
         request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         HttpClient http = CLIENTS.computeIfAbsent(walhook, w -> HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)

@@ -21,9 +21,9 @@ import com.sun.net.httpserver.HttpServer;
  */
 public final class WebhookReceiver implements AutoCloseable {
 
-    /** One request as received: method, path, headers (lower-case names), body and arrival time. */
+    /** One request as received: method, path, headers (lower-case names), body, arrival time and query (or null). */
     public record Request(String method, String path, Map<String, List<String>> headers, String body,
-            java.time.Instant receivedAt) {
+            java.time.Instant receivedAt, String query) {
         public String header(String name) {
             List<String> values = headers.get(name.toLowerCase(java.util.Locale.ROOT));
             return values == null || values.isEmpty() ? null : values.get(0);
@@ -68,7 +68,7 @@ public final class WebhookReceiver implements AutoCloseable {
             Map<String, List<String>> headers = new java.util.TreeMap<>();
             exchange.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(java.util.Locale.ROOT), List.copyOf(v)));
             Request request = new Request(exchange.getRequestMethod(), exchange.getRequestURI().getPath(), headers, body,
-                    java.time.Instant.now());
+                    java.time.Instant.now(), exchange.getRequestURI().getRawQuery());
             requests.add(request);
             listener.accept(request);
             int status = responder.applyAsInt(request);

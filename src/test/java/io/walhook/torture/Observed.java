@@ -95,6 +95,55 @@ final class Observed implements AutoCloseable {
         return amqp.url();
     }
 
+    /** What every request to {@code /hooks/...} must carry: its URL's query, one header, a signature by the secret. */
+    private record Credentials(String query, String header, String value, byte[] key) {
+    }
+
+    private volatile Credentials hooksCredentials;
+
+    /**
+     * Checks from now on that every request to {@code /hooks/...} has this query, this header value
+     * and a Standard Webhooks signature by this secret ({@code whsec_...}): an edit that loses one
+     * (a PATCH of something else) shows as a malformed delivery, the values not repeated.
+     */
+    void hooksCredentials(String query, String header, String value, String secret) {
+        hooksCredentials = new Credentials(query, header, value,
+                java.util.Base64.getDecoder().decode(secret.substring("whsec_".length())));
+    }
+
+    private void checkCredentials(HttpExchange exchange, String path, String body) {
+        Credentials expected = hooksCredentials;
+        if (expected == null || !path.startsWith("/hooks/")) {
+            return;
+        }
+        List<String> wrong = new ArrayList<>();
+        if (!expected.query().equals(exchange.getRequestURI().getRawQuery())) {
+            wrong.add("not the URL's query string");
+        }
+        if (!expected.value().equals(exchange.getRequestHeaders().getFirst(expected.header()))) {
+            wrong.add("not the " + expected.header() + " header's value");
+        }
+        try {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(expected.key(), "HmacSHA256"));
+            String signed = exchange.getRequestHeaders().getFirst("webhook-id") + "."
+                    + exchange.getRequestHeaders().getFirst("webhook-timestamp") + "." + body;
+            String signature = "v1," + java.util.Base64.getEncoder().encodeToString(
+                    mac.doFinal(signed.getBytes(StandardCharsets.UTF_8)));
+            String given = exchange.getRequestHeaders().getFirst("webhook-signature");
+            if (given == null || !List.of(given.split(" ")).contains(signature)) {
+                wrong.add("not signed by the secret");
+            }
+        } catch (java.security.GeneralSecurityException e) {
+            wrong.add("signature not checked: " + e);
+        }
+        if (!wrong.isEmpty()) {
+            synchronized (this) {
+                malformed.add("a request to " + path + ": " + String.join(", ", wrong));
+            }
+        }
+    }
+
     void behave(Behaviour behaviour) {
         behaviourRef.set(behaviour);
     }
@@ -112,6 +161,7 @@ final class Observed implements AutoCloseable {
         try (exchange; InputStream in = exchange.getRequestBody()) {
             String body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             String path = exchange.getRequestURI().getPath();
+            checkCredentials(exchange, path, body);
             Behaviour b = behaviourRef.get();
             int status = 204;
             String retryAfter = null;

@@ -159,6 +159,7 @@ public final class TortureRun {
         Workload workload;
         try (Observed receivers = new Observed(REQUEST_TIMEOUT.toMillis())) {
             observed = receivers;
+            observed.hooksCredentials("sig=" + querySecret, "x-api-key", headerValue, hooksSecret);
             database = pg.createDatabase("torture");
             Workload.createSchema(pg, database);
             pg.execute(database, "CREATE TABLE probe (id int PRIMARY KEY, w bigint)");
@@ -416,8 +417,16 @@ public final class TortureRun {
         ApiClient api = api();
         switch (random.nextInt(6)) {
             case 0 -> {
-                count("PUT hooks batch size");
-                answer("PUT batch", api.put("/subscriptions/" + hooksId, hooks(List.of(1, 5, 50).get(random.nextInt(3)))));
+                int batch = List.of(1, 5, 50).get(random.nextInt(3));
+                if (random.nextBoolean()) {
+                    // what it leaves out (the secret, the URL's query, the header value) stays: the receiver checks all three
+                    count("PATCH hooks batch size");
+                    answer("PATCH batch", api.patch("/subscriptions/" + hooksId, "{\"batch\": {\"max_events\": " + batch
+                            + "}}"));
+                } else {
+                    count("PUT hooks batch size");
+                    answer("PUT batch", api.put("/subscriptions/" + hooksId, hooks(batch)));
+                }
             }
             case 1 -> {
                 count("PUT hooks destination and name");
