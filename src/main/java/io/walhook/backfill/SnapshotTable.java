@@ -67,6 +67,48 @@ public final class SnapshotTable {
      */
     public static SnapshotTable describe(Connection c, String qualified, String publication, String stateSchema)
             throws SQLException, Refused {
+        if (!c.getAutoCommit()) {
+            return read(c, qualified, publication, stateSchema); // within the caller's transaction, as it reads
+        }
+        // read in several statements: a table dropped and created again between two of them was described half as
+        // the one, half as the other ("has no primary key", "is not in publication"). Locked before one snapshot
+        // is taken, it is one table throughout. ACCESS SHARE waits only for what ALTER, DROP or TRUNCATE it, and
+        // is what a SELECT takes; a role granted only some columns cannot take it, and reads as before.
+        boolean lockable;
+        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_table_privilege(c.oid, 'SELECT') FROM"
+                + " pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass(?) AND c.relkind IN ('r', 'p')")) {
+            s.setString(1, quoted(qualified));
+            try (ResultSet rs = s.executeQuery()) {
+                lockable = rs.next() && rs.getBoolean(1);
+            }
+        }
+        c.setAutoCommit(false);
+        try {
+            try (java.sql.Statement s = c.createStatement()) {
+                s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+                if (lockable) {
+                    s.execute("SET LOCAL lock_timeout = " + DESCRIBE_LOCK_WAIT_MS);
+                    s.execute("LOCK TABLE ONLY " + quoted(qualified) + " IN ACCESS SHARE MODE"); // takes no snapshot
+                }
+            }
+            SnapshotTable table = read(c, qualified, publication, stateSchema);
+            c.commit();
+            return table;
+        } catch (SQLException | Refused | RuntimeException e) {
+            io.walhook.config.DurableWrite.rollBack(c, true, e);
+            throw e;
+        } finally {
+            if (!c.getAutoCommit()) {
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    /** How long a description waits for its table's lock (an ALTER TABLE under way): then it fails, to be tried again. */
+    private static final long DESCRIBE_LOCK_WAIT_MS = 1000;
+
+    private static SnapshotTable read(Connection c, String qualified, String publication, String stateSchema)
+            throws SQLException, Refused {
         int serverMajor = c.getMetaData().getDatabaseMajorVersion();
         int dot = qualified.indexOf('.');
         String schema = qualified.substring(0, dot);
