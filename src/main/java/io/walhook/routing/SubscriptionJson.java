@@ -412,8 +412,18 @@ public final class SubscriptionJson {
             return new SubscriptionException(at, "holds a field named with what is no field name (not repeated: it may be"
                     + " a whole header, credential and all), not a field of " + what + known);
         }
+        if (VIEW_ONLY.contains(at + "/" + field)) {
+            // a GET's body sent back: what it leaves out (the secret, header values, the URL's query) would go too
+            return new SubscriptionException(at + "/" + field, "is shown in views, not written (a view leaves out the"
+                    + " secret, header values and the URL's query): PATCH the fields to change instead, or send the"
+                    + " whole subscription without it" + known);
+        }
         return new SubscriptionException(at + "/" + field, "is not a field of " + what + known);
     }
+
+    /** What a view shows besides a subscription's fields. */
+    private static final Set<String> VIEW_ONLY = Set.of("/id", "/read_only", "/paused", "/destination/secret_set",
+            "/destination/headers_set");
 
     private static String text(JsonNode node, String pointer, boolean required) {
         JsonNode value = node.get(pointer.substring(pointer.lastIndexOf('/') + 1));

@@ -322,6 +322,25 @@ class SubscriptionApiTest {
         }
     }
 
+    /** A GET's body PUT back is refused, pointing to PATCH: taken as written, it would have dropped the secret. */
+    @Test
+    void aViewPutBackIsRefusedPointingToPatch() {
+        String id = authorized().body(BODY.replace("\"orders\"", "\"viewed\"")).post("/subscriptions").then()
+                .statusCode(201).extract().path("id");
+        try {
+            String view = authorized().get("/subscriptions/" + id).then().statusCode(200).extract().asString();
+            invalidRequest().contentType("application/json").body(view).put("/subscriptions/" + id).then().statusCode(400)
+                    .body("field", equalTo("/id")).body("detail", containsString("PATCH"));
+            String withoutId = view.replaceFirst("\"id\":\"[^\"]+\",", "").replace("\"read_only\":false,", "")
+                    .replace("\"paused\":false,", "");
+            invalidRequest().contentType("application/json").body(withoutId).put("/subscriptions/" + id).then()
+                    .statusCode(400).body("field", equalTo("/destination/secret_set")).body("detail", containsString("PATCH"));
+            authorized().get("/subscriptions/" + id).then().statusCode(200).body("destination.secret_set", equalTo(true));
+        } finally {
+            authorized().delete("/subscriptions/" + id).then().statusCode(200);
+        }
+    }
+
     @Test
     void aBadPatchGetsAProblemNamingTheFieldAndChangesNothing() {
         String id = authorized().body(BODY.replace("\"orders\"", "\"unpatched\"")).post("/subscriptions").then()
