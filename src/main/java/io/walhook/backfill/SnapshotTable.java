@@ -21,6 +21,8 @@ import io.walhook.pgoutput.ReplicaIdentity;
  */
 public final class SnapshotTable {
 
+    private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(SnapshotTable.class);
+
     /** The table cannot be backfilled (or no longer): the message names it and says why. */
     public static final class Refused extends Exception {
         public Refused(String message) {
@@ -67,49 +69,6 @@ public final class SnapshotTable {
      */
     public static SnapshotTable describe(Connection c, String qualified, String publication, String stateSchema)
             throws SQLException, Refused {
-        if (!c.getAutoCommit()) {
-            return read(c, qualified, publication, stateSchema); // within the caller's transaction, as it reads
-        }
-        // read in several statements: a table dropped and created again between two of them was described half as
-        // the one, half as the other ("has no primary key", "is not in publication"). Locked before one snapshot
-        // is taken, it is one table throughout. ACCESS SHARE waits only for what ALTER, DROP or TRUNCATE it, and
-        // is what a SELECT takes; a role granted only some columns cannot take it, and reads as before.
-        boolean lockable;
-        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_table_privilege(c.oid, 'SELECT') FROM"
-                + " pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass(?) AND c.relkind IN ('r', 'p')")) {
-            s.setString(1, quoted(qualified));
-            try (ResultSet rs = s.executeQuery()) {
-                lockable = rs.next() && rs.getBoolean(1);
-            }
-        }
-        c.setAutoCommit(false);
-        try {
-            try (java.sql.Statement s = c.createStatement()) {
-                s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
-                if (lockable) {
-                    s.execute("SET LOCAL lock_timeout = " + DESCRIBE_LOCK_WAIT_MS);
-                    s.execute("LOCK TABLE ONLY " + quoted(qualified) + " IN ACCESS SHARE MODE"); // takes no snapshot
-                }
-            }
-            SnapshotTable table = read(c, qualified, publication, stateSchema);
-            c.commit();
-            return table;
-        } catch (SQLException | Refused | RuntimeException e) {
-            io.walhook.config.DurableWrite.rollBack(c, true, e);
-            throw e;
-        } finally {
-            if (!c.getAutoCommit()) {
-                c.setAutoCommit(true);
-            }
-        }
-    }
-
-    /** How long a description waits for its table's lock (an ALTER TABLE under way): then it fails, to be tried again. */
-    private static final long DESCRIBE_LOCK_WAIT_MS = 1000;
-
-    private static SnapshotTable read(Connection c, String qualified, String publication, String stateSchema)
-            throws SQLException, Refused {
-        int serverMajor = c.getMetaData().getDatabaseMajorVersion();
         int dot = qualified.indexOf('.');
         String schema = qualified.substring(0, dot);
         String table = qualified.substring(dot + 1);
@@ -117,11 +76,72 @@ public final class SnapshotTable {
             // its subscriptions hold secrets and headers; its changes are never events either
             throw new Refused("table " + qualified + " is walhook's own state (schema " + stateSchema + "), never sent");
         }
+        // before the transaction below: a statement it tries and falls back from would abort that transaction
         if (io.walhook.config.SchemaMigrations.holdsState(c, schema)) {
             // shared publications (FOR ALL TABLES) publish another deployment's state too: its secrets as well
             throw new Refused("table " + qualified + " is another walhook deployment's state (schema " + schema
                     + "), never sent");
         }
+        if (!c.getAutoCommit()) {
+            return read(c, qualified, publication); // within the caller's transaction, as it reads
+        }
+        // read in several statements: a table dropped and created again between two of them was described half as
+        // the one, half as the other ("has no primary key", "is not in publication"). Locked before one snapshot
+        // is taken, it is one table throughout. ACCESS SHARE waits only for what ALTER, DROP or TRUNCATE it, and
+        // is what a SELECT takes. Not to be had at once (a role granted only some columns, no USAGE of the schema,
+        // an ALTER holding it or waiting for it), the table is read in one snapshot without it, as it was before.
+        boolean lockable;
+        try (PreparedStatement s = c.prepareStatement("SELECT pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND"
+                + " pg_catalog.has_table_privilege(c.oid, 'SELECT') FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+                + " ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p')")) {
+            s.setString(1, schema);
+            s.setString(2, table);
+            try (ResultSet rs = s.executeQuery()) {
+                lockable = rs.next() && rs.getBoolean(1);
+            }
+        }
+        c.setAutoCommit(false);
+        SnapshotTable described;
+        try {
+            try (java.sql.Statement s = c.createStatement()) {
+                s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"); // none of these takes the snapshot
+                if (lockable) {
+                    // the wait bounded for the lock only: the publication's view locks each table it publishes,
+                    // and waits for them as it did before
+                    String wait;
+                    try (ResultSet rs = s.executeQuery("SHOW lock_timeout")) {
+                        rs.next();
+                        wait = rs.getString(1);
+                    }
+                    java.sql.Savepoint unlocked = c.setSavepoint();
+                    try {
+                        s.execute("SET LOCAL lock_timeout = " + DESCRIBE_LOCK_WAIT_MS);
+                        s.execute("LOCK TABLE ONLY " + quoted(qualified) + " IN ACCESS SHARE MODE");
+                        s.execute("SET LOCAL lock_timeout = '" + wait.replace("'", "''") + "'");
+                    } catch (SQLException e) {
+                        c.rollback(unlocked); // the lock_timeout set after the savepoint goes with it
+                        LOG.debugf("%s is described without its lock: %s", qualified, e.getMessage());
+                    }
+                }
+            }
+            described = read(c, qualified, publication);
+            c.commit();
+        } catch (SQLException | Refused | RuntimeException e) {
+            io.walhook.config.DurableWrite.rollBack(c, true, e);
+            throw e;
+        }
+        c.setAutoCommit(true);
+        return described;
+    }
+
+    /** How long a description waits for its table's lock (an ALTER TABLE under way) before it reads without. */
+    private static final long DESCRIBE_LOCK_WAIT_MS = 500;
+
+    private static SnapshotTable read(Connection c, String qualified, String publication) throws SQLException, Refused {
+        int serverMajor = c.getMetaData().getDatabaseMajorVersion();
+        int dot = qualified.indexOf('.');
+        String schema = qualified.substring(0, dot);
+        String table = qualified.substring(dot + 1);
         long oid;
         char identity;
         boolean plain;
