@@ -179,9 +179,12 @@ public class SubscriptionResource {
         String id = SubscriptionLookup.canonical(given);
         readOnly(id);
         UUID uuid = SubscriptionLookup.uuid(id);
+        JsonNode before = store.body(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
         JsonNode patch = JsonBody.parsePatch(contentType, body, "subscription");
         for (int attempt = 1; attempt <= PATCH_ATTEMPTS; attempt++) {
-            JsonNode before = store.body(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
+            if (attempt > 1) {
+                before = store.body(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
+            }
             JsonNode after;
             try {
                 after = SubscriptionJson.patched(before, patch);

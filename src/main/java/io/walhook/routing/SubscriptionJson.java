@@ -352,6 +352,19 @@ public final class SubscriptionJson {
         if (at.equals("/destination") && patch.hasNonNull("type") && !patch.get("type").equals(result.get("type"))) {
             result.removeAll();
         }
+        if (at.equals("/destination") && movesToAnotherOrigin(result.get("url"), patch.get("url"))) {
+            // what the old host was given is not sent to another one unless the patch says so: a write token alone
+            // must not be enough to receive the header values (an Authorization) no view shows
+            for (String credential : List.of("secret", "headers")) {
+                if (holds(result, credential) && !patch.has(credential)) {
+                    throw new SubscriptionException("/destination/" + credential, "was given for the URL's old host:"
+                            + " a URL of another scheme, host or port needs it given again in the patch (or null to"
+                            + " send none), as it would be sent there");
+                }
+                result.remove(credential); // given in the patch: taken whole, not merged with the old host's
+            }
+        }
+        java.util.Set<String> headerNames = new java.util.HashSet<>();
         int position = 0;
         for (Iterator<Map.Entry<String, JsonNode>> fields = patch.fields(); fields.hasNext(); ) {
             Map.Entry<String, JsonNode> field = fields.next();
@@ -359,8 +372,12 @@ public final class SubscriptionJson {
             String name = field.getKey();
             JsonNode value = field.getValue();
             if (at.equals("/destination/headers")) {
-                if (value.isNull() && !HEADER_NAME.matcher(name).matches()) {
+                if (!HEADER_NAME.matcher(name).matches()) {
                     throw notAHeaderName(position);
+                }
+                if (!headerNames.add(name.toLowerCase(java.util.Locale.ROOT))) {
+                    throw new SubscriptionException("/destination/headers/" + name, "is given twice in the patch (header"
+                            + " names are case-insensitive)");
                 }
                 List<String> same = new ArrayList<>();
                 result.fieldNames().forEachRemaining(h -> {
@@ -385,6 +402,34 @@ public final class SubscriptionJson {
             }
         }
         return result;
+    }
+
+    /** Whether a patch's URL is of another origin (scheme, host, port) than the stored one; false when either is no URL. */
+    private static boolean movesToAnotherOrigin(JsonNode stored, JsonNode patched) {
+        if (stored == null || patched == null || !stored.isTextual() || !patched.isTextual()) {
+            return false;
+        }
+        try {
+            return !origin(new java.net.URI(stored.textValue())).equals(origin(new java.net.URI(patched.textValue())));
+        } catch (java.net.URISyntaxException | RuntimeException notAUrl) {
+            return false; // refused as a URL when the result is read
+        }
+    }
+
+    private static String origin(java.net.URI url) {
+        String scheme = String.valueOf(url.getScheme()).toLowerCase(java.util.Locale.ROOT);
+        if (url.getHost() == null) {
+            // a host java.net.URI does not take for one (an underscore in it): the authority as written
+            return scheme + "://" + String.valueOf(url.getRawAuthority()).toLowerCase(java.util.Locale.ROOT);
+        }
+        int port = url.getPort() >= 0 ? url.getPort() : scheme.equals("https") ? 443 : scheme.equals("http") ? 80 : -1;
+        return scheme + "://" + url.getHost().toLowerCase(java.util.Locale.ROOT) + ":" + port;
+    }
+
+    /** Whether an object holds a field worth keeping: a value, not null nor an empty object. */
+    private static boolean holds(JsonNode node, String field) {
+        JsonNode value = node.get(field);
+        return value != null && !value.isNull() && !(value.isObject() && value.isEmpty());
     }
 
     private static void only(JsonNode node, String at, Set<String> fields, String what) {

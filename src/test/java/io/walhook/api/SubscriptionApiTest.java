@@ -315,6 +315,22 @@ class SubscriptionApiTest {
                     .body("destination.url", equalTo("https://93.184.216.34/hook"));
             // an empty patch changes nothing
             patching().body("{}").patch("/subscriptions/" + id).then().statusCode(200).body("batch.max_events", equalTo(5));
+            // another path on the same host: the secret and headers stay (the query goes: url is the whole URL)
+            patching().body("{\"destination\": {\"url\": \"https://93.184.216.34:443/other\"}}").patch("/subscriptions/" + id)
+                    .then().statusCode(200).body("destination.secret_set", equalTo(true))
+                    .body("destination.headers_set", contains("X-Added", "X-Tenant"))
+                    .body("destination.url", equalTo("https://93.184.216.34:443/other"));
+            // another host: what the old one was given is sent there only if the patch gives it again
+            invalidRequest().contentType("application/merge-patch+json")
+                    .body("{\"destination\": {\"url\": \"https://93.184.216.35/hook\"}}").patch("/subscriptions/" + id)
+                    .then().statusCode(400).body("field", equalTo("/destination/secret"));
+            invalidRequest().contentType("application/merge-patch+json")
+                    .body("{\"destination\": {\"url\": \"http://93.184.216.34/hook\", \"secret\": null}}")
+                    .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/destination/headers"));
+            patching().body("{\"destination\": {\"url\": \"https://93.184.216.35/hook\", \"secret\":"
+                    + " \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\", \"headers\": {\"X-New\": \"n\"}}}")
+                    .patch("/subscriptions/" + id).then().statusCode(200).body("destination.secret_set", equalTo(true))
+                    .body("destination.headers_set", contains("X-New"));
             patching().body("{\"destination\": {\"secret\": null}}").patch("/subscriptions/" + id).then().statusCode(200)
                     .body("destination.secret_set", equalTo(false));
         } finally {
@@ -381,7 +397,12 @@ class SubscriptionApiTest {
             authorized().get("/subscriptions/" + id).then().statusCode(200).body("name", equalTo("unpatched"))
                     .body("destination.secret_set", equalTo(true)).body("$", not(org.hamcrest.Matchers.hasKey("filter")));
 
+            invalidRequest().contentType("application/merge-patch+json")
+                    .body("{\"destination\": {\"headers\": {\"X-A\": \"1\", \"x-a\": null}}}").patch("/subscriptions/" + id)
+                    .then().statusCode(400).body("field", equalTo("/destination/headers/x-a"));
             patching().body("{}").patch("/subscriptions/" + java.util.UUID.randomUUID()).then().statusCode(404);
+            invalidRequest().contentType("application/merge-patch+json").body("[]")
+                    .patch("/subscriptions/" + java.util.UUID.randomUUID()).then().statusCode(404);
             patching().body("{\"filter\": \"true\"}").patch("/subscriptions/config:cfg").then().statusCode(409)
                     .body("detail", containsString("WALHOOK_SUBSCRIPTIONS_"));
             reader().contentType("application/merge-patch+json").body("{}").patch("/subscriptions/" + id).then()
