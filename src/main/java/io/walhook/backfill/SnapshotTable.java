@@ -370,6 +370,21 @@ public final class SnapshotTable {
         return relation.relationId();
     }
 
+    /**
+     * Under REPLICA IDENTITY FULL, the primary key's column names (what chunks are read by), which
+     * order a row's changes as the stream's do ({@link io.walhook.change.RelationInfo#orderKey}); else null.
+     */
+    public List<String> orderKey() {
+        if (relation.replicaIdentity() != io.walhook.pgoutput.ReplicaIdentity.FULL) {
+            return null;
+        }
+        List<String> names = new ArrayList<>();
+        for (int i : chunkKey) {
+            names.add(relation.columns().get(i).name());
+        }
+        return names;
+    }
+
     /** As a Relation message would describe it: what read events are written with. */
     public PgOutputMessage.Relation relation() {
         return relation;

@@ -148,7 +148,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             described.clear();
         }
         RelationInfo relation = described.computeIfAbsent(chunk.table.relation(),
-                r -> RelationInfo.described(r, converters, chunk.table.userTypes()::get));
+                r -> RelationInfo.described(r, converters, chunk.table.userTypes()::get, chunk.table.orderKey()));
         String backfill = chunk.backfillId.toString();
         List<ChangeEvent> reads0 = new ArrayList<>(chunk.rows.size());
         for (Chunk.Row row : chunk.rows) {

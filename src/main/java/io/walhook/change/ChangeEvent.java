@@ -152,7 +152,8 @@ public final class ChangeEvent {
      * always hash alike, so they can share an ordered delivery lane. Truncates hash by table, logical
      * messages all alike. (An update that changes the key hashes by the old key.) Under REPLICA
      * IDENTITY FULL every column is "key", so the values change with every update and cannot name
-     * the row: such a table's changes all hash by the table, and keep their order in one lane.
+     * the row: such a table's rows hash by its primary key ({@link RelationInfo#orderKey}), and
+     * without one its changes all hash by the table, and keep their order in one lane.
      */
     public int rowKeyHash() {
         return keyHash(keySource());
@@ -164,7 +165,13 @@ public final class ChangeEvent {
      * update after the old key's earlier changes and before the new key's later ones.
      */
     public int newRowKeyHash() {
-        return changesKey() ? keyHash(newRow, key) : rowKeyHash();
+        if (changesKey()) {
+            return keyHash(newRow, key);
+        }
+        if (op == Operation.UPDATE && oldRow != null && relation != null && relation.orderKey() != null) {
+            return keyHash(newRow, oldRow); // FULL: its primary key may have changed, and the old row has the old one
+        }
+        return rowKeyHash();
     }
 
     /**
@@ -191,7 +198,17 @@ public final class ChangeEvent {
             return 0;
         }
         int h = Long.hashCode(relation.oid());
-        if (relation.replicaIdentity() == ReplicaIdentity.FULL || source == null) {
+        if (source == null) {
+            return h;
+        }
+        int[] orderKey = relation.orderKey();
+        if (relation.replicaIdentity() == ReplicaIdentity.FULL) {
+            if (orderKey == null) {
+                return h;
+            }
+            for (int rank = 0; rank < orderKey.length; rank++) {
+                h = 31 * hashInto(source, unchangedFrom, orderKey[rank], h) + rank;
+            }
             return h;
         }
         // key columns only, each by its value and its rank among them: adding or dropping another
@@ -199,14 +216,16 @@ public final class ChangeEvent {
         int rank = 0;
         for (int i = 0; i < source.size(); i++) {
             if (relation.isKey(i)) {
-                TupleData from = unchangedFrom != null && source.isUnchangedToast(i) ? unchangedFrom : source;
-                if (from.hasValue(i)) {
-                    h = from.hashInto(i, h);
-                }
-                h = 31 * h + rank++;
+                h = 31 * hashInto(source, unchangedFrom, i, h) + rank++;
             }
         }
         return h;
+    }
+
+    /** {@code h} with column {@code i}'s value of {@code source} (an unchanged TOASTed one from {@code unchangedFrom}). */
+    private static int hashInto(TupleData source, TupleData unchangedFrom, int i, int h) {
+        TupleData from = unchangedFrom != null && source.isUnchangedToast(i) ? unchangedFrom : source;
+        return i < from.size() && from.hasValue(i) ? from.hashInto(i, h) : h;
     }
 
     /**

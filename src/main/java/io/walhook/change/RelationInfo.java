@@ -20,11 +20,22 @@ public final class RelationInfo {
     private final String[] columnNames;
     private final byte[][] jsonNames;
     private final boolean[] keyColumns;
+    /**
+     * Under REPLICA IDENTITY FULL, the primary key's columns (their indexes, ascending) that a row's
+     * changes are ordered by; null when it has none (or it is not known): every column is "key"
+     * there, so its changes are ordered by table.
+     */
+    private final int[] orderKey;
     private final int keyShape;
     private final ValueConverter[] converters;
     private final boolean routed;
 
     RelationInfo(PgOutputMessage.Relation relation, ValueConverter[] converters, boolean routed) {
+        this(relation, converters, routed, null);
+    }
+
+    /** {@code primaryKey}: under REPLICA IDENTITY FULL, the names of the table's primary key columns, or null. */
+    RelationInfo(PgOutputMessage.Relation relation, ValueConverter[] converters, boolean routed, List<String> primaryKey) {
         List<PgOutputMessage.Relation.Column> columns = relation.columns();
         this.oid = relation.relationId();
         this.schema = relation.effectiveNamespace();
@@ -42,7 +53,8 @@ public final class RelationInfo {
             jsonNames[i] = JsonWriter.encodeName(columnNames[i]);
             keyColumns[i] = columns.get(i).key();
         }
-        this.keyShape = keyShape(relation);
+        this.orderKey = relation.replicaIdentity() == ReplicaIdentity.FULL ? orderKey(columnNames, primaryKey) : null;
+        this.keyShape = keyShape(relation, orderKey);
         this.converters = converters;
         this.routed = routed;
     }
@@ -53,9 +65,33 @@ public final class RelationInfo {
      * {@link ValueConverters#forColumn}. Its converters share {@code converters}' scratch buffers.
      */
     public static RelationInfo described(PgOutputMessage.Relation relation, ValueConverters converters,
-            java.util.function.LongFunction<PgOutputMessage.Type> userTypes) {
+            java.util.function.LongFunction<PgOutputMessage.Type> userTypes, List<String> primaryKey) {
         return new RelationInfo(relation, converters.forRelation(relation, userTypes).toArray(ValueConverter[]::new),
-                true);
+                true, primaryKey);
+    }
+
+    /** The primary key's column indexes, ascending; null when there is none or a column of it is not published. */
+    private static int[] orderKey(String[] columns, List<String> primaryKey) {
+        if (primaryKey == null || primaryKey.isEmpty()) {
+            return null;
+        }
+        int[] indexes = new int[primaryKey.size()];
+        for (int k = 0; k < indexes.length; k++) {
+            indexes[k] = List.of(columns).indexOf(primaryKey.get(k));
+            if (indexes[k] < 0) {
+                return null;
+            }
+        }
+        java.util.Arrays.sort(indexes);
+        return indexes;
+    }
+
+    /**
+     * Under REPLICA IDENTITY FULL, the indexes (ascending) of the primary key's columns, which order
+     * a row's changes; null otherwise, or when the table has no primary key.
+     */
+    public int[] orderKey() {
+        return orderKey;
     }
 
     public long oid() {
@@ -105,7 +141,7 @@ public final class RelationInfo {
 
     /**
      * What a row's key hash is made of here ({@link ChangeEvent#rowKeyHash}): the key columns'
-     * names, types and type modifiers, or FULL. Equal for two descriptions of one table whose keys hash alike; an
+     * names, types and type modifiers (under FULL, the primary key's), or FULL without one. Equal for two descriptions of one table whose keys hash alike; an
      * {@code ALTER TABLE} that changes the replica identity or the key columns changes it, and a
      * row's changes from before and after it hash apart.
      */
@@ -113,13 +149,15 @@ public final class RelationInfo {
         return keyShape;
     }
 
-    private static int keyShape(PgOutputMessage.Relation relation) {
-        if (relation.replicaIdentity() == ReplicaIdentity.FULL) {
+    private static int keyShape(PgOutputMessage.Relation relation, int[] orderKey) {
+        boolean full = relation.replicaIdentity() == ReplicaIdentity.FULL;
+        if (full && orderKey == null) {
             return -1;
         }
-        int h = 17;
-        for (PgOutputMessage.Relation.Column column : relation.columns()) {
-            if (column.key()) {
+        int h = full ? 19 : 17; // FULL's primary key hashes its rows as the default identity does, but is another shape
+        for (int i = 0; i < relation.columns().size(); i++) {
+            PgOutputMessage.Relation.Column column = relation.columns().get(i);
+            if (full ? java.util.Arrays.binarySearch(orderKey, i) >= 0 : column.key()) {
                 // the type and its modifier: numeric(10,2) and numeric(12,4) write one value apart ("1.00", "1.0000")
                 h = 31 * (31 * (31 * h + column.name().hashCode()) + Long.hashCode(column.typeOid()))
                         + column.typeModifier();

@@ -54,6 +54,7 @@ public final class TransactionAssembler {
 
     private final Output output;
     private final java.util.function.BiPredicate<String, String> stateTable;
+    private final java.util.function.LongFunction<List<String>> primaryKey;
     private final Path spillDirectory;
     private final String slot;
     private final long streamMemoryBytes;
@@ -102,8 +103,20 @@ public final class TransactionAssembler {
      */
     public TransactionAssembler(Output output, java.util.function.BiPredicate<String, String> stateTable,
             Path spillDirectory, String slot, long streamMemoryBytes) {
+        this(output, stateTable, oid -> null, spillDirectory, slot, streamMemoryBytes);
+    }
+
+    /**
+     * @param primaryKey the names of a table's primary key columns, by its oid (null when it has none
+     *     or they cannot be read): asked at each relation message of a table with REPLICA IDENTITY
+     *     FULL, whose rows' changes are then ordered by them rather than all by the table
+     */
+    public TransactionAssembler(Output output, java.util.function.BiPredicate<String, String> stateTable,
+            java.util.function.LongFunction<List<String>> primaryKey, Path spillDirectory, String slot,
+            long streamMemoryBytes) {
         this.output = output;
         this.stateTable = stateTable;
+        this.primaryKey = primaryKey;
         this.spillDirectory = spillDirectory;
         this.slot = slot;
         this.streamMemoryBytes = streamMemoryBytes;
@@ -361,7 +374,9 @@ public final class TransactionAssembler {
             converters[i] = valueConverters.forColumn(columns.get(i), types::get);
         }
         boolean routed = !stateTable.test(relation.effectiveNamespace(), relation.relationName());
-        RelationInfo info = new RelationInfo(relation, converters, routed);
+        RelationInfo info = new RelationInfo(relation, converters, routed,
+                relation.replicaIdentity() == io.walhook.pgoutput.ReplicaIdentity.FULL && routed
+                        ? primaryKey.apply(relation.relationId()) : null);
         if (replayedRelations != null) {
             replayedRelations.put(relation.relationId(), info);
         } else {

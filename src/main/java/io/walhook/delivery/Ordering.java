@@ -53,9 +53,8 @@ record Ordering(Scope scope, long table, long key, long otherKey, long shape) {
             case MESSAGE -> new Ordering(Scope.TABLE, MESSAGES, 0, 0);
             case TRUNCATE -> new Ordering(Scope.TABLE, event.relation().oid(), 0, 0);
             case INSERT, UPDATE, DELETE, READ -> {
-                int key = event.rowKeyHash();
-                yield row(rekeyed ? Scope.REKEYED : Scope.ROW, event.relation().oid(), key,
-                        event.changesKey() ? event.newRowKeyHash() : key, event.relation().keyShape());
+                yield row(rekeyed ? Scope.REKEYED : Scope.ROW, event.relation().oid(), event.rowKeyHash(),
+                        event.newRowKeyHash(), event.relation().keyShape());
             }
         };
     }

@@ -295,7 +295,7 @@ public class ReplicationSource {
                     database.serverMajor(), stream.statusInterval(), stream.checkpointInterval(),
                     stream.reconnectMaxBackoff(), stream.handoffCapacity(), stream.handoffBytes(),
                     Path.of(stream.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))), stream.streamMemoryBytes(),
-                    this::stateTable);
+                    this::stateTable, this::primaryKey);
             return ReplicationReader.resuming(settings, checkpoints);
         });
         try {
@@ -521,6 +521,35 @@ public class ReplicationSource {
                 + " queues), and publication %s publishes it: its changes are never sent. Give each deployment a"
                 + " publication of its own tables (WALHOOK_PUBLICATION_TABLES)", schema, config.publication().name());
         return true;
+    }
+
+    /**
+     * The names of a table's primary key columns (not a covering index's INCLUDE columns), by its
+     * oid; null when it has none, or the database cannot answer now. Asked at each relation message
+     * of a table with REPLICA IDENTITY FULL (once a session for each): its rows' changes are ordered
+     * by them, and a failing one holds back only its own row. Without an answer the table's changes
+     * are ordered all together, as before: a change of that is a change of its key shape, which
+     * delivery orders against the whole table once.
+     */
+    private java.util.List<String> primaryKey(long oid) {
+        try (java.sql.Connection c = dataSource.getConnection();
+             java.sql.PreparedStatement s = c.prepareStatement("SELECT a.attname FROM pg_catalog.pg_index i JOIN"
+                     + " pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY ((i.indkey::int2[])"
+                     + "[0:i.indnkeyatts - 1]) WHERE i.indrelid = ? AND i.indisprimary ORDER BY a.attnum")) {
+            s.setQueryTimeout(5);
+            s.setLong(1, oid);
+            java.util.List<String> names = new java.util.ArrayList<>();
+            try (java.sql.ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    names.add(rs.getString(1));
+                }
+            }
+            return names.isEmpty() ? null : names;
+        } catch (SQLException e) {
+            LOG.warnf("the primary key of table %d (REPLICA IDENTITY FULL) is not known: its changes are ordered by"
+                    + " table until it is: %s", oid, e.getMessage());
+            return null;
+        }
     }
 
     /** Why routing stopped, or null while it runs (or has not started). */

@@ -68,7 +68,8 @@ public final class ReplicationReader {
     public record Settings(String jdbcUrl, String user, String password, String slot, String publication,
             String stateSchema, int serverMajor, Duration statusInterval, Duration checkpointInterval,
             Duration maxBackoff, int handoffCapacity, long handoffBytes, Path spillDirectory, long streamMemoryBytes,
-            java.util.function.BiPredicate<String, String> stateTable) {
+            java.util.function.BiPredicate<String, String> stateTable,
+            java.util.function.LongFunction<java.util.List<String>> primaryKey) {
 
         /** Only {@code stateSchema}'s tables hold walhook's state. */
         public Settings(String jdbcUrl, String user, String password, String slot, String publication,
@@ -76,7 +77,7 @@ public final class ReplicationReader {
                 Duration maxBackoff, int handoffCapacity, long handoffBytes, Path spillDirectory, long streamMemoryBytes) {
             this(jdbcUrl, user, password, slot, publication, stateSchema, serverMajor, statusInterval, checkpointInterval,
                     maxBackoff, handoffCapacity, handoffBytes, spillDirectory, streamMemoryBytes,
-                    (schema, table) -> schema.equals(stateSchema));
+                    (schema, table) -> schema.equals(stateSchema), oid -> null);
         }
 
         /** Without the password, should the settings ever be logged. */
@@ -142,8 +143,8 @@ public final class ReplicationReader {
         this.acknowledged = checkpoint;
         this.saved = checkpoint;
         this.handedOnEnd = checkpoint;
-        this.assembler = new TransactionAssembler(new HandOff(), settings.stateTable(), settings.spillDirectory(),
-                settings.slot(), settings.streamMemoryBytes());
+        this.assembler = new TransactionAssembler(new HandOff(), settings.stateTable(), settings.primaryKey(),
+                settings.spillDirectory(), settings.slot(), settings.streamMemoryBytes());
         int stale = assembler.removeStaleSpills();
         if (stale > 0) {
             LOG.infof("removed %d spill file(s) of slot %s left in %s by a reader that stopped mid-stream", stale,

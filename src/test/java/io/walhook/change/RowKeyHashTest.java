@@ -12,7 +12,7 @@ import io.walhook.pgoutput.TupleData;
 /**
  * The hash that puts a row's changes in one lane: its formula is pinned, since parked events keep
  * their lane across restarts (the table's OID, then each key column's bytes and rank among the key
- * columns; the OID alone under REPLICA IDENTITY FULL).
+ * columns; under REPLICA IDENTITY FULL the primary key's, and the OID alone without one).
  */
 class RowKeyHashTest {
 
@@ -92,6 +92,33 @@ class RowKeyHashTest {
         assertThat(List.of(insert, first, second, delete)).extracting(ChangeEvent::rowKeyHash)
                 .containsOnly(Long.hashCode(insert.relation().oid()));
         assertThat(accounts.insert("8", "100").rowKeyHash()).as("the whole table").isEqualTo(insert.rowKeyHash());
+    }
+
+    /**
+     * Under FULL with a primary key, a row's changes hash by that key, as under the default identity:
+     * one row's changes share a lane, other rows' do not wait behind them (a failing row held back
+     * the whole table). An update that changes the key is ordered after the old key's changes and
+     * before the new one's.
+     */
+    @Test
+    void aTableWithReplicaIdentityFullAndAPrimaryKeyHashesItsRowsByThatKey() {
+        TestEvents.Table plain = TestEvents.table("public", "accounts").key("id", TestEvents.INT4)
+                .column("balance", TestEvents.INT4);
+        TestEvents.Table accounts = plain.fullWithPrimaryKey();
+        ChangeEvent insert = accounts.insert("7", "100");
+        ChangeEvent first = accounts.update(TestEvents.row("7", "100"), "7", "150");
+        ChangeEvent delete = accounts.delete("7", "150");
+        assertThat(List.of(insert, first, delete)).extracting(ChangeEvent::rowKeyHash).containsOnly(insert.rowKeyHash());
+        assertThat(first.newRowKeyHash()).isEqualTo(insert.rowKeyHash());
+        assertThat(accounts.insert("8", "100").rowKeyHash()).as("another row").isNotEqualTo(insert.rowKeyHash());
+        assertThat(insert.rowKeyHash()).as("as the default identity hashes it").isEqualTo(plain.insert("7", "1").rowKeyHash());
+        ChangeEvent rekeyed = accounts.update(TestEvents.row("7", "150"), "9", "150");
+        assertThat(rekeyed.rowKeyHash()).isEqualTo(insert.rowKeyHash());
+        assertThat(rekeyed.newRowKeyHash()).isEqualTo(accounts.insert("9", "0").rowKeyHash());
+        // another key shape than FULL's without a key and than the default identity's: delivery orders the
+        // first change after a switch against the whole table
+        assertThat(java.util.Set.of(insert.relation().keyShape(), plain.insert("7", "1").relation().keyShape(),
+                accounts.full().insert("7", "1").relation().keyShape())).hasSize(3);
     }
 
     @Test

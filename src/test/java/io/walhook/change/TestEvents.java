@@ -64,7 +64,11 @@ public final class TestEvents {
     }
 
     /** A table's Relation message: schema, name, replica identity and columns. */
-    public record Table(String schema, String name, ReplicaIdentity identity, List<Column> columns) {
+    public record Table(String schema, String name, ReplicaIdentity identity, List<Column> columns, List<String> primaryKey) {
+
+        public Table(String schema, String name, ReplicaIdentity identity, List<Column> columns) {
+            this(schema, name, identity, columns, List.of());
+        }
 
         public Table key(String column, long typeOid) {
             return with(new Column(column, typeOid, true));
@@ -80,19 +84,25 @@ public final class TestEvents {
             return new Table(schema, name, ReplicaIdentity.FULL, all);
         }
 
+        /** REPLICA IDENTITY FULL with the key columns given so far as the table's primary key, which the stream's reader looks up. */
+        public Table fullWithPrimaryKey() {
+            List<String> key = columns.stream().filter(Column::key).map(Column::name).toList();
+            return new Table(schema, name, ReplicaIdentity.FULL, full().columns(), key);
+        }
+
         private Table with(Column c) {
             List<Column> more = new ArrayList<>(columns);
             more.add(c);
-            return new Table(schema, name, identity, List.copyOf(more));
+            return new Table(schema, name, identity, List.copyOf(more), primaryKey);
         }
 
         public ChangeEvent insert(String... values) {
-            return single(List.of(relation(), new Bytes().u8('I').u32(RELATION_ID).u8('N').tuple(values).bytes()));
+            return single(primaryKey, List.of(relation(), new Bytes().u8('I').u32(RELATION_ID).u8('N').tuple(values).bytes()));
         }
 
         /** An insert committed at {@code commitLsn}: events of different transactions have different ids. */
         public ChangeEvent insertAt(long commitLsn, String... values) {
-            return single(List.of(relation(), new Bytes().u8('I').u32(RELATION_ID).u8('N').tuple(values).bytes()),
+            return single(primaryKey, List.of(relation(), new Bytes().u8('I').u32(RELATION_ID).u8('N').tuple(values).bytes()),
                     Lsn.of(commitLsn));
         }
 
@@ -107,23 +117,23 @@ public final class TestEvents {
             if (oldValues != null) {
                 u.u8('O').tuple(oldValues);
             }
-            return single(List.of(relation(), u.u8('N').tuple(newValues).bytes()));
+            return single(primaryKey, List.of(relation(), u.u8('N').tuple(newValues).bytes()));
         }
 
         /** An update with a 'K' tuple (the old key: key columns set, the rest NULL). */
         public ChangeEvent updateWithKey(String[] keyValues, String... newValues) {
-            return single(List.of(relation(), new Bytes().u8('U').u32(RELATION_ID).u8('K').tuple(keyValues).u8('N')
+            return single(primaryKey, List.of(relation(), new Bytes().u8('U').u32(RELATION_ID).u8('K').tuple(keyValues).u8('N')
                     .tuple(newValues).bytes()));
         }
 
         /** A delete: the 'O' tuple under FULL, else a 'K' tuple (key columns set, the rest NULL). */
         public ChangeEvent delete(String... values) {
             char kind = identity == ReplicaIdentity.FULL ? 'O' : 'K';
-            return single(List.of(relation(), new Bytes().u8('D').u32(RELATION_ID).u8(kind).tuple(values).bytes()));
+            return single(primaryKey, List.of(relation(), new Bytes().u8('D').u32(RELATION_ID).u8(kind).tuple(values).bytes()));
         }
 
         public ChangeEvent truncate() {
-            return single(List.of(relation(), new Bytes().u8('T').i32(1).u8(0).u32(RELATION_ID).bytes()));
+            return single(primaryKey, List.of(relation(), new Bytes().u8('T').i32(1).u8(0).u32(RELATION_ID).bytes()));
         }
 
         private byte[] relation() {
@@ -138,12 +148,16 @@ public final class TestEvents {
 
     /** Begin, the messages, Commit, through a fresh assembler: the one event they make. */
     private static ChangeEvent single(List<byte[]> messages) {
-        return single(messages, COMMIT_LSN);
+        return single(List.of(), messages);
     }
 
-    private static ChangeEvent single(List<byte[]> messages, Lsn commitLsn) {
+    private static ChangeEvent single(List<String> primaryKey, List<byte[]> messages) {
+        return single(primaryKey, messages, COMMIT_LSN);
+    }
+
+    private static ChangeEvent single(List<String> primaryKey, List<byte[]> messages, Lsn commitLsn) {
         List<ChangeEvent> events = new ArrayList<>();
-        TransactionAssembler assembler = assembler(events);
+        TransactionAssembler assembler = assembler(events, primaryKey);
         long commitMicros = PgTime.toPgMicros(COMMIT_TIME);
         assembler.accept(ByteBuffer.wrap(new Bytes().u8('B').i64(commitLsn.value()).i64(commitMicros).u32(XID)
                 .bytes()), commitLsn);
@@ -157,11 +171,11 @@ public final class TestEvents {
 
     private static ChangeEvent unwrapped(byte[] message) {
         List<ChangeEvent> events = new ArrayList<>();
-        assembler(events).accept(ByteBuffer.wrap(message), CHANGE_LSN);
+        assembler(events, List.of()).accept(ByteBuffer.wrap(message), CHANGE_LSN);
         return only(events);
     }
 
-    private static TransactionAssembler assembler(List<ChangeEvent> events) {
+    private static TransactionAssembler assembler(List<ChangeEvent> events, List<String> primaryKey) {
         TransactionAssembler.Output output = new TransactionAssembler.Output() {
             @Override
             public void begin(TxInfo tx) {
@@ -176,7 +190,8 @@ public final class TestEvents {
             public void commit(TxInfo tx, Lsn endLsn, int count) {
             }
         };
-        return new TransactionAssembler(output, "walhook", Path.of(System.getProperty("java.io.tmpdir")), "test_events",
+        return new TransactionAssembler(output, (schema, table) -> schema.equals("walhook"),
+                oid -> primaryKey.isEmpty() ? null : primaryKey, Path.of(System.getProperty("java.io.tmpdir")), "test_events",
                 1L << 20);
     }
 
