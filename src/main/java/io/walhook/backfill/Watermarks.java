@@ -34,7 +34,8 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     // the routing thread's
     private final Map<String, Chunk> open = new HashMap<>();
     private final ValueConverters converters = new ValueConverters();
-    private final Map<PgOutputMessage.Relation, RelationInfo> described = new HashMap<>();
+    /** By the table's description and, under REPLICA IDENTITY FULL, its primary key (every column is "key" there). */
+    private final Map<java.util.List<Object>, RelationInfo> described = new HashMap<>();
     /*
      * The xids of the latest transactions the stream delivered, oldest overwritten: a transaction
      * whose commit the stream has already delivered can still be in progress for a snapshot taken
@@ -147,8 +148,9 @@ public final class Watermarks implements RoutingLoop.Snapshots {
         if (described.size() > 1024) {
             described.clear();
         }
-        RelationInfo relation = described.computeIfAbsent(chunk.table.relation(),
-                r -> RelationInfo.described(r, converters, chunk.table.userTypes()::get, chunk.table.orderKey()));
+        java.util.List<String> orderKey = chunk.table.orderKey();
+        RelationInfo relation = described.computeIfAbsent(java.util.Arrays.asList(chunk.table.relation(), orderKey),
+                k -> RelationInfo.described(chunk.table.relation(), converters, chunk.table.userTypes()::get, orderKey));
         String backfill = chunk.backfillId.toString();
         List<ChangeEvent> reads0 = new ArrayList<>(chunk.rows.size());
         for (Chunk.Row row : chunk.rows) {

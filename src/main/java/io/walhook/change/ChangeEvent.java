@@ -168,10 +168,44 @@ public final class ChangeEvent {
         if (changesKey()) {
             return keyHash(newRow, key);
         }
-        if (op == Operation.UPDATE && oldRow != null && relation != null && relation.orderKey() != null) {
+        if (fullUpdateByPrimaryKey()) {
             return keyHash(newRow, oldRow); // FULL: its primary key may have changed, and the old row has the old one
         }
         return rowKeyHash();
+    }
+
+    /** Whether the row's identity after the change may differ from before: {@link #newRowKeyHash()} is worth computing. */
+    public boolean mayChangeKey() {
+        return changesKey() || fullUpdateByPrimaryKey();
+    }
+
+    private boolean fullUpdateByPrimaryKey() {
+        return op == Operation.UPDATE && oldRow != null && relation != null && relation.orderKey() != null;
+    }
+
+    /**
+     * Whether an update or delete of a REPLICA IDENTITY FULL table ordered by its primary key does
+     * not name its row: its old row lacks a value of the key (a partition of another identity,
+     * published through its root, writes its own identity's columns only, the others NULL), or a
+     * delete came without one. Delivery orders it against the whole table.
+     */
+    public boolean rowUnnamed() {
+        int[] orderKey = relation == null ? null : relation.orderKey();
+        if (orderKey == null || op != Operation.UPDATE && op != Operation.DELETE) {
+            return false;
+        }
+        TupleData old = key != null ? key : oldRow;
+        if (old == null) {
+            // an update without its old row kept its key (the reader orders by the key only when every partition's
+            // identity is FULL or the default); a delete always names its row
+            return op == Operation.DELETE;
+        }
+        for (int i : orderKey) {
+            if (i >= old.size() || !old.hasValue(i)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -53,8 +53,9 @@ record Ordering(Scope scope, long table, long key, long otherKey, long shape) {
             case MESSAGE -> new Ordering(Scope.TABLE, MESSAGES, 0, 0);
             case TRUNCATE -> new Ordering(Scope.TABLE, event.relation().oid(), 0, 0);
             case INSERT, UPDATE, DELETE, READ -> {
-                yield row(rekeyed ? Scope.REKEYED : Scope.ROW, event.relation().oid(), event.rowKeyHash(),
-                        event.newRowKeyHash(), event.relation().keyShape());
+                int key = event.rowKeyHash();
+                yield row(rekeyed || event.rowUnnamed() ? Scope.REKEYED : Scope.ROW, event.relation().oid(), key,
+                        event.mayChangeKey() ? event.newRowKeyHash() : key, event.relation().keyShape());
             }
         };
     }

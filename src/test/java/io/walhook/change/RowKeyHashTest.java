@@ -121,6 +121,24 @@ class RowKeyHashTest {
                 accounts.full().insert("7", "1").relation().keyShape())).hasSize(3);
     }
 
+    /**
+     * An update or delete under FULL whose old row lacks the primary key (a partition of another
+     * identity, published through its root, writes NULL there) does not name its row: ordered against
+     * the whole table, not by a key every such row shares.
+     */
+    @Test
+    void aFullChangeWhoseOldRowLacksThePrimaryKeyNamesNoRow() {
+        TestEvents.Table accounts = TestEvents.table("public", "accounts").key("id", TestEvents.INT4)
+                .column("balance", TestEvents.INT4).fullWithPrimaryKey();
+        assertThat(accounts.delete(null, "150").rowUnnamed()).isTrue();
+        assertThat(accounts.update(TestEvents.row(null, "150"), "7", "90").rowUnnamed()).isTrue();
+        assertThat(accounts.delete("7", "150").rowUnnamed()).isFalse();
+        assertThat(accounts.update(TestEvents.row("7", "150"), "7", "90").rowUnnamed()).isFalse();
+        assertThat(accounts.update("7", "90").rowUnnamed()).as("an update without its old row kept its key").isFalse();
+        assertThat(accounts.insert("7", "90").rowUnnamed()).isFalse();
+        assertThat(accounts.full().delete(null, "150").rowUnnamed()).as("ordered by table anyway").isFalse();
+    }
+
     @Test
     void hashIntoFoldsSignedBytesInOrder() {
         TupleData tuple = TupleData.builder().textBytes(new byte[] {1, (byte) 0xC3, (byte) 0xBC, 127}).build();
