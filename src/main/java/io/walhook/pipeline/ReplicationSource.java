@@ -523,15 +523,13 @@ public class ReplicationSource {
         return true;
     }
 
-    /** Primary keys read ({@link #primaryKey}), by table oid, with when they were read. */
-    private final Map<Long, KnownKey> primaryKeys = new java.util.concurrent.ConcurrentHashMap<>();
-    private record KnownKey(java.util.List<String> names, long readAtNanos) {
-    }
+    /** Primary keys being read ({@link #primaryKey}), by table oid: the next description waits on a read not yet done. */
+    private final Map<Long, java.util.concurrent.Future<java.util.List<String>>> primaryKeyReading =
+            new java.util.concurrent.ConcurrentHashMap<>();
     /** When a read of a primary key last failed (System.nanoTime), 0 if none has. */
     private volatile long primaryKeyFailedAt;
-    private static final long PRIMARY_KEY_KEPT_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(10);
     private static final long PRIMARY_KEY_BACKOFF_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-    /** How long the reader waits for a primary key; the read goes on and is kept for the next relation message. */
+    /** How long the reader waits for a primary key (its keepalives wait meanwhile). */
     private static final long PRIMARY_KEY_WAIT_MILLIS = 1000;
     private final java.util.concurrent.ExecutorService primaryKeyReads = java.util.concurrent.Executors.newSingleThreadExecutor(
             r -> {
@@ -543,66 +541,75 @@ public class ReplicationSource {
     /**
      * The names of a table's primary key columns (not a covering index's INCLUDE columns), by its
      * oid; null when it has none, when a partition of it (published through its root) has an
-     * identity other than FULL or the default (its old rows lack the key), or when it is not known.
-     * Asked by the reader at each relation message of a table with REPLICA IDENTITY FULL (after a
-     * VACUUM, an ANALYZE or a GRANT too): its rows' changes are ordered by them, and a failing one
-     * holds back only its own row. Kept for ten minutes; the reader waits a second at most (its
-     * keepalives wait meanwhile), and after a failure the database is not asked for 30 s. A key
-     * not known orders the table's changes all together, as before; any set of columns keeps a
-     * row's changes in order, since a FULL update links its old and new rows, and each set is
-     * its own key shape, which delivery orders against the whole table once when it changes.
+     * identity other than FULL or the default (its old rows lack the key), or when it is not known
+     * within a second (or within 30 s of a failed read). Asked by the reader at each relation
+     * message of a table with REPLICA IDENTITY FULL (after a VACUUM, an ANALYZE or a GRANT too), and
+     * read each time, never kept: a partition's identity changed or attached since must count. Its
+     * rows' changes are ordered by the key, and a failing one holds back only its own row. A key not
+     * known orders the table's changes all together, as before; any set of columns keeps a row's
+     * changes in order, since a FULL update links its old and new rows, and each set is its own key
+     * shape, which delivery orders against the whole table once when it changes.
      */
     private java.util.List<String> primaryKey(long oid) {
-        KnownKey known = primaryKeys.get(oid);
-        java.util.List<String> kept = known == null ? null : known.names();
-        long now = System.nanoTime();
         long failed = primaryKeyFailedAt;
-        if (known != null && now - known.readAtNanos() < PRIMARY_KEY_KEPT_NANOS
-                || failed != 0 && now - failed < PRIMARY_KEY_BACKOFF_NANOS) {
-            return kept;
+        if (failed != 0 && System.nanoTime() - failed < PRIMARY_KEY_BACKOFF_NANOS) {
+            return null;
         }
-        java.util.concurrent.Future<java.util.List<String>> read;
-        try {
-            read = primaryKeyReads.submit(() -> readPrimaryKey(oid));
-        } catch (java.util.concurrent.RejectedExecutionException stopping) {
-            return kept;
+        // the reader's thread alone asks: a read still under way is waited on again, one done since is of an
+        // older description, and read anew
+        java.util.concurrent.Future<java.util.List<String>> read = primaryKeyReading.get(oid);
+        if (read == null || read.isDone()) {
+            try {
+                read = primaryKeyReads.submit(() -> readPrimaryKey(oid));
+            } catch (java.util.concurrent.RejectedExecutionException stopping) {
+                return null;
+            }
+            primaryKeyReading.put(oid, read);
         }
         try {
-            return read.get(PRIMARY_KEY_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
-        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
-            return kept;
+            java.util.List<String> key = read.get(PRIMARY_KEY_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
+            primaryKeyReading.remove(oid);
+            return key;
+        } catch (java.util.concurrent.TimeoutException e) {
+            return null;
+        } catch (java.util.concurrent.ExecutionException e) {
+            primaryKeyReading.remove(oid);
+            return null;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return kept;
+            return null;
         }
     }
 
     private java.util.List<String> readPrimaryKey(long oid) {
         try (java.sql.Connection c = dataSource.getConnection()) {
-            java.util.List<String> key = primaryKeyColumns(c, oid);
-            primaryKeys.put(oid, new KnownKey(key, System.nanoTime()));
-            return key;
-        } catch (SQLException e) {
+            return primaryKeyColumns(c, oid);
+        } catch (SQLException | RuntimeException e) {
             primaryKeyFailedAt = System.nanoTime();
             LOG.warnf("the primary key of table %d (REPLICA IDENTITY FULL) is not known: its changes are ordered by"
-                    + " table until it is: %s", oid, e.getMessage());
+                    + " table until it is read at a later description of the table, in 30 s or more: %s", oid,
+                    e.getMessage());
             return null;
         }
     }
 
     /**
      * A table's primary key columns in the order of the table's columns (not a covering index's
-     * INCLUDE ones); null when it has none, or when a partition of it has an identity other than
-     * FULL or the default: such a partition writes old rows with its own identity's columns only.
+     * INCLUDE ones); null when it has none, or when a partition of it (a table, not a foreign one)
+     * has an identity other than FULL or the default: such a partition writes old rows with its
+     * own identity's columns only.
      */
     static java.util.List<String> primaryKeyColumns(java.sql.Connection c, long oid) throws SQLException {
-        try (java.sql.PreparedStatement s = c.prepareStatement("SELECT a.attname FROM pg_catalog.pg_index i JOIN"
-                + " pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY ((i.indkey::int2[])"
-                + "[0:i.indnkeyatts - 1]) WHERE i.indrelid = ? AND i.indisprimary AND NOT EXISTS (SELECT 1 FROM"
-                + " pg_catalog.pg_partition_tree(i.indrelid) t JOIN pg_catalog.pg_class c ON c.oid = t.relid"
-                + " WHERE t.isleaf AND c.relreplident NOT IN ('f', 'd')) ORDER BY a.attnum")) {
+        // the partitions walked through pg_inherits, not pg_partition_tree, which locks every one of them
+        try (java.sql.PreparedStatement s = c.prepareStatement("WITH RECURSIVE tree(relid) AS (SELECT ?::oid UNION ALL"
+                + " SELECT h.inhrelid FROM pg_catalog.pg_inherits h JOIN tree t ON h.inhparent = t.relid)"
+                + " SELECT a.attname FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid"
+                + " AND a.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1]) WHERE i.indrelid = ? AND i.indisprimary"
+                + " AND NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_class c ON c.oid = tree.relid WHERE"
+                + " c.relkind = 'r' AND c.relreplident NOT IN ('f', 'd')) ORDER BY a.attnum")) {
             s.setQueryTimeout(5);
             s.setLong(1, oid);
+            s.setLong(2, oid);
             java.util.List<String> names = new java.util.ArrayList<>();
             try (java.sql.ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {
@@ -685,6 +692,7 @@ public class ReplicationSource {
             broker.close();
         }
         webhookClient.close();
+        primaryKeyReads.shutdownNow();
         if (leaseKeeper != null) {
             leaseKeeper.interrupt();
         }

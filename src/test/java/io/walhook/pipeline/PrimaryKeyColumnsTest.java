@@ -65,4 +65,15 @@ class PrimaryKeyColumnsTest {
                 "ALTER TABLE parted_2 REPLICA IDENTITY USING INDEX parted_2_code");
         assertThat(primaryKey("parted")).isNull();
     }
+
+    @Test
+    void aPartitionOfAPartitionCountsToo() throws Exception {
+        pg.execute(database, "CREATE TABLE deep (id int, k int, j int, PRIMARY KEY (id, k, j)) PARTITION BY LIST (k)",
+                "CREATE TABLE deep_1 PARTITION OF deep FOR VALUES IN (1) PARTITION BY LIST (j)",
+                "CREATE TABLE deep_1_1 PARTITION OF deep_1 FOR VALUES IN (1)");
+        assertThat(primaryKey("deep")).containsExactly("id", "k", "j");
+        pg.execute(database, "ALTER TABLE deep_1_1 REPLICA IDENTITY NOTHING");
+        assertThat(primaryKey("deep")).isNull();
+        assertThat(primaryKey("deep_1")).isNull();
+    }
 }
