@@ -182,9 +182,6 @@ public class SubscriptionResource {
         JsonNode before = store.body(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
         JsonNode patch = JsonBody.parsePatch(contentType, body, "subscription");
         for (int attempt = 1; attempt <= PATCH_ATTEMPTS; attempt++) {
-            if (attempt > 1) {
-                before = store.body(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
-            }
             JsonNode after;
             try {
                 after = SubscriptionJson.patched(before, patch);
@@ -199,7 +196,10 @@ public class SubscriptionResource {
                             store.find(uuid).map(SubscriptionStore.Stored::paused).orElse(false));
                 }
                 case GONE -> throw SubscriptionLookup.notFound(id);
-                case CHANGED -> LOG.debugf("subscription %s changed while patched (attempt %d): patching it again", id, attempt);
+                case CHANGED -> {
+                    LOG.debugf("subscription %s changed while patched (attempt %d): patching it again", id, attempt);
+                    before = store.body(uuid).orElseThrow(() -> SubscriptionLookup.notFound(id));
+                }
             }
         }
         throw new ApiProblem(409, "Conflict", "the subscription was changed by other writes each of " + PATCH_ATTEMPTS
