@@ -170,9 +170,9 @@ public class ReplicationSource {
             try {
                 activate(source, database, extensions);
             } catch (SourceSetupException e) {
-                throw stop(e.variable(), e.getMessage());
+                throw stopWatching(stop(e.variable(), e.getMessage()));
             } catch (SQLException e) {
-                throw stop("cannot prepare replication on " + source + ": " + e.getMessage());
+                throw stopWatching(stop("cannot prepare replication on " + source + ": " + e.getMessage()));
             }
             return;
         }
@@ -636,6 +636,16 @@ public class ReplicationSource {
 
     private static PreventFurtherStepsException stop(String variable, String problem) {
         return StartupCheck.stop(new ConfigException(variable, problem));
+    }
+
+    /**
+     * A start-up that fails after the poller and the lease keeper started: they end before the
+     * container shuts down under them (a round of theirs would fail on a bean that is gone).
+     */
+    private PreventFurtherStepsException stopWatching(PreventFurtherStepsException stop) {
+        poller.stop();
+        leaseKeeper.interrupt();
+        return stop;
     }
 
     /**

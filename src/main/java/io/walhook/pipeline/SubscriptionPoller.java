@@ -39,6 +39,8 @@ final class SubscriptionPoller {
     private static final long LOCK_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(ROUND_MILLIS);
     /** How often the subscriptions are read though no notification said they changed. */
     static final Duration FALLBACK = Duration.ofSeconds(30);
+    /** How long a stop waits for the round under way. */
+    static final Duration STOP_WAIT = Duration.ofSeconds(10);
 
     private final SourceUrl source;
     private final SubscriptionRegistry registry;
@@ -55,6 +57,8 @@ final class SubscriptionPoller {
     /** Stops this instance's delivery at once: another instance holds the lock, and delivers. */
     private final Runnable lockLost;
     private final Thread thread;
+    /** Set by {@link #stop}: what a round still under way fails on then is the stop's doing, not a problem. */
+    private volatile boolean stopped;
     /** The dispatcher last told of the subscriptions in force, and the refresh that made them. */
     private Dispatcher syncedDispatcher;
     private long syncedGeneration = -1;
@@ -94,8 +98,21 @@ final class SubscriptionPoller {
         thread.start();
     }
 
+    /**
+     * Ends the thread, and waits up to {@link #STOP_WAIT} for a round under way (a JDBC call does not
+     * end at an interrupt): the caller goes on to close what the round uses, and a failed start-up to
+     * shut the container down under it.
+     */
     void stop() {
+        stopped = true;
         thread.interrupt();
+        if (Thread.currentThread() != thread) {
+            try {
+                thread.join(STOP_WAIT.toMillis());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     private void run() {
@@ -104,6 +121,9 @@ final class SubscriptionPoller {
                         ParkedEventStore.REPLAYS_CHANNEL))) {
             run(changes);
         } catch (RuntimeException | Error e) {
+            if (stopped) {
+                return;
+            }
             // this thread also takes the slot's lock again after its session ended: without it, no instance would
             // stream after the next blip; a restart resumes from the checkpoint
             LOG.errorf(e, "watching subscriptions and the slot's lock ended unexpectedly (%s): walhook stops", e);
@@ -155,6 +175,9 @@ final class SubscriptionPoller {
                 }
                 lastProblem = null;
             } catch (SQLException | RuntimeException e) {
+                if (stopped) {
+                    return; // what the round used is going away
+                }
                 // whatever it is, this thread goes on: it also watches the lock
                 String problem = String.valueOf(e.getMessage());
                 if (!problem.equals(lastProblem)) {
@@ -176,6 +199,9 @@ final class SubscriptionPoller {
                     }
                     lastLockProblem = null;
                 } catch (SQLException | RuntimeException e) {
+                    if (stopped) {
+                        return;
+                    }
                     String problem = String.valueOf(e.getMessage());
                     if (!problem.equals(lastLockProblem)) {
                         LOG.warnf("cannot take the lock of slot %s again: %s", slot, problem);

@@ -59,4 +59,69 @@ class SubscriptionPollerTest {
             }
         }
     }
+
+    /**
+     * A start-up that fails after the poller started shuts the container down: a round still under
+     * way then fails on a bean that is gone. The stop waits for that round, and its failure is not
+     * reported as walhook's: the packaged jar's output named no stack trace but the one it showed.
+     */
+    @Test
+    void aStopWaitsForTheRoundUnderWayAndItsFailureIsNotReported() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_stops");
+                ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
+                        source.server.password(), source.slot, "walhook");
+                PollerLog log = new PollerLog()) {
+            SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
+                    Optional.empty());
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(),
+                    new SubscriptionStore(source.dataSource, "walhook"));
+            java.util.concurrent.CountDownLatch inRound = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicBoolean roundEnded = new java.util.concurrent.atomic.AtomicBoolean();
+            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false,
+                    () -> false, () -> {
+                        inRound.countDown();
+                        // as a JDBC call does, this round does not end at an interrupt; it ends on its own, soon after
+                        long until = System.nanoTime() + Duration.ofMillis(300).toNanos();
+                        while (System.nanoTime() - until < 0) {
+                            Thread.onSpinWait();
+                        }
+                        roundEnded.set(true);
+                        throw new IllegalStateException("ArC container not initialized");
+                    }, () -> { });
+            poller.start();
+            await().atMost(WAIT).untilAsserted(() -> {
+                source.sql("SELECT pg_notify('" + BackfillStore.CHANNEL + "', '')");
+                assertThat(inRound.getCount()).isZero();
+            });
+            poller.stop();
+            assertThat(roundEnded).as("the round under way ended before the stop returned").isTrue();
+            assertThat(log.lines).as("what the poller logged").isEmpty();
+        }
+    }
+
+    /** What the poller logs, as JBoss Logging hands it to java.util.logging. */
+    private static final class PollerLog extends java.util.logging.Handler implements AutoCloseable {
+
+        final List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+        private final java.util.logging.Logger logger = java.util.logging.Logger
+                .getLogger(SubscriptionPoller.class.getName());
+
+        PollerLog() {
+            logger.addHandler(this);
+        }
+
+        @Override
+        public void publish(java.util.logging.LogRecord record) {
+            lines.add(record.getLevel() + " " + record.getMessage());
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+            logger.removeHandler(this);
+        }
+    }
 }
