@@ -173,6 +173,9 @@ public class ReplicationSource {
                 throw stopWatching(stop(e.variable(), e.getMessage()));
             } catch (SQLException e) {
                 throw stopWatching(stop("cannot prepare replication on " + source + ": " + e.getMessage()));
+            } catch (RuntimeException | Error e) {
+                stopWatching(null);
+                throw e;
             }
             return;
         }
@@ -639,12 +642,17 @@ public class ReplicationSource {
     }
 
     /**
-     * A start-up that fails after the poller and the lease keeper started: they end before the
-     * container shuts down under them (a round of theirs would fail on a bean that is gone).
+     * A start-up that fails after the poller and the lease keeper started, and maybe the dispatcher
+     * (whose lanes read their durable queues): they end before the container shuts down under them,
+     * which fires no shutdown event after a failed start. Returns {@code stop}.
      */
     private PreventFurtherStepsException stopWatching(PreventFurtherStepsException stop) {
         poller.stop();
         leaseKeeper.interrupt();
+        Dispatcher started = sender;
+        if (started != null) {
+            started.close();
+        }
         return stop;
     }
 

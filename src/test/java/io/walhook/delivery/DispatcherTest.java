@@ -941,6 +941,7 @@ class DispatcherTest {
         private final javax.sql.DataSource real;
         private volatile java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(0);
         private final AtomicInteger waiting = new AtomicInteger();
+        private volatile RuntimeException failure;
         /** Connections asked for so far: each is one round trip of the state database. */
         private final AtomicInteger connections = new AtomicInteger();
 
@@ -956,6 +957,11 @@ class DispatcherTest {
             gate.countDown();
         }
 
+        /** What a connection asked for from now on meets: a container that is gone, say. */
+        void failWith(RuntimeException failure) {
+            this.failure = failure;
+        }
+
         @Override
         public java.sql.Connection getConnection() throws java.sql.SQLException {
             connections.incrementAndGet();
@@ -967,6 +973,9 @@ class DispatcherTest {
                 throw new java.sql.SQLException("interrupted at the gate", e);
             } finally {
                 waiting.decrementAndGet();
+            }
+            if (failure != null) {
+                throw failure;
             }
             return real.getConnection();
         }
@@ -1045,6 +1054,47 @@ class DispatcherTest {
             assertThat(store.count(id)).isBetween(100L, 110L);
             assertThat(acknowledged.get()).isEqualTo(100);
             assertThat(receiver.requests()).isEmpty();
+        } finally {
+            gated.open();
+            lanes.shutdownNow();
+            durable.shutdownNow();
+            timer.shutdownNow();
+        }
+    }
+
+    /**
+     * Shutdown closes the lanes, then the container goes: a durable-queue call under way meets a
+     * data source that is gone. That is the shutdown's doing, not a defect to report with a stack
+     * trace, nor to try again.
+     */
+    @Test
+    void aDurableQueueCallFailingAfterTheLaneClosedIsNotReported() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "closed_quietly");
+        GatedDataSource gated = new GatedDataSource(database.dataSource);
+        store = new ParkedEventStore(gated, "walhook");
+        java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ExecutorService durable = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        try (io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(Lane.class)) {
+            WebhookReceiver receiver = receiver(request -> 204);
+            Dispatcher.Context context = new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(
+                    Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
+                    64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
+                    sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
+                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false,
+                    new MemoryBudget(64L << 20), new MemoryBudget(64L << 20));
+            String id = "6f1c2b6e-0000-4000-8000-000000000012";
+            Lane lane = new Lane(webhook(id, "closing", receiver, 1), context, false);
+            gated.shut();
+            hand(lane, 10);
+            await().atMost(WAIT).until(() -> gated.waiting.get() > 0);
+            lane.close();
+            gated.failWith(new IllegalStateException("ArC container not initialized"));
+            gated.open();
+            int asked = gated.connections.get();
+            await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10)).until(() -> log.lines().isEmpty());
+            assertThat(gated.connections.get()).as("connections asked for after the close").isEqualTo(asked);
+            assertThat(acknowledged.get()).isZero();
         } finally {
             gated.open();
             lanes.shutdownNow();

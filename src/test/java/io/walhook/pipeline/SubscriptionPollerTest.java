@@ -70,7 +70,7 @@ class SubscriptionPollerTest {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_stops");
                 ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
                         source.server.password(), source.slot, "walhook");
-                PollerLog log = new PollerLog()) {
+                io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(SubscriptionPoller.class)) {
             SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
                     Optional.empty());
             SubscriptionRegistry registry = new SubscriptionRegistry(List.of(),
@@ -95,33 +95,7 @@ class SubscriptionPollerTest {
             });
             poller.stop();
             assertThat(roundEnded).as("the round under way ended before the stop returned").isTrue();
-            assertThat(log.lines).as("what the poller logged").isEmpty();
-        }
-    }
-
-    /** What the poller logs, as JBoss Logging hands it to java.util.logging. */
-    private static final class PollerLog extends java.util.logging.Handler implements AutoCloseable {
-
-        final List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
-        private final java.util.logging.Logger logger = java.util.logging.Logger
-                .getLogger(SubscriptionPoller.class.getName());
-
-        PollerLog() {
-            logger.addHandler(this);
-        }
-
-        @Override
-        public void publish(java.util.logging.LogRecord record) {
-            lines.add(record.getLevel() + " " + record.getMessage());
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-            logger.removeHandler(this);
+            assertThat(log.lines()).as("what the poller logged").isEmpty();
         }
     }
 }
