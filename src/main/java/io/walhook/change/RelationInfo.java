@@ -18,6 +18,8 @@ public final class RelationInfo {
     /** By operation: its {@code "op"}, {@code "schema"} and {@code "table"} fields, encoded once. */
     private final byte[][] jsonHeaders;
     private final String[] columnNames;
+    /** Each column's index by its name. */
+    private final java.util.Map<String, Integer> columnIndexes;
     private final byte[][] jsonNames;
     private final boolean[] keyColumns;
     /**
@@ -48,8 +50,10 @@ public final class RelationInfo {
         this.columnNames = new String[columns.size()];
         this.jsonNames = new byte[columns.size()][];
         this.keyColumns = new boolean[columns.size()];
+        this.columnIndexes = new java.util.HashMap<>(columns.size() * 2);
         for (int i = 0; i < columns.size(); i++) {
             columnNames[i] = columns.get(i).name();
+            columnIndexes.putIfAbsent(columnNames[i], i);
             jsonNames[i] = JsonWriter.encodeName(columnNames[i]);
             keyColumns[i] = columns.get(i).key();
         }
@@ -116,6 +120,12 @@ public final class RelationInfo {
 
     public String columnName(int i) {
         return columnNames[i];
+    }
+
+    /** The index of the column of this name, or -1. */
+    public int columnIndex(Object name) {
+        Integer i = columnIndexes.get(name);
+        return i == null ? -1 : i;
     }
 
     /** The column's name as a JSON field name ({@code "name":}) encoded once: see {@link JsonWriter#name(byte[])}. */

@@ -43,9 +43,9 @@ import io.walhook.pgoutput.TupleData;
  *       from {@code new}: test with {@code has(new.column)}.
  * </ul>
  *
- * <p>Built lazily: no row is built until a filter reads {@code key}, {@code new} or {@code old},
- * and then once for all filters evaluated against the same instance. Create one per event and
- * share it across the subscriptions that event reaches.
+ * <p>Built lazily: from the event's tuples, each column of a row is converted when a filter first
+ * reads it, once for all filters evaluated against the same instance, and the row's other columns
+ * not at all. Create one per event and share it across the subscriptions that event reaches.
  *
  * <p>{@link #of(ChangeEvent)} builds the rows straight from the event's tuples through each
  * column's converter ({@link ValueConverter#value}), exactly as they read back from the event's
@@ -172,9 +172,6 @@ public final class CelVariables {
         if (fromTuples) {
             try {
                 rowsFromTuples();
-            } catch (IOException e) {
-                failure = new UncheckedIOException("cannot read the event's values: " + e.getMessage(), e);
-                throw failure;
             } catch (RuntimeException e) {
                 failure = e;
                 throw e;
@@ -231,7 +228,7 @@ public final class CelVariables {
      * columns only; {@code new} with unchanged TOASTed values filled from the old row when it has
      * them, else absent; {@code old} only under REPLICA IDENTITY FULL.
      */
-    private void rowsFromTuples() throws IOException {
+    private void rowsFromTuples() {
         Map<String, Object> k = EMPTY;
         Map<String, Object> n = EMPTY;
         Map<String, Object> o = EMPTY;
@@ -256,8 +253,7 @@ public final class CelVariables {
         oldRow = o;
     }
 
-    private static Map<String, Object> rowOf(RelationInfo relation, TupleData tuple, TupleData fill, boolean keysOnly)
-            throws IOException {
+    private static Map<String, Object> rowOf(RelationInfo relation, TupleData tuple, TupleData fill, boolean keysOnly) {
         if (tuple == null) {
             return EMPTY;
         }
@@ -265,22 +261,102 @@ public final class CelVariables {
             throw new IllegalStateException("tuple of " + tuple.size() + " columns for " + relation + " with "
                     + relation.columnCount() + " columns");
         }
-        Map<String, Object> row = new LinkedHashMap<>();
-        for (int i = 0; i < tuple.size(); i++) {
-            if (keysOnly && !relation.isKey(i)) {
-                continue;
+        return new TupleRow(relation, tuple, fill, keysOnly);
+    }
+
+    /**
+     * A row of an event's tuple as a map, each column converted the first time a filter reads it: a
+     * filter on {@code new.tenant_id} does not turn the row's 10 MB jsonb document into maps and
+     * lists (some ten times its size) for every event. Iterating it converts every column, in order;
+     * a value that cannot be read throws when it is read.
+     */
+    private static final class TupleRow extends java.util.AbstractMap<String, Object> {
+
+        /** A column read and found absent: an unchanged TOASTed value without the old row's. */
+        private static final Object ABSENT = new Object();
+
+        private final RelationInfo relation;
+        private final TupleData tuple;
+        private final TupleData fill;
+        private final boolean keysOnly;
+        /** Converted values by column, {@link #ABSENT}, or null while not read. */
+        private final Object[] values;
+        private java.util.Set<Entry<String, Object>> entries;
+
+        TupleRow(RelationInfo relation, TupleData tuple, TupleData fill, boolean keysOnly) {
+            this.relation = relation;
+            this.tuple = tuple;
+            this.fill = fill;
+            this.keysOnly = keysOnly;
+            this.values = new Object[tuple.size()];
+        }
+
+        @Override
+        public Object get(Object name) {
+            int i = relation.columnIndex(name);
+            if (i < 0) {
+                return null;
             }
-            switch (tuple.kind(i)) {
-                case NULL -> row.put(relation.columnName(i), NullValue.NULL_VALUE);
-                case TEXT, BINARY -> row.put(relation.columnName(i), valueOf(relation.converter(i), tuple, i));
-                case UNCHANGED_TOAST -> {
-                    if (fill != null && fill.hasValue(i)) {
-                        row.put(relation.columnName(i), valueOf(relation.converter(i), fill, i));
+            Object value = value(i);
+            return value == ABSENT ? null : value;
+        }
+
+        /** Without converting the value: {@code has(new.doc)} does not read the document. */
+        @Override
+        public boolean containsKey(Object name) {
+            int i = relation.columnIndex(name);
+            return i >= 0 && (!keysOnly || relation.isKey(i))
+                    && (!tuple.isUnchangedToast(i) || fill != null && fill.hasValue(i));
+        }
+
+        private Object value(int i) {
+            Object value = values[i];
+            if (value == null) {
+                try {
+                    value = convert(i);
+                } catch (IOException e) {
+                    value = new Unreadable(new UncheckedIOException("cannot read the event's values: column "
+                            + relation.columnName(i) + ": " + e.getMessage(), e));
+                } catch (RuntimeException e) {
+                    value = new Unreadable(e);
+                }
+                values[i] = value; // once: every filter reading it meets the same failure, not another try
+            }
+            if (value instanceof Unreadable unreadable) {
+                throw unreadable.failure;
+            }
+            return value;
+        }
+
+        /** A column whose value could not be converted, and why. */
+        private record Unreadable(RuntimeException failure) {
+        }
+
+        private Object convert(int i) throws IOException {
+            if (keysOnly && !relation.isKey(i)) {
+                return ABSENT;
+            }
+            return switch (tuple.kind(i)) {
+                case NULL -> NullValue.NULL_VALUE;
+                case TEXT, BINARY -> valueOf(relation.converter(i), tuple, i);
+                case UNCHANGED_TOAST -> fill != null && fill.hasValue(i) ? valueOf(relation.converter(i), fill, i) : ABSENT;
+            };
+        }
+
+        @Override
+        public java.util.Set<Entry<String, Object>> entrySet() {
+            if (entries == null) {
+                Map<String, Object> all = new LinkedHashMap<>();
+                for (int i = 0; i < values.length; i++) {
+                    Object value = value(i);
+                    if (value != ABSENT) {
+                        all.put(relation.columnName(i), value);
                     }
                 }
+                entries = Collections.unmodifiableMap(all).entrySet();
             }
+            return entries;
         }
-        return row;
     }
 
     private static Object valueOf(ValueConverter converter, TupleData tuple, int column) throws IOException {

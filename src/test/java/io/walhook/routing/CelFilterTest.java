@@ -212,6 +212,48 @@ class CelFilterTest {
             assertThat(CelFilter.compile("new.body == null").matches(e)).isFalse();
         }
 
+        /**
+         * A filter reads the columns it names: the row's others (a 10 MB jsonb document, say) are not
+         * turned into maps and lists for it. Converted whole, a document of a million small objects
+         * took several hundred MB of the heap the stream shares, for every event of the table.
+         */
+        @Test
+        void aFilterConvertsOnlyTheColumnsItReads() {
+            TestEvents.Table t = TestEvents.table("public", "documents").key("id", INT8).column("tenant_id", INT8)
+                    .column("doc", JSONB);
+            StringBuilder doc = new StringBuilder("[");
+            for (int i = 0; i < 1_000_000; i++) {
+                doc.append(i == 0 ? "" : ",").append("{\"n\":").append(i).append('}');
+            }
+            ChangeEvent e = t.insert("1", "42", doc.append(']').toString());
+            CelFilter tenant = CelFilter.compile("new.tenant_id == 42 && has(new.doc)");
+            assertThat(tenant.matches(t.insert("2", "42", "[]"))).as("warmed on a small row").isTrue();
+            com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) java.lang.management
+                    .ManagementFactory.getThreadMXBean();
+            long before = threads.getCurrentThreadAllocatedBytes();
+            assertThat(tenant.matches(e)).isTrue();
+            long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+            assertThat(allocated).as("bytes allocated to evaluate a filter that does not read the document")
+                    .isLessThan(1L << 20);
+            // read, the document is all there
+            assertThat(CelFilter.compile("new.doc.size() == 1000000 && new.doc[999999].n == 999999").matches(e))
+                    .isTrue();
+        }
+
+        /**
+         * A column that cannot be read fails the filters that read it, and only those: a filter on
+         * another column of the row matches as it would.
+         */
+        @Test
+        void aColumnThatCannotBeReadFailsOnlyTheFiltersReadingIt() {
+            TestEvents.Table t = TestEvents.table("public", "documents").key("id", INT8).column("doc", JSONB);
+            ChangeEvent e = t.insert("1", "[" + "9".repeat(1_000_001) + "]"); // beyond the filter reader's number length
+            CelFilter onDoc = CelFilter.compile("new.doc.size() == 1");
+            assertThat(onDoc.matches(e)).isFalse();
+            assertThat(onDoc.lastError()).contains("column doc");
+            assertThat(CelFilter.compile("new.id == 1").matches(e)).isTrue();
+        }
+
         @Test
         void otherTypes() {
             TestEvents.Table t = TestEvents.table("public", "things").key("id", INT8).column("ok", BOOL)
