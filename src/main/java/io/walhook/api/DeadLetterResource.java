@@ -42,6 +42,11 @@ import io.walhook.pipeline.ReplicationSource;
 public class DeadLetterResource {
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * The event bodies a page holds at most, beyond its first item: a page of large rows (and the
+     * JSON trees it is answered with) takes a bounded part of the heap the stream shares.
+     */
+    public static final long PAGE_BODY_BYTES = 4L << 20;
 
     private final SubscriptionLookup subscriptions;
     private final ReplicationSource source;
@@ -64,8 +69,9 @@ public class DeadLetterResource {
         long pageSize = query.number("limit", 1, 1000).orElse(100L);
         Optional<String> rowKey = query.text("key").map(DeadLetterResource::rowKey);
         String subscriptionId = subscriptions.existingId(id);
-        List<ParkedEventStore.Parked> page = parked.page(subscriptionId, afterId, (int) pageSize, rowKey);
-        String next = page.size() < pageSize ? null : "/subscriptions/" + SubscriptionLookup.canonical(id)
+        ParkedEventStore.Page found = parked.page(subscriptionId, afterId, (int) pageSize, rowKey, PAGE_BODY_BYTES);
+        List<ParkedEventStore.Parked> page = found.rows();
+        String next = !found.more() ? null : "/subscriptions/" + SubscriptionLookup.canonical(id)
                 + "/dead-letters?after=" + page.get(page.size() - 1).id() + "&limit=" + pageSize
                 + rowKey.map(k -> "&key=" + java.net.URLEncoder.encode(k, StandardCharsets.UTF_8)).orElse("");
         return new Page(page.stream().map(DeadLetterResource::deadLetter).toList(), next);

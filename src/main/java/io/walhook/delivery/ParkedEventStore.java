@@ -191,27 +191,45 @@ public final class ParkedEventStore {
     }
 
     /**
-     * A page of a subscription's queue, oldest first, after the given row id (0 for the first page);
-     * with {@code rowKey}, only the rows of that key (found by reading the subscription's queue: as
-     * long as that takes).
+     * A page of a subscription's queue, oldest first, after the given row id (0 for the first page):
+     * at most {@code limit} rows, and only as many as fit in {@code maxBodyBytes} of bodies (the first
+     * whatever its size), as a lane's read-back is; with {@code rowKey}, only the rows of that key
+     * (found by reading the subscription's queue: as long as that takes). {@code more} says whether
+     * rows follow the page.
      */
-    public List<Parked> page(String subscriptionId, long afterId, int limit, Optional<String> rowKey) throws SQLException {
+    public Page page(String subscriptionId, long afterId, int limit, Optional<String> rowKey, long maxBodyBytes)
+            throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             return io.walhook.config.SessionTimeout.unlimited(watcher, c, u -> {
-                try (PreparedStatement s = u.prepareStatement("SELECT " + COLUMNS + " FROM " + table
-                        + " WHERE subscription_id = ? AND id > ?" + (rowKey.isPresent() ? " AND row_key = ?::jsonb" : "")
-                        + " ORDER BY id LIMIT ?")) {
-                    s.setString(1, subscriptionId);
-                    s.setLong(2, afterId);
-                    int next = 3;
+                // one more candidate than the limit says whether rows follow; a body's length is read from its TOAST
+                // pointer, so rows left out are not fetched
+                try (PreparedStatement s = u.prepareStatement("WITH candidates AS (SELECT id, octet_length(body) AS len"
+                        + " FROM " + table + " WHERE subscription_id = ? AND id > ?"
+                        + (rowKey.isPresent() ? " AND row_key = ?::jsonb" : "") + " ORDER BY id LIMIT ?),"
+                        + " fitting AS (SELECT id, len, sum(len) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS upto,"
+                        + " row_number() OVER (ORDER BY id) AS n FROM candidates)"
+                        + " SELECT " + COLUMNS + ", (SELECT count(*) FROM candidates) FROM " + table
+                        + " JOIN fitting USING (id) WHERE fitting.n <= ? AND (fitting.upto <= ? OR fitting.n = 1)"
+                        + " ORDER BY id")) {
+                    int next = 1;
+                    s.setString(next++, subscriptionId);
+                    s.setLong(next++, afterId);
                     if (rowKey.isPresent()) {
                         s.setString(next++, storable(rowKey.get()));
                     }
-                    s.setInt(next, limit);
-                    return rows(s);
+                    s.setInt(next++, limit + 1);
+                    s.setInt(next++, limit);
+                    s.setLong(next, maxBodyBytes);
+                    long[] candidates = new long[1];
+                    List<Parked> rows = rows(s, candidates);
+                    return new Page(rows, candidates[0] > rows.size());
                 }
             });
         }
+    }
+
+    /** A page of a queue, and whether rows follow it. */
+    public record Page(List<Parked> rows, boolean more) {
     }
 
     private static List<Parked> rows(PreparedStatement query) throws SQLException {

@@ -25,6 +25,10 @@ public final class SubscriptionJson {
 
     /** The longest destination header value: servers refuse header fields much beyond a few KB. */
     static final int MAX_HEADER_VALUE = 4096;
+    /** The most destination headers: Apache takes 100 fields. */
+    static final int MAX_HEADERS = 100;
+    /** The most bytes of destination headers together (name, value, ": " and CRLF): Node takes 16 KB in all. */
+    static final int MAX_HEADER_BYTES = 16_384;
 
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     /** Headers walhook sets on every request (lower case); a subscription's own headers may not replace them. */
@@ -294,6 +298,14 @@ public final class SubscriptionJson {
                                     new java.util.TreeSet<>(RESERVED_HEADERS)) + ", ce-*) and cannot be overridden");
                         }
                         headers.put(header.getKey(), header.getValue().asText());
+                    }
+                    int bytes = headers.entrySet().stream().mapToInt(e -> e.getKey().length() + e.getValue().length() + 4)
+                            .sum();
+                    if (written && (headers.size() > MAX_HEADERS || bytes > MAX_HEADER_BYTES)) {
+                        // each fits, not together: servers refuse the request (431, 400), every one of them
+                        throw new SubscriptionException("/destination/headers", "has " + headers.size() + " headers of "
+                                + bytes + " bytes together (name, value and 4 bytes of framing each): servers take at"
+                                + " most " + MAX_HEADERS + " headers of " + MAX_HEADER_BYTES + " bytes together");
                     }
                 }
                 return new Destination.Webhook(uri, secrets, headers);

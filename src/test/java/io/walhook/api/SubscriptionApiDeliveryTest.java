@@ -354,6 +354,42 @@ class SubscriptionApiDeliveryTest {
     }
 
     /**
+     * Dead letters pile up when rows are large and the destination refuses them: a page of them is
+     * bounded in bytes as the lanes' read-back is, or a page of 100 rows of 10 MB (and their JSON
+     * trees) would take a gigabyte of the heap the stream shares. The first item comes whatever its
+     * size; {@code next} goes on where the bytes ran out.
+     */
+    @Test
+    void aPageOfLargeDeadLettersIsBoundedInBytesAndNextGoesOn() throws Exception {
+        sql("CREATE TABLE IF NOT EXISTS documents (id int PRIMARY KEY, body text)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            String id = create("{\"name\": \"documents\", \"tables\": [\"public.documents\"], \"destination\":"
+                    + " {\"type\": \"webhook\", \"url\": \"" + receiver.url("/d") + "\"}}");
+            given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/pause").then().statusCode(200);
+            int third = (int) (io.walhook.api.DeadLetterResource.PAGE_BODY_BYTES / 3);
+            // two rows fit in a page's bytes, a third does not; a fourth, larger than a page, comes alone
+            sql("INSERT INTO documents SELECT i, repeat('x', " + third + " - 200) FROM generate_series(1, 3) i");
+            sql("INSERT INTO documents VALUES (4, repeat('y', " + (third * 4) + "))");
+            sql("INSERT INTO documents VALUES (5, 'small')");
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> given().header("Authorization", "Bearer t")
+                    .get("/status").then().statusCode(200)
+                    .body("subscriptions.find { it.name == 'documents' }.parked", org.hamcrest.Matchers.equalTo(5)));
+            java.util.List<java.util.List<Integer>> pages = new java.util.ArrayList<>();
+            String next = "/subscriptions/" + id + "/dead-letters";
+            while (next != null) {
+                io.restassured.path.json.JsonPath page = given().filter(OpenApiContract.responsesOnly())
+                        .header("Authorization", "Bearer t").get(next).then().statusCode(200).extract().jsonPath();
+                pages.add(page.getList("items.event.new.id", Integer.class));
+                next = page.getString("next");
+                assertThat(pages).as("pages so far").hasSizeLessThan(10);
+            }
+            assertThat(pages).as("the ids of each page").containsExactly(java.util.List.of(1, 2), java.util.List.of(3),
+                    java.util.List.of(4), java.util.List.of(5));
+            given().header("Authorization", "Bearer t").delete("/subscriptions/" + id).then().statusCode(200);
+        }
+    }
+
+    /**
      * An error text stored with a queued event by a walhook older than 2026-12-05 named the
      * destination with its path as written, and so with the token a Slack, Discord or Teams webhook
      * carries there, and with its user info and query string if a server's message quoted them. The

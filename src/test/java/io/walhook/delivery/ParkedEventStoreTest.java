@@ -247,9 +247,9 @@ class ParkedEventStoreTest {
                 "application/json", Map.of(), null, new byte[10], null, nul)), 0, null);
         store.append(ID, "pages", List.of(new ParkedEventStore.Entry("text", Lsn.of(0x7000), Instant.EPOCH,
                 "application/json", Map.of(), null, new byte[10], null, text)), 0, null);
-        assertThat(store.page(ID, 0, 10, java.util.Optional.of(nul))).extracting(ParkedEventStore.Parked::eventId)
+        assertThat(store.page(ID, 0, 10, java.util.Optional.of(nul), Long.MAX_VALUE).rows()).extracting(ParkedEventStore.Parked::eventId)
                 .contains("nul");
-        assertThat(store.page(ID, 0, 10, java.util.Optional.of(text))).extracting(ParkedEventStore.Parked::eventId)
+        assertThat(store.page(ID, 0, 10, java.util.Optional.of(text), Long.MAX_VALUE).rows()).extracting(ParkedEventStore.Parked::eventId)
                 .contains("text");
     }
 

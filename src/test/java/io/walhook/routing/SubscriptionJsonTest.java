@@ -169,6 +169,41 @@ class SubscriptionJsonTest {
                         "x".repeat(SubscriptionJson.MAX_HEADER_VALUE)))).name()).isEqualTo("a");
     }
 
+    /**
+     * Headers that fit one by one but not together: servers refuse a request whose header section
+     * passes 8 to 16 KB, or has more than 100 fields, so every request would fail, to be retried and
+     * queued for good. Refused when written; an earlier walhook's stored body still reads.
+     */
+    @org.junit.jupiter.api.Test
+    void headersServersWouldRefuseTogetherAreRefused() throws Exception {
+        StringBuilder many = new StringBuilder("{");
+        for (int i = 0; i <= SubscriptionJson.MAX_HEADERS; i++) {
+            many.append(i == 0 ? "" : ", ").append("\"X-H").append(i).append("\": \"v\"");
+        }
+        StringBuilder large = new StringBuilder("{");
+        for (int i = 0; i < 5; i++) {
+            large.append(i == 0 ? "" : ", ").append("\"X-Token-").append(i).append("\": \"")
+                    .append("x".repeat(SubscriptionJson.MAX_HEADER_VALUE)).append('"');
+        }
+        for (String headers : java.util.List.of(many.append('}').toString(), large.append('}').toString())) {
+            com.fasterxml.jackson.databind.JsonNode body = JSON.readTree("{\"name\": \"a\", \"destination\": {\"type\":"
+                    + " \"webhook\", \"url\": \"http://x/h\", \"headers\": " + headers + "}}");
+            assertThatThrownBy(() -> SubscriptionJson.parse(body)).isInstanceOf(SubscriptionException.class)
+                    .hasMessageContaining("at most " + SubscriptionJson.MAX_HEADERS + " headers of "
+                            + SubscriptionJson.MAX_HEADER_BYTES + " bytes together")
+                    .satisfies(e -> assertThat(((SubscriptionException) e).field()).isEqualTo("/destination/headers"));
+            assertThat(SubscriptionJson.parseStored(body).name()).isEqualTo("a");
+        }
+        // at the bounds: taken
+        StringBuilder fits = new StringBuilder("{");
+        for (int i = 0; i < 3; i++) {
+            fits.append(i == 0 ? "" : ", ").append("\"X-Token-").append(i).append("\": \"")
+                    .append("x".repeat(SubscriptionJson.MAX_HEADER_VALUE)).append('"');
+        }
+        assertThat(SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", \"destination\": {\"type\": \"webhook\","
+                + " \"url\": \"http://x/h\", \"headers\": " + fits.append('}') + "}}")).name()).isEqualTo("a");
+    }
+
     /** An AMQP subscription an earlier walhook stored with batching (which it ignored) still reads. */
     @org.junit.jupiter.api.Test
     void aStoredAmqpSubscriptionWithBatchingStillReads() throws Exception {
