@@ -251,6 +251,9 @@ public final class BackfillRunner implements Runnable {
                 Thread.currentThread().interrupt();
                 break;
             } catch (SQLException e) {
+                if (stopped) {
+                    break; // stopping: what the round used (its pool, its container) may be gone already
+                }
                 // the database went away (restart, failover, network): nothing is lost, try again
                 closeConnectionIfBroken(); // a failure of the pool's alone does not cost the chunks in flight
                 backoffMillis = Math.min(10_000, Math.max(500, backoffMillis * 2));
@@ -259,6 +262,9 @@ public final class BackfillRunner implements Runnable {
                     break;
                 }
             } catch (RuntimeException e) {
+                if (stopped) {
+                    break;
+                }
                 // a defect: the same round would fail again at once, a watermark written and a chunk read each time
                 backoffMillis = Math.min(10_000, Math.max(500, backoffMillis * 2));
                 LOG.errorf(e, "backfills stopped a round, and wait %d ms: %s", backoffMillis, e.getMessage());
@@ -358,6 +364,9 @@ public final class BackfillRunner implements Runnable {
             try {
                 worked |= step(run);
             } catch (RuntimeException e) {
+                if (stopped) {
+                    throw e; // stopping: not this backfill's failure, and the round ends
+                }
                 // a defect met on this backfill's rows or state: the others go on, this one is tried again
                 LOG.errorf(e, "backfill %s stopped a step", backfill.id());
                 if (runs.containsKey(backfill.id())) {

@@ -9,8 +9,8 @@ import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /**
- * The parts of the runner that need no database: read event ids, a snapshot's in-progress xids, and
- * when an idle round ends.
+ * The parts of the runner that need no database (read event ids, a snapshot's in-progress xids,
+ * when an idle round ends), and how it stops.
  */
 class BackfillRunnerTest {
 
@@ -87,6 +87,62 @@ class BackfillRunnerTest {
         assertThat(BackfillRunner.ownError(new java.sql.SQLException("terminating connection", "57P01"))).isFalse();
         assertThat(BackfillRunner.ownError(new java.sql.SQLException("I/O error", "58030"))).isFalse();
         assertThat(BackfillRunner.ownError(new java.sql.SQLException("no state"))).as("pgjdbc's own").isFalse();
+    }
+
+    /**
+     * At shutdown the container goes after the runner was told to stop: a round under way meets a
+     * data source that is gone. That is the stop's doing, not a defect to report with a stack trace.
+     */
+    @Test
+    void aRoundFailingAfterTheStopIsNotReported() throws Exception {
+        try (io.walhook.source.SourceFixture source = new io.walhook.source.SourceFixture(
+                io.walhook.testing.TestPostgres.shared(), "runner_stops");
+                io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(BackfillRunner.class)) {
+            java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicBoolean gone = new java.util.concurrent.atomic.AtomicBoolean();
+            javax.sql.DataSource real = source.dataSource;
+            javax.sql.DataSource goingAway = (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {javax.sql.DataSource.class}, (proxy, method, args) -> {
+                        if (method.getName().equals("getConnection") && gone.get()) {
+                            entered.countDown();
+                            boolean interrupted = false;
+                            while (true) { // as a JDBC call does, it does not end at an interrupt
+                                try {
+                                    release.await();
+                                    break;
+                                } catch (InterruptedException e) {
+                                    interrupted = true;
+                                }
+                            }
+                            if (interrupted) {
+                                Thread.currentThread().interrupt();
+                            }
+                            throw new IllegalStateException("ArC container not initialized");
+                        }
+                        try {
+                            return method.invoke(real, args);
+                        } catch (java.lang.reflect.InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                    });
+            BackfillRunner runner = new BackfillRunner(new BackfillRunner.Settings(
+                    source.server.jdbcUrl(source.database), source.server.user(), source.server.password(), "walhook",
+                    "walhook", java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(30)),
+                    new BackfillStore(goingAway, "walhook"), new Watermarks(), List::of, id -> false,
+                    BackfillRunner.Counter.NONE);
+            Thread thread = new Thread(runner, "test-backfill");
+            thread.start();
+            gone.set(true);
+            runner.wake();
+            assertThat(entered.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("a round under way").isTrue();
+            runner.stop();
+            thread.interrupt();
+            release.countDown();
+            thread.join(30_000);
+            assertThat(thread.isAlive()).as("the runner ended").isFalse();
+            assertThat(log.lines()).as("what the runner logged").isEmpty();
+        }
     }
 
     @Test
