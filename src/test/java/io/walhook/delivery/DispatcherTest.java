@@ -1021,6 +1021,18 @@ class DispatcherTest {
         }
     }
 
+    /** A context on {@link #store} whose subscriptions are all paused: everything handed to a lane is queued. */
+    private Dispatcher.Context pausedContext(java.util.concurrent.ExecutorService lanes,
+            java.util.concurrent.ScheduledExecutorService timer, java.util.concurrent.ExecutorService durable,
+            MemoryBudget memory) {
+        return new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000, 64L << 20), store,
+                DeliveryMetrics.NONE, subscriptionId -> true,
+                sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false, memory,
+                new MemoryBudget(64L << 20));
+    }
+
     @Test
     void aLaneClosedAtShutdownWhileItWritesItsDurableQueueDiscardsNothing() throws Exception {
         database = new SourceFixture(TestPostgres.shared(), "closing");
@@ -1031,12 +1043,7 @@ class DispatcherTest {
         java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
         try {
             WebhookReceiver receiver = receiver(request -> 204);
-            Dispatcher.Context context = new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(
-                    Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
-                    64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
-                    sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
-                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false,
-                    new MemoryBudget(64L << 20), new MemoryBudget(64L << 20));
+            Dispatcher.Context context = pausedContext(lanes, timer, durable, new MemoryBudget(64L << 20));
             String id = "6f1c2b6e-0000-4000-8000-000000000002";
             Lane lane = new Lane(webhook(id, "held", receiver, 1), context, false);
             hand(lane, 100);
@@ -1077,12 +1084,7 @@ class DispatcherTest {
         java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
         try (io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(Lane.class)) {
             WebhookReceiver receiver = receiver(request -> 204);
-            Dispatcher.Context context = new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(
-                    Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
-                    64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
-                    sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
-                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false,
-                    new MemoryBudget(64L << 20), new MemoryBudget(64L << 20));
+            Dispatcher.Context context = pausedContext(lanes, timer, durable, new MemoryBudget(64L << 20));
             String id = "6f1c2b6e-0000-4000-8000-000000000012";
             Lane lane = new Lane(webhook(id, "closing", receiver, 1), context, false);
             gated.shut();
@@ -1114,12 +1116,7 @@ class DispatcherTest {
         MemoryBudget memory = new MemoryBudget(64L << 20);
         try {
             WebhookReceiver receiver = receiver(request -> 204);
-            Dispatcher.Context context = new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(
-                    Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000,
-                    64L << 20), store, DeliveryMetrics.NONE, subscriptionId -> true, // paused: everything is queued
-                    sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
-                            Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false, memory,
-                    new MemoryBudget(64L << 20));
+            Dispatcher.Context context = pausedContext(lanes, timer, durable, memory);
             String id = "6f1c2b6e-0000-4000-8000-000000000003";
             Lane lane = new Lane(webhook(id, "doomed", receiver, 1), context, false);
             hand(lane, 100);
