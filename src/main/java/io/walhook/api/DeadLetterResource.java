@@ -43,8 +43,8 @@ public class DeadLetterResource {
 
     private static final ObjectMapper JSON = new ObjectMapper();
     /**
-     * The event bodies a page holds at most, beyond its first item: a page of large rows (and the
-     * JSON trees it is answered with) takes a bounded part of the heap the stream shares.
+     * The event bodies a page holds at most (its first item comes whatever its size): a page of large
+     * rows (and the JSON trees it is answered with) takes a bounded part of the heap the stream shares.
      */
     public static final long PAGE_BODY_BYTES = 4L << 20;
 

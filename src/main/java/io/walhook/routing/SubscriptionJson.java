@@ -25,10 +25,13 @@ public final class SubscriptionJson {
 
     /** The longest destination header value: servers refuse header fields much beyond a few KB. */
     static final int MAX_HEADER_VALUE = 4096;
-    /** The most destination headers: Apache takes 100 fields. */
-    static final int MAX_HEADERS = 100;
-    /** The most bytes of destination headers together (name, value, ": " and CRLF): Node takes 16 KB in all. */
-    static final int MAX_HEADER_BYTES = 16_384;
+    /** The most destination headers: Apache takes 100 fields in all, walhook's own and CloudEvents' included. */
+    static final int MAX_HEADERS = 64;
+    /**
+     * The most bytes of destination headers together (name, value, ": " and CRLF): Node takes 16 KB
+     * in all, the request line and walhook's own headers included.
+     */
+    static final int MAX_HEADER_BYTES = 12_288;
 
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     /** Headers walhook sets on every request (lower case); a subscription's own headers may not replace them. */

@@ -171,8 +171,9 @@ class SubscriptionJsonTest {
 
     /**
      * Headers that fit one by one but not together: servers refuse a request whose header section
-     * passes 8 to 16 KB, or has more than 100 fields, so every request would fail, to be retried and
-     * queued for good. Refused when written; an earlier walhook's stored body still reads.
+     * passes 8 to 16 KB, or has more than 100 fields, walhook's own included, so every request would
+     * fail, to be retried and queued for good. Refused when written; an earlier walhook's stored body
+     * still reads.
      */
     @org.junit.jupiter.api.Test
     void headersServersWouldRefuseTogetherAreRefused() throws Exception {
@@ -196,7 +197,7 @@ class SubscriptionJsonTest {
         }
         // at the bounds: taken
         StringBuilder fits = new StringBuilder("{");
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 2; i++) {
             fits.append(i == 0 ? "" : ", ").append("\"X-Token-").append(i).append("\": \"")
                     .append("x".repeat(SubscriptionJson.MAX_HEADER_VALUE)).append('"');
         }
