@@ -61,12 +61,36 @@ public class RequestTargetFilter {
     private void check(RoutingContext context) {
         HttpServerRequest request = context.request();
         ApiProblem problem = problem(request.uri(), request.path(), request.query());
+        if (problem == null && tooLarge(request.getHeader("Content-Length"))) {
+            // before the body handler, which answers a bare 413; the body is not read, so the connection goes
+            problem = new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this"
+                    + " API needs", null);
+            context.response().putHeader("Connection", "close");
+        }
         if (problem == null) {
             context.next();
             return;
         }
         context.response().setStatusCode(problem.status()).putHeader("Content-Type", ApiProblem.MEDIA_TYPE)
                 .end(problem.toJson());
+    }
+
+    /**
+     * The most a body may hold, as {@code quarkus.http.limits.max-body-size} says (application.properties):
+     * a subscription, a patch or a backfill is a few KB.
+     */
+    static final long MAX_BODY_BYTES = 1 << 20;
+
+    /** Whether a request's Content-Length says more than {@link #MAX_BODY_BYTES} (a malformed one is Vert.x's to refuse). */
+    static boolean tooLarge(String contentLength) {
+        if (contentLength == null) {
+            return false;
+        }
+        try {
+            return Long.parseLong(contentLength.strip()) > MAX_BODY_BYTES;
+        } catch (NumberFormatException e) {
+            return false;
+        }
     }
 
     /** Why this request target (and its raw path and query) cannot be read; null when it can. */

@@ -67,6 +67,21 @@ class MalformedRequestsTest {
                 .as("the path parameter it holds, or the path").contains("\"field\":\"" + field + "\"");
     }
 
+    /**
+     * A subscription's body is a few KB: one of megabytes is refused before it is read, as a
+     * problem (a body read whole, and its JSON tree some ten times its size, would take the heap the
+     * stream shares). Quarkus's own refusal of a body over its limit is a bare 413.
+     */
+    @Test
+    void aBodyLargerThanOneMebibyteIsAProblemBeforeItIsRead() throws Exception {
+        String large = "{\"name\": \"large\", \"tables\": [" + "\"t\", ".repeat(1 << 18) + "\"t\"]}"; // 1.25 MiB
+        RawHttp.Response response = RawHttp.exchange("POST", "/subscriptions", "/subscriptions",
+                java.util.Map.of("Authorization", "Bearer " + SubscriptionApiTest.TOKEN, "Content-Type", "application/json"), large);
+        assertThat(response.status()).as(response.toString()).isEqualTo(413);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.body()).contains("\"status\":413").contains("1 MiB");
+    }
+
     @Test
     void badPercentEncodingInAQueryValueIsAProblemNamingTheParameter() throws Exception {
         String id = create("percent");
