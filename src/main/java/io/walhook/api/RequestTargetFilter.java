@@ -65,7 +65,12 @@ public class RequestTargetFilter {
             // before the body handler, which answers a bare 413; the body is not read, so the connection goes
             problem = new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this"
                     + " API needs", null);
-            context.response().putHeader("Connection", "close");
+            if (request.version() != io.vertx.core.http.HttpVersion.HTTP_2) {
+                // HTTP/1.x: the body is not read, so the connection goes (Vert.x would read it to the end to reuse it);
+                // an HTTP/2 stream is reset on its own, and takes no Connection header
+                context.response().putHeader("Connection", "close")
+                        .endHandler(ended -> request.connection().close());
+            }
         }
         if (problem == null) {
             context.next();

@@ -80,6 +80,11 @@ class MalformedRequestsTest {
         assertThat(response.status()).as(response.toString()).isEqualTo(413);
         assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
         assertThat(response.body()).contains("\"status\":413").contains("1 MiB");
+        // a connection kept alive is closed after the answer, not kept to read the 10 MB said to follow
+        response = RawHttp.exchangeHead("POST /subscriptions HTTP/1.1\r\nHost: 127.0.0.1:" + io.restassured.RestAssured.port
+                + "\r\nAuthorization: Bearer " + SubscriptionApiTest.TOKEN + "\r\nContent-Type: application/json\r\n"
+                + "Content-Length: 10485760\r\n\r\n", "POST", "/subscriptions");
+        assertThat(response.status()).as(response.toString()).isEqualTo(413);
     }
 
     @Test

@@ -197,9 +197,12 @@ class SubscriptionJsonTest {
         }
         // at the bounds: taken
         StringBuilder fits = new StringBuilder("{");
-        for (int i = 0; i < 2; i++) {
-            fits.append(i == 0 ? "" : ", ").append("\"X-Token-").append(i).append("\": \"")
-                    .append("x".repeat(SubscriptionJson.MAX_HEADER_VALUE)).append('"');
+        int left = SubscriptionJson.MAX_HEADER_BYTES;
+        for (int i = 0; left > 0; i++) {
+            String name = "X-Token-" + i;
+            int value = Math.min(SubscriptionJson.MAX_HEADER_VALUE, left - name.length() - 4);
+            fits.append(i == 0 ? "" : ", ").append('"').append(name).append("\": \"").append("x".repeat(value)).append('"');
+            left -= name.length() + value + 4;
         }
         assertThat(SubscriptionJson.parse(JSON.readTree("{\"name\": \"a\", \"destination\": {\"type\": \"webhook\","
                 + " \"url\": \"http://x/h\", \"headers\": " + fits.append('}') + "}}")).name()).isEqualTo("a");
