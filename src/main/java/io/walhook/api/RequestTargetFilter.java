@@ -62,7 +62,7 @@ public class RequestTargetFilter {
         HttpServerRequest request = context.request();
         ApiProblem problem = problem(request.uri(), request.path(), request.query());
         if (problem == null && tooLarge(request.getHeader("Content-Length"))) {
-            // before the body handler, which answers a bare 413; the body is not read, so the connection goes
+            // before the body handler, which answers a bare 413
             problem = new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this"
                     + " API needs", null);
             if (request.version() != io.vertx.core.http.HttpVersion.HTTP_2) {

@@ -1146,22 +1146,24 @@ final class Lane {
             if (!deleted && !closed) {
                 try {
                     result = call.run();
-                } catch (java.sql.SQLException | RuntimeException e) {
+                } catch (java.sql.SQLException e) {
                     if (closed && !deleted) {
                         return; // shut down under the call (its pool, its container): what was written stays written
-                    }
-                    if (e instanceof RuntimeException) {
-                        lastError = "state database: " + e;
-                        LOG.errorf(e, "subscription %s: a call to its durable queue failed unexpectedly; trying again in"
-                                + " %d ms", subscription.name(), wait);
-                        databaseAgain(call, then, wait);
-                        return;
                     }
                     lastError = "state database: " + e.getMessage();
                     // in an outage every lane with a call under way says the same: one of them every 10 s
                     LOG.logf(warnNow() ? Logger.Level.WARN : Logger.Level.DEBUG,
                             "subscription %s: cannot reach its durable queue (%s); trying again in %d ms",
                             subscription.name(), e.getMessage(), wait);
+                    databaseAgain(call, then, wait);
+                    return;
+                } catch (RuntimeException e) {
+                    if (closed && !deleted) {
+                        return; // as above: a container gone fails with an IllegalStateException
+                    }
+                    lastError = "state database: " + e;
+                    LOG.errorf(e, "subscription %s: a call to its durable queue failed unexpectedly; trying again in %d ms",
+                            subscription.name(), wait);
                     databaseAgain(call, then, wait);
                     return;
                 }

@@ -272,14 +272,11 @@ public final class CelVariables {
      */
     private static final class TupleRow extends java.util.AbstractMap<String, Object> {
 
-        /** A column read and found absent: an unchanged TOASTed value without the old row's. */
-        private static final Object ABSENT = new Object();
-
         private final RelationInfo relation;
         private final TupleData tuple;
         private final TupleData fill;
         private final boolean keysOnly;
-        /** Converted values by column, {@link #ABSENT}, or null while not read. */
+        /** Converted values by column (an {@link Unreadable} for one that failed), or null while not read. */
         private final Object[] values;
         private java.util.Set<Entry<String, Object>> entries;
 
@@ -294,33 +291,38 @@ public final class CelVariables {
         @Override
         public Object get(Object name) {
             int i = relation.columnIndex(name);
-            if (i < 0) {
-                return null;
-            }
-            Object value = value(i);
-            return value == ABSENT ? null : value;
+            return i >= 0 && present(i) ? value(i) : null;
         }
 
         /** Without converting the value: {@code has(new.doc)} does not read the document. */
         @Override
         public boolean containsKey(Object name) {
             int i = relation.columnIndex(name);
-            return i >= 0 && (!keysOnly || relation.isKey(i))
-                    && (!tuple.isUnchangedToast(i) || fill != null && fill.hasValue(i));
+            return i >= 0 && present(i);
         }
 
+        /** Whether the row has the column: a key's, and not an unchanged TOASTed value the old row does not fill. */
+        private boolean present(int i) {
+            return (!keysOnly || relation.isKey(i)) && (!tuple.isUnchangedToast(i) || fill != null && fill.hasValue(i));
+        }
+
+        /** A present column's value, converted once: every filter reading a value that fails meets the same failure. */
         private Object value(int i) {
             Object value = values[i];
             if (value == null) {
                 try {
-                    value = convert(i);
+                    value = switch (tuple.kind(i)) {
+                        case NULL -> NullValue.NULL_VALUE;
+                        case TEXT, BINARY -> valueOf(relation.converter(i), tuple, i);
+                        case UNCHANGED_TOAST -> valueOf(relation.converter(i), fill, i);
+                    };
                 } catch (IOException e) {
                     value = new Unreadable(new UncheckedIOException("cannot read the event's values: column "
                             + relation.columnName(i) + ": " + e.getMessage(), e));
                 } catch (RuntimeException e) {
                     value = new Unreadable(e);
                 }
-                values[i] = value; // once: every filter reading it meets the same failure, not another try
+                values[i] = value;
             }
             if (value instanceof Unreadable unreadable) {
                 throw unreadable.failure;
@@ -332,25 +334,13 @@ public final class CelVariables {
         private record Unreadable(RuntimeException failure) {
         }
 
-        private Object convert(int i) throws IOException {
-            if (keysOnly && !relation.isKey(i)) {
-                return ABSENT;
-            }
-            return switch (tuple.kind(i)) {
-                case NULL -> NullValue.NULL_VALUE;
-                case TEXT, BINARY -> valueOf(relation.converter(i), tuple, i);
-                case UNCHANGED_TOAST -> fill != null && fill.hasValue(i) ? valueOf(relation.converter(i), fill, i) : ABSENT;
-            };
-        }
-
         @Override
         public java.util.Set<Entry<String, Object>> entrySet() {
             if (entries == null) {
                 Map<String, Object> all = new LinkedHashMap<>();
                 for (int i = 0; i < values.length; i++) {
-                    Object value = value(i);
-                    if (value != ABSENT) {
-                        all.put(relation.columnName(i), value);
+                    if (present(i)) {
+                        all.put(relation.columnName(i), value(i));
                     }
                 }
                 entries = Collections.unmodifiableMap(all).entrySet();
