@@ -66,10 +66,8 @@ public class RequestTargetFilter {
             problem = new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this"
                     + " API needs", null);
             if (request.version() != io.vertx.core.http.HttpVersion.HTTP_2) {
-                // HTTP/1.x: the body is not read, so the connection goes (Vert.x would read it to the end to reuse it);
                 // an HTTP/2 stream is reset on its own, and takes no Connection header
-                context.response().putHeader("Connection", "close")
-                        .endHandler(ended -> request.connection().close());
+                closeUnread(context);
             }
         }
         if (problem == null) {
@@ -78,6 +76,39 @@ public class RequestTargetFilter {
         }
         context.response().setStatusCode(problem.status()).putHeader("Content-Type", ApiProblem.MEDIA_TYPE)
                 .end(problem.toJson());
+    }
+
+    /** How long a refused body is thrown away with nothing arriving, and at most in all, before its connection closes. */
+    static final long LINGER_IDLE_MILLIS = 1_000;
+    static final long LINGER_MAX_MILLIS = 10_000;
+
+    /**
+     * Answers a refused HTTP/1.x body's request with {@code Connection: close} and closes the
+     * connection once the body that follows is read and thrown away: when it ends, when nothing
+     * has come for {@link #LINGER_IDLE_MILLIS}, or after {@link #LINGER_MAX_MILLIS} at most. Most
+     * clients write their whole body before they read, and a socket closed with bytes unread
+     * resets the connection: the client's write fails and the answer it has not read yet is lost.
+     * Kept alive instead, the connection would wait for the whole body a request says follows.
+     */
+    private static void closeUnread(RoutingContext context) {
+        HttpServerRequest request = context.request();
+        io.vertx.core.http.HttpConnection connection = request.connection();
+        long start = System.nanoTime();
+        long[] lastRead = {start};
+        long timer = context.vertx().setPeriodic(LINGER_IDLE_MILLIS / 4, id -> {
+            long now = System.nanoTime();
+            if (now - lastRead[0] > LINGER_IDLE_MILLIS * 1_000_000 || now - start > LINGER_MAX_MILLIS * 1_000_000) {
+                context.vertx().cancelTimer(id);
+                connection.close();
+            }
+        });
+        request.handler(thrownAway -> lastRead[0] = System.nanoTime());
+        request.endHandler(ended -> {
+            context.vertx().cancelTimer(timer);
+            connection.close();
+        });
+        request.resume();
+        context.response().putHeader("Connection", "close");
     }
 
     /**
