@@ -21,8 +21,7 @@ import io.vertx.ext.web.RoutingContext;
  * last check itself, before any route, and answers a bare 400 with no body; {@code WalhookMain}
  * turns it off so that this handler, the first route of every request, makes it instead. It reads
  * the undecoded path and query, so no route matching decodes them first. A request Vert.x itself
- * fails before the REST layer is answered as a problem as well, and so is a body over 1 MiB,
- * whether its Content-Length says so or it passes the bound as it comes (chunked).
+ * fails before the REST layer is answered as a problem as well.
  */
 @Singleton
 public class RequestTargetFilter {
@@ -55,8 +54,7 @@ public class RequestTargetFilter {
             detail = failure != null && failure.getMessage() != null ? failure.getMessage()
                     : HttpResponseStatus.valueOf(status).reasonPhrase();
         }
-        ApiProblem problem = status == 413 ? tooLarge(context)
-                : new ApiProblem(status, HttpResponseStatus.valueOf(status).reasonPhrase(), detail, null);
+        ApiProblem problem = new ApiProblem(status, HttpResponseStatus.valueOf(status).reasonPhrase(), detail, null);
         context.response().setStatusCode(status).putHeader("Content-Type", ApiProblem.MEDIA_TYPE).end(problem.toJson());
     }
 
@@ -65,13 +63,12 @@ public class RequestTargetFilter {
         ApiProblem problem = problem(request.uri(), request.path(), request.query());
         if (problem == null && tooLarge(request.getHeader("Content-Length"))) {
             // before the body handler, which answers a bare 413
-            problem = tooLarge(context);
-        }
-        if (problem == null && lengthUnsaid(request)) {
-            // read here, so that a body passing the bound fails this route, whose failure handler
-            // answers the problem (the REST layer's own reading would answer a bare 413)
-            unsaidLengthBody.handle(context);
-            return;
+            problem = new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this"
+                    + " API needs", null);
+            if (request.version() != io.vertx.core.http.HttpVersion.HTTP_2) {
+                // an HTTP/2 stream is reset on its own, and takes no Connection header
+                closeUnread(context);
+            }
         }
         if (problem == null) {
             context.next();
@@ -79,32 +76,6 @@ public class RequestTargetFilter {
         }
         context.response().setStatusCode(problem.status()).putHeader("Content-Type", ApiProblem.MEDIA_TYPE)
                 .end(problem.toJson());
-    }
-
-    /** The problem refusing a body over {@link #MAX_BODY_BYTES}, whose connection then closes as {@link #closeUnread} says. */
-    private static ApiProblem tooLarge(RoutingContext context) {
-        if (context.request().version() != io.vertx.core.http.HttpVersion.HTTP_2) {
-            // an HTTP/2 stream is reset on its own, and takes no Connection header
-            closeUnread(context);
-        }
-        return new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this API needs",
-                null);
-    }
-
-    /**
-     * Reads a body whose length its request does not say (chunked) into the routing context, where
-     * the REST layer takes it, failing the request with 413 once it passes {@link #MAX_BODY_BYTES}.
-     */
-    private final io.vertx.ext.web.handler.BodyHandler unsaidLengthBody = io.vertx.ext.web.handler.BodyHandler
-            .create(false).setBodyLimit(MAX_BODY_BYTES).setMergeFormAttributes(false);
-
-    /** Whether a request has a body whose length it does not say beforehand. */
-    private static boolean lengthUnsaid(HttpServerRequest request) {
-        if (request.getHeader("Content-Length") != null) {
-            return false;
-        }
-        return request.version() == io.vertx.core.http.HttpVersion.HTTP_2 ? !request.isEnded()
-                : request.getHeader("Transfer-Encoding") != null;
     }
 
     /** How long a refused body is thrown away with nothing arriving, and at most in all, before its connection closes. */

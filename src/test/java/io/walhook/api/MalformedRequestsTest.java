@@ -93,32 +93,6 @@ class MalformedRequestsTest {
         assertThat(response.status()).as(response.toString()).isEqualTo(413);
     }
 
-    /** A body that does not say its length beforehand (chunked) is refused as a problem too, once it passes 1 MiB. */
-    @Test
-    void aChunkedBodyLargerThanOneMebibyteIsAProblem() throws Exception {
-        // one within the bound is read as any other
-        RawHttp.Response response = postChunked(BODY.formatted("chunked"));
-        assertThat(response.status()).as(response.toString()).isEqualTo(201);
-        assertThat(authorized().get("/subscriptions?limit=1000").then().statusCode(200).extract().<java.util.List<String>>path("name"))
-                .contains("chunked");
-        response = postChunked("{\"name\": \"large\", \"tables\": [" + "\"t\", ".repeat(1 << 19) + "\"t\"]}"); // 2.5 MiB
-        assertThat(response.status()).as(response.toString()).isEqualTo(413);
-        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
-        assertThat(response.body()).contains("\"status\":413").contains("1 MiB");
-    }
-
-    private static RawHttp.Response postChunked(String body) throws java.io.IOException {
-        StringBuilder chunked = new StringBuilder();
-        for (int at = 0; at < body.length(); at += 65_536) {
-            String chunk = body.substring(at, Math.min(body.length(), at + 65_536));
-            chunked.append(Integer.toHexString(chunk.length())).append("\r\n").append(chunk).append("\r\n");
-        }
-        chunked.append("0\r\n\r\n");
-        return RawHttp.exchangeHead("POST /subscriptions HTTP/1.1\r\nHost: 127.0.0.1:" + io.restassured.RestAssured.port
-                + "\r\nAuthorization: Bearer " + SubscriptionApiTest.TOKEN + "\r\nContent-Type: application/json"
-                + "\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked, "POST", "/subscriptions");
-    }
-
     @Test
     void badPercentEncodingInAQueryValueIsAProblemNamingTheParameter() throws Exception {
         String id = create("percent");
