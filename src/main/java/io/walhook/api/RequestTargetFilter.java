@@ -65,10 +65,7 @@ public class RequestTargetFilter {
             // before the body handler, which answers a bare 413
             problem = new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this"
                     + " API needs", null);
-            if (request.version() != io.vertx.core.http.HttpVersion.HTTP_2) {
-                // an HTTP/2 stream is reset on its own, and takes no Connection header
-                closeUnread(context);
-            }
+            closeUnread(context);
         }
         if (problem == null) {
             context.next();
@@ -83,18 +80,35 @@ public class RequestTargetFilter {
     static final long LINGER_MAX_MILLIS = 10_000;
 
     /**
-     * Answers a refused HTTP/1.x body's request with {@code Connection: close} and closes the
-     * connection once the body that follows is read and thrown away: when it ends, when nothing
-     * has come for {@link #LINGER_IDLE_MILLIS}, or after {@link #LINGER_MAX_MILLIS} at most. Most
+     * Ends a request whose body is refused unread once the answer is out. Over HTTP/2 its stream is
+     * reset with {@code NO_ERROR}, which tells the client to stop sending and keep the answer (RFC
+     * 9113, 8.1). Over HTTP/1.x the answer says {@code Connection: close}, and the connection
+     * closes once the body that follows is read and thrown away: when it ends, when nothing has
+     * come for {@link #LINGER_IDLE_MILLIS}, or after {@link #LINGER_MAX_MILLIS} at most. Most
      * clients write their whole body before they read, and a socket closed with bytes unread
      * resets the connection: the client's write fails and the answer it has not read yet is lost.
      * Kept alive instead, the connection would wait for the whole body a request says follows.
      */
     private static void closeUnread(RoutingContext context) {
         HttpServerRequest request = context.request();
+        io.vertx.core.http.HttpServerResponse response = context.response();
         io.vertx.core.http.HttpConnection connection = request.connection();
+        if (request.version() == io.vertx.core.http.HttpVersion.HTTP_2) {
+            response.endHandler(answered -> {
+                if (!request.isEnded()) {
+                    response.reset(0);
+                }
+            });
+            return;
+        }
+        response.putHeader("Connection", "close");
+        if (request.isEnded()) {
+            response.endHandler(answered -> connection.close());
+            return;
+        }
         long start = System.nanoTime();
         long[] lastRead = {start};
+        request.handler(thrownAway -> lastRead[0] = System.nanoTime());
         long timer = context.vertx().setPeriodic(LINGER_IDLE_MILLIS / 4, id -> {
             long now = System.nanoTime();
             if (now - lastRead[0] > LINGER_IDLE_MILLIS * 1_000_000 || now - start > LINGER_MAX_MILLIS * 1_000_000) {
@@ -102,13 +116,11 @@ public class RequestTargetFilter {
                 connection.close();
             }
         });
-        request.handler(thrownAway -> lastRead[0] = System.nanoTime());
         request.endHandler(ended -> {
             context.vertx().cancelTimer(timer);
             connection.close();
         });
         request.resume();
-        context.response().putHeader("Connection", "close");
     }
 
     /**
