@@ -29,6 +29,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.agroal.api.AgroalDataSource;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 import io.smallrye.common.annotation.Blocking;
+import io.walhook.config.UrlAuthority;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.ParkedEventStore;
 import io.walhook.routing.Destination;
@@ -324,10 +325,11 @@ public class SubscriptionResource {
     /** Refuses URLs that reach walhook's own network (SSRF) unless WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true. */
     private static void checkPublic(URI url) {
         InetAddress[] addresses;
+        String host = UrlAuthority.host(url);
         try {
-            addresses = InetAddress.getAllByName(url.getHost());
+            addresses = InetAddress.getAllByName(host);
         } catch (UnknownHostException e) {
-            throw new ApiProblem(400, "Bad Request", "/destination/url host " + url.getHost() + " does not resolve",
+            throw new ApiProblem(400, "Bad Request", "/destination/url host " + host + " does not resolve",
                     "/destination/url");
         }
         for (InetAddress address : addresses) {

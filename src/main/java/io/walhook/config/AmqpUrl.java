@@ -27,12 +27,14 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
             throw new ConfigException(VARIABLE, "must start with amqp:// or amqps://, not "
                     + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
         }
-        if (uri.getHost() == null || uri.getHost().isEmpty()) {
+        String host = UrlAuthority.host(uri);
+        String userInfo = UrlAuthority.rawUserInfo(uri);
+        if (host == null || host.isEmpty()) {
             throw new ConfigException(VARIABLE, "names no host; expected amqp://user:password@host:port");
         }
         if (uri.getRawPath() != null && !uri.getRawPath().isEmpty() && !uri.getRawPath().equals("/")) {
             // shown only when no password can be in it: one holding '/' or '#' ends the authority early
-            String path = uri.getRawUserInfo() == null && !text.contains("@") ? " (" + uri.getRawPath() + ")" : "";
+            String path = userInfo == null && !text.contains("@") ? " (" + uri.getRawPath() + ")" : "";
             throw new ConfigException(VARIABLE, "has a path" + path + "; addresses belong in"
                     + " WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS (percent-encode '/', '?', '#' and '@' in a password)");
         }
@@ -47,12 +49,13 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
         boolean tls = "amqps".equals(uri.getScheme());
         String user = null;
         String password = null;
-        if (uri.getRawUserInfo() != null) {
-            String[] info = uri.getRawUserInfo().split(":", 2);
+        if (userInfo != null) {
+            String[] info = userInfo.split(":", 2);
             user = decode(info[0]);
             password = info.length > 1 ? decode(info[1]) : "";
         }
-        return new AmqpUrl(tls, uri.getHost(), uri.getPort() < 0 ? (tls ? 5671 : 5672) : uri.getPort(), user, password);
+        int port = UrlAuthority.port(uri);
+        return new AmqpUrl(tls, host, port < 0 ? (tls ? 5671 : 5672) : port, user, password);
     }
 
     private static String decode(String s) {

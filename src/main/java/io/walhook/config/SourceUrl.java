@@ -42,13 +42,15 @@ public record SourceUrl(String host, int port, String database, String user, Str
         if (!"postgresql".equals(uri.getScheme()) && !"postgres".equals(uri.getScheme())) {
             throw new ConfigException(VARIABLE, "must start with postgresql://, not " + uri.getScheme() + ":");
         }
-        if (uri.getHost() == null && uri.getRawAuthority() != null) {
+        String host = UrlAuthority.host(uri);
+        String userInfo = UrlAuthority.rawUserInfo(uri);
+        if (host == null && uri.getRawAuthority() != null) {
             throw new ConfigException(VARIABLE, UrlAuthority.problem(uri));
         }
-        if (uri.getHost() == null || uri.getHost().isEmpty()) {
+        if (host == null || host.isEmpty()) {
             throw new ConfigException(VARIABLE, "names no host; expected postgresql://user:password@host:port/database");
         }
-        int port = uri.getPort() < 0 ? 5432 : uri.getPort();
+        int port = UrlAuthority.port(uri) < 0 ? 5432 : UrlAuthority.port(uri);
         String path = uri.getRawPath() == null ? "" : uri.getRawPath();
         String database = path.length() > 1 ? decode(path.substring(1)) : "";
         if (path.contains("@")) {
@@ -66,8 +68,8 @@ public record SourceUrl(String host, int port, String database, String user, Str
         }
         String urlUser = null;
         String urlPassword = null;
-        if (uri.getRawUserInfo() != null) {
-            String[] info = uri.getRawUserInfo().split(":", 2);
+        if (userInfo != null) {
+            String[] info = userInfo.split(":", 2);
             urlUser = decode(info[0]);
             urlPassword = info.length > 1 ? decode(info[1]) : null;
         }
@@ -80,7 +82,7 @@ public record SourceUrl(String host, int port, String database, String user, Str
         if (uri.getRawQuery() != null && !uri.getRawQuery().isEmpty()) {
             // postgresql://app:2024/x?rest@db/orders: a password holding '?' made its rest the query, and what is
             // wrong there is not quoted (any pair of it: the password may hold '&' too)
-            boolean mayHoldPassword = uri.getRawUserInfo() == null && uri.getRawQuery().contains("@");
+            boolean mayHoldPassword = userInfo == null && uri.getRawQuery().contains("@");
             for (String pair : uri.getRawQuery().split("&")) {
                 String[] kv = pair.split("=", 2);
                 String key = decode(kv[0]);
@@ -98,7 +100,7 @@ public record SourceUrl(String host, int port, String database, String user, Str
                 parameters.put(key, value);
             }
         }
-        return new SourceUrl(uri.getHost(), port, database, effectiveUser, effectivePassword, parameters);
+        return new SourceUrl(host, port, database, effectiveUser, effectivePassword, parameters);
     }
 
     private static String decode(String s) {

@@ -7,7 +7,63 @@ package io.walhook.config;
  */
 public final class UrlAuthority {
 
+    /**
+     * An authority {@link java.net.URI} reads as registry-based only because its host name holds
+     * '_': RFC 3986 allows it in a name (RFC 2396, which {@code URI} follows, did not), and Docker
+     * Compose's service names and many internal DNS names have it.
+     */
+    private static final java.util.regex.Pattern UNDERSCORED = java.util.regex.Pattern.compile(
+            "(?:([^@]*)@)?([A-Za-z0-9_-]+(?:\\.[A-Za-z0-9_-]+)*\\.?)(?::([0-9]{0,9}))?");
+
     private UrlAuthority() {
+    }
+
+    /**
+     * The host of {@code uri}, as {@link java.net.URI#getHost()}, or a name holding '_' that it did
+     * not read as one ({@link #UNDERSCORED}); null when it has none.
+     */
+    public static String host(java.net.URI uri) {
+        String host = uri.getHost();
+        if (host != null) {
+            return host;
+        }
+        java.util.regex.Matcher named = underscored(uri);
+        return named == null ? null : named.group(2);
+    }
+
+    /** The port of {@code uri}, as {@link java.net.URI#getPort()} (-1: none), also after a host {@link #host} read. */
+    public static int port(java.net.URI uri) {
+        if (uri.getHost() != null) {
+            return uri.getPort();
+        }
+        java.util.regex.Matcher named = underscored(uri);
+        return named == null || named.group(3) == null || named.group(3).isEmpty() ? -1 : Integer.parseInt(named.group(3));
+    }
+
+    /** The raw user info of {@code uri}, as {@link java.net.URI#getRawUserInfo()}, also before a host {@link #host} read. */
+    public static String rawUserInfo(java.net.URI uri) {
+        if (uri.getHost() != null) {
+            return uri.getRawUserInfo();
+        }
+        java.util.regex.Matcher named = underscored(uri);
+        return named == null ? null : named.group(1);
+    }
+
+    /** Whether an '@' follows the authority: in the path, query or fragment. */
+    private static boolean atAfterAuthority(java.net.URI uri) {
+        String rest = java.util.Objects.toString(uri.getRawPath(), "") + java.util.Objects.toString(uri.getRawQuery(), "")
+                + java.util.Objects.toString(uri.getRawFragment(), "");
+        return rest.indexOf('@') >= 0;
+    }
+
+    private static java.util.regex.Matcher underscored(java.net.URI uri) {
+        String authority = uri.getRawAuthority();
+        if (authority == null || authority.indexOf('_') < 0 || atAfterAuthority(uri)) {
+            // https://sk_live_Zq9/x@receiver/: user info cut short by its '/', not a host (problem() says so)
+            return null;
+        }
+        java.util.regex.Matcher named = UNDERSCORED.matcher(authority);
+        return named.matches() && named.group(2).indexOf('_') >= 0 ? named : null;
     }
 
     /**
@@ -20,9 +76,7 @@ public final class UrlAuthority {
         if (at >= 0 && rawAuthority.indexOf('@') != at) {
             return "has more than one '@' before its host: percent-encode '@' in a user name or password as %40";
         }
-        String rest = java.util.Objects.toString(uri.getRawPath(), "") + java.util.Objects.toString(uri.getRawQuery(), "")
-                + java.util.Objects.toString(uri.getRawFragment(), "");
-        if (rest.indexOf('@') >= 0) {
+        if (atAfterAuthority(uri)) {
             // app@server:pass/word@host: the authority ends inside the password, whose start follows the '@' it
             // holds; token:pass/word@host and token/x@host: it holds the user name, which can be the credential (an
             // API key as basic auth's user), and maybe the password's start
@@ -32,6 +86,6 @@ public final class UrlAuthority {
         // after the last '@' there is no password; without an '@', what follows a ':' may be one cut short
         String shown = at >= 0 ? rawAuthority.substring(at + 1) : rawAuthority.split(":", 2)[0];
         return "has '" + shown + "' where a host[:port] belongs, and it is not host[:port] (a host name holds letters,"
-                + " digits, '-' and '.'; percent-encode '@', '/', '?' and '#' in a user name or password)";
+                + " digits, '-', '_' and '.'; percent-encode '@', '/', '?' and '#' in a user name or password)";
     }
 }

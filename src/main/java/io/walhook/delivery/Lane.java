@@ -24,6 +24,7 @@ import org.jboss.logging.MDC;
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.Operation;
 import io.walhook.change.RelationInfo;
+import io.walhook.config.UrlAuthority;
 import io.walhook.delivery.Transport.Attempt;
 import io.walhook.delivery.Transport.Outcome;
 import io.walhook.routing.Destination;
@@ -1525,7 +1526,7 @@ final class Lane {
         if (!(from instanceof Destination.Webhook old)) {
             return false; // AMQP: the same broker, its own timeouts
         }
-        return !(to instanceof Destination.Webhook now) || !String.valueOf(old.url().getHost()).equalsIgnoreCase(now.url().getHost());
+        return !(to instanceof Destination.Webhook now) || !String.valueOf(UrlAuthority.host(old.url())).equalsIgnoreCase(UrlAuthority.host(now.url()));
     }
 
     /** The transport for the subscription as it is now, made again when its destination changed. */

@@ -22,6 +22,7 @@ import io.vertx.core.http.RequestOptions;
 import io.vertx.core.impl.VertxInternal;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.core.net.TrustOptions;
+import io.walhook.config.UrlAuthority;
 import io.walhook.routing.Destination;
 
 /**
@@ -127,9 +128,11 @@ public final class WebhookClient implements AutoCloseable {
      */
     DestinationGate gate(URI url) {
         String scheme = url.getScheme() == null ? "" : url.getScheme().toLowerCase(java.util.Locale.ROOT);
-        String host = url.getHost() == null ? "" : url.getHost().toLowerCase(java.util.Locale.ROOT);
+        String named = UrlAuthority.host(url);
+        String host = named == null ? "" : named.toLowerCase(java.util.Locale.ROOT);
         // the port the pools connect to: https://h/ and https://h:443/ are one destination with one limit
-        int port = url.getPort() > 0 ? url.getPort() : "https".equals(scheme) ? 443 : 80;
+        int given = UrlAuthority.port(url);
+        int port = given > 0 ? given : "https".equals(scheme) ? 443 : 80;
         String origin = scheme + "://" + host + ":" + port;
         return gates.computeIfAbsent(origin, o -> new DestinationGate(perDestination, channels.length));
     }
@@ -220,8 +223,8 @@ public final class WebhookClient implements AutoCloseable {
                     }
                 });
                 result.whenComplete((r, e) -> vertx.cancelTimer(timer));
-                String host = url.getHost().startsWith("[") ? url.getHost().substring(1, url.getHost().length() - 1)
-                        : url.getHost();
+                String named = UrlAuthority.host(url);
+                String host = named.startsWith("[") ? named.substring(1, named.length() - 1) : named;
                 if (publicOnly || lookups != null && !literal(host)) {
                     // looked up first: to check the address connected to, or off the event loop (HostLookups)
                     address(host).whenComplete((address, failure) -> onContext(channel.context(), () -> {
@@ -243,7 +246,8 @@ public final class WebhookClient implements AutoCloseable {
                                         + refusal.get() + "; not connecting (WALHOOK_ALLOW_PRIVATE_DESTINATIONS=true allows it)")));
                                 return;
                             }
-                            int port = url.getPort() > 0 ? url.getPort() : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
+                            int given = UrlAuthority.port(url);
+                            int port = given > 0 ? given : "https".equalsIgnoreCase(url.getScheme()) ? 443 : 80;
                             options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()));
                             if (lookups != null) {
                                 // no answer from this address (refused, reset, timed out): the name's next one

@@ -4,6 +4,8 @@ import java.net.URI;
 import java.util.List;
 import java.util.Map;
 
+import io.walhook.config.UrlAuthority;
+
 /** Where a subscription's events go. */
 public sealed interface Destination {
 
@@ -56,8 +58,7 @@ public sealed interface Destination {
          * not {@code orders-service-v2}): how logs and errors name the destination.
          */
         public String loggedUrl() {
-            return url.getScheme() + "://" + loggedHost(url.getHost()) + (url.getPort() < 0 ? "" : ":" + url.getPort())
-                    + loggedPath();
+            return url.getScheme() + "://" + loggedHost(UrlAuthority.host(url)) + port() + loggedPath();
         }
 
         /** The host name with its first label hidden when it may be a credential (see {@link #loggedUrl()}). */
@@ -76,7 +77,12 @@ public sealed interface Destination {
         }
 
         private String origin() {
-            return url.getScheme() + "://" + url.getHost() + (url.getPort() < 0 ? "" : ":" + url.getPort());
+            return url.getScheme() + "://" + UrlAuthority.host(url) + port();
+        }
+
+        private String port() {
+            int port = UrlAuthority.port(url);
+            return port < 0 ? "" : ":" + port;
         }
 
         private String loggedPath() {
@@ -152,14 +158,15 @@ public sealed interface Destination {
             if (url.getRawQuery() != null) {
                 redacted = redacted.replace("?" + url.getRawQuery(), "");
             }
-            if (url.getRawUserInfo() != null) {
-                redacted = redacted.replace(url.getRawUserInfo() + "@", "");
+            String userInfo = UrlAuthority.rawUserInfo(url);
+            if (userInfo != null) {
+                redacted = redacted.replace(userInfo + "@", "");
             }
             if (url.getRawFragment() != null) {
                 redacted = redacted.replace("#" + url.getRawFragment(), "");
             }
             List<String> credentials = new java.util.ArrayList<>();
-            java.util.stream.Stream.of(url.getRawQuery(), url.getQuery(), url.getRawUserInfo(), url.getUserInfo())
+            java.util.stream.Stream.of(url.getRawQuery(), url.getQuery(), userInfo, url.getUserInfo())
                     .filter(java.util.Objects::nonNull).forEach(credentials::add);
             if (url.getRawQuery() != null) {
                 for (String pair : url.getRawQuery().split("&")) {
@@ -169,7 +176,7 @@ public sealed interface Destination {
                 }
             }
             credentials.addAll(credentialSegments());
-            java.util.Optional.ofNullable(hiddenLabel(url.getHost())).ifPresent(credentials::add);
+            java.util.Optional.ofNullable(hiddenLabel(UrlAuthority.host(url))).ifPresent(credentials::add);
             credentials.addAll(headers.values());
             // longest first: a query value inside a path token would otherwise cut it, and its rest stay
             credentials.sort(java.util.Comparator.comparingInt(String::length).reversed());

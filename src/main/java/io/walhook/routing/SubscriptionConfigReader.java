@@ -248,9 +248,10 @@ public final class SubscriptionConfigReader {
     /** {@link #url} of a destination written now: a port out of range too is refused. */
     static URI writtenUrl(String variable, String text) {
         URI uri = url(variable, text, true);
-        if (uri.getPort() == 0 || uri.getPort() > 65_535) {
+        int port = UrlAuthority.port(uri);
+        if (port == 0 || port > 65_535) {
             // accepted, every request to it failed in the client, to be retried and queued for good
-            throw new ConfigException(variable, "has port " + uri.getPort() + "; a port is 1 to 65535");
+            throw new ConfigException(variable, "has port " + port + "; a port is 1 to 65535");
         }
         return uri;
     }
@@ -276,7 +277,9 @@ public final class SubscriptionConfigReader {
             throw new ConfigException(variable, "must be an http:// or https:// URL, not "
                     + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
         }
-        if ((written || uri.getHost() == null) && uri.getRawUserInfo() == null && userInfoEndsInPath(uri)) {
+        String host = UrlAuthority.host(uri);
+        String userInfo = UrlAuthority.rawUserInfo(uri);
+        if ((written || host == null) && userInfo == null && userInfoEndsInPath(uri)) {
             // http://user:2024/Zq9xW@hooks.example.com/: a password holding '/' ended the authority, which
             // made "user" the host and the credentials part of the path, shown in views and logs (a stored
             // destination's is read as before)
@@ -284,7 +287,7 @@ public final class SubscriptionConfigReader {
                     + " without a dot: as where user info holding '/' ends; credentials do not belong in the URL (use a"
                     + " secret or headers), and a path's '@' is written %40");
         }
-        if (written && uri.getRawUserInfo() == null && passwordCutAfterPort(uri)) {
+        if (written && userInfo == null && passwordCutAfterPort(uri)) {
             // http://john.doe:2024/Zq9@10.0.0.7:8080/: a password of digits and then '/', '?' or '#' made the user
             // name the host and its digits the port; the rest of it would go to that host as the path
             throw new ConfigException(variable, "has '@' in its path, query or fragment followed by a host and port or an"
@@ -292,13 +295,13 @@ public final class SubscriptionConfigReader {
                     + " read as the port; credentials do not belong in the URL (use a secret or headers), and a path's"
                     + " '@' is written %40");
         }
-        if (uri.getHost() == null && uri.getRawAuthority() != null) {
+        if (host == null && uri.getRawAuthority() != null) {
             throw new ConfigException(variable, UrlAuthority.problem(uri));
         }
-        if (uri.getHost() == null || uri.getHost().isEmpty()) {
+        if (host == null || host.isEmpty()) {
             throw new ConfigException(variable, "names no host");
         }
-        if (uri.getRawUserInfo() != null) {
+        if (userInfo != null) {
             throw new ConfigException(variable, "must not carry credentials in the URL; use a secret or headers");
         }
         return uri;
@@ -317,12 +320,12 @@ public final class SubscriptionConfigReader {
         if (at <= 0 || path.charAt(at - 1) == '/') {
             return false;
         }
-        String host = uri.getHost();
+        String host = UrlAuthority.host(uri);
         if (host != null && (host.contains(".") || host.startsWith("["))) {
             return false;
         }
         int firstSegmentEnd = path.indexOf('/', 1);
-        if (uri.getPort() >= 0 && (firstSegmentEnd < 0 || firstSegmentEnd > at)) {
+        if (UrlAuthority.port(uri) >= 0 && (firstSegmentEnd < 0 || firstSegmentEnd > at)) {
             return true; // svc:2024/Zq9@receiver: a name without a dot, a password's digits as its port, then the rest
         }
         String after = path.substring(at + 1).split("/", 2)[0];
@@ -338,7 +341,7 @@ public final class SubscriptionConfigReader {
      * a URL's own.
      */
     private static boolean passwordCutAfterPort(URI uri) {
-        if (uri.getPort() < 0) {
+        if (UrlAuthority.port(uri) < 0) {
             return false;
         }
         String path = Objects.toString(uri.getRawPath(), "");

@@ -15,6 +15,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 
 import io.walhook.change.Operation;
 import io.walhook.config.ConfigException;
+import io.walhook.config.UrlAuthority;
 
 /**
  * Reads the API's subscription object (docs/api.md, {@code SubscriptionRequest} in
@@ -433,12 +434,14 @@ public final class SubscriptionJson {
 
     private static String origin(java.net.URI url) {
         String scheme = String.valueOf(url.getScheme()).toLowerCase(java.util.Locale.ROOT);
-        if (url.getHost() == null) {
-            // a host java.net.URI does not take for one (an underscore in it): the authority as written
+        String host = UrlAuthority.host(url);
+        if (host == null) {
+            // no host read at all: the authority as written
             return scheme + "://" + String.valueOf(url.getRawAuthority()).toLowerCase(java.util.Locale.ROOT);
         }
-        int port = url.getPort() >= 0 ? url.getPort() : scheme.equals("https") ? 443 : scheme.equals("http") ? 80 : -1;
-        return scheme + "://" + url.getHost().toLowerCase(java.util.Locale.ROOT) + ":" + port;
+        int given = UrlAuthority.port(url);
+        int port = given >= 0 ? given : scheme.equals("https") ? 443 : scheme.equals("http") ? 80 : -1;
+        return scheme + "://" + host.toLowerCase(java.util.Locale.ROOT) + ":" + port;
     }
 
     /** Whether an object holds a field worth keeping: a value, not null nor an empty object. */

@@ -25,6 +25,13 @@ class AmqpUrlTest {
                 .isEqualTo("Unable to validate user. Username: [redacted]; password [redacted] (amqp, a1b2)");
     }
 
+    /** A broker's host name holding '_' (a Docker Compose service's) is a host, though java.net.URI reads none. */
+    @Test
+    void aHostNameHoldingAnUnderscoreIsAHost() {
+        assertThat(AmqpUrl.parse("amqp://walhook:p%40ss@rabbit_mq")).isEqualTo(new AmqpUrl(false, "rabbit_mq", 5672, "walhook", "p@ss"));
+        assertThat(AmqpUrl.parse("amqps://artemis_1.internal:5999")).isEqualTo(new AmqpUrl(true, "artemis_1.internal", 5999, null, null));
+    }
+
     @Test
     void defaultsPortsAndAnonymous() {
         assertThat(AmqpUrl.parse("amqp://localhost")).isEqualTo(new AmqpUrl(false, "localhost", 5672, null, null));

@@ -73,7 +73,8 @@ class SourceUrlTest {
         "postgresql://app:Zq9#xW@db/orders           | cut short by a '/', '?' or '#'",
         "postgresql://app:Zq9?xW@db/orders           | cut short by a '/', '?' or '#'",
         "postgresql://app_user:Zq9/xW@db/orders      | cut short by a '/', '?' or '#'",
-        "postgresql://app:Zq9xW@db_host:5432/orders  | has 'db_host:5432' where a host[:port] belongs",
+        "postgresql://app:Zq9xW@db*host:5432/orders  | has 'db*host:5432' where a host[:port] belongs",
+        "postgresql://app:Zq9/xW@db_host/orders      | cut short by a '/', '?' or '#'",
         "postgresql://app:2024/Zq9xW@db/orders       | has '@' after its host",
         "postgresql://app@srv:Zq9/xW@srv.example.com/orders | cut short by a '/', '?' or '#'",
         "postgresql://app@srv:Zq9#xW@srv.example.com/orders | cut short by a '/', '?' or '#'",
@@ -82,6 +83,22 @@ class SourceUrlTest {
     void aPasswordNeverAppearsInTheProblem(String url, String problem) {
         assertThatThrownBy(() -> parse(url)).isInstanceOf(ConfigException.class).hasMessageContaining(problem)
                 .hasMessageContaining("percent-encode").hasMessageNotContaining("Zq9").hasMessageNotContaining("xW");
+    }
+
+    /**
+     * A host name holding '_' (RFC 3986 allows it; Docker Compose's service names have it) is a
+     * host, though java.net.URI reads such an authority as no host at all: it was refused.
+     */
+    @Test
+    void aHostNameHoldingAnUnderscoreIsAHost() {
+        SourceUrl url = parse("postgresql://app:Zq9%40xW@postgres_db:6543/orders?sslmode=disable");
+        assertThat(url.host()).isEqualTo("postgres_db");
+        assertThat(url.port()).isEqualTo(6543);
+        assertThat(url.user()).isEqualTo("app");
+        assertThat(url.password()).isEqualTo("Zq9@xW");
+        assertThat(url.jdbcUrl()).startsWith("jdbc:postgresql://postgres_db:6543/orders");
+        assertThat(parse("postgresql://app@db_primary.internal./orders").host()).isEqualTo("db_primary.internal.");
+        assertThat(parse("postgresql://app@db_primary/orders").port()).isEqualTo(5432);
     }
 
     @ParameterizedTest

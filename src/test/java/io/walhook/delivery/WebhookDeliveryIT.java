@@ -186,6 +186,45 @@ class WebhookDeliveryIT {
         }
     }
 
+    /**
+     * Destinations named with '_' in their host (Docker Compose's service names, many internal DNS
+     * names; RFC 3986 allows it) get their changes, configured and created through the API: such
+     * URLs were refused, java.net.URI reading their authority as no host at all.
+     */
+    @Test
+    void destinationsWhoseHostNameHoldsAnUnderscoreGetTheirChanges() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(Boolean.getBoolean("walhook.it.native"),
+                "the test's DNS server is named through Vert.x's resolver (QUARKUS_VERTX_RESOLVER_SERVERS), which the"
+                        + " native executable does not use");
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("underscore");
+        pg.execute(database, "CREATE TABLE pings (id int PRIMARY KEY)");
+        java.net.InetAddress loopback = java.net.InetAddress.getByName("127.0.0.1");
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             io.walhook.testing.DnsServer dns = io.walhook.testing.DnsServer.answering(Map.of(
+                     "webhook_receiver.walhook.test", List.of(loopback), "hooks_v2.walhook.test", List.of(loopback)))) {
+            int port = java.net.URI.create(receiver.url("/")).getPort();
+            try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", "t0ken-for-underscores",
+                    "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true", "QUARKUS_VERTX_RESOLVER_SERVERS", dns.address(),
+                    "WALHOOK_SUBSCRIPTIONS_PINGS_URL", "http://webhook_receiver.walhook.test:" + port + "/configured"))) {
+                walhook.awaitReady(WAIT);
+                io.walhook.testing.ApiClient api = new io.walhook.testing.ApiClient(walhook, "t0ken-for-underscores");
+                String url = "http://hooks_v2.walhook.test:" + port + "/created";
+                String id = api.create("{\"name\": \"created\", \"tables\": [\"public.pings\"], \"destination\":"
+                        + " {\"type\": \"webhook\", \"url\": \"" + url + "\"}}");
+                assertThat(api.get("/subscriptions/" + id).body().at("/destination/url").asText()).isEqualTo(url);
+                pg.execute(database, "INSERT INTO pings VALUES (1)");
+                await().atMost(WAIT).until(() -> receiver.requests("/configured").size() == 1
+                        && receiver.requests("/created").size() == 1);
+                assertThat(JSON.readTree(receiver.requests("/created").get(0).body()).at("/new/id").asInt()).isEqualTo(1);
+                assertThat(receiver.requests("/configured").get(0).header("host"))
+                        .isEqualTo("webhook_receiver.walhook.test:" + port);
+                assertThat(dns.queries()).as("the names were looked up where the test said").isPositive();
+            }
+        }
+    }
+
     @Test
     void failingDestinationIsParkedSoTheSlotAdvancesAndOthersFlowThenCatchesUpInOrder() throws Exception {
         PostgresServer pg = TestPostgres.shared();

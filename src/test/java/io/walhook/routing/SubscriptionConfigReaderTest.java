@@ -48,6 +48,22 @@ class SubscriptionConfigReaderTest {
         assertThat(s.batchMaxEvents()).isEqualTo(1);
     }
 
+    /**
+     * A destination's host name holding '_' (RFC 3986 allows it; Docker Compose's service names have
+     * it) is a host, though java.net.URI reads such an authority as none: it was refused.
+     */
+    @Test
+    void aHostNameHoldingAnUnderscoreIsAHost() {
+        Subscription s = SubscriptionConfigReader.read("compose", config(Map.of("URL", "http://webhook_receiver:8080/hook")),
+                false);
+        Destination.Webhook webhook = (Destination.Webhook) s.destination();
+        assertThat(io.walhook.config.UrlAuthority.host(webhook.url())).isEqualTo("webhook_receiver");
+        assertThat(io.walhook.config.UrlAuthority.port(webhook.url())).isEqualTo(8080);
+        assertThat(webhook.loggedUrl()).startsWith("http://webhook_receiver:8080/");
+        assertThat(io.walhook.config.UrlAuthority.host(SubscriptionConfigReader.writtenUrl("X", "https://hooks_v2.example.com/h")))
+                .isEqualTo("hooks_v2.example.com");
+    }
+
     @Test
     void anEmptyKnativeSinkIsRefusedNotSkipped() {
         assertThatThrownBy(() -> SubscriptionConfigReader.knativeSink(Map.of("K_SINK", " ")))
@@ -122,7 +138,9 @@ class SubscriptionConfigReaderTest {
      */
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-        "http://my_svc:8080/hook?token=Zq9xW      | has 'my_svc' where a host[:port] belongs",
+        "http://my*svc:8080/hook?token=Zq9xW      | has 'my*svc' where a host[:port] belongs",
+        "http://my_svc:2024/Zq9xW@receiver/hook   | cut short by a '/', '?' or '#'",
+        "http://hooks_v2:99999/h?k=Zq9xW          | has port 99999; a port is 1 to 65535",
         "ftp://user:Zq9xW@files/                  | must be an http:// or https:// URL, not ftp:",
         "https//hooks.example.com/h?token=Zq9xW   | must be an http:// or https:// URL, not a URL without a scheme",
         "http://user:Zq9/xW@hooks.example.com/    | has '@' in its path followed by what looks like a host",
