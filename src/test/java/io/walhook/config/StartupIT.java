@@ -146,6 +146,33 @@ class StartupIT {
                 "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "it must be true or false");
     }
 
+    /**
+     * A source database named by a host name holding '_' (a Docker Compose service's, RFC 3986
+     * allows it) is reached: walhook refused the URL, java.net.URI reading its authority as no host.
+     */
+    @Test
+    void aSourceHostNameHoldingAnUnderscoreIsReached() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(WalhookProcess.ownResolverPossible(),
+                "walhook needs a mount namespace of its own (root) to be given an /etc/hosts naming postgres_db");
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("underscored_host");
+        pg.execute(database, "CREATE TABLE pings (id int PRIMARY KEY)");
+        java.nio.file.Path hosts = java.nio.file.Files.createTempFile("hosts", "");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            java.nio.file.Files.writeString(hosts, "127.0.0.1 localhost\n::1 localhost\n127.0.0.1 postgres_db\n");
+            String url = pg.sourceUrl(database).replace("@" + pg.host() + ":", "@postgres_db:");
+            assertThat(url).contains("@postgres_db:");
+            try (WalhookProcess walhook = WalhookProcess.startWithHosts(hosts, Map.of("WALHOOK_SOURCE_URL", url,
+                    "WALHOOK_SLOT", database, "WALHOOK_SUBSCRIPTIONS_PINGS_URL", receiver.url("/pings")))) {
+                walhook.awaitReady(Duration.ofSeconds(60));
+                pg.execute(database, "INSERT INTO pings VALUES (1)");
+                await().atMost(Duration.ofSeconds(60)).until(() -> receiver.requests("/pings").size() == 1);
+            }
+        } finally {
+            java.nio.file.Files.deleteIfExists(hosts);
+        }
+    }
+
     @Test
     void aSlotOfAnotherDatabaseStopsStartupNamingTheSlot() throws Exception {
         PostgresServer pg = TestPostgres.shared();

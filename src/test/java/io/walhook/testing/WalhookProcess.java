@@ -121,8 +121,17 @@ public final class WalhookProcess implements AutoCloseable {
      * where that file says. Needs {@link #ownResolverPossible()}.
      */
     public static WalhookProcess startResolvingWith(Path resolvConf, Map<String, String> env) {
+        return startSeeing(resolvConf, "/etc/resolv.conf", env);
+    }
+
+    /** As {@link #startResolvingWith}, walhook seeing {@code hosts} as its {@code /etc/hosts}. */
+    public static WalhookProcess startWithHosts(Path hosts, Map<String, String> env) {
+        return startSeeing(hosts, "/etc/hosts", env);
+    }
+
+    private static WalhookProcess startSeeing(Path file, String as, Map<String, String> env) {
         return start(env, "256m", List.of(), null, List.of("unshare", "-m", "sh", "-c",
-                "mount --bind \"$0\" /etc/resolv.conf && exec \"$@\"", resolvConf.toAbsolutePath().toString()));
+                "mount --bind \"$0\" " + as + " && exec \"$@\"", file.toAbsolutePath().toString()));
     }
 
     private static WalhookProcess start(Map<String, String> env, String maxHeap, List<String> jvmOptions,
