@@ -317,11 +317,28 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     /** How long the new lanes' first look may take to count their queues (for /status) before they go on without. */
     static final Duration QUEUE_COUNT_LIMIT = Duration.ofSeconds(2);
 
+    /**
+     * Events dropped through the API whose changes the slot may send again
+     * ({@link ParkedEventStore#dropped()}): each is settled unsent when it comes. Changed by the
+     * routing thread only, once it runs.
+     */
+    private volatile Set<String> dropped = Set.of();
+
+    /** Sets {@link #dropped}, before routing starts. */
+    public void dropped(Set<String> keys) {
+        dropped = new HashSet<>(keys);
+    }
+
     @Override
     public void send(Subscription subscription, ChangeEvent event, EventEncoder.Encoded body, Runnable done) {
         Lane lane = lane(subscription);
         if (lane == null) {
             done.run(); // deleted: nothing is delivered to it any more
+            return;
+        }
+        Set<String> droppedEvents = dropped;
+        if (!droppedEvents.isEmpty() && droppedEvents.remove(ParkedEventStore.droppedKey(subscription.id(), event.id()))) {
+            done.run(); // dropped from its durable queue through the API, and read from the slot again since
             return;
         }
         PartsOf last = partsOf;

@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -76,6 +77,13 @@ public final class ParkedEventStore {
     private final DataSource watcher;
     private final String table;
     private final String subscriptions;
+    /** Events dropped through the API while the slot may send their changes again ({@link #dropped()}). */
+    private final String dropped;
+    /**
+     * Before which position the slot sends nothing again: every slot's acknowledged position (a
+     * stale row of a slot that is gone holds nothing back), null while none is recorded.
+     */
+    private final String passed;
     private volatile long writtenBefore = Long.MAX_VALUE;
     /** The position the stream resumed from in this run (unsigned), 0 when unknown. */
     private volatile long resumedFrom;
@@ -101,6 +109,9 @@ public final class ParkedEventStore {
         this.watcher = watcher;
         this.table = stateSchema + ".parked_event";
         this.subscriptions = stateSchema + ".subscription";
+        this.dropped = stateSchema + ".dropped_event";
+        this.passed = "(SELECT pg_catalog.min(k.end_lsn) FROM " + stateSchema + ".checkpoint k"
+                + " JOIN pg_catalog.pg_replication_slots r ON r.slot_name = k.slot_name)";
         this.fence = fence;
     }
 
@@ -346,7 +357,7 @@ public final class ParkedEventStore {
      * how many. When it dropped any, every listening instance is told ({@link #DROPS_CHANNEL}).
      */
     public int drop(String subscriptionId, List<Long> ids) throws SQLException {
-        int deleted = ids == null ? deleteAll(subscriptionId) : deleteIds(subscriptionId, ids);
+        int deleted = ids == null ? deleteAll(subscriptionId, upTo(subscriptionId), true) : deleteIds(subscriptionId, ids);
         if (deleted > 0) {
             // dropped for good all the same; only rows the active instance read back before may still go
             announce(DROPS_CHANNEL, subscriptionId, "dead letters of subscription %s dropped; telling the active instance"
@@ -380,11 +391,15 @@ public final class ParkedEventStore {
         try (Connection c = dataSource.getConnection()) {
             // the answer says they are dropped for good: not brought back by a crash (DurableWrite)
             return io.walhook.config.DurableWrite.run(c, t -> {
-                try (PreparedStatement s = t.prepareStatement("DELETE FROM " + table
-                        + " WHERE subscription_id = ? AND id = ANY (?)")) {
+                try (PreparedStatement s = t.prepareStatement("WITH d AS (DELETE FROM " + table
+                        + " WHERE subscription_id = ? AND id = ANY (?) RETURNING subscription_id, event_id, commit_lsn)"
+                        + remembered("d") + " SELECT count(*) FROM d")) {
                     s.setString(1, subscriptionId);
                     s.setArray(2, t.createArrayOf("bigint", ids.toArray()));
-                    return s.executeUpdate();
+                    try (ResultSet r = s.executeQuery()) {
+                        r.next();
+                        return r.getInt(1);
+                    }
                 }
             });
         }
@@ -403,7 +418,12 @@ public final class ParkedEventStore {
      * takes.
      */
     public int deleteAll(String subscriptionId) throws SQLException {
-        long upTo; // rows queued after this call began are not the queue it drops
+        return deleteAll(subscriptionId, upTo(subscriptionId));
+    }
+
+    /** The last row of the subscription's queue now: rows queued after a drop began are not the queue it drops. */
+    private long upTo(String subscriptionId) throws SQLException {
+        long upTo;
         try (Connection c = dataSource.getConnection();
                 PreparedStatement s = c.prepareStatement("SELECT coalesce(max(id), 0) FROM " + table
                         + " WHERE subscription_id = ?")) {
@@ -413,7 +433,41 @@ public final class ParkedEventStore {
                 upTo = r.getLong(1);
             }
         }
-        return deleteAll(subscriptionId, upTo);
+        return upTo;
+    }
+
+    /**
+     * A statement's {@code WITH} item keeping the rows {@code deleted} (subscription_id, event_id,
+     * commit_lsn) returned, of changes the slot may send again, in {@link #dropped}.
+     */
+    private String remembered(String deleted) {
+        return ", m AS (INSERT INTO " + dropped + " (subscription_id, event_id, commit_lsn) SELECT subscription_id,"
+                + " event_id, commit_lsn FROM " + deleted + " WHERE commit_lsn >= coalesce(" + passed + ", '0/0')"
+                + " ON CONFLICT DO NOTHING)";
+    }
+
+    /**
+     * The events dropped through the API whose changes the slot may send again, as
+     * {@link #droppedKey}s: a crash, a restart or a take-over before its acknowledged position
+     * passed them reads them again, and they are not queued nor sent again. Those the position
+     * passed are deleted first.
+     */
+    public Set<String> dropped() throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            s.execute("DELETE FROM " + dropped + " WHERE commit_lsn < " + passed);
+            Set<String> keys = new java.util.HashSet<>();
+            try (ResultSet r = s.executeQuery("SELECT subscription_id, event_id FROM " + dropped)) {
+                while (r.next()) {
+                    keys.add(droppedKey(r.getString(1), r.getString(2)));
+                }
+            }
+            return keys;
+        }
+    }
+
+    /** An event of a subscription, as {@link #dropped()} names it. */
+    public static String droppedKey(String subscriptionId, String eventId) {
+        return subscriptionId + ' ' + eventId;
     }
 
     /** How many rows a subscription's queue holds, and the last one's id (0 for none). */
@@ -443,6 +497,11 @@ public final class ParkedEventStore {
      * deleted (rows a deleted subscription's lane drops meanwhile are not among them).
      */
     public int deleteAll(String subscriptionId, long upTo) throws SQLException {
+        return deleteAll(subscriptionId, upTo, false);
+    }
+
+    /** As {@link #deleteAll(String, long)}; {@code remember}: the API's drop, kept in {@link #dropped} too. */
+    private int deleteAll(String subscriptionId, long upTo, boolean remember) throws SQLException {
         if (upTo <= 0) {
             return 0;
         }
@@ -458,7 +517,8 @@ public final class ParkedEventStore {
                     long last;
                     try (PreparedStatement s = t.prepareStatement("WITH d AS (DELETE FROM " + table + " WHERE id IN"
                             + " (SELECT id FROM " + table + " WHERE subscription_id = ? AND id > ? AND id <= ? ORDER BY id"
-                            + " LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING id) SELECT count(*), max(id) FROM d")) {
+                            + " LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING id, subscription_id, event_id, commit_lsn)"
+                            + (remember ? remembered("d") : "") + " SELECT count(*), max(id) FROM d")) {
                         s.setString(1, subscriptionId);
                         s.setLong(2, from);
                         s.setLong(3, upTo);

@@ -326,6 +326,10 @@ public class ReplicationSource {
         // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync
         registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         patiently(() -> {
+            dispatcher.dropped(queues.dropped()); // before the stream sends any of them again
+            return null;
+        });
+        patiently(() -> {
             SubscriptionRegistry.InForce now = registry.inForce(); // read once: the two go together
             dispatcher.resumeParked(now.subscriptions(), now.held()); // lanes are created once: it can be tried again
             return null;

@@ -153,6 +153,50 @@ class GuaranteesIT {
     }
 
     /**
+     * A dead letter dropped through the API stays dropped across a crash. The slot's acknowledged
+     * position was still before its change (another subscription retrying the same transaction), so
+     * the restarted walhook read the change from the slot again and queued it again, to be sent on
+     * resume as if it had never been dropped.
+     */
+    @Test
+    void aDroppedDeadLetterIsNeitherQueuedNorSentAgainAfterACrash() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = itemsDatabase(pg, "dropped");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> request.path().startsWith("/pinning") ? 503 : 204);
+            Map<String, String> env = env(pg, database, "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true",
+                    "WALHOOK_SUBSCRIPTIONS_PINNING_URL", receiver.url("/pinning"));
+            String kept;
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                kept = api.create("{\"name\": \"kept\", \"tables\": [\"public.items\"], \"destination\":"
+                        + " {\"type\": \"webhook\", \"url\": \"" + receiver.url("/kept") + "\"}}");
+                assertThat(api.post("/subscriptions/" + kept + "/pause", "").status()).isEqualTo(200);
+                pg.execute(database, "INSERT INTO items VALUES (1, 0)");
+                await().atMost(WAIT).until(() -> api.get("/subscriptions/" + kept + "/dead-letters").body()
+                        .get("items").size() == 1);
+                await().atMost(WAIT).until(() -> receiver.requests("/pinning").size() >= 2); // retrying: the slot waits
+                assertThat(api.delete("/subscriptions/" + kept + "/dead-letters").body().get("deleted").asInt()).isEqualTo(1);
+            } // SIGKILL
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                ApiClient api = new ApiClient(walhook, TOKEN);
+                int before = receiver.requests("/pinning").size();
+                await().atMost(WAIT).until(() -> receiver.requests("/pinning").size() > before); // the change read again
+                assertThat(api.get("/subscriptions/" + kept + "/dead-letters").body().get("items")).as("dropped").isEmpty();
+                assertThat(api.post("/subscriptions/" + kept + "/resume", "").status()).isEqualTo(200);
+                pg.execute(database, "INSERT INTO items VALUES (2, 0)");
+                await().atMost(WAIT).until(() -> !receiver.requests("/kept").isEmpty());
+                List<Integer> rows = new ArrayList<>();
+                receiver.requests("/kept").forEach(r -> events(r).forEach(e -> rows.add(e.at("/new/id").asInt())));
+                assertThat(rows).as("the dropped change is not sent").containsExactly(2);
+                assertThat(api.get("/subscriptions/" + kept + "/dead-letters").body().get("items")).isEmpty();
+            }
+        }
+    }
+
+    /**
      * A subscription narrowed while its destination fails, and walhook killed before the events
      * routed under its old filter reached its durable queue: the slot sends them again after the
      * restart, and they are routed as the subscription matched when they committed. Routed under

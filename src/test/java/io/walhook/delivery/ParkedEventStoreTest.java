@@ -112,6 +112,51 @@ class ParkedEventStoreTest {
         assertThat(queued()).isEqualTo(1);
     }
 
+    /**
+     * Events dropped through the API are kept while the slot may send their changes again (a crash
+     * before its acknowledged position passed them), to be settled unsent then, and let go once
+     * every slot's acknowledged position passed them. A queue dropped with its deleted subscription
+     * keeps none: its changes are not routed to it any more.
+     */
+    @Test
+    void eventsDroppedThroughTheApiAreKeptUntilTheSlotsPositionPassesThem() throws Exception {
+        List<Long> rows = new ArrayList<>();
+        try (java.sql.Connection c = database.dataSource.getConnection(); java.sql.Statement s = c.createStatement();
+             java.sql.ResultSet r = s.executeQuery("SELECT id FROM walhook.parked_event WHERE event_id IN ('event-1',"
+                     + " 'event-2') ORDER BY id")) {
+            while (r.next()) {
+                rows.add(r.getLong(1));
+            }
+        }
+        assertThat(store.drop(ID, rows)).isEqualTo(2);
+        assertThat(store.drop(ID, null)).isEqualTo(3);
+        assertThat(store.dropped()).containsExactlyInAnyOrder(key(1), key(2), key(3), key(4), key(5));
+        store.append("another", "other", List.of(new ParkedEventStore.Entry("event-9", Lsn.of(0x9000L), Instant.EPOCH,
+                "application/json", Map.of(), null, new byte[1], null, null)), 0, null);
+        assertThat(store.deleteAll("another")).isEqualTo(1);
+        try (java.sql.Connection c = database.dataSource.getConnection(); java.sql.Statement s = c.createStatement()) {
+            s.execute("SELECT pg_create_physical_replication_slot('parked_dropped')");
+            try {
+                // the acknowledged position of a slot that is gone holds nothing back
+                s.execute("INSERT INTO walhook.checkpoint (slot_name, end_lsn) VALUES ('gone', '0/1')");
+                assertThat(store.dropped()).hasSize(5);
+                // past the third change (its commit at 0/3000)
+                s.execute("INSERT INTO walhook.checkpoint (slot_name, end_lsn) VALUES ('parked_dropped', '0/3001')");
+                assertThat(store.dropped()).containsExactlyInAnyOrder(key(4), key(5));
+                try (java.sql.ResultSet r = s.executeQuery("SELECT count(*) FROM walhook.dropped_event")) {
+                    r.next();
+                    assertThat(r.getInt(1)).as("let go").isEqualTo(2);
+                }
+            } finally {
+                s.execute("SELECT pg_drop_replication_slot('parked_dropped')");
+            }
+        }
+    }
+
+    private static String key(int event) {
+        return ParkedEventStore.droppedKey(ID, "event-" + event);
+    }
+
     /** The queue's drop, begun in the background. */
     private static java.util.concurrent.CompletableFuture<Integer> dropping(ParkedEventStore store) {
         return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
