@@ -47,6 +47,9 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
                     + " password (%2F, %3F, %23, %40)");
         }
         boolean tls = "amqps".equals(uri.getScheme());
+        if (tls && UrlAuthority.underscoredHost(uri)) {
+            throw new ConfigException(VARIABLE, UrlAuthority.noTlsCheck(host));
+        }
         String user = null;
         String password = null;
         if (userInfo != null) {

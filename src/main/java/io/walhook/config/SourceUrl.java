@@ -100,6 +100,9 @@ public record SourceUrl(String host, int port, String database, String user, Str
                 parameters.put(key, value);
             }
         }
+        if ("verify-full".equals(parameters.get("sslmode")) && UrlAuthority.underscoredHost(uri)) {
+            throw new ConfigException(VARIABLE, "has sslmode=verify-full and " + UrlAuthority.noTlsCheck(host));
+        }
         return new SourceUrl(host, port, database, effectiveUser, effectivePassword, parameters);
     }
 

@@ -49,6 +49,21 @@ public final class UrlAuthority {
         return named == null ? null : named.group(1);
     }
 
+    /**
+     * Whether the host of {@code uri} is a name holding '_' ({@link #host}), which TLS cannot
+     * check a certificate against in Java (its {@code SNIHostName} refuses it): such a URL is
+     * refused with TLS, where the peer's host name is verified, as it could never connect.
+     */
+    public static boolean underscoredHost(java.net.URI uri) {
+        return uri.getHost() == null && host(uri) != null;
+    }
+
+    /** Why a URL with TLS and an {@link #underscoredHost} is refused, naming its host. */
+    public static String noTlsCheck(String host) {
+        return "names the host " + host + " with TLS, and Java cannot check a certificate against a name holding '_';"
+                + " use a name without '_' (an alias), or no TLS inside a private network";
+    }
+
     /** Whether an '@' follows the authority: in the path, query or fragment. */
     private static boolean atAfterAuthority(java.net.URI uri) {
         String rest = java.util.Objects.toString(uri.getRawPath(), "") + java.util.Objects.toString(uri.getRawQuery(), "")

@@ -304,6 +304,9 @@ public final class SubscriptionConfigReader {
         if (userInfo != null) {
             throw new ConfigException(variable, "must not carry credentials in the URL; use a secret or headers");
         }
+        if ("https".equals(uri.getScheme()) && UrlAuthority.underscoredHost(uri)) {
+            throw new ConfigException(variable, UrlAuthority.noTlsCheck(host));
+        }
         return uri;
     }
 

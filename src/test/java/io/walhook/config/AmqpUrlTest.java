@@ -29,7 +29,10 @@ class AmqpUrlTest {
     @Test
     void aHostNameHoldingAnUnderscoreIsAHost() {
         assertThat(AmqpUrl.parse("amqp://walhook:p%40ss@rabbit_mq")).isEqualTo(new AmqpUrl(false, "rabbit_mq", 5672, "walhook", "p@ss"));
-        assertThat(AmqpUrl.parse("amqps://artemis_1.internal:5999")).isEqualTo(new AmqpUrl(true, "artemis_1.internal", 5999, null, null));
+        assertThat(AmqpUrl.parse("amqp://artemis_1.internal:5999")).isEqualTo(new AmqpUrl(false, "artemis_1.internal", 5999, null, null));
+        // Java's TLS cannot check a certificate against such a name: it could never connect
+        assertThatThrownBy(() -> AmqpUrl.parse("amqps://walhook:Zq9xW@rabbit_mq")).hasMessageStartingWith(AmqpUrl.VARIABLE)
+                .hasMessageContaining("rabbit_mq").hasMessageContaining("'_'").hasMessageNotContaining("Zq9xW");
     }
 
     @Test

@@ -99,6 +99,11 @@ class SourceUrlTest {
         assertThat(url.jdbcUrl()).startsWith("jdbc:postgresql://postgres_db:6543/orders");
         assertThat(parse("postgresql://app@db_primary.internal./orders").host()).isEqualTo("db_primary.internal.");
         assertThat(parse("postgresql://app@db_primary/orders").port()).isEqualTo(5432);
+        assertThat(parse("postgresql://app@db_primary/orders?sslmode=require").host()).isEqualTo("db_primary");
+        // Java's TLS cannot check a certificate against such a name: it could never connect
+        assertThatThrownBy(() -> parse("postgresql://app:Zq9xW@db_primary/orders?sslmode=verify-full"))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("sslmode=verify-full")
+                .hasMessageContaining("db_primary").hasMessageContaining("'_'").hasMessageNotContaining("Zq9xW");
     }
 
     @ParameterizedTest
