@@ -323,10 +323,22 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * routing thread only, once it runs.
      */
     private volatile Set<String> dropped = Set.of();
+    private final Object droppedLock = new Object();
 
-    /** Sets {@link #dropped}, before routing starts. */
-    public void dropped(Set<String> keys) {
-        dropped = new HashSet<>(keys);
+    /**
+     * Adds to {@link #dropped}: those kept at activation, before routing starts, and a
+     * subscription's as its drop is heard ({@link #recount}), for a change the stream has not
+     * reached yet. Kept for the activation: a transaction broken off and sent again comes again.
+     */
+    public void dropped(Collection<String> keys) {
+        if (keys.isEmpty()) {
+            return;
+        }
+        synchronized (droppedLock) {
+            Set<String> more = new HashSet<>(dropped);
+            more.addAll(keys);
+            dropped = Set.copyOf(more);
+        }
     }
 
     @Override
@@ -337,7 +349,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             return;
         }
         Set<String> droppedEvents = dropped;
-        if (!droppedEvents.isEmpty() && droppedEvents.remove(ParkedEventStore.droppedKey(subscription.id(), event.id()))) {
+        if (!droppedEvents.isEmpty() && droppedEvents.contains(ParkedEventStore.droppedKey(subscription.id(), event.id()))) {
             done.run(); // dropped from its durable queue through the API, and read from the slot again since
             return;
         }
@@ -552,6 +564,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /** Rows of this subscription's durable queue were dropped through the API: its lane counts its queue again. */
     public void recount(String subscriptionId) {
+        droppedNow(subscriptionId);
         Lane lane = lanes.get(subscriptionId);
         if (lane != null) {
             lane.recount();
@@ -563,7 +576,19 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * count, as shown in {@code /status}, is not asked for again).
      */
     public void readQueuesAgain() {
+        droppedNow(null);
         lanes.values().forEach(Lane::readQueueAgain);
+    }
+
+    /** Takes the subscription's (null: every one's) dropped dead letters into {@link #dropped}. */
+    private void droppedNow(String subscriptionId) {
+        try {
+            dropped(context.store().dropped(subscriptionId));
+        } catch (SQLException | RuntimeException e) {
+            // its lanes still let go of what they read back; only a change the stream reads again could come back
+            LOG.warnf("cannot read which dead letters %s dropped: %s", subscriptionId == null ? "were"
+                    : "of subscription " + subscriptionId + " were", e instanceof SQLException ? e.getMessage() : e.toString());
+        }
     }
 
     /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */

@@ -286,6 +286,12 @@ final class Lane {
      * it ({@link #recount}), and nothing starts before.
      */
     private boolean readAgain;
+    /**
+     * Set by {@link #recount} the moment rows of its queue were dropped, before its turn takes the
+     * message: a turn under way starts nothing more (it may be starting what it read back, the
+     * dropped rows among them, while the API answers that none is sent).
+     */
+    private volatile boolean dropUnheard;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
@@ -689,7 +695,7 @@ final class Lane {
         }
         long sendableIn = context.sendableIn().getAsLong();
         // rows of its queue were dropped: nothing read back before is sent until the rest is read again
-        if (!held() && sendableIn == 0 && !(readAgain && mode == Mode.DURABLE)) {
+        if (!held() && sendableIn == 0 && !((readAgain || dropUnheard) && mode == Mode.DURABLE)) {
             sendDue(now);
             sendNew(now);
         }
@@ -1253,7 +1259,8 @@ final class Lane {
 
     private void sendDue(Instant now) {
         Outgoing o;
-        while ((o = retrying.peek()) != null && !now.isBefore(o.due) && underWay < window() && rateAllows()) {
+        while ((o = retrying.peek()) != null && !now.isBefore(o.due) && underWay < window() && rateAllows()
+                && !(dropUnheard && mode == Mode.DURABLE)) {
             // while every attempt fails, one request at a time finds out whether it takes events again, at its pace
             boolean failingAll = schedule.everyAttemptFailing(now);
             if (failingAll && (underWay > 0 || now.isBefore(nextProbe) || newEventsTurn && mayTryNew(now))) {
@@ -1277,7 +1284,7 @@ final class Lane {
             return; // one request at a time, at the probes' pace (nextProbe)
         }
         int batch = batchSize();
-        while (underWay < window() && queue.hasReady() && rateAllows()) {
+        while (underWay < window() && queue.hasReady() && rateAllows() && !(dropUnheard && mode == Mode.DURABLE)) {
             if (queue.firstReady().background && window() > 1 && underWay >= window() - 1) {
                 return; // the last request is kept for live changes: they do not wait behind a backfill's rows
             }
@@ -1854,7 +1861,9 @@ final class Lane {
      * never sent (one under way already is answered once), and the queue is counted again.
      */
     void recount() {
+        dropUnheard = true;
         post(() -> {
+            dropUnheard = false;
             uncounted = true;
             letGoOfReadBack();
         });

@@ -359,6 +359,11 @@ public final class ParkedEventStore {
     public int drop(String subscriptionId, List<Long> ids) throws SQLException {
         int deleted = ids == null ? deleteAll(subscriptionId, upTo(subscriptionId), true) : deleteIds(subscriptionId, ids);
         if (deleted > 0) {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+                s.execute("DELETE FROM " + dropped + " WHERE commit_lsn < " + passed); // those no slot sends again
+            } catch (SQLException e) {
+                LOG.debugf("dropped events are not pruned this time: %s", e.getMessage());
+            }
             // dropped for good all the same; only rows the active instance read back before may still go
             announce(DROPS_CHANNEL, subscriptionId, "dead letters of subscription %s dropped; telling the active instance"
                     + " failed (rows it read back to retry may still be sent once): %s");
@@ -455,8 +460,20 @@ public final class ParkedEventStore {
     public Set<String> dropped() throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
             s.execute("DELETE FROM " + dropped + " WHERE commit_lsn < " + passed);
+        }
+        return dropped(null);
+    }
+
+    /** As {@link #dropped()}, the subscription's only (null: every one's), none deleted. */
+    public Set<String> dropped(String subscriptionId) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT subscription_id, event_id FROM " + dropped
+                        + (subscriptionId == null ? "" : " WHERE subscription_id = ?"))) {
+            if (subscriptionId != null) {
+                s.setString(1, subscriptionId);
+            }
             Set<String> keys = new java.util.HashSet<>();
-            try (ResultSet r = s.executeQuery("SELECT subscription_id, event_id FROM " + dropped)) {
+            try (ResultSet r = s.executeQuery()) {
                 while (r.next()) {
                     keys.add(droppedKey(r.getString(1), r.getString(2)));
                 }

@@ -6,6 +6,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 import jakarta.annotation.Priority;
@@ -289,7 +290,11 @@ public class ReplicationSource {
         CheckpointStore checkpoints = new CheckpointStore(dataSource, config.stateSchema());
         WalhookConfig.Source stream = config.source();
         WalhookConfig.Delivery delivery = config.delivery();
+        ParkedEventStore queues = new ParkedEventStore(dataSource, config.stateSchema(), lock::fence); // an instance that lost the lock writes nothing
         // every step against the database before anything starts: each can be tried again
+        // dead letters dropped whose changes the stream may send again: read before the checkpoint is, so that one an
+        // instance stopping late saves after it cannot have let go of any the stream then sends again
+        Set<String> dropped = patiently(queues::dropped);
         ReplicationReader resumed = patiently(() -> {
             database.ensurePublication(config.publication().name(), config.publication().tables());
             database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
@@ -314,7 +319,6 @@ public class ReplicationSource {
             // two lanes of one queue would each deliver it (a retry of one after the other's newer change, too)
             before.close();
         }
-        ParkedEventStore queues = new ParkedEventStore(dataSource, config.stateSchema(), lock::fence); // an instance that lost the lock writes nothing
         // nothing the stream sends again committed before its checkpoint: queued changes older than it precede every resend
         queues.resumesFrom(resumed.resumesFrom().isValid() ? resumed.resumesFrom().value() : 0);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
@@ -325,10 +329,7 @@ public class ReplicationSource {
         Dispatcher dispatcher = sender;
         // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync
         registry.router().subscriptions().forEach(deliveryMetrics::inForce);
-        patiently(() -> {
-            dispatcher.dropped(queues.dropped()); // before the stream sends any of them again
-            return null;
-        });
+        dispatcher.dropped(dropped); // before the stream sends any of them again
         patiently(() -> {
             SubscriptionRegistry.InForce now = registry.inForce(); // read once: the two go together
             dispatcher.resumeParked(now.subscriptions(), now.held()); // lanes are created once: it can be tried again

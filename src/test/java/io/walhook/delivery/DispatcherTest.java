@@ -2535,6 +2535,75 @@ class DispatcherTest {
     }
 
     /**
+     * A dead letter dropped after this instance activated, whose change its stream had not reached
+     * again yet (a backlog read again after a crash): it was queued or sent when the stream reached
+     * it. Told of the drop, the dispatcher settles that change unsent, and again when the stream
+     * sends it once more (a transaction broken off and sent again whole).
+     */
+    @Test
+    void aDeadLetterDroppedBeforeTheStreamSendsItsChangeAgainIsSettledUnsent() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = failingWhile(new java.util.concurrent.atomic.AtomicBoolean(false), 500, accepted);
+        Subscription subscription = webhook("6f1c2b6e-0000-4000-8000-0000000000d2", "later", receiver, 1);
+        dispatcher.resumeParked(List.of(subscription));
+        ChangeEvent dropped = ITEMS.insertAt(nextLsn += 0x100, "7", "0");
+        // queued by the instance before the crash, then dropped through the API
+        store.append(subscription.id(), subscription.name(), List.of(new ParkedEventStore.Entry(dropped.id(),
+                dropped.tx().commitLsn(), java.time.Instant.EPOCH, "application/json", Map.of(), null,
+                "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
+        assertThat(store.drop(subscription.id(), null)).isEqualTo(1);
+        dispatcher.recount(subscription.id());
+        for (int n = 0; n < 2; n++) {
+            dispatcher.send(subscription, dropped, encoder.encode(dropped, EventFormat.JSON, Projection.ALL),
+                    acknowledged::incrementAndGet);
+            dispatcher.flush();
+        }
+        send(dispatcher, subscription, 1, 1); // a change after it
+        await().atMost(WAIT).until(() -> acknowledged.get() == 3 && accepted.size() == 1);
+        await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> accepted.size() == 1);
+        assertThat(JSON.readTree(accepted.get(0).body()).at("/new/id").asInt()).as("the change after it only").isEqualTo(1);
+        assertThat(store.count(subscription.id())).as("not queued again").isZero();
+    }
+
+    /**
+     * Dead letters dropped through the API while the lane was starting what it had read back: the
+     * API answered that none is sent, and the lane's turn under way went on to start the dropped
+     * rows. Told mid-turn, it starts nothing more.
+     */
+    @Test
+    void rowsDroppedWhileTheLaneStartsWhatItReadBackAreNotStartedAfterItIsTold() throws Exception {
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        List<String> started = new CopyOnWriteArrayList<>();
+        Dispatcher dispatcher = dispatcher(s -> request -> {
+            started.add(request.id());
+            if (started.size() == 1) {
+                inside.countDown();
+                hold(release, 30); // the lane's turn, starting its first request
+            }
+            return java.util.concurrent.CompletableFuture.completedFuture(Transport.Attempt.DELIVERED);
+        });
+        Subscription subscription = amqp("6f1c2b6e-0000-4000-8000-0000000000d1", "dropped");
+        List<ParkedEventStore.Entry> entries = new ArrayList<>();
+        for (int n = 0; n < 8; n++) { // rows of their own: several under way at once
+            entries.add(new ParkedEventStore.Entry("dropped-" + n, Lsn.of(0x10 + n), java.time.Instant.EPOCH,
+                    "application/json", Map.of(), "dropped", "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                    Ordering.row(1, n, n).encode(), null, null));
+        }
+        store.append(subscription.id(), subscription.name(), entries, 0, null);
+        dispatcher.resumeParked(List.of(subscription));
+        assertThat(inside.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        // the API's drop: the rows deleted, then the active instance's lane told, then the answer
+        database.sql("DELETE FROM walhook.parked_event WHERE event_id <> 'dropped-0'");
+        dispatcher.recount(subscription.id());
+        release.countDown();
+        await().atMost(WAIT).until(() -> store.count(subscription.id()) == 0);
+        await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(3)).until(() -> started.size() == 1);
+        assertThat(started).containsExactly("dropped-0");
+    }
+
+    /**
      * A queued row whose stored headers are not an object of strings (written by hand, or by
      * another version) is delivered with what can be read of them: failing the read held its
      * lane's queue work for good, and its writes behind it, until routing waited for its memory.
