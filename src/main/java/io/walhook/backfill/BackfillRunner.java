@@ -393,15 +393,27 @@ public final class BackfillRunner implements Runnable {
             // backfill left waiting this round, held or its subscription missing: its chunks may be done)
             for (Run run : runs.values()) {
                 Chunk head = run.inFlight.peekFirst();
-                if (head == null || !stepped.contains(run.backfill.id())
-                        || head.againAt != 0 && System.nanoTime() - head.againAt < 0) {
-                    continue; // none, or to be read again after its pause (a due)
+                if (!waitsOn(head, stepped.contains(run.backfill.id()), run.nextChunkAt, System.nanoTime())) {
+                    continue;
                 }
                 awaitQuietly(head, 50); // returns at once when it is done meanwhile: the next round takes it in
                 return true;
             }
         }
         return worked;
+    }
+
+    /**
+     * Whether an idle round waits a little for a backfill's oldest chunk in flight ({@code head}):
+     * not when there is none, when the backfill was left waiting this round (held, or its
+     * subscription missing: its chunks may be done), when the chunk is to be read again after its
+     * pause, nor when it is done and the next reading is held by the backfill's rate or a pause
+     * for a table's lock. Those are dues, which the idle wait ends at; a wait for a chunk that is
+     * done returns at once, and the runner spun until then.
+     */
+    static boolean waitsOn(Chunk head, boolean stepped, long nextChunkAt, long now) {
+        return head != null && stepped && !(head.againAt != 0 && now - head.againAt < 0)
+                && !(head.outcome.isDone() && nextChunkAt != 0 && now - nextChunkAt < 0);
     }
 
     /**

@@ -43,7 +43,9 @@ public final class Watermarks implements RoutingLoop.Snapshots {
      * and waits for synchronous standbys in between). A chunk whose snapshot did not see such a
      * transaction, delivered before its low watermark, holds older values than the stream: it is
      * read again. Kept as (xid, table) pairs, so only a transaction that changed the chunk's own
-     * table makes it read again; a copy is taken at each low watermark.
+     * table makes it read again; a copy is taken at each low watermark. Each pair once: one
+     * transaction going back and forth between two tables (orders and their lines) took a slot at
+     * every switch, and pushed the others out.
      */
     static final int RECENT = 4096;
     private final long[] recentXids = new long[RECENT];
@@ -51,6 +53,10 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     private long recorded;
     private long lastXid = -1;
     private long lastOid = -1;
+    /** The tables of {@link #lastXid} recorded so far: {@link #xidTableCount} of them, then in {@link #manyXidTables}. */
+    private final long[] xidTables = new long[16];
+    private int xidTableCount;
+    private java.util.Set<Long> manyXidTables;
 
     void expect(Chunk chunk) {
         pending.put(chunk.token, chunk);
@@ -79,13 +85,15 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     public boolean observe(ChangeEvent event, RoutingLoop.Reads reads) throws InterruptedException {
         long xid = event.tx().xid();
         long oid = event.relation() == null ? 0 : event.relation().oid();
-        if (xid != lastXid || oid != lastOid) {
+        if (xid != lastXid) {
             lastXid = xid;
-            lastOid = oid;
-            int at = (int) (recorded++ % RECENT);
-            recentXids[at] = xid & 0xFFFF_FFFFL;
-            recentOids[at] = oid;
+            xidTableCount = 0;
+            manyXidTables = null;
+            record(xid, oid);
+        } else if (oid != lastOid && !recordedForXid(oid)) {
+            record(xid, oid);
         }
+        lastOid = oid;
         if (event.op() == Operation.MESSAGE) {
             if (!PREFIX.equals(event.messagePrefix())) {
                 return false;
@@ -96,12 +104,51 @@ public final class Watermarks implements RoutingLoop.Snapshots {
         if (open.isEmpty() || event.relation() == null) {
             return false;
         }
-        for (Chunk chunk : open.values()) {
-            if (chunk.table.oid() == event.relation().oid()) {
+        for (java.util.Iterator<Chunk> chunks = open.values().iterator(); chunks.hasNext();) {
+            Chunk chunk = chunks.next();
+            if (chunk.abandoned) {
+                // given up (its backfill may have failed, and no watermark may come to close it): it would
+                // collect every later change to its table, without bound
+                chunks.remove();
+            } else if (chunk.table.oid() == event.relation().oid()) {
                 chunk.touched(event);
             }
         }
         return false;
+    }
+
+    private void record(long xid, long oid) {
+        int at = (int) (recorded++ % RECENT);
+        recentXids[at] = xid & 0xFFFF_FFFFL;
+        recentOids[at] = oid;
+        if (manyXidTables != null) {
+            manyXidTables.add(oid);
+        } else if (xidTableCount < xidTables.length) {
+            xidTables[xidTableCount++] = oid;
+        } else {
+            manyXidTables = new java.util.HashSet<>();
+            for (long table : xidTables) {
+                manyXidTables.add(table);
+            }
+            manyXidTables.add(oid);
+        }
+    }
+
+    private boolean recordedForXid(long oid) {
+        if (manyXidTables != null) {
+            return manyXidTables.contains(oid);
+        }
+        for (int i = 0; i < xidTableCount; i++) {
+            if (xidTables[i] == oid) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Chunks whose window is open (tests). */
+    int openWindows() {
+        return open.size();
     }
 
     private void watermark(String content, ChangeEvent event, RoutingLoop.Reads reads) throws InterruptedException {

@@ -45,6 +45,28 @@ class BackfillRunnerTest {
         assertThat(BackfillRunner.idleDeadline(negative, negative + 100)).isEqualTo(negative + 100);
     }
 
+    /**
+     * A chunk done (to be read again) while its backfill's next reading is held by its rate or by a
+     * pause for a table's lock: the idle round waited "a little" for that chunk, which returned at
+     * once, and the runner spun (and asked the state database for its backfills) until the due.
+     * It waits for the due instead.
+     */
+    @Test
+    void anIdleRoundDoesNotWaitOnADoneChunkWhoseNextReadingIsHeld() {
+        long now = System.nanoTime();
+        Chunk head = new Chunk("t", java.util.UUID.randomUUID(), "s", null, null, null);
+        assertThat(BackfillRunner.waitsOn(head, true, 0, now)).as("in flight").isTrue();
+        assertThat(BackfillRunner.waitsOn(head, true, now + 1_000_000_000L, now)).as("in flight, the next held").isTrue();
+        assertThat(BackfillRunner.waitsOn(head, false, 0, now)).as("its backfill left waiting this round").isFalse();
+        head.outcome.complete(Chunk.Outcome.AGAIN);
+        assertThat(BackfillRunner.waitsOn(head, true, 0, now)).as("done: taken in by the next round").isTrue();
+        assertThat(BackfillRunner.waitsOn(head, true, now + 1_000_000_000L, now)).as("done, held by its rate").isFalse();
+        assertThat(BackfillRunner.waitsOn(head, true, now - 1, now)).as("done, its due passed").isTrue();
+        head.againAt = now + 1_000_000_000L;
+        assertThat(BackfillRunner.waitsOn(head, true, 0, now)).as("to be read again after its pause").isFalse();
+        assertThat(BackfillRunner.waitsOn(null, true, 0, now)).isFalse();
+    }
+
     @Test
     void aSnapshotHidesItsInProgressXidsAndEveryOneFromItsXmaxOnAs32BitXids() {
         Chunk.Unseen none = BackfillRunner.unseen("100:100:");

@@ -29,15 +29,33 @@ import io.walhook.testing.TestPostgres;
 class WatermarksTest {
 
     private static SnapshotTable table;
+    /** Two other tables, as the stream describes them. */
+    private static io.walhook.change.RelationInfo orders;
+    private static io.walhook.change.RelationInfo lines;
 
     @BeforeAll
     static void describe() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("watermarks");
-        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)", "CREATE PUBLICATION p FOR ALL TABLES");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)", "CREATE TABLE orders (id int PRIMARY KEY)",
+                "CREATE TABLE lines (id int PRIMARY KEY)", "CREATE PUBLICATION p FOR ALL TABLES");
         try (Connection c = pg.connect(database)) {
             table = SnapshotTable.describe(c, "public.items", "p", "walhook");
+            orders = relation(SnapshotTable.describe(c, "public.orders", "p", "walhook"));
+            lines = relation(SnapshotTable.describe(c, "public.lines", "p", "walhook"));
         }
+    }
+
+    private static io.walhook.change.RelationInfo relation(SnapshotTable described) {
+        return io.walhook.change.RelationInfo.described(described.relation(), new io.walhook.change.ValueConverters(),
+                described.userTypes()::get, null);
+    }
+
+    /** A change to a row of {@code relation} by transaction {@code xid}, as the stream delivers it. */
+    private static ChangeEvent change(io.walhook.change.RelationInfo relation, long xid) {
+        return ChangeEvent.read(relation, TupleData.builder().text("7").text("2").build(),
+                new io.walhook.change.TxInfo(xid, io.walhook.pgoutput.Lsn.of(0x1000), java.time.Instant.EPOCH), "stream",
+                "change-" + xid);
     }
 
     /** What the routing thread sends of a chunk, to the one subscription there is. */
@@ -130,6 +148,47 @@ class WatermarksTest {
         assertThat(reads.sent).isEmpty();
         assertThat(chunk.outcome.getNow(null)).isEqualTo(Chunk.Outcome.LEFT_OUT);
         assertThat(chunk.outcome.getNow(null).sent()).isZero();
+    }
+
+    /**
+     * One transaction going back and forth between two other tables thousands of times (orders and
+     * their lines, imported together) pushed a transaction the chunk's snapshot did not see out of
+     * the recent ones: the chunk, read without that transaction's change, was sent after it. Each
+     * transaction's tables are recorded once.
+     */
+    @Test
+    void aTransactionGoingBackAndForthBetweenTablesDoesNotPushAnotherOutOfTheRecentOnes() throws Exception {
+        Watermarks watermarks = new Watermarks();
+        Reads reads = new Reads();
+        watermarks.observe(change(relation(table), 995), reads);
+        for (int n = 0; n < Watermarks.RECENT; n++) {
+            watermarks.observe(change(n % 2 == 0 ? orders : lines, 996), reads);
+        }
+        Chunk chunk = chunk(reads, "t7");
+        chunk.unseen = BackfillRunner.unseen("990:1000:995");
+        watermarks.expect(chunk);
+        watermarks.observe(watermark(Watermarks.LOW + "t7"), reads);
+        watermarks.observe(watermark(Watermarks.HIGH + "t7"), reads);
+        assertThat(reads.sent).as("read again, not sent").isEmpty();
+        assertThat(chunk.outcome.getNow(null)).isEqualTo(Chunk.Outcome.AGAIN);
+    }
+
+    /**
+     * A chunk given up after the stream opened its window, its backfill then failing so that no
+     * watermark came after it: the window stayed open, and every later change to its table added
+     * its key to the chunk, without bound. Given up, its window closes at the next change.
+     */
+    @Test
+    void aChunkGivenUpAfterItsWindowOpenedStopsCollectingChanges() throws Exception {
+        Watermarks watermarks = new Watermarks();
+        Reads reads = new Reads();
+        Chunk chunk = chunk(reads, "t8");
+        watermarks.expect(chunk);
+        watermarks.observe(watermark(Watermarks.LOW + "t8"), reads);
+        assertThat(watermarks.openWindows()).isEqualTo(1);
+        assertThat(watermarks.abandon(chunk)).isTrue();
+        watermarks.observe(change(relation(table), 997), reads);
+        assertThat(watermarks.openWindows()).isZero();
     }
 
     /**
