@@ -407,13 +407,17 @@ public final class BackfillRunner implements Runnable {
      * Whether an idle round waits a little for a backfill's oldest chunk in flight ({@code head}):
      * not when there is none, when the backfill was left waiting this round (held, or its
      * subscription missing: its chunks may be done), when the chunk is to be read again after its
-     * pause, nor when it is done and the next reading is held by the backfill's rate or a pause
-     * for a table's lock. Those are dues, which the idle wait ends at; a wait for a chunk that is
-     * done returns at once, and the runner spun until then.
+     * pause, nor when it is to be read again (or its table was left out) and that reading is held
+     * by the backfill's rate or a pause for a table's lock. Those are dues, which the idle wait ends
+     * at; a wait for a chunk that is done returns at once, and the runner spun until then. A chunk
+     * done as sent is waited for: the next round takes it in.
      */
     static boolean waitsOn(Chunk head, boolean stepped, long nextChunkAt, long now) {
-        return head != null && stepped && !(head.againAt != 0 && now - head.againAt < 0)
-                && !(head.outcome.isDone() && nextChunkAt != 0 && now - nextChunkAt < 0);
+        if (head == null || !stepped || head.againAt != 0 && now - head.againAt < 0) {
+            return false;
+        }
+        Chunk.Outcome done = head.outcome.getNow(null);
+        return !(done != null && (done.again() || done.leftOut()) && nextChunkAt != 0 && now - nextChunkAt < 0);
     }
 
     /**

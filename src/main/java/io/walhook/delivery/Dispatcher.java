@@ -319,25 +319,28 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /**
      * Events dropped through the API whose changes the slot may send again
-     * ({@link ParkedEventStore#dropped()}): each is settled unsent when it comes. Changed by the
-     * routing thread only, once it runs.
+     * ({@link ParkedEventStore#dropped()}): each is settled unsent when it comes. Replaced whole
+     * ({@link #dropped(ParkedEventStore.DroppedEvents)}); {@link #droppedUpTo} is the last commit
+     * position among them, past which an event is not looked for.
      */
     private volatile Set<String> dropped = Set.of();
+    private volatile long droppedUpTo = -1;
     private final Object droppedLock = new Object();
 
     /**
      * Adds to {@link #dropped}: those kept at activation, before routing starts, and a
-     * subscription's as its drop is heard ({@link #recount}), for a change the stream has not
-     * reached yet. Kept for the activation: a transaction broken off and sent again comes again.
+     * subscription's as its drop is heard ({@link #droppedHeard}), for a change the stream has not
+     * reached again yet. Kept for the activation: a transaction broken off and sent again comes again.
      */
-    public void dropped(Collection<String> keys) {
-        if (keys.isEmpty()) {
+    public void dropped(ParkedEventStore.DroppedEvents kept) {
+        if (kept.keys().isEmpty()) {
             return;
         }
         synchronized (droppedLock) {
             Set<String> more = new HashSet<>(dropped);
-            more.addAll(keys);
+            more.addAll(kept.keys());
             dropped = Set.copyOf(more);
+            droppedUpTo = Math.max(droppedUpTo, kept.lastCommit());
         }
     }
 
@@ -348,8 +351,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             done.run(); // deleted: nothing is delivered to it any more
             return;
         }
-        Set<String> droppedEvents = dropped;
-        if (!droppedEvents.isEmpty() && droppedEvents.contains(ParkedEventStore.droppedKey(subscription.id(), event.id()))) {
+        if (event.tx().commitLsn().value() <= droppedUpTo
+                && dropped.contains(ParkedEventStore.droppedKey(subscription.id(), event.id()))) {
             done.run(); // dropped from its durable queue through the API, and read from the slot again since
             return;
         }
@@ -564,11 +567,20 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /** Rows of this subscription's durable queue were dropped through the API: its lane counts its queue again. */
     public void recount(String subscriptionId) {
-        droppedNow(subscriptionId);
         Lane lane = lanes.get(subscriptionId);
         if (lane != null) {
             lane.recount();
         }
+    }
+
+    /**
+     * As {@link #recount}, for a drop heard through the database (whichever instance served it, this
+     * one too): the dropped events are also read into {@link #dropped}. Not on the API's thread, whose
+     * requests take no connection delivery needs.
+     */
+    public void droppedHeard(String subscriptionId) {
+        recount(subscriptionId);
+        droppedNow(subscriptionId);
     }
 
     /**

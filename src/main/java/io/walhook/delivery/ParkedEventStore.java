@@ -457,28 +457,34 @@ public final class ParkedEventStore {
      * passed them reads them again, and they are not queued nor sent again. Those the position
      * passed are deleted first.
      */
-    public Set<String> dropped() throws SQLException {
+    public DroppedEvents dropped() throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
             s.execute("DELETE FROM " + dropped + " WHERE commit_lsn < " + passed);
         }
         return dropped(null);
     }
 
+    /** Events {@link #dropped()} keeps: their {@link #droppedKey}s, and the last commit position among them (-1: none). */
+    public record DroppedEvents(Set<String> keys, long lastCommit) {
+    }
+
     /** As {@link #dropped()}, the subscription's only (null: every one's), none deleted. */
-    public Set<String> dropped(String subscriptionId) throws SQLException {
+    public DroppedEvents dropped(String subscriptionId) throws SQLException {
         try (Connection c = dataSource.getConnection();
-                PreparedStatement s = c.prepareStatement("SELECT subscription_id, event_id FROM " + dropped
+                PreparedStatement s = c.prepareStatement("SELECT subscription_id, event_id, commit_lsn::text FROM " + dropped
                         + (subscriptionId == null ? "" : " WHERE subscription_id = ?"))) {
             if (subscriptionId != null) {
                 s.setString(1, subscriptionId);
             }
             Set<String> keys = new java.util.HashSet<>();
+            long last = -1;
             try (ResultSet r = s.executeQuery()) {
                 while (r.next()) {
                     keys.add(droppedKey(r.getString(1), r.getString(2)));
+                    last = Math.max(last, Lsn.parse(r.getString(3)).value());
                 }
             }
-            return keys;
+            return new DroppedEvents(keys, last);
         }
     }
 

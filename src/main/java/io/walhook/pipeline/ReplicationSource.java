@@ -6,7 +6,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 import jakarta.annotation.Priority;
@@ -294,7 +293,7 @@ public class ReplicationSource {
         // every step against the database before anything starts: each can be tried again
         // dead letters dropped whose changes the stream may send again: read before the checkpoint is, so that one an
         // instance stopping late saves after it cannot have let go of any the stream then sends again
-        Set<String> dropped = patiently(queues::dropped);
+        ParkedEventStore.DroppedEvents dropped = patiently(queues::dropped);
         ReplicationReader resumed = patiently(() -> {
             database.ensurePublication(config.publication().name(), config.publication().tables());
             database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
@@ -330,6 +329,11 @@ public class ReplicationSource {
         // after the dispatcher is there: a subscription the poller loads from now on reaches it by sync
         registry.router().subscriptions().forEach(deliveryMetrics::inForce);
         dispatcher.dropped(dropped); // before the stream sends any of them again
+        // and those dropped meanwhile, whose notification found no dispatcher to tell
+        patiently(() -> {
+            dispatcher.dropped(queues.dropped(null));
+            return null;
+        });
         patiently(() -> {
             SubscriptionRegistry.InForce now = registry.inForce(); // read once: the two go together
             dispatcher.resumeParked(now.subscriptions(), now.held()); // lanes are created once: it can be tried again

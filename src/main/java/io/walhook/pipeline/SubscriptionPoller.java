@@ -155,7 +155,7 @@ final class SubscriptionPoller {
                         // for the lane's next try). Not at its first opening: the lanes have just read their queues
                         delivering.readQueuesAgain();
                     }
-                    changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::recount);
+                    changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::droppedHeard);
                     Set<String> replays = changes.payloads(ParkedEventStore.REPLAYS_CHANNEL);
                     if (!replays.isEmpty()) {
                         // a replay asked of any instance: this one delivers

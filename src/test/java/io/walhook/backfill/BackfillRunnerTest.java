@@ -62,6 +62,10 @@ class BackfillRunnerTest {
         assertThat(BackfillRunner.waitsOn(head, true, 0, now)).as("done: taken in by the next round").isTrue();
         assertThat(BackfillRunner.waitsOn(head, true, now + 1_000_000_000L, now)).as("done, held by its rate").isFalse();
         assertThat(BackfillRunner.waitsOn(head, true, now - 1, now)).as("done, its due passed").isTrue();
+        Chunk sent = new Chunk("t", java.util.UUID.randomUUID(), "s", null, null, null);
+        sent.outcome.complete(new Chunk.Outcome(1));
+        assertThat(BackfillRunner.waitsOn(sent, true, now + 1_000_000_000L, now)).as("sent: taken in by the next round")
+                .isTrue();
         head.againAt = now + 1_000_000_000L;
         assertThat(BackfillRunner.waitsOn(head, true, 0, now)).as("to be read again after its pause").isFalse();
         assertThat(BackfillRunner.waitsOn(null, true, 0, now)).isFalse();

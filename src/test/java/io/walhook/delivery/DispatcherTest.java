@@ -2553,7 +2553,7 @@ class DispatcherTest {
                 dropped.tx().commitLsn(), java.time.Instant.EPOCH, "application/json", Map.of(), null,
                 "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
         assertThat(store.drop(subscription.id(), null)).isEqualTo(1);
-        dispatcher.recount(subscription.id());
+        dispatcher.droppedHeard(subscription.id()); // its notification
         for (int n = 0; n < 2; n++) {
             dispatcher.send(subscription, dropped, encoder.encode(dropped, EventFormat.JSON, Projection.ALL),
                     acknowledged::incrementAndGet);

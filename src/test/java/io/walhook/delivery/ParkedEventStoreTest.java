@@ -130,7 +130,8 @@ class ParkedEventStoreTest {
         }
         assertThat(store.drop(ID, rows)).isEqualTo(2);
         assertThat(store.drop(ID, null)).isEqualTo(3);
-        assertThat(store.dropped()).containsExactlyInAnyOrder(key(1), key(2), key(3), key(4), key(5));
+        assertThat(store.dropped().keys()).containsExactlyInAnyOrder(key(1), key(2), key(3), key(4), key(5));
+        assertThat(store.dropped().lastCommit()).isEqualTo(0x5000);
         store.append("another", "other", List.of(new ParkedEventStore.Entry("event-9", Lsn.of(0x9000L), Instant.EPOCH,
                 "application/json", Map.of(), null, new byte[1], null, null)), 0, null);
         assertThat(store.deleteAll("another")).isEqualTo(1);
@@ -139,10 +140,10 @@ class ParkedEventStoreTest {
             try {
                 // the acknowledged position of a slot that is gone holds nothing back
                 s.execute("INSERT INTO walhook.checkpoint (slot_name, end_lsn) VALUES ('gone', '0/1')");
-                assertThat(store.dropped()).hasSize(5);
+                assertThat(store.dropped().keys()).hasSize(5);
                 // past the third change (its commit at 0/3000)
                 s.execute("INSERT INTO walhook.checkpoint (slot_name, end_lsn) VALUES ('parked_dropped', '0/3001')");
-                assertThat(store.dropped()).containsExactlyInAnyOrder(key(4), key(5));
+                assertThat(store.dropped().keys()).containsExactlyInAnyOrder(key(4), key(5));
                 try (java.sql.ResultSet r = s.executeQuery("SELECT count(*) FROM walhook.dropped_event")) {
                     r.next();
                     assertThat(r.getInt(1)).as("let go").isEqualTo(2);
