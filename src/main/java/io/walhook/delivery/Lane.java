@@ -1533,7 +1533,8 @@ final class Lane {
         if (!(from instanceof Destination.Webhook old)) {
             return false; // AMQP: the same broker, its own timeouts
         }
-        return !(to instanceof Destination.Webhook now) || !String.valueOf(UrlAuthority.host(old.url())).equalsIgnoreCase(UrlAuthority.host(now.url()));
+        return !(to instanceof Destination.Webhook now)
+                || !String.valueOf(UrlAuthority.host(old.url())).equalsIgnoreCase(UrlAuthority.host(now.url()));
     }
 
     /** The transport for the subscription as it is now, made again when its destination changed. */

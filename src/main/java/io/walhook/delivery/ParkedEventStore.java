@@ -359,8 +359,8 @@ public final class ParkedEventStore {
     public int drop(String subscriptionId, List<Long> ids) throws SQLException {
         int deleted = ids == null ? deleteAll(subscriptionId, upTo(subscriptionId), true) : deleteIds(subscriptionId, ids);
         if (deleted > 0) {
-            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-                s.execute("DELETE FROM " + dropped + " WHERE commit_lsn < " + passed); // those no slot sends again
+            try {
+                forgetPassedDrops();
             } catch (SQLException e) {
                 LOG.debugf("dropped events are not pruned this time: %s", e.getMessage());
             }
@@ -458,10 +458,15 @@ public final class ParkedEventStore {
      * passed are deleted first.
      */
     public DroppedEvents dropped() throws SQLException {
+        forgetPassedDrops();
+        return dropped(null);
+    }
+
+    /** Deletes the kept drops of changes every slot's acknowledged position passed: no slot sends them again. */
+    private void forgetPassedDrops() throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
             s.execute("DELETE FROM " + dropped + " WHERE commit_lsn < " + passed);
         }
-        return dropped(null);
     }
 
     /** Events {@link #dropped()} keeps: their {@link #droppedKey}s, and the last commit position among them (-1: none). */

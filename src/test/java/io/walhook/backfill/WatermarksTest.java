@@ -29,20 +29,22 @@ import io.walhook.testing.TestPostgres;
 class WatermarksTest {
 
     private static SnapshotTable table;
-    /** Two other tables, as the stream describes them. */
-    private static io.walhook.change.RelationInfo orders;
-    private static io.walhook.change.RelationInfo lines;
+    /** Twenty other tables, as the stream describes them (more than a transaction's tables kept in an array). */
+    private static final List<io.walhook.change.RelationInfo> OTHERS = new ArrayList<>();
 
     @BeforeAll
     static void describe() throws Exception {
         PostgresServer pg = TestPostgres.shared();
         String database = pg.createDatabase("watermarks");
-        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)", "CREATE TABLE orders (id int PRIMARY KEY)",
-                "CREATE TABLE lines (id int PRIMARY KEY)", "CREATE PUBLICATION p FOR ALL TABLES");
+        pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int)", "CREATE PUBLICATION p FOR ALL TABLES");
+        for (int t = 0; t < 20; t++) {
+            pg.execute(database, "CREATE TABLE other_" + t + " (id int PRIMARY KEY)");
+        }
         try (Connection c = pg.connect(database)) {
             table = SnapshotTable.describe(c, "public.items", "p", "walhook");
-            orders = relation(SnapshotTable.describe(c, "public.orders", "p", "walhook"));
-            lines = relation(SnapshotTable.describe(c, "public.lines", "p", "walhook"));
+            for (int t = 0; t < 20; t++) {
+                OTHERS.add(relation(SnapshotTable.describe(c, "public.other_" + t, "p", "walhook")));
+            }
         }
     }
 
@@ -151,10 +153,10 @@ class WatermarksTest {
     }
 
     /**
-     * One transaction going back and forth between two other tables thousands of times (orders and
+     * One transaction going back and forth between other tables thousands of times (orders and
      * their lines, imported together) pushed a transaction the chunk's snapshot did not see out of
      * the recent ones: the chunk, read without that transaction's change, was sent after it. Each
-     * transaction's tables are recorded once.
+     * transaction's tables are recorded once, two of them as twenty.
      */
     @Test
     void aTransactionGoingBackAndForthBetweenTablesDoesNotPushAnotherOutOfTheRecentOnes() throws Exception {
@@ -162,7 +164,10 @@ class WatermarksTest {
         Reads reads = new Reads();
         watermarks.observe(change(relation(table), 995), reads);
         for (int n = 0; n < Watermarks.RECENT; n++) {
-            watermarks.observe(change(n % 2 == 0 ? orders : lines, 996), reads);
+            watermarks.observe(change(OTHERS.get(n % 2), 996), reads);
+        }
+        for (int n = 0; n < Watermarks.RECENT; n++) {
+            watermarks.observe(change(OTHERS.get(n % OTHERS.size()), 997), reads);
         }
         Chunk chunk = chunk(reads, "t7");
         chunk.unseen = BackfillRunner.unseen("990:1000:995");
