@@ -118,6 +118,13 @@ public final class BackfillRunner implements Runnable {
     private volatile List<Running> published = List.of();
     private final AtomicLong tokens = new AtomicLong();
     private Connection connection;
+    /**
+     * The runner's first transaction id (64 bits), taken on its first connection; -1 before. Every
+     * transaction the stream delivered before this runner began (before a restart, or on the instance
+     * this one took over from) is older: one the stream did not deliver since, which a chunk's snapshot
+     * does not see though it committed, reads the chunk again (Chunk#committedUnheard).
+     */
+    private long firstXid = -1;
     /** How many connections the runner has opened: the chunks committed on an earlier one may have been lost with it. */
     private long connections;
     /** When the runner last made sure its connection is alive for a chunk the stream is late with (System.nanoTime). */
@@ -784,6 +791,9 @@ public final class BackfillRunner implements Runnable {
         boolean readingTable = false; // the statements that read the table itself: an error of theirs is the table's own
         try {
             emit(c, Watermarks.LOW + token);
+            // before the snapshot: one the snapshot does not see though its commit came before the low
+            // watermark was still in the proc array then, waiting for a standby
+            java.util.Set<Long> committing = waitingForStandby(c, firstXid);
             c.setAutoCommit(false);
             // the chunk's read may rightly run until the server cancels it
             c.setNetworkTimeout(Runnable::run, (int) settings.statementTimeout().plus(SessionTimeout.LIMIT).toMillis());
@@ -804,7 +814,7 @@ public final class BackfillRunner implements Runnable {
             try (Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_snapshot()::text")) {
                 rs.next(); // the transaction's snapshot, taken here: the chunk is read with it
-                chunk.unseen = unseen(rs.getString(1));
+                chunk.unseen = unseen(rs.getString(1)).committedBefore(committing);
             }
             List<Chunk.Row> rows = new ArrayList<>();
             int[] key = table.chunkKey();
@@ -1004,6 +1014,27 @@ public final class BackfillRunner implements Runnable {
         return (int) Math.max(1, Math.min(MAX_FETCH, CHUNK_BYTES / 4 / rowBytes));
     }
 
+    /**
+     * The transactions older than {@code first} (64 bits) whose commit records are written and that wait
+     * for a synchronous standby before they leave the proc array (lower 32 bits): the stream may have
+     * delivered them before this runner began, while snapshots still do not see them. Only those of
+     * sessions the runner's role may look at (its own role's; every one with pg_read_all_stats).
+     */
+    static java.util.Set<Long> waitingForStandby(Connection c, long first) throws SQLException {
+        java.util.Set<Long> waiting = new java.util.HashSet<>();
+        try (Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT backend_xid::text FROM pg_catalog.pg_stat_activity WHERE wait_event ="
+                     + " 'SyncRep' AND backend_xid IS NOT NULL")) {
+            while (rs.next()) {
+                long xid = Long.parseLong(rs.getString(1));
+                if ((int) (xid - first) < 0) { // modulo 2^32, as PostgreSQL compares xids
+                    waiting.add(xid);
+                }
+            }
+        }
+        return waiting;
+    }
+
     /** What a {@code pg_snapshot}'s text ({@code xmin:xmax:xip,...}) does not see, in 32-bit xids. */
     static Chunk.Unseen unseen(String snapshot) {
         String[] parts = snapshot.split(":", 3);
@@ -1125,6 +1156,13 @@ public final class BackfillRunner implements Runnable {
             Connection opened = DriverManager.getConnection(settings.jdbcUrl(), p);
             try {
                 io.walhook.change.ValueConverters.pinTimeZone(opened); // keys, and their rows' ids, in UTC
+                if (firstXid < 0) {
+                    try (Statement s = opened.createStatement();
+                         ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_xact_id()::text")) {
+                        rs.next();
+                        firstXid = Long.parseLong(rs.getString(1));
+                    }
+                }
             } catch (SQLException e) {
                 try {
                     opened.close();

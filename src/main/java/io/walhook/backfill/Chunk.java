@@ -6,6 +6,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 
 import io.walhook.change.ChangeEvent;
 import io.walhook.change.Operation;
@@ -117,7 +118,20 @@ final class Chunk {
      * {@code xmax} on (PostgreSQL lists none of those, though one may have written its commit record
      * already: it got its xid after the snapshot's latest completed one, and is not done yet).
      */
-    record Unseen(long xmax, Set<Long> inProgress) {
+    record Unseen(long xmax, Set<Long> inProgress, Set<Long> committedBefore) {
+
+        Unseen(long xmax, Set<Long> inProgress) {
+            this(xmax, inProgress, Set.of());
+        }
+
+        /**
+         * With those of {@code committing} it does not see: transactions older than the runner's first
+         * (see BackfillRunner) whose commit records were written before the snapshot, waiting for a
+         * synchronous standby.
+         */
+        Unseen committedBefore(Set<Long> committing) {
+            return new Unseen(xmax, inProgress, committing.stream().filter(this::hides).collect(Collectors.toUnmodifiableSet()));
+        }
 
         /** Whether the transaction {@code xid} (lower 32 bits) was not visible to the snapshot. */
         boolean hides(long xid) {
@@ -134,6 +148,36 @@ final class Chunk {
         for (int i = 0; i < xidsBefore.length; i++) {
             if (oidsBefore[i] == table.oid() && unseen.hides(xidsBefore[i])) {
                 return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Whether a transaction the snapshot did not see, though it had committed, is one the stream did
+     * not deliver since the runner began: not before the low watermark ({@link #opened}), nor since
+     * ({@code recentNow}). Another walhook delivered it, or this one before a restart, and what it
+     * changed cannot be told: the chunk may hold rows older than the changes already delivered.
+     */
+    boolean committedUnheard(long[] recentNow) {
+        Unseen unseen = this.unseen;
+        if (unseen == null || unseen.committedBefore().isEmpty()) {
+            return false;
+        }
+        for (long xid : unseen.committedBefore()) {
+            if (!holds(xidsBefore, xid) && !holds(recentNow, xid)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean holds(long[] xids, long xid) {
+        if (xids != null) {
+            for (long x : xids) {
+                if (x == xid) {
+                    return true;
+                }
             }
         }
         return false;

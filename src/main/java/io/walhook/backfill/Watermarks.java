@@ -166,7 +166,8 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             if (chunk == null) {
                 return; // another walhook's, or one given up on, or from before a restart
             }
-            if (window == null || !chunk.consistent() || chunk.rows == null || chunk.missedBeforeLow()) {
+            if (window == null || !chunk.consistent() || chunk.rows == null || chunk.missedBeforeLow()
+                    || chunk.committedUnheard(recentXids)) {
                 chunk.outcome.complete(Chunk.Outcome.AGAIN); // cannot tell which rows changed: read it again
                 return;
             }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 
 import org.junit.jupiter.api.Test;
@@ -92,6 +93,12 @@ class BackfillRunnerTest {
         assertThat(wrapped.hides(5)).isTrue();
         assertThat(wrapped.hides(4)).isFalse();
         assertThatThrownBy(() -> BackfillRunner.unseen("100")).hasMessageContaining("100");
+    }
+
+    @Test
+    void ofTheTransactionsWaitingForAStandbyOnlyThoseTheSnapshotDoesNotSeeCount() {
+        Chunk.Unseen unseen = BackfillRunner.unseen("100:105:100,103").committedBefore(Set.of(99L, 100L, 104L, 106L));
+        assertThat(unseen.committedBefore()).containsExactlyInAnyOrder(100L, 106L);
     }
 
     @Test

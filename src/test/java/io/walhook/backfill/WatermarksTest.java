@@ -219,4 +219,36 @@ class WatermarksTest {
         seen.opened(new long[] {999, 1000}, new long[] {table.oid(), table.oid() + 1});
         assertThat(seen.missedBeforeLow()).as("seen, or another table's").isFalse();
     }
+
+    /**
+     * A transaction whose commit another walhook delivered (or this one, before a restart), still
+     * in progress for the chunk's snapshot while it waits for a synchronous standby: the stream of
+     * this one never carries it, so the chunk is read again. One the stream delivered before the
+     * low watermark is told by its table; one it delivers between the watermarks takes its rows
+     * out of the chunk.
+     */
+    @Test
+    void aChunkWhoseSnapshotDidNotSeeACommittedTransactionTheStreamNeverDeliveredIsReadAgain() throws Exception {
+        Watermarks watermarks = new Watermarks();
+        Reads reads = new Reads();
+        watermarks.observe(change(OTHERS.get(0), 994), reads);
+        Chunk unheard = chunk(reads, "t9");
+        unheard.unseen = BackfillRunner.unseen("990:1000:993,995").committedBefore(java.util.Set.of(993L));
+        Chunk before = chunk(reads, "t10");
+        before.unseen = BackfillRunner.unseen("990:1000:994").committedBefore(java.util.Set.of(994L));
+        Chunk between = chunk(reads, "t11");
+        between.unseen = BackfillRunner.unseen("990:1000:995").committedBefore(java.util.Set.of(995L));
+        for (Chunk chunk : List.of(unheard, before, between)) {
+            watermarks.expect(chunk);
+            watermarks.observe(watermark(Watermarks.LOW + chunk.token), reads);
+        }
+        watermarks.observe(change(OTHERS.get(1), 995), reads);
+        for (Chunk chunk : List.of(unheard, before, between)) {
+            watermarks.observe(watermark(Watermarks.HIGH + chunk.token), reads);
+        }
+        assertThat(unheard.outcome.getNow(null)).as("never delivered here").isEqualTo(Chunk.Outcome.AGAIN);
+        assertThat(before.outcome.isDone()).as("delivered before the low watermark, another table's").isFalse();
+        assertThat(between.outcome.isDone()).as("delivered between the watermarks").isFalse();
+        assertThat(reads.sent).hasSize(2);
+    }
 }

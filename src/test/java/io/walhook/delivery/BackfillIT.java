@@ -198,10 +198,13 @@ class BackfillIT {
      * synchronous commit waits for its standby in between: the stream delivers the change while a
      * snapshot taken then still sees the transaction in progress. A chunk read with such a
      * snapshot holds the row's older value, after the stream delivered the newer one; walhook
-     * reads the chunk again once the transaction is visible.
+     * reads the chunk again once the transaction is visible. Also when the stream delivered it
+     * before walhook restarted: the one that resumes past it never sees it in the stream.
      */
-    @Test
-    void aTransactionTheStreamDeliveredButSnapshotsStillSeeInProgressDoesNotMakeARowOlder() throws Exception {
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"delivered by this instance", "delivered before a restart"})
+    void aTransactionTheStreamDeliveredButSnapshotsStillSeeInProgressDoesNotMakeARowOlder(String when) throws Exception {
+        boolean restart = when.endsWith("restart");
         io.walhook.testing.EmbeddedPostgres pg = io.walhook.testing.EmbeddedPostgres.builder()
                 .major(TestPostgres.defaultMajor()).setting("synchronous_standby_names", "nobody")
                 .setting("synchronous_commit", "local").start();
@@ -210,11 +213,10 @@ class BackfillIT {
             pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL)",
                     "INSERT INTO items SELECT g, 0 FROM generate_series(1, 2000) g");
             Replay replay = new Replay();
+            Map<String, String> env = env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100");
             try (WebhookReceiver receiver = WebhookReceiver.start(replay::add);
-                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL",
-                         receiver.url("/all"), "WALHOOK_SUBSCRIPTIONS_ALL_BATCH_MAX_EVENTS", "100"))) {
-                walhook.awaitReady(WAIT);
-                ApiClient api = new ApiClient(walhook, TOKEN);
+                 WalhookProcess first = WalhookProcess.start(withUrl(env, receiver))) {
+                first.awaitReady(WAIT);
                 int[] backend = new int[1];
                 Thread committing = new Thread(() -> {
                     try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
@@ -230,26 +232,42 @@ class BackfillIT {
                 });
                 committing.start();
                 await().atMost(WAIT).until(() -> replay.saw("\"n\":999"));
-                // a rate that never holds a chunk back: its first chunk is read again and again, with pauses
-                ApiClient.Answer started = api.post("/subscriptions/config:all/backfills",
-                        "{\"chunk_size\": 100, \"max_rows_per_second\": 100000}");
-                assertThat(started.status()).as(started.text()).isEqualTo(202);
-                String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
-                long scansBefore = backfillScans(pg, database);
-                await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
-                        .until(() -> api.get(path).body().get("rows_sent").asLong() == 0);
-                assertThat(backfillScans(pg, database) - scansBefore).as("reads of the backfill table while its first"
-                        + " chunk waits to be read again: the runner waits, it does not spin").isLessThan(200);
-                pg.execute(database, "SELECT pg_cancel_backend(" + backend[0] + ")");
-                committing.join();
-                awaitState(api, path, "done");
-                pg.execute(database, "INSERT INTO items VALUES (9999, 0)");
-                await().atMost(WAIT).until(() -> replay.saw("\"id\":9999"));
-                assertThat(differences(replay.table(), select(pg, database, "items", "'id', id"))).isEmpty();
+                if (restart) {
+                    first.terminate(); // acknowledges the change it delivered: the next resumes past it
+                    assertThat(first.awaitExit(WAIT)).as(first.output()).isZero();
+                }
+                try (WalhookProcess second = restart ? WalhookProcess.start(withUrl(env, receiver)) : null) {
+                    WalhookProcess walhook = restart ? second : first;
+                    walhook.awaitReady(WAIT);
+                    ApiClient api = new ApiClient(walhook, TOKEN);
+                    // a rate that never holds a chunk back: its first chunk is read again and again, with pauses
+                    ApiClient.Answer started = api.post("/subscriptions/config:all/backfills",
+                            "{\"chunk_size\": 100, \"max_rows_per_second\": 100000}");
+                    assertThat(started.status()).as(started.text()).isEqualTo(202);
+                    String path = "/subscriptions/config:all/backfills/" + started.body().get("id").asText();
+                    long scansBefore = backfillScans(pg, database);
+                    await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
+                            .until(() -> api.get(path).body().get("rows_sent").asLong() == 0);
+                    assertThat(backfillScans(pg, database) - scansBefore).as("reads of the backfill table while its first"
+                            + " chunk waits to be read again: the runner waits, it does not spin").isLessThan(200);
+                    pg.execute(database, "SELECT pg_cancel_backend(" + backend[0] + ")");
+                    committing.join();
+                    awaitState(api, path, "done");
+                    pg.execute(database, "INSERT INTO items VALUES (9999, 0)");
+                    await().atMost(WAIT).until(() -> replay.saw("\"id\":9999"));
+                    assertThat(differences(replay.table(), select(pg, database, "items", "'id', id"))).isEmpty();
+                }
             }
         } finally {
             pg.stop();
         }
+    }
+
+    /** {@code env} with the subscription {@code all} sending to the receiver's {@code /all}. */
+    private static Map<String, String> withUrl(Map<String, String> env, WebhookReceiver receiver) {
+        Map<String, String> with = new java.util.HashMap<>(env);
+        with.put("WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all"));
+        return with;
     }
 
     /**
