@@ -420,15 +420,19 @@ public final class SubscriptionJson {
         return result;
     }
 
-    /** Whether a patch's URL is of another origin (scheme, host, port) than the stored one; false when either is no URL. */
+    /**
+     * Whether a patch's URL is of another origin (scheme, host, port) than the stored one, each read as
+     * a destination's URL is (without the blanks around it); false when either is no URL.
+     */
     private static boolean movesToAnotherOrigin(JsonNode stored, JsonNode patched) {
         if (stored == null || patched == null || !stored.isTextual() || !patched.isTextual()) {
             return false;
         }
         try {
-            return !origin(new java.net.URI(stored.textValue())).equals(origin(new java.net.URI(patched.textValue())));
-        } catch (java.net.URISyntaxException | RuntimeException notAUrl) {
-            return false; // refused as a URL when the result is read
+            return !origin(SubscriptionConfigReader.url("url", stored.textValue()))
+                    .equals(origin(SubscriptionConfigReader.url("url", patched.textValue())));
+        } catch (RuntimeException notAUrl) {
+            return false; // refused as a URL when the result is read, by the same reading
         }
     }
 

@@ -321,9 +321,13 @@ class SubscriptionApiTest {
                     .body("destination.headers_set", contains("X-Added", "X-Tenant"))
                     .body("destination.url", equalTo("https://93.184.216.34:443/other"));
             // another host: what the old one was given is sent there only if the patch gives it again
-            invalidRequest().contentType("application/merge-patch+json")
-                    .body("{\"destination\": {\"url\": \"https://93.184.216.35/hook\"}}").patch("/subscriptions/" + id)
-                    .then().statusCode(400).body("field", equalTo("/destination/secret"));
+            // also written with the blanks around it that a URL is read without
+            for (String url : List.of("https://93.184.216.35/hook", " https://93.184.216.35/hook", "https://93.184.216.35/hook\\n",
+                    "\\thttps://93.184.216.35:443/hook ")) {
+                invalidRequest().contentType("application/merge-patch+json")
+                        .body("{\"destination\": {\"url\": \"" + url + "\"}}").patch("/subscriptions/" + id)
+                        .then().statusCode(400).body("field", equalTo("/destination/secret"));
+            }
             invalidRequest().contentType("application/merge-patch+json")
                     .body("{\"destination\": {\"url\": \"http://93.184.216.34/hook\", \"secret\": null}}")
                     .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/destination/headers"));

@@ -217,4 +217,31 @@ class SubscriptionJsonTest {
                 .hasMessageContaining("one AMQP message");
         assertThat(SubscriptionJson.parseStored(body).name()).isEqualTo("old");
     }
+
+    /**
+     * A URL is read without the blanks around it: the check that keeps the old host's secret and
+     * headers from a patch's other host reads it the same way, stored or patched (a blank made it
+     * "no URL" there, and the old host's Authorization went to the new one).
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "https://hooks.example.com/a|' https://evil.example/x'",
+        "https://hooks.example.com/a|'https://evil.example/x\n'",
+        "' https://hooks.example.com/a'|https://evil.example/x",
+        "'https://hooks.example.com/a '|'\tHTTPS://EVIL.example:443/x '"})
+    void aPatchToAnotherHostNeedsTheOldHostsCredentialsGivenAgainWhateverBlanksSurroundEitherUrl(String stored,
+            String patched) throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
+        body.put("name", "a");
+        body.putObject("destination").put("url", stored.translateEscapes()).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+                .putObject("headers").put("Authorization", "Bearer tenant-token");
+        com.fasterxml.jackson.databind.node.ObjectNode patch = JSON.createObjectNode();
+        patch.putObject("destination").put("url", patched.translateEscapes());
+        assertThatThrownBy(() -> SubscriptionJson.patched(body, patch)).isInstanceOfSatisfying(SubscriptionException.class,
+                e -> assertThat(e.field()).isEqualTo("/destination/secret"));
+        com.fasterxml.jackson.databind.node.ObjectNode samePlace = JSON.createObjectNode();
+        samePlace.putObject("destination").put("url", " https://HOOKS.example.com:443/b ");
+        assertThat(SubscriptionJson.patched(body, samePlace).at("/destination/headers/Authorization").asText())
+                .as("another path of the same origin keeps them").isEqualTo("Bearer tenant-token");
+    }
 }
