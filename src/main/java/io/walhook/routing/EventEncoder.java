@@ -33,6 +33,9 @@ public final class EventEncoder {
     /** {@link #source} as a binary-mode header value ({@link #percentEncode}): a database name may hold anything. */
     private final String sourceHeader;
     private final Map<String, String> extensions;
+    /** The CloudEvents context attributes (and members) each event has of its own: no extension replaces one. */
+    public static final java.util.List<String> OWN_ATTRIBUTES = java.util.List.of("specversion", "id", "source", "type",
+            "subject", "time", "datacontenttype", "dataschema", "data");
     /* The CloudEvents time of the last transaction seen: formatting it is dearer than most of an event. */
     private TxInfo timeOf;
     private String timeText;
@@ -43,9 +46,10 @@ public final class EventEncoder {
      */
     public EventEncoder(String source, Map<String, String> extensions) {
         for (String name : extensions.keySet()) {
-            if (!ATTRIBUTE.matcher(name).matches()) {
+            if (!ATTRIBUTE.matcher(name).matches() || OWN_ATTRIBUTES.contains(name)) {
                 throw new IllegalArgumentException("CloudEvents extension '" + name
-                        + "' is not a valid attribute name (lower-case letters and digits, 20 at most)");
+                        + "' is not a valid extension name (lower-case letters and digits, 20 at most, none of "
+                        + OWN_ATTRIBUTES + ")");
             }
         }
         this.source = source;

@@ -436,6 +436,12 @@ public final class SubscriptionConfigReader {
                     throw new ConfigException("K_CE_OVERRIDES", "has extension '" + e.getKey()
                             + "'; CloudEvents attribute names are 1 to 20 lower-case letters and digits");
                 }
+                if (EventEncoder.OWN_ATTRIBUTES.contains(e.getKey())) {
+                    // {"id": "x"} gave every event one id: receivers dropping duplicates kept only the first
+                    throw new ConfigException("K_CE_OVERRIDES", "has extension '" + e.getKey() + "', an attribute of its"
+                            + " own each event has (" + String.join(", ", EventEncoder.OWN_ATTRIBUTES) + "); extensions"
+                            + " add attributes, they do not replace these");
+                }
                 result.put(e.getKey(), e.getValue().isTextual() ? e.getValue().asText() : e.getValue().toString());
             }
             return result;

@@ -10,6 +10,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import io.walhook.change.Operation;
 import io.walhook.config.ConfigException;
@@ -262,5 +263,19 @@ class SubscriptionConfigReaderTest {
                 .hasMessageStartingWith("K_CE_OVERRIDES has extension 'Bad_Name'");
         assertThatThrownBy(() -> SubscriptionConfigReader.cloudEventsOverrides("{nope"))
                 .hasMessageStartingWith("K_CE_OVERRIDES is not JSON");
+    }
+
+    /**
+     * An extension named as a context attribute of the event replaced it: {"id": "x"} gave every
+     * event the same id (receivers that drop duplicates dropped all but the first), {"data": ...}
+     * wrote a second data member.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"id", "source", "type", "subject", "time", "specversion", "datacontenttype", "dataschema",
+        "data"})
+    void aCloudEventsOverrideCannotReplaceAnAttributeOfTheEvent(String name) {
+        assertThatThrownBy(() -> SubscriptionConfigReader.cloudEventsOverrides("{\"extensions\": {\"" + name + "\": \"x\"}}"))
+                .hasMessageStartingWith("K_CE_OVERRIDES has extension '" + name + "'")
+                .hasMessageContaining("attribute of its own");
     }
 }
