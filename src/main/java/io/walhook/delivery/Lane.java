@@ -846,14 +846,18 @@ final class Lane {
         }
         int untaken = queue.size() - queue.taken();
         int maxRows = held() ? 0 : failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT - durableInMemory;
-        long room = allRead || maxRows <= 0 ? 0 : readRoom(untaken == 0);
+        // nothing it could send now: all it holds is under way or to be retried, or held back behind those (later
+        // changes of a row refused for good, counted as waiting they kept it from reading past a big row, for good),
+        // within its share of the read-back memory
+        boolean nothingWaiting = untaken == 0 || queue.ready() == 0 && residentBytes <= readBackShare();
+        long room = allRead || maxRows <= 0 ? 0 : readRoom(nothingWaiting);
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {
             writeTurn = false;
             writeNext();
         } else if (wantsSync) {
             writeTurn = true;
-            sync(room, maxRows, untaken == 0);
+            sync(room, maxRows, nothingWaiting);
         }
     }
 
@@ -906,10 +910,11 @@ final class Lane {
      * a lane fills its share of it (divided among the lanes holding some, itself included), or
      * half of what is free if that is more (lanes holding a little, one failing request each,
      * leave the rest to those draining), never more than is free. A lane with nothing to send in
-     * memory ({@code nothingWaiting}: all it holds is under way or to be retried) reads its next
-     * row even when none is free and whatever its size, so each makes progress past a row that
-     * fails for good; one with rows waiting reads nothing once its next row did not fit, until it
-     * frees some. How many rows it keeps at most is its caller's.
+     * memory ({@code nothingWaiting}: all it holds is under way or to be retried, or held back
+     * behind those within its share) reads its next row even when none is free and whatever its
+     * size, so each makes progress past a row that fails for good; one with rows waiting reads
+     * nothing once its next row did not fit, until it frees some. How many rows it keeps at most
+     * is its caller's.
      */
     private long readRoom(boolean nothingWaiting) {
         if (held() || nextRowTooBig && !nothingWaiting) {
@@ -917,12 +922,17 @@ final class Lane {
         }
         MemoryBudget readBack = context.readBack();
         long free = readBack.limit() - readBack.used();
-        long share = readBack.limit() / Math.max(1, readBack.holders() + (residentBytes == 0 ? 1 : 0));
-        long room = Math.min(free, Math.max(share - residentBytes, free / 2));
+        long room = Math.min(free, Math.max(readBackShare() - residentBytes, free / 2));
         if (room < 2 * rowOverhead) {
             return nothingWaiting ? 1 : 0;
         }
         return room;
+    }
+
+    /** This lane's share of the read-back memory: divided among the lanes holding some, itself included. */
+    private long readBackShare() {
+        MemoryBudget readBack = context.readBack();
+        return readBack.limit() / Math.max(1, readBack.holders() + (residentBytes == 0 ? 1 : 0));
     }
 
     /** Read-back memory this lane now holds more of: durable jobs in memory. */

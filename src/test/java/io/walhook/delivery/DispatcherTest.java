@@ -517,6 +517,26 @@ class DispatcherTest {
     }
 
     /**
+     * The same with a later change of the refused row waiting behind it: that change, held back in
+     * memory, counted as one to send, and once the big row did not fit the lane read nothing more,
+     * for good.
+     */
+    @Test
+    void aBigRowBehindARowRefusedForGoodWithALaterChangeOfItsOwnIsTried() throws Exception {
+        long limit = 400 << 10; // read-back memory: 100 KB
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300), 4000, Dispatcher.Settings.HOLD_LIMIT, limit);
+        AtomicInteger refusals = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", refusingRowsUpTo(1, refusals, accepted), 1);
+        send(dispatcher, one, 1, 2); // row 1's first change is refused; its second waits behind it
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refusals.get() >= 12 && System.nanoTime() - since > 3_000_000_000L);
+        sendRows(dispatcher, one, 2, 2, "x".repeat(150_000)); // more than all the read-back memory
+        sendRows(dispatcher, one, 3, 5, "small");
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
+    }
+
+    /**
      * Rows refused for good (a receiver's schema check refusing a batch of them), with nothing taken
      * yet, look like a destination that is down; the changes to other rows after them are still
      * tried, and flow. Past twenty (the case of 25), new events no longer probed it, and those changes
