@@ -1380,11 +1380,13 @@ final class Lane {
     private void start(Outgoing o) {
         DestinationGate place = reserved;
         reserved = null;
-        if (closed) {
+        if (closed || doomed) {
             if (place != null) {
                 place.leave(granted);
             }
-            return; // closed during this turn (the lock went to another instance): nothing more leaves
+            // closed during this turn (the lock went to another instance), or its subscription deleted (the API
+            // answers that its queue is discarded): nothing more leaves
+            return;
         }
         lastStartNanos = System.nanoTime();
         startedOnce = true;

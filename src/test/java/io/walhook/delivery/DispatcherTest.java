@@ -2589,10 +2589,12 @@ class DispatcherTest {
     /**
      * Dead letters dropped through the API while the lane was starting what it had read back: the
      * API answered that none is sent, and the lane's turn under way went on to start the dropped
-     * rows. Told mid-turn, it starts nothing more.
+     * rows. Told mid-turn, it starts nothing more. So too when the subscription is deleted: the
+     * answer counts its queue as discarded.
      */
-    @Test
-    void rowsDroppedWhileTheLaneStartsWhatItReadBackAreNotStartedAfterItIsTold() throws Exception {
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"dropped", "deleted"})
+    void rowsDroppedWhileTheLaneStartsWhatItReadBackAreNotStartedAfterItIsTold(String how) throws Exception {
         java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         List<String> started = new CopyOnWriteArrayList<>();
@@ -2614,9 +2616,13 @@ class DispatcherTest {
         store.append(subscription.id(), subscription.name(), entries, 0, null);
         dispatcher.resumeParked(List.of(subscription));
         assertThat(inside.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-        // the API's drop: the rows deleted, then the active instance's lane told, then the answer
+        // the API's drop (or delete): the rows deleted, then the active instance's lane told, then the answer
         database.sql("DELETE FROM walhook.parked_event WHERE event_id <> 'dropped-0'");
-        dispatcher.recount(subscription.id());
+        if (how.equals("dropped")) {
+            dispatcher.recount(subscription.id());
+        } else {
+            dispatcher.deleted(subscription.id());
+        }
         release.countDown();
         await().atMost(WAIT).until(() -> store.count(subscription.id()) == 0);
         await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(3)).until(() -> started.size() == 1);
