@@ -292,6 +292,13 @@ final class Lane {
      * dropped rows among them, while the API answers that none is sent).
      */
     private volatile boolean dropUnheard;
+    /**
+     * Set by a drop heard in the durable mode: what arrived and waits in memory to go direct is
+     * written first (the write leaves out what was dropped, ParkedEventStore#append). A change the
+     * stream sent again, kept in memory while the dropped row's first queueing was under way, was
+     * sent a second time when the lane went direct.
+     */
+    private boolean writeBeforeDirect;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
@@ -817,7 +824,9 @@ final class Lane {
             return;
         }
         boolean allRead = exhausted && !writtenSinceRead;
-        if (allRead && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held()) {
+        if (allRead && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held()
+                && !(writeBeforeDirect && !toWrite.isEmpty())) {
+            writeBeforeDirect = false;
             mode = Mode.DIRECT;
             direct = true;
             replayed.clear();
@@ -966,7 +975,7 @@ final class Lane {
      */
     private boolean mayWaitToGoDirect() {
         Job oldest = toWrite.peekFirst();
-        return !full() && !held() && retrying.isEmpty()
+        return !writeBeforeDirect && !full() && !held() && retrying.isEmpty()
                 && System.nanoTime() - oldest.handedOverNanos < TimeUnit.SECONDS.toNanos(1);
     }
 
@@ -1894,6 +1903,7 @@ final class Lane {
     private void letGoOfReadBack() {
         if (mode == Mode.DURABLE) { // direct, it holds nothing read back
             readAgain = true;
+            writeBeforeDirect = true;
             // nothing starts until the give-back: what is under way now is all that may hold a dropped row (a batch
             // under way when the lane went durable too, its rows written, and maybe dropped, before the rest)
             for (Outgoing o : outgoing) {

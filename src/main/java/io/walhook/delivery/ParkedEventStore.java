@@ -143,7 +143,8 @@ public final class ParkedEventStore {
     /**
      * Appends requests to a subscription's queue, in this order, in one transaction, with the
      * attempts already made at them; queueing an event twice (read again after a restart) keeps the
-     * first. Returns how many rows were added.
+     * first, and one dropped through the API ({@link #dropped()}) is not queued again. Returns how
+     * many rows were added.
      */
     public int append(String subscriptionId, String name, List<Entry> entries, int attempts, String lastError)
             throws SQLException {
@@ -179,6 +180,18 @@ public final class ParkedEventStore {
                     }
                     for (int count : s.executeBatch()) {
                         added += Math.max(count, 0);
+                    }
+                }
+                if (added > 0) {
+                    // dropped through the API since the stream sent them (again, after a crash): deleted in this
+                    // transaction, unsent. A drop committing while this one waited for its row (the conflict) is
+                    // seen here, as this statement's snapshot is taken after the insert's wait
+                    try (PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " p USING " + dropped + " d"
+                            + " WHERE p.subscription_id = ? AND p.event_id = ANY (?) AND d.subscription_id = p.subscription_id"
+                            + " AND d.event_id = p.event_id")) {
+                        s.setString(1, subscriptionId);
+                        s.setArray(2, c.createArrayOf("text", entries.stream().map(Entry::eventId).toArray()));
+                        added -= s.executeUpdate();
                     }
                 }
                 c.commit();

@@ -2587,6 +2587,98 @@ class DispatcherTest {
     }
 
     /**
+     * The stream sent a queued change again (after a crash) before it was dropped through the API,
+     * and the lane's write of it to its durable queue was under way (waiting on the state
+     * database) when the drop deleted the row it had queued before: written as a row of its own,
+     * it was read back and delivered after the API had answered.
+     */
+    @Test
+    void aChangeWhoseWriteWasUnderWayWhenItsDeadLetterWasDroppedIsNotQueuedAgain() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "dropwrite");
+        java.util.concurrent.atomic.AtomicBoolean gate = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        store = new ParkedEventStore(database.dataSource, "walhook", transaction -> {
+            if (gate.getAndSet(false)) {
+                inside.countDown();
+                hold(release, 30);
+            }
+        });
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = failingWhile(new java.util.concurrent.atomic.AtomicBoolean(false), 500, accepted);
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4, 4000, 64L << 20), store,
+                DeliveryMetrics.NONE, paused::contains,
+                sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(dispatcher);
+        Subscription subscription = webhook("6f1c2b6e-0000-4000-8000-0000000000d3", "resent", receiver, 1);
+        paused.add(subscription.id()); // what comes is written to its durable queue
+        ChangeEvent dropped = ITEMS.insertAt(nextLsn += 0x100, "7", "0");
+        // queued by the instance before the crash
+        store.append(subscription.id(), subscription.name(), List.of(new ParkedEventStore.Entry(dropped.id(),
+                dropped.tx().commitLsn(), java.time.Instant.EPOCH, "application/json", Map.of(), null,
+                "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
+        dispatcher.resumeParked(List.of(subscription));
+        gate.set(true);
+        dispatcher.send(subscription, dropped, encoder.encode(dropped, EventFormat.JSON, Projection.ALL),
+                acknowledged::incrementAndGet); // the stream sends it again
+        dispatcher.flush();
+        assertThat(inside.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("its write under way").isTrue();
+        assertThat(store.drop(subscription.id(), null)).isEqualTo(1);
+        dispatcher.droppedHeard(subscription.id()); // its notification
+        release.countDown();
+        await().atMost(WAIT).until(() -> acknowledged.get() == 1);
+        paused.remove(subscription.id());
+        dispatcher.sync(List.of(subscription));
+        send(dispatcher, subscription, 1, 1); // a change after it
+        await().atMost(WAIT).until(() -> accepted.size() == 1);
+        await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> accepted.size() == 1);
+        assertThat(JSON.readTree(accepted.get(0).body()).at("/new/id").asInt()).as("the change after it only").isEqualTo(1);
+        assertThat(store.count(subscription.id())).as("not queued again").isZero();
+    }
+
+    /**
+     * The same with the change sent again kept in memory, not written yet, while the queue's last
+     * row (its own first queueing) was delivered: dropped meanwhile, the queue then empty, the lane
+     * went direct and sent the change a second time, after the API had answered.
+     */
+    @Test
+    void aChangeSentAgainAndKeptInMemoryWhenItsDeadLetterWasDroppedIsNotSentAgainWhenTheLaneGoesDirect()
+            throws Exception {
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        List<String> started = new CopyOnWriteArrayList<>();
+        Dispatcher dispatcher = dispatcher(sub -> request -> {
+            started.add(request.id());
+            if (started.size() == 1) {
+                inside.countDown();
+                hold(release, 30); // the queued row's request, under way
+            }
+            return java.util.concurrent.CompletableFuture.completedFuture(Transport.Attempt.DELIVERED);
+        });
+        Subscription subscription = amqp("6f1c2b6e-0000-4000-8000-0000000000d4", "resent");
+        ChangeEvent dropped = ITEMS.insertAt(nextLsn += 0x100, "7", "0");
+        store.append(subscription.id(), subscription.name(), List.of(new ParkedEventStore.Entry(dropped.id(),
+                dropped.tx().commitLsn(), java.time.Instant.EPOCH, "application/json", Map.of(), "resent",
+                "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null)), 0, null);
+        dispatcher.resumeParked(List.of(subscription));
+        assertThat(inside.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        dispatcher.send(subscription, dropped, encoder.encode(dropped, EventFormat.JSON, Projection.ALL),
+                acknowledged::incrementAndGet); // the stream sends it again
+        dispatcher.flush();
+        assertThat(store.drop(subscription.id(), null)).isEqualTo(1);
+        dispatcher.droppedHeard(subscription.id());
+        release.countDown(); // under way when it was dropped: answered once
+        await().atMost(WAIT).until(() -> acknowledged.get() == 1);
+        send(dispatcher, subscription, 1, 1); // a change after it
+        await().atMost(WAIT).until(() -> started.size() >= 2);
+        await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> started.size() == 2);
+        assertThat(started).as("the dropped change once (under way), then the change after it").hasSize(2)
+                .doesNotHaveDuplicates();
+    }
+
+    /**
      * Dead letters dropped through the API while the lane was starting what it had read back: the
      * API answered that none is sent, and the lane's turn under way went on to start the dropped
      * rows. Told mid-turn, it starts nothing more. So too when the subscription is deleted: the
