@@ -255,6 +255,22 @@ public sealed interface Destination {
                 event.op().wireName()};
         }
 
+        private static final java.util.regex.Pattern PLACEHOLDER = java.util.regex.Pattern.compile("\\{[^{}]*}");
+
+        /**
+         * The first {@code {...}} of an address that is none of {@code {schema}}, {@code {table}} and
+         * {@code {op}} (a misspelt one, sent as written), or null.
+         */
+        public static String unknownPlaceholder(String address) {
+            java.util.regex.Matcher m = PLACEHOLDER.matcher(address);
+            while (m.find()) {
+                if (!java.util.List.of("{schema}", "{table}", "{op}").contains(m.group())) {
+                    return m.group();
+                }
+            }
+            return null;
+        }
+
         /** The address of the event of these {@link #parts}. */
         public String address(String[] parts) {
             if (address.indexOf('{') < 0) {

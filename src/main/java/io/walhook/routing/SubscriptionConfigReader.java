@@ -142,6 +142,16 @@ public final class SubscriptionConfigReader {
             if (c.amqpAddress().get().isBlank()) {
                 throw new ConfigException(prefix + "AMQP_ADDRESS", "is empty");
             }
+            String unknown = Destination.Amqp.unknownPlaceholder(c.amqpAddress().get());
+            if (unknown != null) {
+                throw new ConfigException(prefix + "AMQP_ADDRESS", "has " + unknown + ", which is not replaced (sent as"
+                        + " written); the placeholders are {schema}, {table} and {op}");
+            }
+            if (c.secret().filter(v -> !v.isBlank()).isPresent()) {
+                // it was ignored: messages are not signed
+                throw new ConfigException(prefix + "SECRET", "is set, but an AMQP destination's messages are not signed;"
+                        + " a secret is for webhooks (leave it out)");
+            }
             destination = new Destination.Amqp(c.amqpAddress().get().strip());
         }
         EventFormat format;
@@ -161,8 +171,8 @@ public final class SubscriptionConfigReader {
             throw new ConfigException(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but binary CloudEvents carry"
                     + " one event per request; use FORMAT=cloudevents for batches (CloudEvents batched mode)");
         }
-        Set<String> include = new LinkedHashSet<>(list(c.includeColumns(), null));
-        Set<String> exclude = new LinkedHashSet<>(list(c.excludeColumns(), null));
+        Set<String> include = new LinkedHashSet<>(columnNames(prefix + "INCLUDE_COLUMNS", c.includeColumns()));
+        Set<String> exclude = new LinkedHashSet<>(columnNames(prefix + "EXCLUDE_COLUMNS", c.excludeColumns()));
         if (!include.isEmpty() && !exclude.isEmpty()) {
             throw new ConfigException(prefix + "INCLUDE_COLUMNS", "and " + prefix + "EXCLUDE_COLUMNS are both set; use one");
         }
@@ -225,6 +235,16 @@ public final class SubscriptionConfigReader {
             return whenUnset == null ? List.of() : List.of(whenUnset);
         }
         return Arrays.stream(value.get().split(",")).map(String::strip).filter(s -> !s.isEmpty()).toList();
+    }
+
+    /** Column names, comma-separated; none when unset or blank. Set, it lists at least one (",": none, read as every column). */
+    private static List<String> columnNames(String variable, Optional<String> value) {
+        List<String> names = list(value, null);
+        if (names.isEmpty() && value.filter(v -> !v.isBlank()).isPresent()) {
+            throw new ConfigException(variable, "lists no column; list some, comma-separated, or leave it unset for every"
+                    + " column");
+        }
+        return names;
     }
 
     static Set<Operation> operations(String variable, Optional<String> value) {

@@ -115,8 +115,8 @@ public final class SubscriptionJson {
                 throw new SubscriptionException("/columns", "must be an object with include or exclude");
             }
             only(columns, "/columns", Set.of("include", "exclude"), "columns");
-            Set<String> include = new LinkedHashSet<>(strings(columns, "/columns/include", List.of()));
-            Set<String> exclude = new LinkedHashSet<>(strings(columns, "/columns/exclude", List.of()));
+            Set<String> include = new LinkedHashSet<>(columnNames(columns, "/columns/include", written));
+            Set<String> exclude = new LinkedHashSet<>(columnNames(columns, "/columns/exclude", written));
             if (!include.isEmpty() && !exclude.isEmpty()) {
                 throw new SubscriptionException("/columns", "include and exclude cannot be combined");
             }
@@ -320,6 +320,11 @@ public final class SubscriptionJson {
                 if (address.isBlank()) {
                     throw new SubscriptionException("/destination/address", "is empty");
                 }
+                String unknown = Destination.Amqp.unknownPlaceholder(address);
+                if (written && unknown != null) {
+                    throw new SubscriptionException("/destination/address", "has " + unknown + ", which is not"
+                            + " replaced (sent as written); the placeholders are {schema}, {table} and {op}");
+                }
                 return new Destination.Amqp(address.strip());
             }
             default -> throw new SubscriptionException("/destination/type", "must be webhook or amqp, not '" + type + "'");
@@ -507,6 +512,20 @@ public final class SubscriptionJson {
             throw new SubscriptionException(pointer, "is longer than 10,000 characters");
         }
         return value.asText();
+    }
+
+    /**
+     * A projection's column names: none when absent. Given, an include lists at least one and no name
+     * is blank: an empty include was read as "every column", sending those meant to be left out.
+     */
+    private static List<String> columnNames(JsonNode columns, String pointer, boolean written) {
+        List<String> names = strings(columns, pointer, List.of());
+        if (written && (names.stream().anyMatch(String::isBlank) || names.isEmpty() && pointer.endsWith("include")
+                && columns.hasNonNull("include"))) {
+            throw new SubscriptionException(pointer, "is empty or holds an empty name; list the columns to "
+                    + (pointer.endsWith("include") ? "send" : "leave out") + ", or leave columns out for every column");
+        }
+        return names;
     }
 
     private static List<String> strings(JsonNode node, String pointer, List<String> whenAbsent) {

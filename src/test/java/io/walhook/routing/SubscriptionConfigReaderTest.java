@@ -122,6 +122,8 @@ class SubscriptionConfigReaderTest {
         "RATE_LIMIT=50/h                   | WALHOOK_SUBSCRIPTIONS_DEMO_RATE_LIMIT has 'h' as its period; use s (per second) or min (per minute)",
         "RATE_LIMIT=0/s                    | WALHOOK_SUBSCRIPTIONS_DEMO_RATE_LIMIT allows 0 requests per second; use 1 to 100000",
         "RATE_LIMIT=100001                 | WALHOOK_SUBSCRIPTIONS_DEMO_RATE_LIMIT allows 100001 requests per second; use 1 to 100000",
+        "INCLUDE_COLUMNS=,                 | WALHOOK_SUBSCRIPTIONS_DEMO_INCLUDE_COLUMNS lists no column",
+        "EXCLUDE_COLUMNS= , ,              | WALHOOK_SUBSCRIPTIONS_DEMO_EXCLUDE_COLUMNS lists no column",
     })
     void badValueNamesItsVariable(String field, String problem) {
         Map<String, String> values = new HashMap<>(Map.of("URL", "http://sink/"));
@@ -134,6 +136,27 @@ class SubscriptionConfigReaderTest {
                 .hasMessageStartingWith(problem.split(" ")[0])
                 .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1))
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "AMQP_ADDRESS=cdc.{tabel}          | WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS has {tabel}, which is not replaced",
+        "AMQP_ADDRESS=q;SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET is set, but an AMQP destination's messages are not signed",
+    })
+    void aBadValueOfAnAmqpSubscriptionNamesItsVariable(String field, String problem) {
+        Map<String, String> values = new HashMap<>();
+        for (String assignment : field.split(";")) {
+            String[] kv = assignment.split("=", 2);
+            values.put(kv[0], kv[1]);
+        }
+        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(values), true))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith(problem.split(" ")[0])
+                .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1));
+        values.remove("SECRET");
+        values.put("AMQP_ADDRESS", "cdc.{schema}.{table}.{op}");
+        assertThat(SubscriptionConfigReader.read("demo", config(values), true).destination())
+                .isEqualTo(new Destination.Amqp("cdc.{schema}.{table}.{op}"));
     }
 
     /**
