@@ -118,7 +118,32 @@ public class StartupCheck {
         config.amqpUrl().filter(url -> !url.isBlank()).ifPresent(AmqpUrl::parse);
         refusePlaceholder("WALHOOK_API_TOKEN", config.apiToken());
         refusePlaceholder("WALHOOK_API_READ_TOKEN", config.apiReadToken());
+        if (config.apiReadToken().filter(t -> !t.isBlank()).isPresent()
+                && config.apiReadToken().map(String::strip).equals(config.apiToken().map(String::strip))) {
+            // the write token is checked first: a dashboard given the "read" token could create and delete
+            throw new ConfigException("WALHOOK_API_READ_TOKEN", "is the same as WALHOOK_API_TOKEN, which would let every"
+                    + " holder of it write; give it a value of its own, or leave it unset");
+        }
+        config.source().spillDirectory().filter(d -> !d.isBlank()).ifPresent(StartupCheck::spillDirectory);
         return source;
+    }
+
+    /**
+     * The spill directory can take files: it was first used at the first transaction larger than the
+     * stream's memory, whose failure broke the stream, and the one after, again, for good.
+     */
+    private static void spillDirectory(String directory) {
+        java.nio.file.Path path = java.nio.file.Path.of(directory);
+        try {
+            java.nio.file.Files.createDirectories(path);
+            java.nio.file.Files.delete(java.nio.file.Files.createTempFile(path, "walhook-check", ".spill"));
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            throw new ConfigException("WALHOOK_SOURCE_SPILL_DIRECTORY", "is " + directory + ", which is a file, not a"
+                    + " directory");
+        } catch (java.io.IOException | RuntimeException e) {
+            throw new ConfigException("WALHOOK_SOURCE_SPILL_DIRECTORY", "is " + directory + ", where walhook cannot write"
+                    + " files (" + e + ")");
+        }
     }
 
     /** Every {@code WALHOOK_*} variable walhook reads but those of a subscription ({@link #SUBSCRIPTION_FIELDS}). */

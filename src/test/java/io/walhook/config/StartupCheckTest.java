@@ -29,12 +29,23 @@ class StartupCheckTest {
         "walhook.api-read-token=demo-token-change-me | WALHOOK_API_READ_TOKEN is a placeholder",
         "walhook.api-token=ChangeMe      | WALHOOK_API_TOKEN is a placeholder",
         "walhook.api-token=<change me>   | WALHOOK_API_TOKEN is a placeholder",
+        "walhook.api-token=s3cr3t-aaaa;walhook.api-read-token=s3cr3t-aaaa | WALHOOK_API_READ_TOKEN is the same as WALHOOK_API_TOKEN",
+        "walhook.source.spill-directory=/etc/passwd | WALHOOK_SOURCE_SPILL_DIRECTORY is /etc/passwd, which is a file",
+        "walhook.source.spill-directory=/proc/walhook-spill | WALHOOK_SOURCE_SPILL_DIRECTORY is /proc/walhook-spill, where walhook cannot write",
+        "walhook.source.url=postgresql://app@db.internal:70000/app | WALHOOK_SOURCE_URL has port 70000; a port is 1 to 65535",
+        "walhook.amqp-url=amqp://broker:70000 | WALHOOK_AMQP_URL has port 70000; a port is 1 to 65535",
+        "walhook.amqp-url=amqp://broker:0 | WALHOOK_AMQP_URL has port 0",
     })
-    void aBadValueStopsStartupNamingItsVariable(String assignment, String problem) {
-        String[] kv = assignment.split("=", 2);
-        assertThatThrownBy(() -> StartupCheck.validate(config(Map.of(kv[0], kv[1]))))
+    void aBadValueStopsStartupNamingItsVariable(String assignments, String problem) {
+        Map<String, String> values = new HashMap<>();
+        for (String assignment : assignments.split(";")) {
+            String[] kv = assignment.split("=", 2);
+            values.put(kv[0], kv[1]);
+        }
+        assertThatThrownBy(() -> StartupCheck.validate(config(values)))
                 .isInstanceOf(ConfigException.class)
-                .hasMessageStartingWith(problem);
+                .hasMessageStartingWith(problem)
+                .satisfies(e -> assertThat(e.getMessage()).doesNotContain("s3cr3t"));
     }
 
     @ParameterizedTest
