@@ -52,6 +52,12 @@ public final class SchemaMigrations {
     /** The tables of walhook's schema. */
     public static final java.util.Set<String> STATE_TABLES = java.util.Set.of(HISTORY, "checkpoint", "subscription",
             "parked_event", "backfill", "activation");
+    /**
+     * Every table of a state schema, those of later migrations too: the stream may meet any of them
+     * first (after a restart, a take-over), and each makes it ask whether its schema holds state.
+     */
+    public static final java.util.Set<String> TABLE_NAMES = java.util.Set.of(HISTORY, "checkpoint", "subscription",
+            "parked_event", "backfill", "activation", "subscription_matched_before", "dropped_event");
 
     /** What the catalog says of a schema: whether it holds a walhook deployment's state. */
     public enum StateVerdict {

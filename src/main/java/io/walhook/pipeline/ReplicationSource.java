@@ -517,7 +517,7 @@ public class ReplicationSource {
         if (schema.equals(config.stateSchema()) || foreignStateSchemas.contains(schema)) {
             return true;
         }
-        if (!io.walhook.config.SchemaMigrations.STATE_TABLES.contains(table)) {
+        if (!io.walhook.config.SchemaMigrations.TABLE_NAMES.contains(table)) {
             return false;
         }
         try (java.sql.Connection c = dataSource.getConnection()) {

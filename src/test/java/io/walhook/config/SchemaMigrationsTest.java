@@ -86,6 +86,24 @@ class SchemaMigrationsTest {
         }
     }
 
+    /** The stream asks whether a schema holds state at any of its tables: a table a migration adds is one of them. */
+    @Test
+    void everyTableAMigrationCreatesIsAmongTheStateTableNames() throws Exception {
+        java.util.Set<String> created = new java.util.TreeSet<>(List.of(SchemaMigrations.HISTORY));
+        java.util.regex.Pattern create = java.util.regex.Pattern.compile("CREATE TABLE \\$\\{flyway:defaultSchema}\\.(\\w+)");
+        try (Stream<Path> files = Files.list(Path.of("src/main/resources/db/migration"))) {
+            for (Path file : files.toList()) {
+                java.util.regex.Matcher m = create.matcher(Files.readString(file));
+                while (m.find()) {
+                    created.add(m.group(1));
+                }
+            }
+        }
+        assertThat(created).hasSizeGreaterThan(7);
+        assertThat(SchemaMigrations.TABLE_NAMES).containsExactlyInAnyOrderElementsOf(created)
+                .containsAll(SchemaMigrations.STATE_TABLES);
+    }
+
     @Test
     void aFreshDatabaseIsMigratedAndRecordedAsFlywayRecordsIt() throws Exception {
         PGSimpleDataSource dataSource = database("migrate_fresh");

@@ -41,6 +41,43 @@ class WebhookDeliveryIT {
         return List.of(request.header("webhook-signature").split(" ")).contains(expected);
     }
 
+    /**
+     * Another deployment's state schema on the same database, published too (both FOR ALL TABLES),
+     * made before this walhook's slot: the stream never met its history's rows, and the first of
+     * its tables it met was one of walhook's later ones (a subscription's edit writes what it
+     * matched before first), whose changes were sent to this deployment's subscriptions.
+     */
+    @Test
+    void anotherDeploymentsStateIsNotSentWhicheverOfItsTablesTheStreamMeetsFirst() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("foreign_state");
+        org.postgresql.ds.PGSimpleDataSource other = new org.postgresql.ds.PGSimpleDataSource();
+        other.setURL(pg.jdbcUrl(database));
+        other.setUser(pg.user());
+        other.setPassword(pg.password());
+        io.walhook.config.SchemaMigrations.migrate(other, "walhook_other");
+        try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE marks (id int PRIMARY KEY)");
+            s.execute("INSERT INTO walhook_other.subscription (id, name, body) VALUES"
+                    + " ('6f1c2b6e-0000-4000-8000-0000000000f1', 'tenant', '{}')");
+        }
+        try (WebhookReceiver receiver = WebhookReceiver.start();
+             WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                     "WALHOOK_SLOT", database, "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all")))) {
+            walhook.awaitReady(WAIT);
+            try (Connection c = pg.connect(database); Statement s = c.createStatement()) {
+                s.execute("INSERT INTO walhook_other.subscription_matched_before VALUES"
+                        + " ('6f1c2b6e-0000-4000-8000-0000000000f1', '0/1', '{\"tables\": [\"payroll.*\"]}')");
+                s.execute("INSERT INTO walhook_other.dropped_event VALUES ('tenant', 'dropped-1', '0/1')");
+                s.execute("INSERT INTO marks VALUES (1)");
+            }
+            await().atMost(WAIT).until(() -> receiver.requests("/all").stream()
+                    .anyMatch(r -> r.body().contains("\"table\":\"marks\"")));
+            assertThat(receiver.requests("/all")).extracting(WebhookReceiver.Request::body)
+                    .noneMatch(body -> body.contains("walhook_other"));
+        }
+    }
+
     @Test
     void deliversRoutedSignedEventsAndCloudEventsRetryingFailuresAndStoppingAtGone() throws Exception {
         PostgresServer pg = TestPostgres.shared();
