@@ -848,7 +848,7 @@ final class Lane {
         }
         boolean allRead = exhausted && !writtenSinceRead; // nothing past the cursor
         boolean drained = allRead && rewindTo == Long.MAX_VALUE;
-        if (drained && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held()
+        if (drained && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held() && !dropUnheard
                 && !(writeBeforeDirect && !toWrite.isEmpty())) {
             writeBeforeDirect = false;
             mode = Mode.DIRECT;
@@ -883,7 +883,7 @@ final class Lane {
         // changes of a row refused for good, counted as waiting they kept it from reading past a big row, for good),
         // within its share of the read-back memory
         boolean nothingWaiting = untaken == 0 || queue.ready() == 0 && residentBytes <= readBackShare();
-        long room = allRead || maxRows <= 0 ? 0 : readRoom(nothingWaiting);
+        long room = allRead || maxRows <= 0 ? 0 : readRoom(nothingWaiting, untaken == 0);
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {
             writeTurn = false;
@@ -945,12 +945,12 @@ final class Lane {
      * half of what is free if that is more (lanes holding a little, one failing request each,
      * leave the rest to those draining), never more than is free. A lane with nothing to send in
      * memory ({@code nothingWaiting}: all it holds is under way or to be retried, or held back
-     * behind those within its share) reads its next row even when none is free and whatever its
-     * size, so each makes progress past a row that fails for good; one with rows waiting reads
-     * nothing once its next row did not fit, until it frees some. How many rows it keeps at most
-     * is its caller's.
+     * behind those within its share) reads its next row whatever its size, and one holding only
+     * what is under way or retried ({@code nothingUntaken}) even when none is free, so each makes
+     * progress past a row that fails for good; one with rows waiting reads nothing once its next
+     * row did not fit, until it frees some. How many rows it keeps at most is its caller's.
      */
-    private long readRoom(boolean nothingWaiting) {
+    private long readRoom(boolean nothingWaiting, boolean nothingUntaken) {
         if (held() || nextRowTooBig && !nothingWaiting) {
             return 0;
         }
@@ -958,7 +958,9 @@ final class Lane {
         long free = readBack.limit() - readBack.used();
         long room = Math.min(free, Math.max(readBackShare() - residentBytes, free / 2));
         if (room < 2 * rowOverhead) {
-            return nothingWaiting ? 1 : 0;
+            // none free: only a lane holding nothing but what is under way or retried reads on (held-back jobs read
+            // into no free memory, by every lane, went past the limit)
+            return nothingUntaken ? 1 : 0;
         }
         return room;
     }
@@ -1351,7 +1353,7 @@ final class Lane {
     private void sendDue(Instant now) {
         Outgoing o;
         while ((o = retrying.peek()) != null && !now.isBefore(o.due) && underWay < window() && rateAllows()
-                && !(dropUnheard && mode == Mode.DURABLE)) {
+                && !(dropUnheard && mode == Mode.DURABLE) && !doomed && !closed) {
             // while every attempt fails, one request at a time finds out whether it takes events again, at its pace
             boolean failingAll = schedule.everyAttemptFailing(now);
             if (failingAll && (underWay > 0 || now.isBefore(nextProbe) || newEventsTurn && mayTryNew(now))) {
@@ -1375,7 +1377,8 @@ final class Lane {
             return; // one request at a time, at the probes' pace (nextProbe)
         }
         int batch = batchSize();
-        while (underWay < window() && queue.hasReady() && rateAllows() && !(dropUnheard && mode == Mode.DURABLE)) {
+        while (underWay < window() && queue.hasReady() && rateAllows() && !(dropUnheard && mode == Mode.DURABLE)
+                && !doomed && !closed) {
             if (queue.firstReady().background && window() > 1 && underWay >= window() - 1) {
                 return; // the last request is kept for live changes: they do not wait behind a backfill's rows
             }

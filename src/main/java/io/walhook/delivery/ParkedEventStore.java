@@ -191,7 +191,7 @@ public final class ParkedEventStore {
                             + " AND d.event_id = p.event_id")) {
                         s.setString(1, subscriptionId);
                         s.setArray(2, c.createArrayOf("text", entries.stream().map(Entry::eventId).toArray()));
-                        added -= s.executeUpdate();
+                        added = Math.max(0, added - s.executeUpdate());
                     }
                 }
                 c.commit();

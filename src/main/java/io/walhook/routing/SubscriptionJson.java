@@ -433,11 +433,22 @@ public final class SubscriptionJson {
         if (stored == null || patched == null || !stored.isTextual() || !patched.isTextual()) {
             return false;
         }
+        java.net.URI to;
         try {
-            return !origin(SubscriptionConfigReader.url("url", stored.textValue()))
-                    .equals(origin(SubscriptionConfigReader.url("url", patched.textValue())));
+            to = SubscriptionConfigReader.url("url", patched.textValue());
         } catch (RuntimeException notAUrl) {
             return false; // refused as a URL when the result is read, by the same reading
+        }
+        try {
+            return !origin(SubscriptionConfigReader.url("url", stored.textValue())).equals(origin(to));
+        } catch (RuntimeException storedBeforeARule) {
+            // stored before a rule the reading has now (an https host holding '_'): its origin as written, or, not
+            // even a URI, another one
+            try {
+                return !origin(new java.net.URI(stored.textValue().strip())).equals(origin(to));
+            } catch (java.net.URISyntaxException | RuntimeException notAUri) {
+                return true;
+            }
         }
     }
 

@@ -248,4 +248,20 @@ class SubscriptionJsonTest {
         assertThat(SubscriptionJson.patched(body, samePlace).at("/destination/headers/Authorization").asText())
                 .as("another path of the same origin keeps them").isEqualTo("Bearer tenant-token");
     }
+
+    /**
+     * A stored URL the reading refuses now (an https host holding '_', stored before that rule): the
+     * check read it as no URL, and let a patch to another host take the old one's credentials.
+     */
+    @Test
+    void aPatchToAnotherHostNeedsTheCredentialsGivenAgainThoughTheStoredUrlIsNoLongerAccepted() throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
+        body.put("name", "a");
+        body.putObject("destination").put("url", "https://hooks_v2.internal/a")
+                .putObject("headers").put("Authorization", "Bearer tenant-token");
+        com.fasterxml.jackson.databind.node.ObjectNode patch = JSON.createObjectNode();
+        patch.putObject("destination").put("url", "https://evil.example/x");
+        assertThatThrownBy(() -> SubscriptionJson.patched(body, patch)).isInstanceOfSatisfying(SubscriptionException.class,
+                e -> assertThat(e.field()).isEqualTo("/destination/headers"));
+    }
 }
