@@ -1022,17 +1022,34 @@ public final class BackfillRunner implements Runnable {
      */
     static java.util.Set<Long> waitingForStandby(Connection c, long first) throws SQLException {
         java.util.Set<Long> waiting = new java.util.HashSet<>();
+        // this database's only (a snapshot lists every database's transactions; another's changes none of its
+        // tables), each xid with the epoch of the snapshot's xmax, which no running transaction is 2^31 from
         try (Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT backend_xid::text FROM pg_catalog.pg_stat_activity WHERE wait_event ="
-                     + " 'SyncRep' AND backend_xid IS NOT NULL")) {
+             ResultSet rs = s.executeQuery("SELECT a.backend_xid::text, pg_catalog.pg_snapshot_xmax("
+                     + "pg_catalog.pg_current_snapshot())::text FROM pg_catalog.pg_stat_activity a WHERE a.wait_event ="
+                     + " 'SyncRep' AND a.backend_xid IS NOT NULL AND a.datid = (SELECT oid FROM pg_catalog.pg_database"
+                     + " WHERE datname = pg_catalog.current_database())")) {
             while (rs.next()) {
-                long xid = Long.parseLong(rs.getString(1));
-                if ((int) (xid - first) < 0) { // modulo 2^32, as PostgreSQL compares xids
-                    waiting.add(xid);
+                long xid = widened(Long.parseLong(rs.getString(1)), Long.parseLong(rs.getString(2)));
+                if (xid < first) {
+                    waiting.add(xid & 0xFFFF_FFFFL);
                 }
             }
         }
         return waiting;
+    }
+
+    /**
+     * Whether waits for synchronous standbys of every session can be seen: none are configured, or the
+     * role sees every session's wait (superuser, pg_read_all_stats).
+     */
+    private static final String SEES_STANDBY_WAITS = "pg_catalog.current_setting('synchronous_standby_names') = ''"
+            + " OR (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)"
+            + " OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')";
+
+    /** A 32-bit xid as the 64-bit one within 2^31 of {@code near} (a 64-bit xid). */
+    static long widened(long xid32, long near) {
+        return near + (int) (xid32 - near); // the difference modulo 2^32, signed
     }
 
     /** What a {@code pg_snapshot}'s text ({@code xmin:xmax:xip,...}) does not see, in 32-bit xids. */
@@ -1157,10 +1174,19 @@ public final class BackfillRunner implements Runnable {
             try {
                 io.walhook.change.ValueConverters.pinTimeZone(opened); // keys, and their rows' ids, in UTC
                 if (firstXid < 0) {
+                    // its commit, of no write, need not wait for a synchronous standby (one that is down would hold it)
                     try (Statement s = opened.createStatement();
-                         ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_xact_id()::text")) {
+                         ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_current_xact_id()::text,"
+                                 + " pg_catalog.set_config('synchronous_commit', 'local', true), "
+                                 + SEES_STANDBY_WAITS)) {
                         rs.next();
                         firstXid = Long.parseLong(rs.getString(1));
+                        if (!rs.getBoolean(3)) {
+                            LOG.warnf("synchronous standbys are configured, and the role %s cannot see which other roles'"
+                                    + " sessions wait for one (pg_stat_activity): a backfill chunk may, just after a restart"
+                                    + " or take-over, send a row older than a change delivered before it; grant it"
+                                    + " pg_read_all_stats", settings.user());
+                        }
                     }
                 }
             } catch (SQLException e) {

@@ -96,6 +96,14 @@ class BackfillRunnerTest {
     }
 
     @Test
+    void a32BitXidIsWidenedToThe64BitOneNearTheSnapshotsXmax() {
+        assertThat(BackfillRunner.widened(5, 4294967396L)).as("epoch 1").isEqualTo(4294967301L);
+        assertThat(BackfillRunner.widened(4294967290L, 4294967300L)).as("just before the epoch's start").isEqualTo(4294967290L);
+        assertThat(BackfillRunner.widened(10, 8589934590L)).as("just after the next one's").isEqualTo(8589934602L);
+        assertThat(BackfillRunner.widened(100, 100)).isEqualTo(100);
+    }
+
+    @Test
     void ofTheTransactionsWaitingForAStandbyOnlyThoseTheSnapshotDoesNotSeeCount() {
         Chunk.Unseen unseen = BackfillRunner.unseen("100:105:100,103").committedBefore(Set.of(99L, 100L, 104L, 106L));
         assertThat(unseen.committedBefore()).containsExactlyInAnyOrder(100L, 106L);

@@ -256,6 +256,8 @@ class BackfillIT {
                     pg.execute(database, "INSERT INTO items VALUES (9999, 0)");
                     await().atMost(WAIT).until(() -> replay.saw("\"id\":9999"));
                     assertThat(differences(replay.table(), select(pg, database, "items", "'id', id"))).isEmpty();
+                    assertThat(replay.events.stream().filter(e -> e.get("op").asText().equals("update")).count())
+                            .as("the change delivered once: after a restart, the stream resumed past it").isOne();
                 }
             }
         } finally {
