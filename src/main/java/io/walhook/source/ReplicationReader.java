@@ -519,12 +519,14 @@ public final class ReplicationReader {
                 try {
                     checkpoints.save(settings.slot(), target);
                 } catch (SQLException e) {
-                    if (!heldBack(e)) {
+                    if (goingAway(e)) {
                         throw e; // the database away or shutting down: the stream breaks and reconnects (a server
                                  // stopping waits for its walsender's client to confirm what it sent, or to go)
                     }
-                    // a row held by another session: the stream goes on (broken, it read the same changes again and
-                    // again; waited for, the row held the stream); the slot keeps what is not acknowledged
+                    // a row held by another session, the state database refusing the write (read-only, out of
+                    // connections, a permission taken away): the stream goes on (broken, it read the same changes
+                    // again and again, and one taking longer to read than a try never came through; waited for, a
+                    // held row held the stream); the slot keeps what is not acknowledged
                     saveFailures++;
                     saveAgainAtNanos = now + Math.min(SAVE_AGAIN_FIRST.toNanos() << Math.min(saveFailures - 1, 5),
                             SAVE_AGAIN_MAX.toNanos());
@@ -551,9 +553,14 @@ public final class ReplicationReader {
         }
     }
 
-    /** A save that failed on a lock (55P03), a cancel (57014) or a conflict (40001, 40P01): the database is there. */
-    private static boolean heldBack(SQLException e) {
-        return java.util.Set.of("55P03", "57014", "40001", "40P01").contains(String.valueOf(e.getSQLState()));
+    /**
+     * A save that failed as the database goes away: a connection's failure (08...), a shutdown
+     * (57P01, 57P02) or a server starting or stopping (57P03). Any other failure (a lock, a
+     * refusal, the pool's wait for a connection) leaves the stream as it is.
+     */
+    private static boolean goingAway(SQLException e) {
+        String state = String.valueOf(e.getSQLState());
+        return state.startsWith("08") || java.util.Set.of("57P01", "57P02", "57P03").contains(state);
     }
 
     private void abandonOpenTransaction() {

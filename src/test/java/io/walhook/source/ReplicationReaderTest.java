@@ -799,6 +799,45 @@ class ReplicationReaderTest {
         }
     }
 
+    /**
+     * The state database refusing the checkpoint's write while the source streams (read-only after
+     * its failover, out of connections, a permission taken away): the stream broke at each try and
+     * read the same changes again from the slot's old position, and a transaction that took longer
+     * to read than the next try never came through. The stream goes on; nothing is acknowledged
+     * until a save succeeds.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"25006", "53300", "42501"})
+    void aCheckpointTheStateDatabaseRefusesDoesNotBreakTheStream(String state) throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_refused_checkpoint")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            ReplicationReader reader = source.startReader();
+            source.sql("INSERT INTO t VALUES (0)");
+            await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).isPresent());
+            Lsn before = source.checkpoints.load(source.slot).orElseThrow();
+            source.sql("CREATE FUNCTION walhook.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                    + " RAISE EXCEPTION 'refused' USING ERRCODE = '" + state + "'; END $$");
+            source.sql("CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON walhook.checkpoint FOR EACH ROW"
+                    + " EXECUTE FUNCTION walhook.refuse()");
+            for (int i = 1; i <= 30; i++) {
+                source.sql("INSERT INTO t VALUES (" + i + ")");
+            }
+            source.sql("INSERT INTO t SELECT g FROM generate_series(100, 20099) g"); // longer to read than a try
+            await().atMost(Duration.ofSeconds(30)).until(() -> source.received.size() >= 20_031);
+            await().atMost(WAIT).untilAsserted(() -> assertThat(reader.status().lastError())
+                    .startsWith("cannot save the checkpoint, so nothing is acknowledged: "));
+            assertThat(source.checkpoints.load(source.slot)).contains(before);
+            Lsn firstRefused = Lsn.parse(source.received.get(1).at("/tx/commit_lsn").asText());
+            assertThat(source.confirmedFlush()).isLessThan(firstRefused);
+            source.sql("DROP TRIGGER refuse ON walhook.checkpoint");
+            Lsn last = Lsn.parse(source.received.get(source.received.size() - 1).at("/tx/commit_lsn").asText());
+            await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElseThrow().compareTo(last) > 0);
+            await().atMost(WAIT).until(() -> source.confirmedFlush().compareTo(last) > 0);
+            assertThat(source.received).as("read once: the stream did not break and start again").hasSize(20_031);
+        }
+    }
+
     @Test
     void idleSourceIsNotWrittenToByCheckpoints() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_quiet")) {
