@@ -4,7 +4,9 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -154,10 +156,51 @@ public final class ReplicationReader {
         this.thread.setDaemon(true);
     }
 
-    /** Reads the persisted checkpoint and builds a reader that resumes from it. */
+    /**
+     * Reads the persisted checkpoint and builds a reader that resumes from it; from the slot's own
+     * position when the checkpoint is past the end of the server's WAL (saved on another server: an
+     * asynchronous standby promoted since, its slot synchronized), where resuming would skip every
+     * new transaction committing below it.
+     */
     public static ReplicationReader resuming(Settings settings, CheckpointStore checkpoints) throws SQLException {
-        Optional<Lsn> checkpoint = checkpoints.load(settings.slot());
-        return new ReplicationReader(settings, checkpoints, checkpoint.orElse(Lsn.INVALID));
+        Lsn checkpoint = checkpoints.load(settings.slot()).orElse(Lsn.INVALID);
+        if (checkpoint.isValid()) {
+            Properties p = new Properties();
+            p.setProperty("user", settings.user());
+            if (settings.password() != null) {
+                p.setProperty("password", settings.password());
+            }
+            p.setProperty("ApplicationName", "walhook");
+            try (Connection c = DriverManager.getConnection(settings.jdbcUrl(), p)) {
+                Lsn end = walEnd(c);
+                if (end.isValid() && end.compareTo(checkpoint) < 0) {
+                    LOG.errorf("the checkpoint of slot %s (%s) is past the end of the server's WAL (%s): it was saved on"
+                            + " another server, or this one lost WAL (an asynchronous standby promoted). Resuming from the"
+                            + " slot's own position: changes may be delivered again (their ids may repeat ids of the old"
+                            + " server's changes), and those the old server had that this one lacks cannot be read again",
+                            settings.slot(), checkpoint, end);
+                    checkpoint = Lsn.INVALID;
+                }
+            }
+        }
+        return new ReplicationReader(settings, checkpoints, checkpoint);
+    }
+
+    /** The end of the server's WAL that a walsender sends from: flushed on a primary, replayed on a standby. */
+    private static Lsn walEnd(Connection c) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT (CASE WHEN pg_catalog.pg_is_in_recovery()"
+                + " THEN pg_catalog.pg_last_wal_replay_lsn() ELSE pg_catalog.pg_current_wal_flush_lsn() END)::text")) {
+            rs.next();
+            String end = rs.getString(1);
+            return end == null ? Lsn.INVALID : Lsn.parse(end);
+        }
+    }
+
+    /** The server's WAL is of another history than the positions this reader holds: it stops. */
+    static final class OtherHistory extends IllegalStateException {
+        OtherHistory(String message) {
+            super(message);
+        }
     }
 
     /** The position the stream resumes from (its checkpoint; invalid when none: then the slot's own). */
@@ -240,6 +283,8 @@ public final class ReplicationReader {
                 if (running) {
                     lastError = "interrupted";
                 }
+            } catch (OtherHistory e) {
+                throw e; // walhook stops: its positions in memory are of another history
             } catch (Exception e) {
                 if (!running) {
                     break;
@@ -292,6 +337,19 @@ public final class ReplicationReader {
             // idle wait that finds a silent server out, and never logging a word
             connection.setNetworkTimeout(Runnable::run,
                     (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(replyPatienceNanos)));
+            Lsn end = walEnd(connection);
+            Lsn reached = handedOnEnd.compareTo(acknowledged) > 0 ? handedOnEnd : acknowledged;
+            if (end.isValid() && reached.isValid() && end.compareTo(reached) < 0) {
+                // the server never had what this reader read or acknowledged: another server behind the same
+                // address, or this one after losing WAL (an asynchronous standby promoted). Resumed here, it skipped
+                // every new transaction committing below these positions: lost
+                state = SourceStatus.State.STOPPED;
+                lastError = "the server's WAL ends at " + end + ", before " + reached + ", which this reader read or"
+                        + " acknowledged: it is past the end of the server's WAL, whose history is another";
+                throw new OtherHistory("slot " + settings.slot() + ": " + lastError + "; walhook stops, and started"
+                        + " again it resumes from the slot's own position (changes of the history lost with the old"
+                        + " server cannot be read again)");
+            }
             assembler.skipCommittedBefore(handedOnEnd);
             Lsn start = acknowledged;
             ChainedLogicalStreamBuilder builder = connection.unwrap(PGConnection.class).getReplicationAPI()

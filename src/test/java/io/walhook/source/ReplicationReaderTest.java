@@ -838,6 +838,62 @@ class ReplicationReaderTest {
         }
     }
 
+    /**
+     * A failover, behind the same address, to a server whose WAL ends before what the reader had
+     * read (an asynchronous standby promoted, its slot synchronized): the reader resumed at its own
+     * positions, and the server skipped every new transaction committing below them, lost. Its
+     * positions belong to another history: it stops (walhook exits, and starts again). Started
+     * again, with a checkpoint past that server's WAL, it resumes from the slot's own position.
+     */
+    @Test
+    void aServerWhoseWalEndsBeforeWhatWasReadIsNotReadFromTheOldServersPositions() throws Exception {
+        io.walhook.testing.EmbeddedPostgres behind = io.walhook.testing.EmbeddedPostgres.builder()
+                .major(TestPostgres.defaultMajor()).start();
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_history")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            behind.execute(behind.defaultDatabase(), "CREATE DATABASE " + source.database);
+            behind.execute(source.database, "CREATE TABLE t (id int PRIMARY KEY)", "CREATE PUBLICATION walhook FOR ALL TABLES",
+                    "SELECT pg_create_logical_replication_slot('" + source.slot + "', 'pgoutput')");
+            Lsn behindEnd = Lsn.parse(single(behind, source.database, "SELECT pg_current_wal_flush_lsn()::text"));
+            // before the slot: WAL of no event
+            while (Lsn.parse(source.queryOne("SELECT pg_current_wal_flush_lsn()::text")).value() < behindEnd.value() + (64L << 20)) {
+                source.sql("CREATE TABLE IF NOT EXISTS wal_filler (n int)", "INSERT INTO wal_filler SELECT generate_series(1, 500000)",
+                        "TRUNCATE wal_filler");
+            }
+            source.prepare("*");
+            try (io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to("127.0.0.1", source.server.port())) {
+                source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
+                ReplicationReader reader = source.startReader();
+                java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+                reader.onFailure((thread, e) -> failed.set(e)); // walhook exits
+                source.sql("INSERT INTO t VALUES (1)");
+                await().atMost(WAIT).until(() -> source.received.size() == 1);
+                Lsn read = Lsn.parse(source.received.get(0).at("/tx/commit_lsn").asText());
+                await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(read) > 0);
+
+                proxy.retarget(behind.port());
+                proxy.dropAll();
+                await().atMost(WAIT).until(() -> failed.get() != null);
+                assertThat(failed.get()).hasMessageContaining("past the end of the server's WAL");
+                assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STOPPED);
+                behind.execute(source.database, "INSERT INTO t VALUES (2)");
+
+                source.startReader(); // walhook started again: its checkpoint is the old server's
+                await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 2));
+            }
+        } finally {
+            behind.stop();
+        }
+    }
+
+    private static String single(io.walhook.testing.PostgresServer server, String database, String query) throws Exception {
+        try (java.sql.Connection c = server.connect(database); java.sql.Statement s = c.createStatement();
+                java.sql.ResultSet rs = s.executeQuery(query)) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
     @Test
     void idleSourceIsNotWrittenToByCheckpoints() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_quiet")) {

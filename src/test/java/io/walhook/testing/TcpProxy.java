@@ -21,7 +21,7 @@ public final class TcpProxy implements AutoCloseable {
 
     private final ServerSocket listener;
     private final String host;
-    private final int targetPort;
+    private volatile int targetPort;
     private final List<Socket> open = new CopyOnWriteArrayList<>();
     /** The server side of each connection, by its number. */
     private final java.util.Map<Integer, Socket> servers = new java.util.concurrent.ConcurrentHashMap<>();
@@ -53,6 +53,11 @@ public final class TcpProxy implements AutoCloseable {
 
     public int port() {
         return listener.getLocalPort();
+    }
+
+    /** Connections accepted from now on go to {@code port} (of the same host): a failover behind one address. */
+    public void retarget(int port) {
+        targetPort = port;
     }
 
     /** Connections accepted so far. */
