@@ -251,26 +251,6 @@ final class KeyedQueue {
         }
     }
 
-    /** Whether a job of this ordering, added now, would be held back by an earlier unfinished job. */
-    boolean wouldWait(Ordering ordering) {
-        if (lastBarrier != null) {
-            return true;
-        }
-        return switch (ordering.scope()) {
-            case ROW -> lastOfKey.get(ordering.key()) != null || lastOfKey.get(ordering.otherKey()) != null
-                    || lastOfTable.size() > 0 && lastOfTable.get(ordering.table()) != null;
-            case TABLE, REKEYED -> {
-                for (Job earlier = first; earlier != null; earlier = earlier.next) {
-                    if (earlier.ordering.table() == ordering.table() || earlier.ordering.scope() == Ordering.Scope.ALL) {
-                        yield true;
-                    }
-                }
-                yield false;
-            }
-            case ALL -> size > 0;
-        };
-    }
-
     /** Unfinished jobs: taken (under way or retrying), ready, or held back. */
     int size() {
         return size;

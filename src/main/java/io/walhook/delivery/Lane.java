@@ -61,13 +61,6 @@ final class Lane {
     /** Durable jobs kept in memory at most: the next page is read once fewer are. */
     static final int RESIDENT_LIMIT = 4 * PAGE;
     /**
-     * Jobs read back from the durable queue held back behind an earlier unfinished change of their
-     * row (or table) a lane keeps; past them, such rows are left in the queue and read again later
-     * ({@link #rewindTo}). Thousands of later changes of a row refused for good, all kept, filled
-     * {@link #RESIDENT_LIMIT}, and the lane read nothing more of its queue, for good.
-     */
-    static final int HELD_BACK_LIMIT = PAGE;
-    /**
      * What a row read back from the durable queue holds in memory besides its body, counted
      * generously (a job, its ids, headers and place in the queue: {@link Job#memoryBytes()} counts
      * 640 and the headers' text): a page's rows take at most half the room it is read into, its
@@ -306,19 +299,6 @@ final class Lane {
      * sent a second time when the lane went direct.
      */
     private boolean writeBeforeDirect;
-    /**
-     * Rows of the durable queue after this id were read and left there ({@link #HELD_BACK_LIMIT}):
-     * the cursor moves back to it once the lane holds few enough back, or gives back what it read
-     * ({@link #giveBack}); {@link Long#MAX_VALUE} while none is left. Every later row that must stay
-     * in order with one left there is left there too: the keys, tables and barrier of those left.
-     */
-    private long rewindTo = Long.MAX_VALUE;
-    private final Set<Long> leftKeys = new HashSet<>();
-    /** Tables with a row change left in the queue (a table-wide job of theirs must wait for it). */
-    private final Set<Long> leftRowTables = new HashSet<>();
-    /** Tables with a table-wide job left in the queue (every later job of theirs waits for it). */
-    private final Set<Long> leftTables = new HashSet<>();
-    private boolean leftBarrier;
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
@@ -843,12 +823,8 @@ final class Lane {
             writeNext();
             return;
         }
-        if (rewindTo != Long.MAX_VALUE && queue.heldBack() < HELD_BACK_LIMIT / 2) {
-            rewind(); // what held the rows left in the queue back has moved on, or is gone
-        }
-        boolean allRead = exhausted && !writtenSinceRead; // nothing past the cursor
-        boolean drained = allRead && rewindTo == Long.MAX_VALUE;
-        if (drained && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held() && !dropUnheard
+        boolean allRead = exhausted && !writtenSinceRead;
+        if (allRead && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held() && !dropUnheard
                 && !(writeBeforeDirect && !toWrite.isEmpty())) {
             writeBeforeDirect = false;
             mode = Mode.DIRECT;
@@ -870,7 +846,7 @@ final class Lane {
         }
         // two kinds of round trip, taking turns: writing what arrived, and syncing (deleting what was
         // delivered, counting failed attempts, reading the next page), so neither starves the other
-        boolean wantsWrite = !toWrite.isEmpty() && (!drained || !mayWaitToGoDirect());
+        boolean wantsWrite = !toWrite.isEmpty() && (!allRead || !mayWaitToGoDirect());
         // held, it sends nothing; while every attempt fails, only its next new probe (a batch) besides its retries
         boolean failingAll = schedule.everyAttemptFailing(now);
         // ready: jobs it could send next (not those waiting behind an earlier change of their row)
@@ -935,7 +911,6 @@ final class Lane {
         }
         durableInMemory -= evicted;
         exhausted = false;
-        rewind(); // read again from the first row it left in the queue too, if that came before
         readBackReleased(bytes);
     }
     /**
@@ -1112,10 +1087,6 @@ final class Lane {
                     continue;
                 }
                 shapeRead(stored, row.id(), rekeyed); // of the rows kept only: a dropped one orders nothing
-                if (leavesInQueue(job.ordering)) {
-                    leaveInQueue(job.ordering, row.id());
-                    continue;
-                }
                 job.arrival = ++arrivals;
                 resident.add(job.eventId);
                 durableInMemory++;
@@ -1144,49 +1115,6 @@ final class Lane {
         if (!page.isEmpty() && queuedSince == null) {
             queuedSince = context.clock().instant(); // rows from before a restart
         }
-    }
-
-    /**
-     * Whether a row read back is left in the durable queue, not kept: it must stay in order with
-     * one left there, or it would be held back while the lane holds {@link #HELD_BACK_LIMIT} back.
-     */
-    private boolean leavesInQueue(Ordering ordering) {
-        if (rewindTo != Long.MAX_VALUE && (leftBarrier || switch (ordering.scope()) {
-            case ROW -> leftKeys.contains(ordering.key()) || leftKeys.contains(ordering.otherKey())
-                    || leftTables.contains(ordering.table());
-            case TABLE, REKEYED -> leftRowTables.contains(ordering.table()) || leftTables.contains(ordering.table());
-            case ALL -> true;
-        })) {
-            return true;
-        }
-        return queue.heldBack() >= HELD_BACK_LIMIT && queue.wouldWait(ordering);
-    }
-
-    private void leaveInQueue(Ordering ordering, long rowId) {
-        rewindTo = Math.min(rewindTo, rowId - 1);
-        switch (ordering.scope()) {
-            case ROW -> {
-                leftKeys.add(ordering.key());
-                leftKeys.add(ordering.otherKey());
-                leftRowTables.add(ordering.table());
-            }
-            case TABLE, REKEYED -> leftTables.add(ordering.table());
-            case ALL -> leftBarrier = true;
-        }
-    }
-
-    /** The rows left in the durable queue are read again, from the first of them. */
-    private void rewind() {
-        if (rewindTo == Long.MAX_VALUE) {
-            return;
-        }
-        cursor = Math.min(cursor, rewindTo);
-        exhausted = false;
-        rewindTo = Long.MAX_VALUE;
-        leftKeys.clear();
-        leftRowTables.clear();
-        leftTables.clear();
-        leftBarrier = false;
     }
 
     /**

@@ -500,36 +500,6 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
     }
 
-    /**
-     * The same with thousands of later changes of the refused row: read back into memory behind
-     * it, they filled the rows a lane keeps, and it read nothing more of its queue, for good.
-     */
-    @Test
-    void aRowRefusedForGoodWithThousandsOfLaterChangesOfItsOwnDoesNotHoldBackOtherRowsOfTheDurableQueue()
-            throws Exception {
-        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300)); // its retry window ends soon: durable
-        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
-        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        Subscription one = webhook("config:one", "one", receiver(request -> {
-            if (refusing.get() && mentionsRow(request, 1)) {
-                return 422;
-            }
-            accepted.add(request);
-            return 204;
-        }), 10);
-        int changes = Lane.RESIDENT_LIMIT + 500;
-        send(dispatcher, one, 1, changes); // row 1's first change is refused; the others wait behind it
-        await().atMost(WAIT).until(() -> acknowledged.get() == changes); // in its durable queue
-        sendRows(dispatcher, one, 2, 5, "later");
-        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
-        assertThat(acceptedByRow(accepted)).doesNotContainKey(1);
-        // taken at last: every change of row 1, those left in the queue read again after those kept, in order
-        refusing.set(false);
-        await().atMost(WAIT).until(() -> acceptedByRow(accepted).getOrDefault(1, List.of()).size() >= changes);
-        assertThat(acceptedByRow(accepted).get(1)).isEqualTo(java.util.stream.IntStream.range(0, changes).boxed().toList());
-        await().atMost(WAIT).until(() -> store.count(one.id()) == 0);
-    }
-
     @Test
     void aBigRowBehindARowRefusedForGoodIsTriedThoughItFillsTheReadBackMemory() throws Exception {
         long limit = 400 << 10; // read-back memory: 100 KB
