@@ -171,19 +171,32 @@ public final class ReplicationReader {
                 p.setProperty("password", settings.password());
             }
             p.setProperty("ApplicationName", "walhook");
+            // a server taking the connection but never answering (a failover under way) does not hold the activation
+            p.setProperty("tcpKeepAlive", "true");
+            p.setProperty(io.walhook.config.SessionTimeout.SOCKET_TIMEOUT, io.walhook.config.SessionTimeout.SECONDS);
+            p.setProperty("loginTimeout", io.walhook.config.SessionTimeout.SECONDS);
             try (Connection c = DriverManager.getConnection(settings.jdbcUrl(), p)) {
                 Lsn end = walEnd(c);
-                if (end.isValid() && end.compareTo(checkpoint) < 0) {
+                if (end.isValid() && end.compareTo(checkpoint) < 0 && !inRecovery(c)) {
                     LOG.errorf("the checkpoint of slot %s (%s) is past the end of the server's WAL (%s): it was saved on"
                             + " another server, or this one lost WAL (an asynchronous standby promoted). Resuming from the"
                             + " slot's own position: changes may be delivered again (their ids may repeat ids of the old"
                             + " server's changes), and those the old server had that this one lacks cannot be read again",
                             settings.slot(), checkpoint, end);
                     checkpoint = Lsn.INVALID;
+                    // for good: a save never moves the checkpoint back, and kept, the next start would resume from it
+                    checkpoints.delete(settings.slot());
                 }
             }
         }
         return new ReplicationReader(settings, checkpoints, checkpoint);
+    }
+
+    private static boolean inRecovery(Connection c) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_is_in_recovery()")) {
+            rs.next();
+            return rs.getBoolean(1);
+        }
     }
 
     /** The end of the server's WAL that a walsender sends from: flushed on a primary, replayed on a standby. */
@@ -340,6 +353,12 @@ public final class ReplicationReader {
             Lsn end = walEnd(connection);
             Lsn reached = handedOnEnd.compareTo(acknowledged) > 0 ? handedOnEnd : acknowledged;
             if (end.isValid() && reached.isValid() && end.compareTo(reached) < 0) {
+                if (inRecovery(connection)) {
+                    // a standby (PostgreSQL 16's decoding on a standby) after a crash replays again from its last
+                    // restartpoint, and takes connections before it is back where it was: tried again later
+                    throw new SQLException("the standby's replayed WAL ends at " + end + ", before " + reached
+                            + ", which this reader read: it is still recovering");
+                }
                 // the server never had what this reader read or acknowledged: another server behind the same
                 // address, or this one after losing WAL (an asynchronous standby promoted). Resumed here, it skipped
                 // every new transaction committing below these positions: lost
@@ -613,11 +632,16 @@ public final class ReplicationReader {
 
     /**
      * A save that failed as the database goes away: a connection's failure (08...), a shutdown
-     * (57P01, 57P02) or a server starting or stopping (57P03). Any other failure (a lock, a
-     * refusal, the pool's wait for a connection) leaves the stream as it is.
+     * (57P01, 57P02), a server starting or stopping (57P03), or no connection had (the pool's wait,
+     * which says no state): the stream breaks (a source shutting down waits for its walsender's
+     * client to confirm what it sent, or to go). Any other failure (a lock, a refusal by a state
+     * database that answers) leaves the stream as it is.
      */
     private static boolean goingAway(SQLException e) {
-        String state = String.valueOf(e.getSQLState());
+        if (e.getSQLState() == null || e instanceof java.sql.SQLTransientConnectionException) {
+            return true; // the pool's wait for a connection (a state database that does not answer), or none known
+        }
+        String state = e.getSQLState();
         return state.startsWith("08") || java.util.Set.of("57P01", "57P02", "57P03").contains(state);
     }
 

@@ -880,6 +880,8 @@ class ReplicationReaderTest {
 
                 source.startReader(); // walhook started again: its checkpoint is the old server's
                 await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 2));
+                // set aside for good: kept, the next start would resume from it again (a save never moves it back)
+                await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(read).compareTo(read) < 0);
             }
         } finally {
             behind.stop();
