@@ -72,6 +72,19 @@ public final class CheckpointStore {
     /** How long a save waits for a lock on its row. */
     public static final java.time.Duration LOCK_TIMEOUT = java.time.Duration.ofSeconds(1);
 
+    /**
+     * Stores {@code lsn} even below the stored position: one of another history (saved on a server
+     * the source failed over from) is replaced by the new server's.
+     */
+    public void reset(String slot, Lsn lsn) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(
+                saveSql.substring(0, saveSql.indexOf(" WHERE c.end_lsn"))) ) {
+            s.setString(1, slot);
+            s.setString(2, lsn.toString());
+            s.executeUpdate();
+        }
+    }
+
     /** Forgets a slot's position (the operator starts it afresh). */
     public void delete(String slot) throws SQLException {
         try (Connection c = dataSource.getConnection();

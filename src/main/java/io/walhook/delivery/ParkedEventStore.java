@@ -482,6 +482,16 @@ public final class ParkedEventStore {
         }
     }
 
+    /**
+     * Deletes every kept drop: the slot's history changed (a failover to a server behind the old
+     * one), and the changes it sends now may have the ids of the old history's dropped ones.
+     */
+    public void forgetDrops() throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            s.execute("DELETE FROM " + dropped);
+        }
+    }
+
     /** Events {@link #dropped()} keeps: their {@link #droppedKey}s, and the last commit position among them (-1: none). */
     public record DroppedEvents(Set<String> keys, long lastCommit) {
     }

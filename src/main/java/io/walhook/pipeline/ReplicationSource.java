@@ -318,8 +318,19 @@ public class ReplicationSource {
             // two lanes of one queue would each deliver it (a retry of one after the other's newer change, too)
             before.close();
         }
-        // nothing the stream sends again committed before its checkpoint: queued changes older than it precede every resend
-        queues.resumesFrom(resumed.resumesFrom().isValid() ? resumed.resumesFrom().value() : 0);
+        // nothing the stream sends again committed before its checkpoint: queued changes older than it precede every resend.
+        // After a failover to a server behind the old one, the queue's changes are of another history: none is taken
+        // for a newer change of its row than what the stream sends now (unsigned, no position is past -1), and the
+        // dropped ones' ids may be the new history's
+        boolean otherHistory = resumed.otherHistory();
+        if (otherHistory) {
+            patiently(() -> {
+                queues.forgetDrops();
+                return null;
+            });
+            dropped = new ParkedEventStore.DroppedEvents(java.util.Set.of(), -1);
+        }
+        queues.resumesFrom(otherHistory ? -1L : resumed.resumesFrom().isValid() ? resumed.resumesFrom().value() : 0);
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
                 queues,

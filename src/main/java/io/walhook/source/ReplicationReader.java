@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -109,6 +110,8 @@ public final class ReplicationReader {
     private volatile Lsn acknowledged;
     /** The checkpoint it was made to resume from: the stream sends nothing that committed before it. */
     private final Lsn resumesFrom;
+    /** Set by {@link #resuming}: see {@link #otherHistory()}. */
+    private boolean otherHistory;
     private Lsn handedOnEnd;
     private AckTracker.Ticket current;
     /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
@@ -164,6 +167,7 @@ public final class ReplicationReader {
      */
     public static ReplicationReader resuming(Settings settings, CheckpointStore checkpoints) throws SQLException {
         Lsn checkpoint = checkpoints.load(settings.slot()).orElse(Lsn.INVALID);
+        boolean otherHistory = false;
         if (checkpoint.isValid()) {
             Properties p = new Properties();
             p.setProperty("user", settings.user());
@@ -174,38 +178,58 @@ public final class ReplicationReader {
             // a server taking the connection but never answering (a failover under way) does not hold the activation
             p.setProperty("tcpKeepAlive", "true");
             p.setProperty(io.walhook.config.SessionTimeout.SOCKET_TIMEOUT, io.walhook.config.SessionTimeout.SECONDS);
-            p.setProperty("loginTimeout", io.walhook.config.SessionTimeout.SECONDS);
+            PGProperty.LOGIN_TIMEOUT.set(p, io.walhook.config.SessionTimeout.SECONDS);
             try (Connection c = DriverManager.getConnection(settings.jdbcUrl(), p)) {
-                Lsn end = walEnd(c);
-                if (end.isValid() && end.compareTo(checkpoint) < 0 && !inRecovery(c)) {
+                WalEnd end = walEnd(c, settings.slot());
+                if (end.end().isValid() && end.end().compareTo(checkpoint) < 0 && !end.inRecovery()) {
                     LOG.errorf("the checkpoint of slot %s (%s) is past the end of the server's WAL (%s): it was saved on"
                             + " another server, or this one lost WAL (an asynchronous standby promoted). Resuming from the"
-                            + " slot's own position: changes may be delivered again (their ids may repeat ids of the old"
-                            + " server's changes), and those the old server had that this one lacks cannot be read again",
-                            settings.slot(), checkpoint, end);
-                    checkpoint = Lsn.INVALID;
+                            + " slot's own position (%s): changes may be delivered again (their ids may repeat ids of the"
+                            + " old server's changes), and those the old server had that this one lacks cannot be read again",
+                            settings.slot(), checkpoint, end.end(), end.slotConfirmed());
+                    checkpoint = end.slotConfirmed();
+                    otherHistory = true;
                     // for good: a save never moves the checkpoint back, and kept, the next start would resume from it
-                    checkpoints.delete(settings.slot());
+                    if (checkpoint.isValid()) {
+                        checkpoints.reset(settings.slot(), checkpoint);
+                    } else {
+                        checkpoints.delete(settings.slot());
+                    }
                 }
             }
         }
-        return new ReplicationReader(settings, checkpoints, checkpoint);
+        ReplicationReader reader = new ReplicationReader(settings, checkpoints, checkpoint);
+        reader.otherHistory = otherHistory;
+        return reader;
     }
 
-    private static boolean inRecovery(Connection c) throws SQLException {
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_catalog.pg_is_in_recovery()")) {
-            rs.next();
-            return rs.getBoolean(1);
-        }
+    /**
+     * Whether this reader resumes from the slot's own position because its checkpoint was of another
+     * history: what was queued from that history is no guide to the changes the stream sends now.
+     */
+    public boolean otherHistory() {
+        return otherHistory;
     }
 
-    /** The end of the server's WAL that a walsender sends from: flushed on a primary, replayed on a standby. */
-    private static Lsn walEnd(Connection c) throws SQLException {
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT (CASE WHEN pg_catalog.pg_is_in_recovery()"
-                + " THEN pg_catalog.pg_last_wal_replay_lsn() ELSE pg_catalog.pg_current_wal_flush_lsn() END)::text")) {
-            rs.next();
-            String end = rs.getString(1);
-            return end == null ? Lsn.INVALID : Lsn.parse(end);
+    /** The end of a server's WAL, whether it is in recovery, and the slot's confirmed position (invalid when unknown). */
+    private record WalEnd(Lsn end, boolean inRecovery, Lsn slotConfirmed) {
+    }
+
+    /**
+     * The end of the server's WAL that a walsender sends from (flushed on a primary, replayed on a
+     * standby), read in one statement with whether it is in recovery: a promotion between two
+     * statements would compare a standby's position with a primary's.
+     */
+    private static WalEnd walEnd(Connection c, String slot) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT r, (CASE WHEN r THEN pg_catalog.pg_last_wal_replay_lsn()"
+                + " ELSE pg_catalog.pg_current_wal_flush_lsn() END)::text, (SELECT confirmed_flush_lsn::text FROM"
+                + " pg_catalog.pg_replication_slots WHERE slot_name = ?) FROM pg_catalog.pg_is_in_recovery() r")) {
+            s.setString(1, slot);
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return new WalEnd(rs.getString(2) == null ? Lsn.INVALID : Lsn.parse(rs.getString(2)), rs.getBoolean(1),
+                        rs.getString(3) == null ? Lsn.INVALID : Lsn.parse(rs.getString(3)));
+            }
         }
     }
 
@@ -350,10 +374,11 @@ public final class ReplicationReader {
             // idle wait that finds a silent server out, and never logging a word
             connection.setNetworkTimeout(Runnable::run,
                     (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(replyPatienceNanos)));
-            Lsn end = walEnd(connection);
+            WalEnd server = walEnd(connection, settings.slot());
+            Lsn end = server.end();
             Lsn reached = handedOnEnd.compareTo(acknowledged) > 0 ? handedOnEnd : acknowledged;
             if (end.isValid() && reached.isValid() && end.compareTo(reached) < 0) {
-                if (inRecovery(connection)) {
+                if (server.inRecovery()) {
                     // a standby (PostgreSQL 16's decoding on a standby) after a crash replays again from its last
                     // restartpoint, and takes connections before it is back where it was: tried again later
                     throw new SQLException("the standby's replayed WAL ends at " + end + ", before " + reached
@@ -366,8 +391,8 @@ public final class ReplicationReader {
                 lastError = "the server's WAL ends at " + end + ", before " + reached + ", which this reader read or"
                         + " acknowledged: it is past the end of the server's WAL, whose history is another";
                 throw new OtherHistory("slot " + settings.slot() + ": " + lastError + "; walhook stops, and started"
-                        + " again it resumes from the slot's own position (changes of the history lost with the old"
-                        + " server cannot be read again)");
+                        + " again it resumes from its checkpoint, or from the slot's own position if that too is past the"
+                        + " server's WAL (changes of the history lost with the old server cannot be read again)");
             }
             assembler.skipCommittedBefore(handedOnEnd);
             Lsn start = acknowledged;

@@ -43,6 +43,21 @@ class ReplayedRowsTest {
         assertThat(replayed.supersededOnRead(row(104, 0x400, 1, 42), BEFORE)).isFalse();
     }
 
+    /**
+     * After a failover to a server behind the old one, the stream resumes from a position no queued
+     * row is past (-1, unsigned): the new history's changes come with lower positions than the old
+     * history's queued ones, and were dropped as resends of them.
+     */
+    @Test
+    void noQueuedRowIsRememberedWhenTheStreamResumesInAnotherHistory() {
+        ReplayedRows replayed = new ReplayedRows();
+        assertThat(replayed.supersededOnRead(row(1, 0x900, 1, 42), BEFORE, -1L)).isFalse();
+        assertThat(replayed.supersededOnRead(row(101, 0x200, 1, 42), BEFORE, -1L)).as("the new history's change").isFalse();
+        ReplayedRows sameHistory = new ReplayedRows();
+        assertThat(sameHistory.supersededOnRead(row(1, 0x900, 1, 42), BEFORE, 0x100)).isFalse();
+        assertThat(sameHistory.supersededOnRead(row(101, 0x200, 1, 42), BEFORE, 0x100)).as("a resend").isTrue();
+    }
+
     @Test
     void aTruncateAndTheRowsOfItsTableAreOrderedTheSameWay() {
         ReplayedRows replayed = new ReplayedRows();

@@ -878,10 +878,12 @@ class ReplicationReaderTest {
                 assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STOPPED);
                 behind.execute(source.database, "INSERT INTO t VALUES (2)");
 
-                source.startReader(); // walhook started again: its checkpoint is the old server's
+                ReplicationReader again = source.startReader(); // walhook started again: its checkpoint is the old server's
+                assertThat(again.otherHistory()).isTrue();
+                assertThat(again.resumesFrom()).as("the slot's own position on the new server").isLessThan(behindEnd.plus(1 << 20));
                 await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 2));
                 // set aside for good: kept, the next start would resume from it again (a save never moves it back)
-                await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(read).compareTo(read) < 0);
+                assertThat(source.checkpoints.load(source.slot).orElse(read)).isLessThan(read);
             }
         } finally {
             behind.stop();
