@@ -57,11 +57,8 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
             user = decode(info[0]);
             password = info.length > 1 ? decode(info[1]) : "";
         }
-        int port = UrlAuthority.port(uri);
-        if (port == 0 || port > 65_535) {
-            // accepted, the broker's connection (opened at the first message) failed, and every message was queued
-            throw new ConfigException(VARIABLE, "has port " + port + "; a port is 1 to 65535");
-        }
+        // out of range, the broker's connection (opened at the first message) failed, and every message was queued
+        int port = UrlAuthority.portInRange(VARIABLE, uri);
         return new AmqpUrl(tls, host, port < 0 ? (tls ? 5671 : 5672) : port, user, password);
     }
 

@@ -50,10 +50,8 @@ public record SourceUrl(String host, int port, String database, String user, Str
         if (host == null || host.isEmpty()) {
             throw new ConfigException(VARIABLE, "names no host; expected postgresql://user:password@host:port/database");
         }
-        int port = UrlAuthority.port(uri) < 0 ? 5432 : UrlAuthority.port(uri);
-        if (port == 0 || port > 65_535) {
-            throw new ConfigException(VARIABLE, "has port " + port + "; a port is 1 to 65535");
-        }
+        int given = UrlAuthority.portInRange(VARIABLE, uri);
+        int port = given < 0 ? 5432 : given;
         String path = uri.getRawPath() == null ? "" : uri.getRawPath();
         String database = path.length() > 1 ? decode(path.substring(1)) : "";
         if (path.contains("@")) {

@@ -40,6 +40,18 @@ public final class UrlAuthority {
         return named == null || named.group(3) == null || named.group(3).isEmpty() ? -1 : Integer.parseInt(named.group(3));
     }
 
+    /**
+     * {@link #port} of {@code uri} (-1: none), refused when out of range: java.net.URI reads any
+     * number, and a connection to port 0 or 70000 fails only when it is first made.
+     */
+    public static int portInRange(String variable, java.net.URI uri) {
+        int port = port(uri);
+        if (port == 0 || port > 65_535) {
+            throw new ConfigException(variable, "has port " + port + "; a port is 1 to 65535");
+        }
+        return port;
+    }
+
     /** The raw user info of {@code uri}, as {@link java.net.URI#getRawUserInfo()}, also before a host {@link #host} read. */
     public static String rawUserInfo(java.net.URI uri) {
         if (uri.getHost() != null) {

@@ -268,11 +268,7 @@ public final class SubscriptionConfigReader {
     /** {@link #url} of a destination written now: a port out of range too is refused. */
     static URI writtenUrl(String variable, String text) {
         URI uri = url(variable, text, true);
-        int port = UrlAuthority.port(uri);
-        if (port == 0 || port > 65_535) {
-            // accepted, every request to it failed in the client, to be retried and queued for good
-            throw new ConfigException(variable, "has port " + port + "; a port is 1 to 65535");
-        }
+        UrlAuthority.portInRange(variable, uri); // out of range, every request failed in the client, queued for good
         return uri;
     }
 

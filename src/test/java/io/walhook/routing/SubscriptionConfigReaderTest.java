@@ -126,12 +126,22 @@ class SubscriptionConfigReaderTest {
         "EXCLUDE_COLUMNS= , ,              | WALHOOK_SUBSCRIPTIONS_DEMO_EXCLUDE_COLUMNS lists no column",
     })
     void badValueNamesItsVariable(String field, String problem) {
-        Map<String, String> values = new HashMap<>(Map.of("URL", "http://sink/"));
+        refusedNaming(assigned(Map.of("URL", "http://sink/"), field), false, problem);
+    }
+
+    /** {@code base} with the {@code NAME=value;NAME=value} of a test row. */
+    private static Map<String, String> assigned(Map<String, String> base, String field) {
+        Map<String, String> values = new HashMap<>(base);
         for (String assignment : field.split(";")) {
             String[] kv = assignment.split("=", 2);
             values.put(kv[0], kv[1]);
         }
-        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(values), false))
+        return values;
+    }
+
+    /** Reading the values fails, with the variable first and then {@code problem}'s words after it, on one line. */
+    private static void refusedNaming(Map<String, String> values, boolean amqp, String problem) {
+        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(values), amqp))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageStartingWith(problem.split(" ")[0])
                 .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1))
@@ -144,15 +154,8 @@ class SubscriptionConfigReaderTest {
         "AMQP_ADDRESS=q;SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET is set, but an AMQP destination's messages are not signed",
     })
     void aBadValueOfAnAmqpSubscriptionNamesItsVariable(String field, String problem) {
-        Map<String, String> values = new HashMap<>();
-        for (String assignment : field.split(";")) {
-            String[] kv = assignment.split("=", 2);
-            values.put(kv[0], kv[1]);
-        }
-        assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(values), true))
-                .isInstanceOf(ConfigException.class)
-                .hasMessageStartingWith(problem.split(" ")[0])
-                .hasMessageContaining(problem.substring(problem.indexOf(' ') + 1));
+        Map<String, String> values = assigned(Map.of(), field);
+        refusedNaming(values, true, problem);
         values.remove("SECRET");
         values.put("AMQP_ADDRESS", "cdc.{schema}.{table}.{op}");
         assertThat(SubscriptionConfigReader.read("demo", config(values), true).destination())
