@@ -41,7 +41,8 @@ public final class SchemaMigrations {
             "V4__parked_event_lane.sql", "V5__parked_event_address.sql", "V6__durable_queue.sql", "V7__backfill.sql",
             "V8__activation.sql", "V9__activation_token.sql",
             "V10__parked_event_address_parts.sql", "V11__activation_released.sql",
-            "V12__subscription_matched_before.sql", "V13__dropped_event.sql");
+            "V12__subscription_matched_before.sql", "V13__dropped_event.sql",
+            "V14__checkpoint_timeline.sql");
     /** The history table's name, Flyway's default. */
     public static final String HISTORY = "flyway_schema_history";
     /** The placeholder the files write for the schema, as Flyway spells it. */

@@ -33,6 +33,7 @@ import io.walhook.checkpoint.CheckpointStore;
 import io.walhook.checkpoint.HandOffQueue;
 import io.walhook.pgoutput.Lsn;
 import io.walhook.checkpoint.PendingEvent;
+import io.walhook.checkpoint.Timeline;
 
 /**
  * The one thread that owns the replication stream: START_REPLICATION with options chosen by
@@ -112,6 +113,8 @@ public final class ReplicationReader {
     private final Lsn resumesFrom;
     /** Set by {@link #resuming}: see {@link #otherHistory()}. */
     private boolean otherHistory;
+    /** The server history this reader's positions were read on (unknown until its first connection, without a checkpoint). */
+    private volatile Timeline timeline = Timeline.UNKNOWN;
     private Lsn handedOnEnd;
     private AckTracker.Ticket current;
     /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
@@ -160,13 +163,18 @@ public final class ReplicationReader {
     }
 
     /**
-     * Reads the persisted checkpoint and builds a reader that resumes from it; from the slot's own
-     * position when the checkpoint is past the end of the server's WAL (saved on another server: an
-     * asynchronous standby promoted since, its slot synchronized), where resuming would skip every
-     * new transaction committing below it.
+     * Reads the persisted checkpoint and builds a reader that resumes from it, unless the checkpoint
+     * is not of the server's history: past the end of its WAL, or past where its timeline left the
+     * one the checkpoint was read on (an asynchronous standby promoted since, before it received
+     * what the checkpoint passed), where resuming would skip every new transaction committing below
+     * it. It then resumes from that switch point, or, without one (another cluster), from the slot's
+     * own position.
      */
     public static ReplicationReader resuming(Settings settings, CheckpointStore checkpoints) throws SQLException {
-        Lsn checkpoint = checkpoints.load(settings.slot()).orElse(Lsn.INVALID);
+        CheckpointStore.Saved saved = checkpoints.loadSaved(settings.slot())
+                .orElse(new CheckpointStore.Saved(Lsn.INVALID, Timeline.UNKNOWN));
+        Lsn checkpoint = saved.lsn();
+        Timeline timeline = saved.timeline();
         boolean otherHistory = false;
         if (checkpoint.isValid()) {
             Properties p = new Properties();
@@ -175,23 +183,45 @@ public final class ReplicationReader {
                 p.setProperty("password", settings.password());
             }
             p.setProperty("ApplicationName", "walhook");
+            // the server's history is read with replication commands
+            PGProperty.REPLICATION.set(p, "database");
+            PGProperty.PREFER_QUERY_MODE.set(p, "simple");
+            PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
             // a server taking the connection but never answering (a failover under way) does not hold the activation
             p.setProperty("tcpKeepAlive", "true");
             p.setProperty(io.walhook.config.SessionTimeout.SOCKET_TIMEOUT, io.walhook.config.SessionTimeout.SECONDS);
             PGProperty.LOGIN_TIMEOUT.set(p, io.walhook.config.SessionTimeout.SECONDS);
             try (Connection c = DriverManager.getConnection(settings.jdbcUrl(), p)) {
                 WalEnd end = walEnd(c, settings.slot());
+                Timeline server = identify(c);
+                Lsn shared = sharedUpTo(c, timeline, server);
+                // where the server's history left the one the checkpoint was read on: resumed from there
+                Lsn from = shared != null && shared.isValid() && shared.compareTo(checkpoint) < 0 ? shared
+                        : end.slotConfirmed();
                 if (end.end().isValid() && end.end().compareTo(checkpoint) < 0 && !end.inRecovery()) {
                     LOG.errorf("the checkpoint of slot %s (%s) is past the end of the server's WAL (%s): it was saved on"
-                            + " another server, or this one lost WAL (an asynchronous standby promoted). Resuming from the"
-                            + " slot's own position (%s): changes may be delivered again (their ids may repeat ids of the"
-                            + " old server's changes), and those the old server had that this one lacks cannot be read again",
-                            settings.slot(), checkpoint, end.end(), end.slotConfirmed());
-                    checkpoint = end.slotConfirmed();
+                            + " another server, or this one lost WAL (an asynchronous standby promoted). Resuming from %s:"
+                            + " changes may be delivered again (their ids may repeat ids of the old server's changes),"
+                            + " and those the old server had that this one lacks cannot be read again",
+                            settings.slot(), checkpoint, end.end(), from.isValid() ? from : "the slot's own position");
+                    checkpoint = from;
                     otherHistory = true;
+                } else if (shared != null && checkpoint.compareTo(shared) > 0) {
+                    LOG.errorf("the checkpoint of slot %s (%s, read on %s) is past where the server's history (%s) left"
+                            + " that one (%s): the server never had the changes read from there on (a standby promoted"
+                            + " before it received them, or another cluster). Resuming from %s: changes the old server"
+                            + " had that this one lacks cannot be read again, and this one's own from there on are read",
+                            settings.slot(), checkpoint, timeline, server,
+                            shared.isValid() ? shared : "no position: not one of its ancestors",
+                            from.isValid() ? from : "the slot's own position");
+                    checkpoint = from;
+                    otherHistory = true;
+                }
+                if (otherHistory) {
+                    timeline = server;
                     // for good: a save never moves the checkpoint back, and kept, the next start would resume from it
                     if (checkpoint.isValid()) {
-                        checkpoints.reset(settings.slot(), checkpoint);
+                        checkpoints.reset(settings.slot(), checkpoint, server);
                     } else {
                         checkpoints.delete(settings.slot());
                     }
@@ -200,12 +230,14 @@ public final class ReplicationReader {
         }
         ReplicationReader reader = new ReplicationReader(settings, checkpoints, checkpoint);
         reader.otherHistory = otherHistory;
+        reader.timeline = timeline;
         return reader;
     }
 
     /**
-     * Whether this reader resumes from the slot's own position because its checkpoint was of another
-     * history: what was queued from that history is no guide to the changes the stream sends now.
+     * Whether this reader resumes from where the server's history left its checkpoint's, or from the
+     * slot's own position, because its checkpoint was of another history: what was queued from that
+     * history is no guide to the changes the stream sends now.
      */
     public boolean otherHistory() {
         return otherHistory;
@@ -231,6 +263,66 @@ public final class ReplicationReader {
                         rs.getString(3) == null ? Lsn.INVALID : Lsn.parse(rs.getString(3)));
             }
         }
+    }
+
+    /** The server's system identifier and timeline ({@code IDENTIFY_SYSTEM}, on a replication connection). */
+    private static Timeline identify(Connection c) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("IDENTIFY_SYSTEM")) {
+            if (!rs.next()) {
+                throw new SQLException("IDENTIFY_SYSTEM returned no row");
+            }
+            return new Timeline(rs.getString("systemid"), rs.getLong("timeline"));
+        }
+    }
+
+    /**
+     * Up to where positions read on {@code read} are of the server's history too: all of them (null)
+     * on the same timeline, or when {@code read} is unknown; up to the point where the server's
+     * history left {@code read} when the server is on a later timeline descending from it; none
+     * ({@link Lsn#INVALID}) on another system, an earlier timeline or one not among its ancestors.
+     */
+    private static Lsn sharedUpTo(Connection c, Timeline read, Timeline server) throws SQLException {
+        if (!read.known() || read.equals(server)) {
+            return null;
+        }
+        if (!read.systemId().equals(server.systemId()) || server.id() < read.id()) {
+            return Lsn.INVALID;
+        }
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("TIMELINE_HISTORY " + server.id())) {
+            if (!rs.next()) {
+                throw new SQLException("TIMELINE_HISTORY " + server.id() + " returned no row");
+            }
+            return switchPoint(new String(rs.getBytes(2), java.nio.charset.StandardCharsets.UTF_8), read.id());
+        }
+    }
+
+    /**
+     * Where a timeline history file's text says {@code timeline} ended: each line is a parent
+     * timeline, the position where the next began, and a reason. {@link Lsn#INVALID} when the
+     * timeline is not among them.
+     *
+     * @throws SQLException naming the line that is not of that form
+     */
+    static Lsn switchPoint(String history, long timeline) throws SQLException {
+        for (String line : history.split("\n")) {
+            String entry = line.strip();
+            if (entry.isEmpty() || entry.startsWith("#")) {
+                continue;
+            }
+            String[] fields = entry.split("\\s+", 3);
+            try {
+                if (fields.length < 2) {
+                    throw new IllegalArgumentException("no switch point");
+                }
+                if (Long.parseLong(fields[0]) == timeline) {
+                    return Lsn.parse(fields[1]);
+                }
+            } catch (IllegalArgumentException e) {
+                throw new SQLException("a timeline history line is not \"<timeline> <switch point> <reason>\": \""
+                        + entry + "\" (" + e.getMessage() + ")", e);
+            }
+        }
+        return Lsn.INVALID;
     }
 
     /** The server's WAL is of another history than the positions this reader holds: it stops. */
@@ -394,6 +486,21 @@ public final class ReplicationReader {
                         + " again it resumes from its checkpoint, or from the slot's own position if that too is past the"
                         + " server's WAL (changes of the history lost with the old server cannot be read again)");
             }
+            Timeline history = identify(connection);
+            Lsn shared = sharedUpTo(connection, timeline, history);
+            if (shared != null && reached.isValid() && reached.compareTo(shared) > 0) {
+                // a standby promoted before it received what this reader read: the server's history left the one
+                // read at the switch point, and by now it may have written past these positions (compared alone,
+                // they do not tell). Resumed here, it skipped every new transaction committing below them: lost
+                state = SourceStatus.State.STOPPED;
+                lastError = "the server is on " + history + ", whose history left " + timeline + ", which this reader"
+                        + " read, at " + (shared.isValid() ? shared : "no position (not one of its ancestors)")
+                        + ", before " + reached + ", which this reader read or acknowledged";
+                throw new OtherHistory("slot " + settings.slot() + ": " + lastError + "; walhook stops, and started"
+                        + " again it resumes from where the server's history left the one it read (changes of the"
+                        + " history lost with the old server cannot be read again)");
+            }
+            timeline = history;
             assembler.skipCommittedBefore(handedOnEnd);
             Lsn start = acknowledged;
             ChainedLogicalStreamBuilder builder = connection.unwrap(PGConnection.class).getReplicationAPI()
@@ -619,7 +726,7 @@ public final class ReplicationReader {
                     return; // a save that failed waits its turn: nothing is acknowledged meanwhile
                 }
                 try {
-                    checkpoints.save(settings.slot(), target);
+                    checkpoints.save(settings.slot(), target, timeline);
                 } catch (SQLException e) {
                     if (goingAway(e)) {
                         throw e; // the database away or shutting down: the stream breaks and reconnects (a server

@@ -617,7 +617,7 @@ class ReplicationReaderTest {
     @Test
     void slotGoneAfterAcknowledgementsStopsSetupWithTheFix() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_gone")) {
-            source.checkpoints.save(source.slot, Lsn.parse("0/1000000"));
+            source.checkpoints.save(source.slot, Lsn.parse("0/1000000"), io.walhook.checkpoint.Timeline.UNKNOWN);
             assertThatThrownBy(() -> source.prepare("*")).isInstanceOf(SourceSetupException.class)
                     .hasMessageContaining("replication slot " + source.slot + " is gone")
                     .hasMessageContaining("0/1000000")
@@ -887,6 +887,92 @@ class ReplicationReaderTest {
             }
         } finally {
             behind.stop();
+        }
+    }
+
+    @Test
+    void aTimelineHistorySaysWhereEachAncestorEnded() throws Exception {
+        String history = "1\t0/3000158\tno recovery target specified\n\n2\t0/5000000\tbefore 2026-12-01 00:00:00+00\n";
+        assertThat(ReplicationReader.switchPoint(history, 1)).isEqualTo(Lsn.parse("0/3000158"));
+        assertThat(ReplicationReader.switchPoint(history, 2)).isEqualTo(Lsn.parse("0/5000000"));
+        assertThat(ReplicationReader.switchPoint(history, 3)).as("not an ancestor").isEqualTo(Lsn.INVALID);
+        assertThat(ReplicationReader.switchPoint("# a comment\n1 0/10 reason", 1)).isEqualTo(Lsn.parse("0/10"));
+        assertThatThrownBy(() -> ReplicationReader.switchPoint("1\t0/3000158\nx\t0/10\treason\n", 2))
+                .hasMessageContaining("\"x\t0/10\treason\"");
+        assertThatThrownBy(() -> ReplicationReader.switchPoint("1\tnot-a-position\treason", 1))
+                .hasMessageContaining("not-a-position");
+        assertThatThrownBy(() -> ReplicationReader.switchPoint("1", 1)).hasMessageContaining("no switch point");
+    }
+
+    /**
+     * A standby that had not received the primary's last WAL, promoted while the reader was still
+     * reading the primary: the new server's history leaves the old one at the promotion's switch
+     * point, below what the reader read and acknowledged, and the new server has written past those
+     * positions by the time the reader reconnects, so comparing positions alone does not tell it.
+     * Resumed from them, the new server's first transaction (committed between the switch point
+     * and those positions) was skipped: lost. The timeline tells: the reader stops, and started
+     * again it resumes from the switch point.
+     */
+    @Test
+    void aStandbyPromotedBehindWhatWasReadIsReadFromWhereItsHistoryLeftTheOldOne() throws Exception {
+        io.walhook.testing.EmbeddedPostgres primary = io.walhook.testing.EmbeddedPostgres.builder()
+                .major(TestPostgres.defaultMajor()).start();
+        io.walhook.testing.EmbeddedPostgres standby = null;
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_timeline")) {
+            primary.execute(primary.defaultDatabase(), "CREATE DATABASE " + source.database);
+            primary.execute(source.database, "CREATE TABLE t (id int PRIMARY KEY)", "CREATE TABLE filler (n int)",
+                    "CREATE PUBLICATION walhook FOR TABLE t",
+                    "SELECT pg_create_logical_replication_slot('" + source.slot + "', 'pgoutput')");
+            standby = primary.standbyWithSlots();
+            io.walhook.testing.EmbeddedPostgres promoted = standby;
+            try (io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to("127.0.0.1", primary.port())) {
+                source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
+                ReplicationReader reader = source.startReader();
+                java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+                reader.onFailure((thread, e) -> failed.set(e)); // walhook exits
+                primary.execute(source.database, "INSERT INTO t VALUES (1)");
+                await().atMost(WAIT).until(() -> source.received.size() == 1);
+                Lsn first = Lsn.parse(single(primary, source.database, "SELECT pg_current_wal_flush_lsn()::text"));
+                await().atMost(WAIT).until(() -> Lsn.parse(single(promoted, "postgres",
+                        "SELECT pg_last_wal_replay_lsn()::text")).compareTo(first) >= 0);
+
+                standby.stopStreaming();
+                await().atMost(WAIT).until(() -> "0".equals(single(primary, "postgres", "SELECT count(*) FROM pg_stat_replication"
+                        + " WHERE application_name <> 'walhook'")));
+                // WAL the standby never receives, then a change the reader reads and acknowledges
+                primary.execute(source.database, "INSERT INTO filler SELECT generate_series(1, 5000)", "INSERT INTO t VALUES (2)");
+                await().atMost(WAIT).until(() -> source.received.size() == 2);
+                Lsn read = Lsn.parse(source.received.get(1).at("/tx/commit_lsn").asText());
+                await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(read) > 0);
+                assertThat(source.checkpoints.loadSaved(source.slot).orElseThrow().timeline().id()).as("kept with it").isEqualTo(1);
+
+                primary.stop();
+                standby.promote();
+                // the new server's first change commits below what the reader read; then it writes past that
+                promoted.execute(source.database, "INSERT INTO t VALUES (3)");
+                Lsn three = Lsn.parse(single(promoted, source.database, "SELECT pg_current_wal_flush_lsn()::text"));
+                assertThat(three).as("committed below what the reader read").isLessThan(read);
+                while (Lsn.parse(single(promoted, source.database, "SELECT pg_current_wal_flush_lsn()::text")).compareTo(read) <= 0) {
+                    promoted.execute(source.database, "INSERT INTO filler SELECT generate_series(1, 5000)");
+                }
+                proxy.retarget(promoted.port());
+                proxy.dropAll();
+                await().atMost(WAIT).until(() -> failed.get() != null);
+                assertThat(failed.get()).hasMessageContaining("timeline");
+                assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STOPPED);
+
+                ReplicationReader again = source.startReader(); // walhook started again: its checkpoint is past the switch
+                assertThat(again.otherHistory()).isTrue();
+                assertThat(again.resumesFrom()).as("where the new history left the old").isLessThan(three);
+                await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 3));
+                assertThat(source.received).as("the change of the old history before the switch is not read again")
+                        .filteredOn(e -> e.at("/new/id").asInt() == 1).hasSize(1);
+            }
+        } finally {
+            if (standby != null) {
+                standby.stop();
+            }
+            primary.stop();
         }
     }
 

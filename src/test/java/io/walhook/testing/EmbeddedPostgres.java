@@ -421,6 +421,64 @@ public final class EmbeddedPostgres implements PostgresServer {
         }
     }
 
+    /**
+     * A physical standby of this server with its replication slots, as failover tools copied logical
+     * slots before PostgreSQL 17: this server is stopped (fast), its data directory copied, and both
+     * started, the copy in recovery streaming this server's WAL until {@link #promote} or until
+     * {@link #stopStreaming}.
+     */
+    public synchronized EmbeddedPostgres standbyWithSlots() {
+        pause();
+        Path copyBase;
+        try {
+            copyBase = Files.createTempDirectory(base.getParent(), "walhook-pg" + major + "-standby-");
+        } catch (IOException e) {
+            throw new HarnessException("cannot create a data directory under " + base.getParent() + ": " + e, e);
+        }
+        EmbeddedPostgres standby = new EmbeddedPostgres(major, bin, copyBase, asNobody);
+        try {
+            Files.setPosixFilePermissions(copyBase, Set.of(PosixFilePermission.OWNER_READ,
+                    PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_EXECUTE));
+            if (asNobody) {
+                Files.setOwner(copyBase, copyBase.getFileSystem().getUserPrincipalLookupService()
+                        .lookupPrincipalByName("nobody"));
+            }
+            standby.run(List.of("cp", "-a", data.toString(), standby.data.toString()), "copying the data directory");
+            standby.run(List.of("rm", "-f", standby.data.resolve("postmaster.pid").toString()), "removing postmaster.pid");
+            standby.run(List.of("touch", standby.data.resolve("standby.signal").toString()), "writing standby.signal");
+            standby.run(List.of("sh", "-c", "printf '%s\\n' \"unix_socket_directories = '" + copyBase + "'\" "
+                    + "\"primary_conninfo = 'host=127.0.0.1 port=" + port + " user=" + USER + "'\" >> "
+                    + standby.data.resolve("postgresql.auto.conf")), "configuring the standby");
+        } catch (IOException | RuntimeException e) {
+            resume();
+            standby.stop();
+            throw e instanceof HarnessException h ? h : new HarnessException("cannot make a standby: " + e, e);
+        }
+        resume();
+        try {
+            standby.startOnPort(0);
+        } catch (RuntimeException e) {
+            standby.stop();
+            throw e;
+        }
+        return standby;
+    }
+
+    /** Ends a standby's streaming from its primary (an empty {@code primary_conninfo}): it falls behind. */
+    public synchronized void stopStreaming() {
+        try (java.sql.Connection c = connect(defaultDatabase()); java.sql.Statement s = c.createStatement()) {
+            s.execute("ALTER SYSTEM SET primary_conninfo = ''");
+            s.execute("SELECT pg_reload_conf()");
+        } catch (java.sql.SQLException e) {
+            throw new HarnessException("cannot stop the standby's streaming: " + e.getMessage(), e);
+        }
+    }
+
+    /** Promotes a standby: it ends recovery on a new timeline and takes writes. */
+    public synchronized void promote() {
+        run(List.of(tool("pg_ctl"), "-D", data.toString(), "-w", "-t", "60", "promote"), "pg_ctl promote");
+    }
+
     /** Starts a paused server again on the same port. */
     public synchronized void resume() {
         startOnPort(port);
