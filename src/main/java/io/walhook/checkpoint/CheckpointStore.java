@@ -22,20 +22,33 @@ public final class CheckpointStore {
     private final String loadSql;
     private final String saveSql;
     private final String loadSavedSql;
+    private final String resetSql;
+    private final String forgetDropsSql;
 
     /** @param stateSchema a validated plain identifier */
     public CheckpointStore(DataSource dataSource, String stateSchema) {
         this.dataSource = dataSource;
         this.loadSql = "SELECT end_lsn::text FROM " + stateSchema + ".checkpoint WHERE slot_name = ?";
-        this.loadSavedSql = "SELECT end_lsn::text, system_id, timeline FROM " + stateSchema + ".checkpoint WHERE slot_name = ?";
+        this.loadSavedSql = "SELECT end_lsn::text, system_id, timeline, earlier_history_up_to FROM " + stateSchema
+                + ".checkpoint WHERE slot_name = ?";
+        this.resetSql = "INSERT INTO " + stateSchema + ".checkpoint AS c (slot_name, end_lsn, system_id, timeline,"
+                + " earlier_history_up_to, updated_at) VALUES (?, ?::pg_lsn, ?, ?, (SELECT coalesce(max(id), 0) FROM "
+                + stateSchema + ".parked_event), now()) ON CONFLICT (slot_name) DO UPDATE SET end_lsn = excluded.end_lsn,"
+                + " system_id = excluded.system_id, timeline = excluded.timeline,"
+                + " earlier_history_up_to = greatest(c.earlier_history_up_to, excluded.earlier_history_up_to), updated_at = now()"
+                + " RETURNING earlier_history_up_to";
+        this.forgetDropsSql = "DELETE FROM " + stateSchema + ".dropped_event";
         this.saveSql = "INSERT INTO " + stateSchema + ".checkpoint AS c (slot_name, end_lsn, system_id, timeline, updated_at)"
                 + " VALUES (?, ?::pg_lsn, ?, ?, now()) ON CONFLICT (slot_name) DO UPDATE"
                 + " SET end_lsn = excluded.end_lsn, system_id = excluded.system_id, timeline = excluded.timeline,"
                 + " updated_at = now() WHERE c.end_lsn < excluded.end_lsn";
     }
 
-    /** A slot's checkpoint and the server history it was read on. */
-    public record Saved(Lsn lsn, Timeline timeline) {
+    /**
+     * A slot's checkpoint, the server history it was read on, and the durable queues' newest row
+     * of an earlier history (0: none), see {@link #leaveHistory}.
+     */
+    public record Saved(Lsn lsn, Timeline timeline, long earlierHistoryUpTo) {
     }
 
     /** The checkpoint with the history it was read on ({@link Timeline#UNKNOWN} for one saved before walhook kept it). */
@@ -48,7 +61,7 @@ public final class CheckpointStore {
                 }
                 long timeline = rs.getLong(3);
                 return Optional.of(new Saved(Lsn.parse(rs.getString(1)),
-                        rs.wasNull() ? Timeline.UNKNOWN : new Timeline(rs.getString(2), timeline)));
+                        rs.wasNull() ? Timeline.UNKNOWN : new Timeline(rs.getString(2), timeline), rs.getLong(4)));
             }
         }
     }
@@ -57,7 +70,8 @@ public final class CheckpointStore {
         try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(loadSql)) {
             s.setString(1, slot);
             try (ResultSet rs = s.executeQuery()) {
-                return rs.next() ? Optional.of(Lsn.parse(rs.getString(1))) : Optional.empty();
+                // 0/0: a checkpoint of another history left without a position of the server's (leaveHistory)
+                return rs.next() ? Optional.of(Lsn.parse(rs.getString(1))).filter(Lsn::isValid) : Optional.empty();
             }
         }
     }
@@ -94,14 +108,41 @@ public final class CheckpointStore {
     public static final java.time.Duration LOCK_TIMEOUT = java.time.Duration.ofSeconds(1);
 
     /**
-     * Stores {@code lsn} even below the stored position: one of another history (saved on a server
-     * the source failed over from) is replaced by the new server's.
+     * Replaces a checkpoint of another history (saved on a server the source failed over from) with
+     * {@code lsn}, of the server's, even below it; in the same transaction marks every row the
+     * durable queues hold now as of the earlier history (none is taken for a newer change of its
+     * row than what the stream sends from now on: their positions are not comparable), and forgets
+     * the dead letters dropped through the API (the new history's changes may have their ids).
+     * Done at once, so that a crash before the activation is done leaves neither half. With no
+     * position ({@link Lsn#INVALID}) the stream resumes from the slot's own: {@link #load} finds none.
+     *
+     * @return the durable queues' newest row id of an earlier history
      */
-    public void reset(String slot, Lsn lsn, Timeline timeline) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(
-                saveSql.substring(0, saveSql.indexOf(" WHERE c.end_lsn"))) ) {
-            bind(s, slot, lsn, timeline);
-            s.executeUpdate();
+    public long leaveHistory(String slot, Lsn lsn, Timeline timeline) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                long upTo;
+                try (PreparedStatement s = c.prepareStatement(resetSql)) {
+                    bind(s, slot, lsn, timeline);
+                    try (ResultSet rs = s.executeQuery()) {
+                        rs.next();
+                        upTo = rs.getLong(1);
+                    }
+                }
+                try (Statement s = c.createStatement()) {
+                    s.execute(forgetDropsSql);
+                }
+                c.commit();
+                return upTo;
+            } catch (SQLException e) {
+                try {
+                    c.rollback();
+                } catch (SQLException broken) {
+                    e.addSuppressed(broken);
+                }
+                throw e;
+            }
         }
     }
 

@@ -87,6 +87,7 @@ public final class ParkedEventStore {
     private volatile long writtenBefore = Long.MAX_VALUE;
     /** The position the stream resumed from in this run (unsigned), 0 when unknown. */
     private volatile long resumedFrom;
+    private volatile long earlierHistoryUpTo;
     private final Fence fence;
 
     /** @param stateSchema a validated plain identifier */
@@ -482,16 +483,6 @@ public final class ParkedEventStore {
         }
     }
 
-    /**
-     * Deletes every kept drop: the slot's history changed (a failover to a server behind the old
-     * one), and the changes it sends now may have the ids of the old history's dropped ones.
-     */
-    public void forgetDrops() throws SQLException {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-            s.execute("DELETE FROM " + dropped);
-        }
-    }
-
     /** Events {@link #dropped()} keeps: their {@link #droppedKey}s, and the last commit position among them (-1: none). */
     public record DroppedEvents(Set<String> keys, long lastCommit) {
     }
@@ -849,6 +840,19 @@ public final class ParkedEventStore {
     /** The position the stream resumed from in this run (unsigned, 0 when unknown): no change it sent again committed before it. */
     public long resumedFrom() {
         return resumedFrom;
+    }
+
+    /**
+     * The newest row id queued in a history before the source's (a checkpoint of it replaced after a
+     * failover; 0: none), set before the stream starts: none is taken for a newer change of its row.
+     */
+    public void earlierHistoryUpTo(long id) {
+        earlierHistoryUpTo = id;
+    }
+
+    /** See {@link #earlierHistoryUpTo(long)}. */
+    public long earlierHistoryUpTo() {
+        return earlierHistoryUpTo;
     }
 
     /** The newest row id written before this run ({@link #markRun}); every id until it is marked. */

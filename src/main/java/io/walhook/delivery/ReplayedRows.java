@@ -62,6 +62,19 @@ final class ReplayedRows {
      * before it precedes every resend, and is not remembered.
      */
     boolean supersededOnRead(Job job, long writtenBefore, long resumedFrom) {
+        return supersededOnRead(job, writtenBefore, resumedFrom, 0);
+    }
+
+    /**
+     * As {@link #supersededOnRead(Job, long, long)}; {@code earlierHistoryUpTo}: the newest row id
+     * queued in a history before the source's (a checkpoint of it replaced after a failover, in this
+     * run or an earlier one): such a row is neither a resend nor remembered, its position is not
+     * comparable with the changes the stream sends.
+     */
+    boolean supersededOnRead(Job job, long writtenBefore, long resumedFrom, long earlierHistoryUpTo) {
+        if (job.rowId <= earlierHistoryUpTo) {
+            return false;
+        }
         Ordering ordering = job.ordering;
         if (ordering.scope() == Ordering.Scope.ALL || job.commitLsn == null) {
             return false; // parked before orderings were kept

@@ -324,13 +324,10 @@ public class ReplicationSource {
         // dropped ones' ids may be the new history's
         boolean otherHistory = resumed.otherHistory();
         if (otherHistory) {
-            patiently(() -> {
-                queues.forgetDrops();
-                return null;
-            });
-            dropped = new ParkedEventStore.DroppedEvents(java.util.Set.of(), -1);
+            dropped = new ParkedEventStore.DroppedEvents(java.util.Set.of(), -1); // forgotten with the checkpoint replaced
         }
         queues.resumesFrom(otherHistory ? -1L : resumed.resumesFrom().isValid() ? resumed.resumesFrom().value() : 0);
+        queues.earlierHistoryUpTo(resumed.earlierHistoryUpTo());
         sender = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(delivery.requestTimeout(), delivery.maxBackoff(),
                 delivery.retryWindow(), delivery.parkedRetryInterval(), delivery.concurrency(), delivery.memoryBytes()),
                 queues,

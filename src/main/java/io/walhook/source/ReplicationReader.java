@@ -113,6 +113,8 @@ public final class ReplicationReader {
     private final Lsn resumesFrom;
     /** Set by {@link #resuming}: see {@link #otherHistory()}. */
     private boolean otherHistory;
+    /** See {@link #earlierHistoryUpTo()}. */
+    private long earlierHistoryUpTo;
     /** The server history this reader's positions were read on (unknown until its first connection, without a checkpoint). */
     private volatile Timeline timeline = Timeline.UNKNOWN;
     private Lsn handedOnEnd;
@@ -172,9 +174,10 @@ public final class ReplicationReader {
      */
     public static ReplicationReader resuming(Settings settings, CheckpointStore checkpoints) throws SQLException {
         CheckpointStore.Saved saved = checkpoints.loadSaved(settings.slot())
-                .orElse(new CheckpointStore.Saved(Lsn.INVALID, Timeline.UNKNOWN));
+                .orElse(new CheckpointStore.Saved(Lsn.INVALID, Timeline.UNKNOWN, 0));
         Lsn checkpoint = saved.lsn();
         Timeline timeline = saved.timeline();
+        long earlierHistoryUpTo = saved.earlierHistoryUpTo();
         boolean otherHistory = false;
         if (checkpoint.isValid()) {
             Properties p = new Properties();
@@ -191,7 +194,7 @@ public final class ReplicationReader {
             p.setProperty("tcpKeepAlive", "true");
             p.setProperty(io.walhook.config.SessionTimeout.SOCKET_TIMEOUT, io.walhook.config.SessionTimeout.SECONDS);
             PGProperty.LOGIN_TIMEOUT.set(p, io.walhook.config.SessionTimeout.SECONDS);
-            try (Connection c = DriverManager.getConnection(settings.jdbcUrl(), p)) {
+            try (Connection c = historyConnection(settings.jdbcUrl(), p)) {
                 WalEnd end = walEnd(c, settings.slot());
                 Timeline server = identify(c);
                 Lsn shared = sharedUpTo(c, timeline, server);
@@ -206,7 +209,7 @@ public final class ReplicationReader {
                             settings.slot(), checkpoint, end.end(), from.isValid() ? from : "the slot's own position");
                     checkpoint = from;
                     otherHistory = true;
-                } else if (shared != null && checkpoint.compareTo(shared) > 0) {
+                } else if (!end.inRecovery() && !ofItsHistory(checkpoint, shared, timeline, server, end.slotConfirmed())) {
                     LOG.errorf("the checkpoint of slot %s (%s, read on %s) is past where the server's history (%s) left"
                             + " that one (%s): the server never had the changes read from there on (a standby promoted"
                             + " before it received them, or another cluster). Resuming from %s: changes the old server"
@@ -219,19 +222,45 @@ public final class ReplicationReader {
                 }
                 if (otherHistory) {
                     timeline = server;
-                    // for good: a save never moves the checkpoint back, and kept, the next start would resume from it
-                    if (checkpoint.isValid()) {
-                        checkpoints.reset(settings.slot(), checkpoint, server);
-                    } else {
-                        checkpoints.delete(settings.slot());
-                    }
+                    // for good: a save never moves the checkpoint back, and kept, the next start would resume from it;
+                    // with the queues' rows of the old history marked and its dropped ids forgotten, at once
+                    earlierHistoryUpTo = checkpoints.leaveHistory(settings.slot(), checkpoint, server);
                 }
             }
         }
         ReplicationReader reader = new ReplicationReader(settings, checkpoints, checkpoint);
         reader.otherHistory = otherHistory;
         reader.timeline = timeline;
+        reader.earlierHistoryUpTo = earlierHistoryUpTo;
         return reader;
+    }
+
+    /** How long {@link #resuming} waits for a walsender of the server's {@code max_wal_senders} to be free. */
+    static final Duration WALSENDER_PATIENCE = Duration.ofSeconds(30);
+
+    /**
+     * A replication connection for reading the server's history; while every walsender is taken
+     * (53300: an instance before this one still connected, its walsender not yet gone) tried again
+     * every second, for {@link #WALSENDER_PATIENCE}.
+     */
+    private static Connection historyConnection(String url, Properties p) throws SQLException {
+        long deadline = System.nanoTime() + WALSENDER_PATIENCE.toNanos();
+        while (true) {
+            try {
+                return DriverManager.getConnection(url, p);
+            } catch (SQLException e) {
+                if (!"53300".equals(e.getSQLState()) || System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                LOG.debugf("no walsender free to read the server's history yet: %s", e.getMessage());
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
     }
 
     /**
@@ -241,6 +270,15 @@ public final class ReplicationReader {
      */
     public boolean otherHistory() {
         return otherHistory;
+    }
+
+    /**
+     * The durable queues' newest row id of a history before the server's (0: none): queued when a
+     * checkpoint of that history was replaced, now or at an earlier start. None of them is taken for
+     * a newer change of its row than the changes the stream sends.
+     */
+    public long earlierHistoryUpTo() {
+        return earlierHistoryUpTo;
     }
 
     /** The end of a server's WAL, whether it is in recovery, and the slot's confirmed position (invalid when unknown). */
@@ -292,8 +330,28 @@ public final class ReplicationReader {
             if (!rs.next()) {
                 throw new SQLException("TIMELINE_HISTORY " + server.id() + " returned no row");
             }
-            return switchPoint(new String(rs.getBytes(2), java.nio.charset.StandardCharsets.UTF_8), read.id());
+            // bytea before PostgreSQL 16, text since, sent as the file's bytes either way: read as sent
+            return switchPoint(rs.getString(2), read.id());
         }
+    }
+
+    /**
+     * Whether positions up to {@code reached}, read on {@code read}, are of the server's history:
+     * within what it shares with {@code read} ({@link #sharedUpTo}); or acknowledged to this very
+     * server's slot past the switch point (a standby source promoted, or following its upstream onto
+     * a new timeline, while the stream went on: read from it, on a timeline not yet recorded); or, on
+     * another cluster, within its slot's position (a slot carried over by pg_upgrade, which keeps
+     * logical slots from PostgreSQL 17, having consumed all the old cluster's WAL).
+     */
+    static boolean ofItsHistory(Lsn reached, Lsn shared, Timeline read, Timeline server, Lsn slotConfirmed) {
+        if (shared == null || !reached.isValid() || reached.compareTo(shared) <= 0) {
+            return true;
+        }
+        if (!slotConfirmed.isValid()) {
+            return false;
+        }
+        boolean sameSystem = read.systemId().equals(server.systemId());
+        return sameSystem ? shared.isValid() && slotConfirmed.compareTo(shared) > 0 : slotConfirmed.compareTo(reached) >= 0;
     }
 
     /**
@@ -488,7 +546,12 @@ public final class ReplicationReader {
             }
             Timeline history = identify(connection);
             Lsn shared = sharedUpTo(connection, timeline, history);
-            if (shared != null && reached.isValid() && reached.compareTo(shared) > 0) {
+            if (!ofItsHistory(reached, shared, timeline, history, server.slotConfirmed())) {
+                if (server.inRecovery()) {
+                    // a standby replaying again after a crash may be back on an earlier timeline for a while
+                    throw new SQLException("the standby is on " + history + ", whose history left " + timeline
+                            + ", which this reader read, before " + reached + ": it is still recovering");
+                }
                 // a standby promoted before it received what this reader read: the server's history left the one
                 // read at the switch point, and by now it may have written past these positions (compared alone,
                 // they do not tell). Resumed here, it skipped every new transaction committing below them: lost

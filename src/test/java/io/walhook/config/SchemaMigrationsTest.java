@@ -47,7 +47,7 @@ class SchemaMigrationsTest {
             "11|11|activation released|SQL|db/migration/V11__activation_released.sql|663736808|true",
             "12|12|subscription matched before|SQL|db/migration/V12__subscription_matched_before.sql|-1874845366|true",
             "13|13|dropped event|SQL|db/migration/V13__dropped_event.sql|-1248673008|true",
-            "14|14|checkpoint timeline|SQL|db/migration/V14__checkpoint_timeline.sql|-831247018|true");
+            "14|14|checkpoint timeline|SQL|db/migration/V14__checkpoint_timeline.sql|-1678512213|true");
 
     private static PGSimpleDataSource database(String prefix) throws SQLException {
         PostgresServer server = TestPostgres.shared();
@@ -125,11 +125,11 @@ class SchemaMigrationsTest {
         sql(dataSource, "ALTER TABLE walhook.parked_event DROP COLUMN address_parts");
         sql(dataSource, "DROP TABLE walhook.subscription_matched_before");
         sql(dataSource, "DROP TABLE walhook.dropped_event");
-        sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline");
+        sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
         sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14')");
         assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(8);
         assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
-        sql(dataSource, "SELECT system_id, timeline FROM walhook.checkpoint");
+        sql(dataSource, "SELECT system_id, timeline, earlier_history_up_to FROM walhook.checkpoint");
         sql(dataSource, "SELECT count(*) FROM walhook.backfill");
         sql(dataSource, "SELECT token, released FROM walhook.activation");
     }
@@ -179,7 +179,7 @@ class SchemaMigrationsTest {
         sql(dataSource, "ALTER TABLE walhook.parked_event DROP COLUMN address_parts");
         sql(dataSource, "DROP TABLE walhook.subscription_matched_before");
         sql(dataSource, "DROP TABLE walhook.dropped_event");
-        sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline");
+        sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
         sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14')");
         // V7's last statement creates the index backfill_initial: a table of that name makes it fail
         sql(dataSource, "CREATE TABLE walhook.backfill_initial ()");

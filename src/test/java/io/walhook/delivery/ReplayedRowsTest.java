@@ -59,6 +59,22 @@ class ReplayedRowsTest {
     }
 
     @Test
+    void noRowQueuedInAnEarlierHistoryIsRememberedInALaterRun() {
+        // a later start: the checkpoint (0x150) and rows 101 and up are the new history's, written before this run
+        ReplayedRows replayed = new ReplayedRows();
+        assertThat(replayed.supersededOnRead(row(1, 0x900, 1, 42), BEFORE + 200, 0x150, 50)).isFalse();
+        assertThat(replayed.supersededOnRead(row(101, 0x200, 1, 42), BEFORE + 200, 0x150, 50))
+                .as("the new history's change, queued behind the old history's").isFalse();
+        assertThat(replayed.supersededOnRead(row(102, 0x300, 1, 42), BEFORE + 200, 0x150, 50)).isFalse();
+        assertThat(replayed.supersededOnRead(row(201, 0x250, 1, 42), BEFORE + 300, 0x150, 50))
+                .as("a resend of the new history's, older than its change read before").isTrue();
+        ReplayedRows unmarked = new ReplayedRows();
+        assertThat(unmarked.supersededOnRead(row(1, 0x900, 1, 42), BEFORE + 200, 0x150, 0)).isFalse();
+        assertThat(unmarked.supersededOnRead(row(101, 0x200, 1, 42), BEFORE + 200, 0x150, 0))
+                .as("without the mark, taken for a resend").isTrue();
+    }
+
+    @Test
     void aTruncateAndTheRowsOfItsTableAreOrderedTheSameWay() {
         ReplayedRows replayed = new ReplayedRows();
         assertThat(replayed.supersededOnRead(row(1, 0x300, 1, 42), BEFORE)).isFalse();

@@ -904,6 +904,26 @@ class ReplicationReaderTest {
         assertThatThrownBy(() -> ReplicationReader.switchPoint("1", 1)).hasMessageContaining("no switch point");
     }
 
+    @Test
+    void positionsAreOfTheServersHistoryWithinWhatItSharesOrWhatItsOwnSlotAcknowledged() {
+        io.walhook.checkpoint.Timeline one = new io.walhook.checkpoint.Timeline("7", 1);
+        io.walhook.checkpoint.Timeline two = new io.walhook.checkpoint.Timeline("7", 2);
+        io.walhook.checkpoint.Timeline upgraded = new io.walhook.checkpoint.Timeline("8", 1);
+        Lsn switched = Lsn.parse("0/5000000");
+        Lsn read = Lsn.parse("0/5000100");
+        assertThat(ReplicationReader.ofItsHistory(read, null, one, one, Lsn.INVALID)).as("the same timeline").isTrue();
+        assertThat(ReplicationReader.ofItsHistory(Lsn.parse("0/4000000"), switched, one, two, Lsn.INVALID)).as("before the switch").isTrue();
+        assertThat(ReplicationReader.ofItsHistory(read, switched, one, two, Lsn.parse("0/4000000")))
+                .as("a standby promoted before it received what was read").isFalse();
+        assertThat(ReplicationReader.ofItsHistory(read, switched, one, two, Lsn.parse("0/5000080")))
+                .as("its own slot acknowledged past the switch: read from it").isTrue();
+        assertThat(ReplicationReader.ofItsHistory(read, Lsn.INVALID, two, one, Lsn.parse("0/6000000")))
+                .as("an earlier timeline").isFalse();
+        assertThat(ReplicationReader.ofItsHistory(read, Lsn.INVALID, one, upgraded, read)).as("a slot carried over").isTrue();
+        assertThat(ReplicationReader.ofItsHistory(read, Lsn.INVALID, one, upgraded, switched)).as("another cluster").isFalse();
+        assertThat(ReplicationReader.ofItsHistory(read, Lsn.INVALID, one, upgraded, Lsn.INVALID)).isFalse();
+    }
+
     /**
      * A standby that had not received the primary's last WAL, promoted while the reader was still
      * reading the primary: the new server's history leaves the old one at the promotion's switch
@@ -961,12 +981,90 @@ class ReplicationReaderTest {
                 assertThat(failed.get()).hasMessageContaining("timeline");
                 assertThat(reader.status().state()).isEqualTo(SourceStatus.State.STOPPED);
 
+                // what the old history left in the state: a queued change (its destination failing) and a dropped dead letter
+                source.sql("INSERT INTO walhook.parked_event (subscription, subscription_id, event_id, commit_lsn, content_type,"
+                        + " headers, body) VALUES ('s', 's', 'old', '" + read + "', 'application/json', '{}', '\\x7b7d')",
+                        "INSERT INTO walhook.dropped_event VALUES ('s', 'dropped', '" + read + "')");
+                long queued = Long.parseLong(source.queryOne("SELECT max(id) FROM walhook.parked_event"));
                 ReplicationReader again = source.startReader(); // walhook started again: its checkpoint is past the switch
                 assertThat(again.otherHistory()).isTrue();
+                // kept for the starts after this one, with the checkpoint replaced in one transaction
+                assertThat(again.earlierHistoryUpTo()).isEqualTo(queued);
+                assertThat(source.checkpoints.loadSaved(source.slot).orElseThrow().earlierHistoryUpTo()).isEqualTo(queued);
+                assertThat(source.queryOne("SELECT count(*) FROM walhook.dropped_event")).isEqualTo("0");
                 assertThat(again.resumesFrom()).as("where the new history left the old").isLessThan(three);
                 await().atMost(WAIT).until(() -> source.received.stream().anyMatch(e -> e.at("/new/id").asInt() == 3));
                 assertThat(source.received).as("the change of the old history before the switch is not read again")
                         .filteredOn(e -> e.at("/new/id").asInt() == 1).hasSize(1);
+                Lsn resumed = again.resumesFrom();
+                await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElseThrow().compareTo(resumed) > 0);
+                source.stopReader(again);
+                ReplicationReader third = source.startReader(); // an ordinary restart after that
+                assertThat(third.otherHistory()).isFalse();
+                assertThat(third.earlierHistoryUpTo()).as("the old history's queued rows stay marked").isEqualTo(queued);
+            }
+        } finally {
+            if (standby != null) {
+                standby.stop();
+            }
+            primary.stop();
+        }
+    }
+
+    /**
+     * Decoding on a standby (PostgreSQL 16): the standby promoted while the reader streams from it.
+     * The stream goes on past the switch point, on the new timeline, with the timeline read at the
+     * connection recorded; a reconnect then found positions past where the server's history left
+     * that timeline and stopped walhook (and started again it read everything since the promotion
+     * again), though they were all read from this very server. Positions its own slot acknowledged
+     * past the switch point are of its history.
+     */
+    @Test
+    void aStandbySourcePromotedWhileStreamingIsReadOnAfterAReconnect() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(TestPostgres.defaultMajor() >= 16, "decoding on a standby needs PostgreSQL 16");
+        io.walhook.testing.EmbeddedPostgres primary = io.walhook.testing.EmbeddedPostgres.builder()
+                .major(TestPostgres.defaultMajor()).start();
+        io.walhook.testing.EmbeddedPostgres standby = null;
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_promoted_source")) {
+            primary.execute(primary.defaultDatabase(), "CREATE DATABASE " + source.database);
+            primary.execute(source.database, "CREATE TABLE t (id int PRIMARY KEY)", "CREATE PUBLICATION walhook FOR TABLE t");
+            standby = primary.standbyWithSlots();
+            io.walhook.testing.EmbeddedPostgres replica = standby;
+            // a slot on the standby waits for the primary's next snapshot of running transactions
+            java.util.concurrent.CompletableFuture<Void> created = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    replica.execute(source.database, "SELECT pg_create_logical_replication_slot('" + source.slot + "', 'pgoutput')");
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            await().atMost(WAIT).until(() -> {
+                primary.execute(source.database, "SELECT pg_log_standby_snapshot()");
+                return created.isDone();
+            });
+            created.join();
+            try (io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to("127.0.0.1", standby.port())) {
+                source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
+                ReplicationReader reader = source.startReader();
+                java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+                reader.onFailure((thread, e) -> failed.set(e)); // walhook exits
+                primary.execute(source.database, "INSERT INTO t VALUES (1)");
+                await().atMost(WAIT).until(() -> source.received.size() == 1);
+
+                primary.stop();
+                standby.promote();
+                replica.execute(source.database, "INSERT INTO t VALUES (2)");
+                await().atMost(WAIT).until(() -> source.received.size() == 2);
+                Lsn two = Lsn.parse(source.received.get(1).at("/tx/commit_lsn").asText());
+                await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(two) > 0);
+
+                proxy.dropAll();
+                replica.execute(source.database, "INSERT INTO t VALUES (3)");
+                await().atMost(WAIT).until(() -> source.received.size() == 3 || failed.get() != null);
+                assertThat(failed.get()).as("walhook goes on").isNull();
+                assertThat(source.received).extracting(e -> e.at("/new/id").asInt()).containsExactly(1, 2, 3);
+                // saved with the timeline it is now read on
+                await().atMost(WAIT).until(() -> source.checkpoints.loadSaved(source.slot).orElseThrow().timeline().id() == 2);
             }
         } finally {
             if (standby != null) {
