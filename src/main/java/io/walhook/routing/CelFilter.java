@@ -20,9 +20,12 @@ import dev.cel.common.types.SimpleType;
 import dev.cel.compiler.CelCompiler;
 import dev.cel.compiler.CelCompilerFactory;
 import dev.cel.parser.CelStandardMacro;
+import dev.cel.common.values.CelByteString;
 import dev.cel.runtime.CelEvaluationException;
+import dev.cel.runtime.CelFunctionBinding;
 import dev.cel.runtime.CelRuntime;
 import dev.cel.runtime.CelRuntimeFactory;
+import dev.cel.runtime.standard.AddOperator.AddOverload;
 import io.walhook.change.ChangeEvent;
 
 /**
@@ -50,14 +53,16 @@ import io.walhook.change.ChangeEvent;
  * time), a result that can never be a boolean ({@code op}), and expressions over the limits:
  * {@value #MAX_EXPRESSION_LENGTH} characters (code points) and a nesting depth of 250 (CEL's parser
  * default; repeated {@code !} and {@code -} fold and do not count). At run time comprehension
- * macros get {@value #MAX_ITERATIONS} iterations per evaluation, so no filter can stall the reader.
+ * macros get {@value #MAX_ITERATIONS} iterations per evaluation, and {@code +} may build at most
+ * {@link #MAX_BUILT} characters, bytes or list elements, so no filter can stall the reader or
+ * exhaust the heap.
  *
  * <h2>Run time: errors never escape</h2>
  * A filter that fails on an event does not match it: {@link #evaluate} returns
  * {@link Outcome#ERROR} and {@link #matches} false, nothing is thrown into the caller (the
  * replication reader thread). Failures are: a missing key ({@code new.missing > 1}: use
  * {@code has(new.missing)} to test presence), no overload for the values ({@code null > 1},
- * {@code "x" > 1}), division by zero, an overflow, the iteration budget, a result that is not a
+ * {@code "x" > 1}), division by zero, an overflow, the iteration budget, the concatenation budget, a result that is not a
  * boolean ({@code dyn}), and an event whose JSON cannot be read. Each is counted
  * ({@link #errorCount}) and the latest kept ({@link #lastError}) for the caller to report; this
  * class logs nothing.
@@ -124,9 +129,57 @@ public final class CelFilter {
             .addVar("old", ROW)
             .build();
 
+    /**
+     * Characters, bytes or list elements one evaluation may build with {@code +}, summed: each
+     * concatenation costs the length of what it makes. Without a bound, a filter short enough and
+     * within the iteration budget ({@code [op].map(x, x + x).map(x, x + x)...}, forty times) doubles
+     * a string until the heap is gone, and walhook (which exits on an OutOfMemoryError) is started
+     * again into the same change, for good.
+     */
+    public static final long MAX_BUILT = 4L << 20;
+
+    /** What the evaluation under way on this thread has built with {@code +}; see {@link #MAX_BUILT}. */
+    private static final ThreadLocal<long[]> BUILT = ThreadLocal.withInitial(() -> new long[1]);
+
     private static final CelRuntime RUNTIME = CelRuntimeFactory.standardCelRuntimeBuilder()
             .setOptions(OPTIONS)
+            // concatenations of strings, bytes and lists count what they build: see MAX_BUILT
+            .setStandardEnvironmentEnabled(false)
+            .setStandardFunctions(dev.cel.runtime.CelStandardFunctions.newBuilder()
+                    .filterFunctions((function, overload) -> overload != AddOverload.ADD_STRING
+                            && overload != AddOverload.ADD_BYTES && overload != AddOverload.ADD_LIST)
+                    .build())
+            .addFunctionBindings(
+                    CelFunctionBinding.from("add_string", String.class, String.class,
+                            (a, b) -> a.concat(built(b, (long) a.length() + b.length()))),
+                    OPTIONS.evaluateCanonicalTypesToNativeValues()
+                            ? CelFunctionBinding.from("add_bytes", CelByteString.class, CelByteString.class,
+                                    (a, b) -> a.concat(built(b, (long) a.size() + b.size())))
+                            : CelFunctionBinding.from("add_bytes", com.google.protobuf.ByteString.class,
+                                    com.google.protobuf.ByteString.class, (a, b) -> a.concat(built(b, (long) a.size() + b.size()))),
+                    CelFunctionBinding.from("add_list", List.class, List.class, CelFilter::concat))
             .build();
+
+    private static final String BUILT_TOO_MUCH = "the filter built more than " + MAX_BUILT
+            + " characters, bytes or list elements with +";
+
+    /** Counts {@code size} against this evaluation's {@link #MAX_BUILT}; returns {@code value}. */
+    private static <T> T built(T value, long size) throws CelEvaluationException {
+        long[] built = BUILT.get();
+        built[0] += size;
+        if (built[0] > MAX_BUILT) {
+            throw new CelEvaluationException(BUILT_TOO_MUCH);
+        }
+        return value;
+    }
+
+    private static List<Object> concat(List<?> a, List<?> b) throws CelEvaluationException {
+        built(b, (long) a.size() + b.size());
+        List<Object> both = new java.util.ArrayList<>(a.size() + b.size());
+        both.addAll(a);
+        both.addAll(b);
+        return both;
+    }
 
     /** What a check found, by node id: all that an expression of the same shape takes from it. */
     private record Checked(java.util.Map<Long, dev.cel.common.ast.CelReference> references,
@@ -315,6 +368,7 @@ public final class CelFilter {
      */
     public Outcome evaluate(CelVariables variables) {
         Object result;
+        BUILT.get()[0] = 0;
         try {
             result = program.eval(name -> Optional.ofNullable(variables.find(name)));
         } catch (CelEvaluationException e) {
@@ -398,7 +452,19 @@ public final class CelFilter {
         return new CelFilterException(message.toString(), line, column);
     }
 
+    /**
+     * CEL's message on one line, without the values it quotes (a function failing on a row's value
+     * names its arguments: an SSN that {@code int()} could not read would be shown in /status to
+     * every holder of the read token), and at most {@value #DETAIL_LENGTH} characters.
+     */
     private static String oneLine(String text) {
-        return SPACES.matcher(text).replaceAll(" ").trim();
+        String line = SPACES.matcher(text).replaceAll(" ").trim();
+        line = ARGUMENTS.matcher(line).replaceAll("$1 on its argument$2");
+        line = QUOTED_VALUE.matcher(line).replaceAll("(a value)"); // Java's own: For input string: "..."
+        return line.length() <= DETAIL_LENGTH ? line : line.substring(0, DETAIL_LENGTH - 3) + "...";
     }
+
+    private static final Pattern ARGUMENTS = Pattern.compile("(failed) with arg(\\(s\\))? '.*'", Pattern.DOTALL);
+    private static final Pattern QUOTED_VALUE = Pattern.compile("\"[^\"]*\"?");
+    private static final int DETAIL_LENGTH = 500;
 }

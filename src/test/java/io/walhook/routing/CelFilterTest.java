@@ -46,6 +46,34 @@ class CelFilterTest {
         return CelVariables.of(op, "public", "orders", Map.of("id", 1), newRow, oldRow);
     }
 
+    /**
+     * A filter short enough and within the iteration budget that doubles a string forty times: it
+     * ran the heap out (walhook exits on an OutOfMemoryError, and the same change came back after
+     * the restart, for good). What {@code +} builds per evaluation is bounded: the filter fails on
+     * the event, and a filter building less still works, the next evaluation starting afresh.
+     */
+    @Test
+    void whatPlusBuildsInOneEvaluationIsBounded() {
+        ChangeEvent event = TestEvents.table("public", "docs").key("id", INT4).column("doc", TEXT)
+                .insert("1", "x".repeat(1 << 20));
+        CelFilter doubling = CelFilter.compile("size([op]" + ".map(x, x + x)".repeat(40) + "[0]) > 0");
+        assertThat(doubling.evaluate(CelVariables.of(event))).isEqualTo(CelFilter.Outcome.ERROR);
+        assertThat(doubling.lastError()).contains("built more than 4194304").hasSizeLessThan(600).doesNotContain("insertinsert");
+        CelFilter repeated = CelFilter.compile("size(new.doc" + " + new.doc".repeat(10) + ") > 0");
+        assertThat(repeated.evaluate(CelVariables.of(event))).as("11 MiB of one row's text").isEqualTo(CelFilter.Outcome.ERROR);
+        CelFilter lists = CelFilter.compile("size([[op]]" + ".map(l, l + l)".repeat(30) + "[0]) > 0");
+        assertThat(lists.evaluate(CelVariables.of(event))).as("a list doubled").isEqualTo(CelFilter.Outcome.ERROR);
+        // a function failing on a row's value: CEL quotes its arguments, which /status would show
+        CelFilter unreadable = CelFilter.compile("int(new.doc) > 0");
+        assertThat(unreadable.evaluate(CelVariables.of(event))).isEqualTo(CelFilter.Outcome.ERROR);
+        assertThat(unreadable.lastError()).doesNotContain("xxxx").hasSizeLessThan(600);
+        CelFilter within = CelFilter.compile("size(new.doc + new.doc) == 2 * size(new.doc) && [1] + [2] == [1, 2]"
+                + " && b'a' + b'b' == b'ab'");
+        for (int i = 0; i < 3; i++) {
+            assertThat(within.evaluate(CelVariables.of(event))).as("2 MiB, evaluation " + i).isEqualTo(CelFilter.Outcome.MATCH);
+        }
+    }
+
     @Test
     void filtersThatDifferOnlyInTheirConstantsAreTypeCheckedOnceAndEachKeepsItsOwnConstants() throws Exception {
         // CEL's checker builds its environment at every check: 10,000 tenant filters took seconds at start
