@@ -45,7 +45,7 @@ final class TestFire {
         try {
             if (subscription.destination() instanceof Destination.Amqp amqp) {
                 // the address the test event resolves to: {schema} and {table} empty, {op} test
-                String address = amqp.address().replace("{schema}", "").replace("{table}", "").replace("{op}", "test");
+                String address = amqp.address(new String[] {"", "", "test"});
                 Transport.Attempt attempt = source.transport(subscription)
                         .attempt(new Transport.Request(eventId, body, "application/json", Map.of(), address), timeout);
                 boolean delivered = attempt.outcome() == Transport.Outcome.DELIVERED;

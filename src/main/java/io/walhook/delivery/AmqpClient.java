@@ -66,6 +66,8 @@ public final class AmqpClient implements AutoCloseable {
     private final Vertx vertx;
     private final Context context;
     private final AmqpUrl url;
+    /** The container-id this client opens its connections with: walhook-, then a random UUID, its own. */
+    private final String container = "walhook-" + java.util.UUID.randomUUID();
     private final Duration timeout;
 
     // touched on the event-loop context only
@@ -210,7 +212,9 @@ public final class AmqpClient implements AutoCloseable {
                 }
                 ProtonConnection opening = connected.result();
                 pending[0] = opening;
-                opening.setContainer("walhook");
+                // one of its own: a broker may take one connection per container-id (ActiveMQ Classic's client id),
+                // and another instance's client (a standby's test-fire, another deployment) must not shut this one out
+                opening.setContainer(container);
                 opening.openHandler(opened -> {
                     if (attempts != attempt) {
                         opening.disconnect(); // opened after it was given up
@@ -259,7 +263,7 @@ public final class AmqpClient implements AutoCloseable {
      * becomes an attempt's problem (/status, dead letters).
      */
     private void failWaiting(String text) {
-        String problem = url.redact(text);
+        String problem = Transport.Attempt.shown(url.redact(text));
         connecting = false;
         if (!problem.equals(lastProblem)) {
             LOG.warn(problem);
@@ -272,7 +276,7 @@ public final class AmqpClient implements AutoCloseable {
 
     /** The connection is gone: every message not yet settled on it is retried. */
     private void lost(ProtonConnection which, String text) {
-        String problem = url.redact(text);
+        String problem = Transport.Attempt.shown(url.redact(text));
         if (connection != which) {
             if (connecting && connection == null) {
                 failWaiting(problem);

@@ -276,7 +276,19 @@ public sealed interface Destination {
             if (address.indexOf('{') < 0) {
                 return address;
             }
-            return address.replace("{schema}", parts[0]).replace("{table}", parts[1]).replace("{op}", parts[2]);
+            // in one pass: a schema or table name holding "{table}" or "{op}" is not replaced again
+            java.util.regex.Matcher m = PLACEHOLDER.matcher(address);
+            StringBuilder resolved = new StringBuilder(address.length() + 32);
+            while (m.find()) {
+                String value = switch (m.group()) {
+                    case "{schema}" -> parts[0];
+                    case "{table}" -> parts[1];
+                    case "{op}" -> parts[2];
+                    default -> m.group();
+                };
+                m.appendReplacement(resolved, java.util.regex.Matcher.quoteReplacement(value));
+            }
+            return m.appendTail(resolved).toString();
         }
 
         @Override

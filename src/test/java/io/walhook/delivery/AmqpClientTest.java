@@ -107,6 +107,49 @@ class AmqpBrokerTest {
     }
 
     /**
+     * A broker that takes one connection per container-id (ActiveMQ Classic makes it the JMS client
+     * id, and closes a second open with "already connected"): every client, a standby's test-fire
+     * beside the active instance's, or two deployments sharing the broker, named itself "walhook",
+     * and the second one's every message failed for as long as the first stayed connected.
+     */
+    @Test
+    void twoClientsOfOneBrokerAreEachAContainerOfTheirOwn() throws Exception {
+        java.util.Set<String> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        ProtonServer server = listening(ProtonServer.create(vertx).connectHandler(connection -> {
+            connection.openHandler(opened -> {
+                connection.open();
+                if (!open.add(connection.getRemoteContainer())) {
+                    connection.setCondition(new ErrorCondition(Symbol.valueOf("amqp:invalid-field"),
+                            "Broker: localhost - Client: " + connection.getRemoteContainer() + " already connected from tcp://127.0.0.1"));
+                    connection.close();
+                }
+            });
+            connection.sessionOpenHandler(ProtonSession::open);
+            connection.receiverOpenHandler(receiver -> {
+                receiver.setTarget(receiver.getRemoteTarget());
+                receiver.setAutoAccept(false);
+                receiver.handler((delivery, message) -> delivery.disposition(Accepted.getInstance(), true));
+                receiver.open();
+            });
+        }));
+        AmqpClient first = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), Duration.ofSeconds(5));
+        AmqpClient second = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), Duration.ofSeconds(5));
+        try {
+            for (AmqpClient client : java.util.List.of(first, second)) {
+                Transport.Attempt attempt = client.transport(new Destination.Amqp("orders")).attempt(new Transport.Request(
+                        "0000000000000001-0001", "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"),
+                        Duration.ofSeconds(5));
+                assertThat(attempt.outcome()).as(attempt.problem()).isEqualTo(Transport.Outcome.DELIVERED);
+            }
+            assertThat(open).hasSize(2);
+        } finally {
+            first.close();
+            second.close();
+            server.close();
+        }
+    }
+
+    /**
      * A peer that takes the TCP connection and never answers (a load balancer whose broker is down):
      * the attempt is given up after the timeout, and the next message connects again, rather than
      * every later message waiting on a connection that never opens.

@@ -63,6 +63,16 @@ class DestinationTest {
         assertThat(destination.redact("POST " + url + " failed")).isEqualTo("POST " + logged + " failed");
     }
 
+    /** A quoted schema or table name may hold a placeholder's text: it is the name, not replaced again. */
+    @Test
+    void anAmqpAddressReplacesEachPlaceholderOnceWhateverTheNamesHold() {
+        Destination.Amqp amqp = new Destination.Amqp("cdc.{schema}.{table}.{op}");
+        assertThat(amqp.address(new String[] {"public", "orders", "insert"})).isEqualTo("cdc.public.orders.insert");
+        assertThat(amqp.address(new String[] {"x{table}", "{op}s", "update"})).isEqualTo("cdc.x{table}.{op}s.update");
+        assertThat(amqp.address(new String[] {"a$1\\", "t", "delete"})).isEqualTo("cdc.a$1\\.t.delete");
+        assertThat(new Destination.Amqp("fixed").address(new String[] {"s", "t", "insert"})).isEqualTo("fixed");
+    }
+
     @Test
     void aPathCredentialQuotedWithoutItsHostIsTakenOutOfAMessage() {
         Destination.Webhook destination = webhook("https://hooks.slack.com/services/T0AB12CD3/B0EF45GH6/Xq7mB2kLp9Rt%2B4vWz8nYc3",
