@@ -492,6 +492,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         syncs++;
         Map<String, Subscription> byId = new java.util.HashMap<>();
         inForce.forEach(subscription -> byId.put(subscription.id(), subscription));
+        Synced before = lastSynced;
         lastSynced = new Synced(byId, syncs); // before the lanes are walked: one made meanwhile is walked, or reads it
         Set<String> heldBefore = this.held;
         Set<String> ids = new HashSet<>(held);
@@ -537,6 +538,13 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 } else {
                     deleted(id);
                 }
+            }
+        }
+        // and those that had no lane here yet: routing may still hold them (a router taken at the start of a
+        // transaction), and would make them one after the deletion was answered
+        for (String id : before.byId().keySet()) {
+            if (!ids.contains(id) && !inForceNow.test(id)) {
+                deleted(id);
             }
         }
         context.metrics().onlyInForce(ids);

@@ -1552,11 +1552,12 @@ final class Lane {
     /**
      * Whether a request under way to {@code from} is given up for {@code to}: a webhook whose
      * replacement has another host name (another scheme or port on the same name is most likely
-     * the same receiver).
+     * the same receiver); an AMQP message whose replacement is a webhook (one waiting for the
+     * broker's credit is then never sent).
      */
     private static boolean movedAway(Destination from, Destination to) {
         if (!(from instanceof Destination.Webhook old)) {
-            return false; // AMQP: the same broker, its own timeouts
+            return !(to instanceof Destination.Amqp); // another address: the same broker, its own timeouts
         }
         return !(to instanceof Destination.Webhook now)
                 || !String.valueOf(UrlAuthority.host(old.url())).equalsIgnoreCase(UrlAuthority.host(now.url()));

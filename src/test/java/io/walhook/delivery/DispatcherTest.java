@@ -793,6 +793,33 @@ class DispatcherTest {
         assertThat(dispatcher.status()).isEmpty();
     }
 
+    /**
+     * A subscription deleted (through another instance's API) before its first event here: no lane
+     * to stop, so nothing was marked deleted, and routing, going on with the router it took at the
+     * transaction's start, made it a lane and sent it the rest of the transaction after the DELETE
+     * was answered, until some other write.
+     */
+    @Test
+    void aSubscriptionDeletedBeforeItHadALaneIsGivenNoneByRoutingThatStillHoldsIt() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver receiver = receiver(request -> {
+            accepted.add(request);
+            return 204;
+        });
+        Subscription gone = webhook("config:gone", "gone", receiver, 1);
+        Subscription kept = webhook("config:kept", "kept", receiver, 1);
+        dispatcher.sync(List.of(gone, kept));
+        dispatcher.sync(List.of(kept), Set.of(), id -> id.equals(kept.id()));
+        int before = acknowledged.get();
+        send(dispatcher, gone, 3, 1); // routed with a router taken before the deletion
+        send(dispatcher, kept, 1, 1);
+        await().atMost(WAIT).until(() -> accepted.stream().anyMatch(r -> r.path().equals("/kept")));
+        await().atMost(WAIT).until(() -> acknowledged.get() == before + 4);
+        assertThat(accepted).noneMatch(r -> r.path().equals("/gone"));
+        assertThat(dispatcher.status()).extracting(s -> s.name()).containsExactly("kept");
+    }
+
     @Test
     void aDestinationReplacedWhileFailingIsNotTakenBackByTheEndOfATransactionRoutedBefore() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
@@ -857,6 +884,38 @@ class DispatcherTest {
         assertThat(dispatcher.status()).singleElement().satisfies(status -> assertThat(status.disabled()).isFalse());
         send(dispatcher, webhook(id, "new", receiver, 1), 1, 1);
         await().atMost(WAIT).until(() -> accepted.size() == 2);
+    }
+
+    /**
+     * An AMQP subscription replaced by a webhook while its message waits for the broker's credit (an
+     * address full): the lane kept it under way (the same broker, it reasoned), for up to the request
+     * timeout, and had credit come first it went to the broker replaced, counted delivered, and
+     * the webhook never had it. It is given up, not sent, and goes to the webhook.
+     */
+    @Test
+    void anAmqpDestinationReplacedByAWebhookGivesUpWhatWaitsForTheBroker() throws Exception {
+        try (io.walhook.testing.AmqpPeer peer = io.walhook.testing.AmqpPeer.start()) {
+            peer.withholdCredit();
+            AmqpClient broker = new AmqpClient(vertx, io.walhook.config.AmqpUrl.parse(peer.url()), Duration.ofMinutes(2));
+            List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+            WebhookReceiver receiver = receiver(request -> {
+                accepted.add(request);
+                return 204;
+            });
+            Dispatcher dispatcher = dispatcher(s -> s.destination() instanceof Destination.Amqp amqp ? broker.transport(amqp)
+                    : new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                            Duration.ofMinutes(2), false));
+            String id = "6f1c2b6e-0000-4000-8000-000000000009";
+            int before = acknowledged.get();
+            send(dispatcher, amqp(id, "full.{table}"), 1, 1);
+            await().atMost(WAIT).until(() -> dispatcher.status().stream().anyMatch(s -> s.inFlight() > 0));
+            dispatcher.sync(List.of(webhook(id, "hooked", receiver, 1)));
+            await().atMost(Duration.ofSeconds(15)).until(() -> accepted.size() == 1);
+            await().atMost(WAIT).until(() -> acknowledged.get() == before + 1);
+            peer.grantCredit();
+            await().during(Duration.ofSeconds(1)).atMost(WAIT).until(() -> peer.accepted().isEmpty());
+            broker.close();
+        }
     }
 
     @Test

@@ -43,6 +43,12 @@ public final class AmqpPeer implements AutoCloseable {
             connection.receiverOpenHandler(link -> {
                 link.setTarget(link.getRemoteTarget());
                 link.setAutoAccept(false);
+                if (withholding) {
+                    // no credit until granted: messages wait in the sender (a broker whose address is full)
+                    link.setPrefetch(0);
+                    io.vertx.core.Context context = Vertx.currentContext();
+                    withheld.add(() -> context.runOnContext(v -> link.flow(1000)));
+                }
                 link.handler((delivery, message) -> {
                     if (reject.test(message)) {
                         delivery.disposition(new Rejected(), true);
@@ -65,6 +71,21 @@ public final class AmqpPeer implements AutoCloseable {
         });
         return listening.get(10, TimeUnit.SECONDS);
     }
+
+    /** Links opened from now on get no credit until {@link #grantCredit}. */
+    public void withholdCredit() {
+        withholding = true;
+    }
+
+    /** Gives the links opened while credit was withheld credit for 1,000 messages. */
+    public void grantCredit() {
+        withholding = false;
+        withheld.forEach(Runnable::run);
+        withheld.clear();
+    }
+
+    private volatile boolean withholding;
+    private final List<Runnable> withheld = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     /**
      * A broker restart: every connection is dropped and the port refuses for a moment, then the
