@@ -45,6 +45,13 @@ public class ProblemMapper {
                     + " database did not take a new one in time, or the management API's own pool"
                     + " (QUARKUS_DATASOURCE_API_JDBC_MAX_SIZE, 2) was busy with other requests; retry", null).toResponse();
         }
+        if ("23505".equals(state) && e instanceof org.postgresql.util.PSQLException p && p.getServerErrorMessage() != null
+                && "subscription_name_key".equals(p.getServerErrorMessage().getConstraint())) {
+            // another request took the name between this one's check and its write
+            String detail = p.getServerErrorMessage().getDetail();
+            return new ApiProblem(409, "Conflict", "another request took this name at the same time"
+                    + (detail == null ? "" : ": " + firstLine(detail)), "/name").toResponse();
+        }
         if (busy(state)) {
             LOG.warnf("management API: the source database gave up on a statement (%s): %s", state, e.getMessage());
             return new ApiProblem(503, "Service Unavailable", "the source database gave up on this request's statement ("

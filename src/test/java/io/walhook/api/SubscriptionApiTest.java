@@ -215,6 +215,44 @@ class SubscriptionApiTest {
                 .body("field", equalTo("/name"));
     }
 
+    @org.eclipse.microprofile.config.inject.ConfigProperty(name = "quarkus.datasource.jdbc.url")
+    String jdbcUrl;
+
+    /**
+     * Two writes of one name at once (a client retrying a POST that timed out): both found the name
+     * free, and the second one's insert met the unique index: a 500 and a stack trace in the log. A
+     * transaction holding the name uncommitted while the request is written makes the race certain.
+     */
+    @Test
+    void aNameTakenByAnotherWriteAtTheSameTimeIsAConflict() throws Exception {
+        String database = jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1);
+        String body = BODY.replace("\"orders\"", "\"raced\"");
+        try (java.sql.Connection other = io.walhook.testing.TestPostgres.shared().connect(database)) {
+            other.setAutoCommit(false);
+            try (java.sql.Statement s = other.createStatement()) {
+                s.execute("INSERT INTO walhook.subscription (id, name, body) VALUES (gen_random_uuid(), 'raced', '{}')");
+            }
+            java.util.concurrent.CompletableFuture<io.restassured.response.Response> written =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> authorized().body(body).post("/subscriptions"));
+            // the request's insert waits on the other transaction's row
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> {
+                try (java.sql.Connection look = io.walhook.testing.TestPostgres.shared().connect(database);
+                        java.sql.Statement s = look.createStatement();
+                        java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                + " AND datname = current_database()")) {
+                    rs.next();
+                    return rs.getInt(1) > 0 || written.isDone();
+                }
+            });
+            other.commit();
+            io.restassured.response.Response response = written.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(response.statusCode()).as(response.asString()).isEqualTo(409);
+            assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+            assertThat(response.jsonPath().getString("field")).isEqualTo("/name");
+            assertThat(response.jsonPath().getString("detail")).contains("raced");
+        }
+    }
+
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "{nope                                                                               | ''",
