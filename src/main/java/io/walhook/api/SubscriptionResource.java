@@ -278,15 +278,16 @@ public class SubscriptionResource {
      * are read again here before it, and delivery told (a new destination, batching, retry policy),
      * and routing takes them up at its next transaction. Left to the
      * notification alone, a change committed at once could be routed before it came (a new tenant's
-     * first change missed). The other instances, and this one when reading fails, take the write up
-     * from the notification, within a second.
+     * first change missed). The other instances take the write up from the notification, within a
+     * second; this one, when reading fails, at its poller's next round, within 2 s.
      */
     private void applyHere() {
         try {
             source.applied(store);
         } catch (SQLException | RuntimeException e) {
+            source.refreshSoon();
             LOG.warnf("a subscription was written; reading the subscriptions again failed (%s): routing takes the write up"
-                    + " from its notification", e.getMessage());
+                    + " within 2 s", e.getMessage());
         }
     }
 

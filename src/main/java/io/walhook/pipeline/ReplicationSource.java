@@ -463,6 +463,14 @@ public class ReplicationSource {
         }
     }
 
+    /** A write this instance's API answered could not be read again here: the poller reads it at its next round. */
+    public void refreshSoon() {
+        SubscriptionPoller p = poller;
+        if (p != null) {
+            p.refreshOwed();
+        }
+    }
+
     /** A subscription was deleted through this instance's API: if this one delivers, it stops at once. */
     public void deleted(String id) {
         if (sender != null) {

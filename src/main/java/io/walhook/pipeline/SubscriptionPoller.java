@@ -83,6 +83,17 @@ final class SubscriptionPoller {
      * told: by the refresh that made them, not by whether the caller's did (the API's threads refresh
      * too, and call this after). One at a time, each with the latest refresh: never an older one last.
      */
+    /**
+     * A write committed that this instance could not read the subscriptions again for (its API's
+     * own refresh failed): read at the next round, within {@value #ROUND_MILLIS} ms, not left to a
+     * notification that may have failed too (then only {@link #FALLBACK} would find it).
+     */
+    void refreshOwed() {
+        owed = true;
+    }
+
+    private volatile boolean owed;
+
     synchronized void syncDelivery() {
         SubscriptionRegistry.InForce now = registry.inForce();
         Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
@@ -167,9 +178,10 @@ final class SubscriptionPoller {
                 if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
                     backfillsChanged.run();
                 }
-                if (notified.contains(SubscriptionStore.CHANNEL) || !changes.listening() || lastProblem != null
+                if (notified.contains(SubscriptionStore.CHANNEL) || !changes.listening() || lastProblem != null || owed
                         || System.nanoTime() - lastRefresh >= FALLBACK.toNanos()) {
                     lastRefresh = System.nanoTime();
+                    owed = false; // before the read: a write told after it is read at the next round
                     registry.refresh();
                     syncDelivery();
                 }

@@ -424,20 +424,30 @@ public final class SubscriptionStore {
     }
 
     /** Whether one row changed; if so, every listening instance is told. */
-    private static boolean changed(Connection c, int rows) throws SQLException {
+    private boolean changed(Connection c, int rows) throws SQLException {
         if (rows == 1) {
             changed(c);
         }
         return rows == 1;
     }
 
-    /** The write is done (committed): a failed notification costs only a wait for the pollers' next round. */
-    private static void changed(Connection c) {
+    /**
+     * The write is done (committed): every listening instance is told. The write's connection may
+     * have broken since its commit: then told on a new one, else the others take the write up at
+     * their next look at the table without a notification (every 30 s).
+     */
+    private void changed(Connection c) {
         try (Statement s = c.createStatement()) {
-            s.execute("SELECT pg_notify('" + CHANNEL + "', '')");
+            s.execute(NOTIFY);
         } catch (SQLException e) {
-            LOG.warnf("subscription written; telling the other instances failed (they see it within 2 s): %s",
-                    e.getMessage());
+            try (Connection again = dataSource.getConnection(); Statement s = again.createStatement()) {
+                s.execute(NOTIFY);
+            } catch (SQLException | RuntimeException failed) {
+                LOG.warnf("subscription written; telling the other instances failed (they see it within 30 s): %s",
+                        failed.getMessage());
+            }
         }
     }
+
+    private static final String NOTIFY = "SELECT pg_notify('" + CHANNEL + "', '')";
 }

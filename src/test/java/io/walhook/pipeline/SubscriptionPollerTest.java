@@ -61,6 +61,39 @@ class SubscriptionPollerTest {
     }
 
     /**
+     * A write committed whose notification failed (its connection broke after the commit) and whose
+     * answering instance could not read the subscriptions again: nothing told the poller, which
+     * looked at the table again only after 30 s, routing with the old filters meanwhile (a filter
+     * widened: the changes it now matches, acknowledged unsent). Told a read is owed, it reads at
+     * its next round.
+     */
+    @Test
+    void aWriteNotReadAgainWhereItWasAnsweredIsReadAtTheNextRound() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_owed");
+                ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
+                        source.server.password(), source.slot, "walhook")) {
+            SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
+                    Optional.empty());
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), new SubscriptionStore(source.dataSource, "walhook"));
+            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false,
+                    () -> false, () -> { }, () -> { });
+            poller.start();
+            try {
+                await().atMost(WAIT).until(() -> source.queryOne("SELECT count(*) FROM pg_stat_activity WHERE query LIKE"
+                        + " 'LISTEN%' AND datname = current_database()").equals("1"));
+                // written, and no instance told
+                source.sql("INSERT INTO walhook.subscription (id, name, body) VALUES (gen_random_uuid(), 'unheard',"
+                        + " '{\"name\": \"unheard\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://127.0.0.1:9/t\"}}')");
+                poller.refreshOwed();
+                await().atMost(Duration.ofSeconds(10)).until(() -> registry.inForce().subscriptions().stream()
+                        .map(Subscription::name).toList().contains("unheard"));
+            } finally {
+                poller.stop();
+            }
+        }
+    }
+
+    /**
      * A start-up that fails after the poller started shuts the container down: a round still under
      * way then fails on a bean that is gone. The stop waits for that round, and its failure is not
      * reported as walhook's: the packaged jar's output named no stack trace but the one it showed.
