@@ -116,8 +116,8 @@ public class StartupCheck {
             }
         }
         config.amqpUrl().filter(url -> !url.isBlank()).ifPresent(AmqpUrl::parse);
-        refusePlaceholder("WALHOOK_API_TOKEN", config.apiToken());
-        refusePlaceholder("WALHOOK_API_READ_TOKEN", config.apiReadToken());
+        refuseUnusableToken("WALHOOK_API_TOKEN", config.apiToken());
+        refuseUnusableToken("WALHOOK_API_READ_TOKEN", config.apiReadToken());
         if (config.apiReadToken().filter(t -> !t.isBlank()).isPresent()
                 && config.apiReadToken().map(String::strip).equals(config.apiToken().map(String::strip))) {
             // the write token is checked first: a dashboard given the "read" token could create and delete
@@ -273,11 +273,21 @@ public class StartupCheck {
      * An API token left as an example's placeholder ({@code CHANGE_ME}) is one anyone can read in
      * the example: it would open the API, writes included, to them.
      */
-    private static void refusePlaceholder(String variable, Optional<String> token) {
+    private static void refuseUnusableToken(String variable, Optional<String> token) {
         String normalized = token.orElse("").toLowerCase(java.util.Locale.ROOT).replace('-', '_').replace(' ', '_');
         if (normalized.contains("change_me") || normalized.contains("changeme")) {
             throw new ConfigException(variable, "is a placeholder (it says change me): set a token of your own,"
                     + " e.g. the output of openssl rand -hex 32");
+        }
+        String value = token.orElse("").strip();
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c < 0x21 || c > 0x7e) {
+                // an HTTP header carries bytes that clients and servers read as Latin-1 or ASCII: such a token never matches
+                throw new ConfigException(variable, "holds a character that is not printable ASCII (at position " + (i + 1)
+                        + "): a bearer token is sent in an HTTP header; use letters, digits and punctuation, e.g. the"
+                        + " output of openssl rand -hex 32");
+            }
         }
     }
 
