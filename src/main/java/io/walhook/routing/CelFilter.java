@@ -173,12 +173,14 @@ public final class CelFilter {
         return value;
     }
 
-    private static List<Object> concat(List<?> a, List<?> b) throws CelEvaluationException {
-        built(b, (long) a.size() + b.size());
-        List<Object> both = new java.util.ArrayList<>(a.size() + b.size());
-        both.addAll(a);
-        both.addAll(b);
-        return both;
+    /**
+     * As CEL's own {@code +} on lists: a {@code map} or {@code filter} macro appends each element to
+     * its accumulator, a view it grows in place (only what is added counts, or a macro over 3,000
+     * elements would count millions); any other list is copied whole.
+     */
+    private static List<Object> concat(List<Object> a, List<Object> b) throws CelEvaluationException {
+        built(b, a instanceof dev.cel.runtime.ConcatenatedListView ? b.size() : (long) a.size() + b.size());
+        return dev.cel.runtime.RuntimeHelpers.concat(a, b);
     }
 
     /** What a check found, by node id: all that an expression of the same shape takes from it. */
@@ -372,7 +374,7 @@ public final class CelFilter {
         try {
             result = program.eval(name -> Optional.ofNullable(variables.find(name)));
         } catch (CelEvaluationException e) {
-            return failed(variables, oneLine(e.getMessage()));
+            return failed(variables, described(e));
         } catch (RuntimeException e) {
             // the rows could not be built (unreadable JSON), or CEL itself broke on odd input
             return failed(variables, oneLine(String.valueOf(e.getMessage())));
@@ -464,6 +466,52 @@ public final class CelFilter {
         return line.length() <= DETAIL_LENGTH ? line : line.substring(0, DETAIL_LENGTH - 3) + "...";
     }
 
+    /**
+     * What CEL said, without the row's values it may quote: a missing key is named only when the
+     * expression names it (not {@code {"a": 1}[new.ssn]}'s), and a value that could not be read
+     * (a bad format, an overflow, an invalid argument, an index) is described, not quoted. No
+     * overload, a division by zero and the budgets quote nothing of the row.
+     */
+    private String described(CelEvaluationException e) {
+        String message = oneLine(String.valueOf(e.getMessage()));
+        dev.cel.common.CelErrorCode code = e.getErrorCode();
+        if (message.contains(BUILT_TOO_MUCH) || code == null) {
+            return message;
+        }
+        java.util.regex.Matcher at = LOCATION.matcher(message);
+        String location = at.find() ? at.group() + ": " : "";
+        for (Throwable cause = e.getCause(); cause != null && cause != cause.getCause(); cause = cause.getCause()) {
+            if (cause instanceof java.io.UncheckedIOException unread && String.valueOf(unread.getMessage()).startsWith("cannot read the event's")) {
+                return location + oneLine(unread.getMessage()); // the variables' own words (CelVariables): no value
+            }
+        }
+        return switch (code) {
+            case OVERLOAD_NOT_FOUND, AMBIGUOUS_OVERLOAD, DIVIDE_BY_ZERO, ITERATION_BUDGET_EXCEEDED, TYPE_NOT_FOUND -> message;
+            case ATTRIBUTE_NOT_FOUND -> namesOnlyTheExpressions(message) ? message
+                    : location + "a key not present in the map (the key, a value, is not shown)";
+            case BAD_FORMAT -> location + "a value could not be read as the type asked for (not shown)";
+            case NUMERIC_OVERFLOW -> location + "a number out of range (not shown)";
+            case INDEX_OUT_OF_BOUNDS -> location + "an index out of bounds (not shown)";
+            default -> location + "failed (" + code.name().toLowerCase(java.util.Locale.ROOT).replace('_', ' ')
+                    + "; the message, which may quote a value, is not shown)";
+        };
+    }
+
+    /** Whether every quoted name of a message is one the expression itself holds. */
+    private boolean namesOnlyTheExpressions(String message) {
+        java.util.regex.Matcher quoted = SINGLE_QUOTED.matcher(message);
+        boolean any = false;
+        while (quoted.find()) {
+            any = true;
+            if (!expression.contains(quoted.group(1))) {
+                return false;
+            }
+        }
+        return any;
+    }
+
+    private static final Pattern LOCATION = Pattern.compile("^evaluation error at [^:]+:\\d+");
+    private static final Pattern SINGLE_QUOTED = Pattern.compile("'([^']*)'");
     private static final Pattern ARGUMENTS = Pattern.compile("(failed) with arg(\\(s\\))? '.*'", Pattern.DOTALL);
     private static final Pattern QUOTED_VALUE = Pattern.compile("\"[^\"]*\"?");
     private static final int DETAIL_LENGTH = 500;

@@ -67,6 +67,19 @@ class CelFilterTest {
         CelFilter unreadable = CelFilter.compile("int(new.doc) > 0");
         assertThat(unreadable.evaluate(CelVariables.of(event))).isEqualTo(CelFilter.Outcome.ERROR);
         assertThat(unreadable.lastError()).doesNotContain("xxxx").hasSizeLessThan(600);
+        // what CEL's messages would quote of the row: a key that is a value, a timestamp or number it could not read
+        for (String reading : List.of("{\"a\": 1}[new.doc] == 1", "timestamp(new.doc) > timestamp(0)", "uint(new.doc) > 0u",
+                "duration(new.doc) > duration('1s')")) {
+            CelFilter f = CelFilter.compile(reading);
+            assertThat(f.evaluate(CelVariables.of(event))).as(reading).isEqualTo(CelFilter.Outcome.ERROR);
+            assertThat(f.lastError()).as(reading).doesNotContain("xxxx").contains("evaluation error at <input>:");
+        }
+        // a map and a filter over a long list: each element added to the macro's own list counts once
+        ChangeEvent items = TestEvents.table("public", "orders").key("id", INT4).column("items", JSONB)
+                .insert("1", "[" + "{\"sku\": \"A\"},".repeat(4_000) + "{\"sku\": \"X\"}]");
+        CelFilter longList = CelFilter.compile("new.items.filter(i, i.sku == 'X').size() == 1"
+                + " && new.items.map(i, i.sku).size() == 4001");
+        assertThat(longList.evaluate(CelVariables.of(items))).as(longList.lastError()).isEqualTo(CelFilter.Outcome.MATCH);
         CelFilter within = CelFilter.compile("size(new.doc + new.doc) == 2 * size(new.doc) && [1] + [2] == [1, 2]"
                 + " && b'a' + b'b' == b'ab'");
         for (int i = 0; i < 3; i++) {
