@@ -209,7 +209,8 @@ public final class ReplicationReader {
                             settings.slot(), checkpoint, end.end(), from.isValid() ? from : "the slot's own position");
                     checkpoint = from;
                     otherHistory = true;
-                } else if (!end.inRecovery() && !ofItsHistory(checkpoint, shared, timeline, server, end.slotConfirmed())) {
+                } else if (!(end.inRecovery() && replayingAgain(timeline, server))
+                        && !ofItsHistory(checkpoint, shared, timeline, server, end.slotConfirmed())) {
                     LOG.errorf("the checkpoint of slot %s (%s, read on %s) is past where the server's history (%s) left"
                             + " that one (%s): the server never had the changes read from there on (a standby promoted"
                             + " before it received them, or another cluster). Resuming from %s: changes the old server"
@@ -333,6 +334,15 @@ public final class ReplicationReader {
             // bytea before PostgreSQL 16, text since, sent as the file's bytes either way: read as sent
             return switchPoint(rs.getString(2), read.id());
         }
+    }
+
+    /**
+     * Whether a standby is on an earlier timeline of the same system than the one read: replaying
+     * again after a crash, it comes back to the later one (waited for). On a later timeline it does
+     * not come back: a history that left the one read is another, as on a primary.
+     */
+    private static boolean replayingAgain(Timeline read, Timeline server) {
+        return read.known() && read.systemId().equals(server.systemId()) && server.id() < read.id();
     }
 
     /**
@@ -547,7 +557,7 @@ public final class ReplicationReader {
             Timeline history = identify(connection);
             Lsn shared = sharedUpTo(connection, timeline, history);
             if (!ofItsHistory(reached, shared, timeline, history, server.slotConfirmed())) {
-                if (server.inRecovery()) {
+                if (server.inRecovery() && replayingAgain(timeline, history)) {
                     // a standby replaying again after a crash may be back on an earlier timeline for a while
                     throw new SQLException("the standby is on " + history + ", whose history left " + timeline
                             + ", which this reader read, before " + reached + ": it is still recovering");
