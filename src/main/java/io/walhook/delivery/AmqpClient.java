@@ -360,7 +360,9 @@ public final class AmqpClient implements AutoCloseable {
                 return; // not an outcome yet (Received: so much of it arrived): the broker's next update has it
             }
             pending.remove(outcome);
-            lastSettled.put(sender, System.nanoTime());
+            if (senders.containsValue(sender)) {
+                lastSettled.put(sender, System.nanoTime()); // of a sender still used: one closed is not kept for it
+            }
             outcome.complete(outcome(delivery.getRemoteState(), url::redact));
         });
     }
@@ -508,6 +510,8 @@ public final class AmqpClient implements AutoCloseable {
         context.runOnContext(v -> {
             ProtonConnection open = connection;
             connection = null;
+            senders.clear(); // a send after the close opens a connection of its own, and links on it
+            lastSettled.clear();
             if (open != null) {
                 open.close();
                 open.disconnect();

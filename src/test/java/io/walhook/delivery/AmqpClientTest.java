@@ -150,6 +150,31 @@ class AmqpBrokerTest {
     }
 
     /**
+     * A client closed, then used again (a transport asked for while walhook stops): its links were of
+     * the closed connection, and the next message waited on one until the timeout, then failed. A
+     * send after the close opens a connection, and links on it, of its own.
+     */
+    @Test
+    void aClientUsedAfterItsCloseConnectsAgain() throws Exception {
+        ProtonServer server = peerWithLinks(receiver -> {
+            receiver.handler((delivery, message) -> delivery.disposition(Accepted.getInstance(), true));
+            receiver.open();
+        });
+        AmqpClient client = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()), Duration.ofSeconds(5));
+        try {
+            for (int i = 1; i <= 2; i++) {
+                Transport.Attempt attempt = client.transport(new Destination.Amqp("orders")).attempt(new Transport.Request(
+                        "0000000000000001-000" + i, "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"),
+                        Duration.ofSeconds(5));
+                assertThat(attempt.outcome()).as(attempt.problem()).isEqualTo(Transport.Outcome.DELIVERED);
+                client.close();
+            }
+        } finally {
+            server.close();
+        }
+    }
+
+    /**
      * A peer that takes the TCP connection and never answers (a load balancer whose broker is down):
      * the attempt is given up after the timeout, and the next message connects again, rather than
      * every later message waiting on a connection that never opens.
