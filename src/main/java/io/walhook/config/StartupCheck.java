@@ -282,7 +282,7 @@ public class StartupCheck {
         String value = token.orElse("").strip();
         for (int i = 0; i < value.length(); i++) {
             char c = value.charAt(i);
-            if (c < 0x21 || c > 0x7e) {
+            if (c < 0x20 || c > 0x7e) {
                 // an HTTP header carries bytes that clients and servers read as Latin-1 or ASCII: such a token never matches
                 throw new ConfigException(variable, "holds a character that is not printable ASCII (at position " + (i + 1)
                         + "): a bearer token is sent in an HTTP header; use letters, digits and punctuation, e.g. the"

@@ -79,11 +79,6 @@ final class SubscriptionPoller {
     }
 
     /**
-     * Tells the dispatcher the subscriptions in force, when a refresh changed them since it was last
-     * told: by the refresh that made them, not by whether the caller's did (the API's threads refresh
-     * too, and call this after). One at a time, each with the latest refresh: never an older one last.
-     */
-    /**
      * A write committed that this instance could not read the subscriptions again for (its API's
      * own refresh failed): read at the next round, within {@value #ROUND_MILLIS} ms, not left to a
      * notification that may have failed too (then only {@link #FALLBACK} would find it).
@@ -94,6 +89,11 @@ final class SubscriptionPoller {
 
     private volatile boolean owed;
 
+    /**
+     * Tells the dispatcher the subscriptions in force, when a refresh changed them since it was last
+     * told: by the refresh that made them, not by whether the caller's did (the API's threads refresh
+     * too, and call this after). One at a time, each with the latest refresh: never an older one last.
+     */
     synchronized void syncDelivery() {
         SubscriptionRegistry.InForce now = registry.inForce();
         Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it

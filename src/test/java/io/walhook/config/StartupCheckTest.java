@@ -30,7 +30,7 @@ class StartupCheckTest {
         "walhook.api-token=ChangeMe      | WALHOOK_API_TOKEN is a placeholder",
         "walhook.api-token=<change me>   | WALHOOK_API_TOKEN is a placeholder",
         "walhook.api-token=pässwort-1234 | WALHOOK_API_TOKEN holds a character that is not printable ASCII (at position 2)",
-        "walhook.api-read-token=read only token | WALHOOK_API_READ_TOKEN holds a character that is not printable ASCII (at position 5)",
+        "walhook.api-read-token=read\tonly token | WALHOOK_API_READ_TOKEN holds a character that is not printable ASCII (at position 5)",
         "walhook.api-token=s3cr3t-aaaa;walhook.api-read-token=s3cr3t-aaaa | WALHOOK_API_READ_TOKEN is the same as WALHOOK_API_TOKEN",
         "walhook.source.spill-directory=/etc/passwd | WALHOOK_SOURCE_SPILL_DIRECTORY is /etc/passwd, which is a file",
         "walhook.source.spill-directory=/proc/walhook-spill | WALHOOK_SOURCE_SPILL_DIRECTORY is /proc/walhook-spill, where walhook cannot write",
