@@ -85,6 +85,33 @@ public final class SnapshotTable {
         if (!c.getAutoCommit()) {
             return read(c, qualified, publication); // within the caller's transaction, as it reads
         }
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return describeLocked(c, qualified, publication, schema, table);
+            } catch (SQLException e) {
+                if (attempt >= REPLACED_ATTEMPTS || !replacedWhileRead(e)) {
+                    throw e;
+                }
+                LOG.debugf("%s was replaced while described without its lock (%s): described again", qualified,
+                        e.getMessage());
+            }
+        }
+    }
+
+    /** Descriptions tried while the table is replaced under one read without its lock. */
+    private static final int REPLACED_ATTEMPTS = 5;
+
+    /**
+     * A catalog function (pg_publication_tables', format_type's) opening by oid a relation that a
+     * concurrent DROP removed after the snapshot found it: PostgreSQL's catalog lookups see the latest
+     * catalog, not the transaction's snapshot. Only without the table's lock (not to be had in time).
+     */
+    private static boolean replacedWhileRead(SQLException e) {
+        return "XX000".equals(e.getSQLState()) && String.valueOf(e.getMessage()).contains("could not open relation with OID");
+    }
+
+    private static SnapshotTable describeLocked(Connection c, String qualified, String publication, String schema,
+            String table) throws SQLException, Refused {
         // read in several statements: a table dropped and created again between two of them was described half as
         // the one, half as the other ("has no primary key", "is not in publication"). Locked before one snapshot
         // is taken, it is one table throughout. ACCESS SHARE waits only for what ALTER, DROP or TRUNCATE it, and
