@@ -19,7 +19,6 @@ import io.walhook.pgoutput.Lsn;
 public final class CheckpointStore {
 
     private final DataSource dataSource;
-    private final String loadSql;
     private final String saveSql;
     private final String loadSavedSql;
     private final String resetSql;
@@ -28,7 +27,6 @@ public final class CheckpointStore {
     /** @param stateSchema a validated plain identifier */
     public CheckpointStore(DataSource dataSource, String stateSchema) {
         this.dataSource = dataSource;
-        this.loadSql = "SELECT end_lsn::text FROM " + stateSchema + ".checkpoint WHERE slot_name = ?";
         this.loadSavedSql = "SELECT end_lsn::text, system_id, timeline, earlier_history_up_to FROM " + stateSchema
                 + ".checkpoint WHERE slot_name = ?";
         this.resetSql = "INSERT INTO " + stateSchema + ".checkpoint AS c (slot_name, end_lsn, system_id, timeline,"
@@ -66,14 +64,10 @@ public final class CheckpointStore {
         }
     }
 
+    /** The checkpoint's position, if one is stored. */
     public Optional<Lsn> load(String slot) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(loadSql)) {
-            s.setString(1, slot);
-            try (ResultSet rs = s.executeQuery()) {
-                // 0/0: a checkpoint of another history left without a position of the server's (leaveHistory)
-                return rs.next() ? Optional.of(Lsn.parse(rs.getString(1))).filter(Lsn::isValid) : Optional.empty();
-            }
-        }
+        // 0/0: a checkpoint of another history left without a position of the server's (leaveHistory)
+        return loadSaved(slot).map(Saved::lsn).filter(Lsn::isValid);
     }
 
     /** Persists {@code lsn}, read on {@code timeline}, unless a later position is already stored. */
@@ -154,15 +148,6 @@ public final class CheckpointStore {
             s.setLong(4, timeline.id());
         } else {
             s.setNull(4, java.sql.Types.BIGINT);
-        }
-    }
-
-    /** Forgets a slot's position (the operator starts it afresh). */
-    public void delete(String slot) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement(loadSql.replace("SELECT end_lsn::text FROM", "DELETE FROM"))) {
-            s.setString(1, slot);
-            s.executeUpdate();
         }
     }
 }

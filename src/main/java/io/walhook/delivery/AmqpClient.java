@@ -360,9 +360,7 @@ public final class AmqpClient implements AutoCloseable {
                 return; // not an outcome yet (Received: so much of it arrived): the broker's next update has it
             }
             pending.remove(outcome);
-            if (senders.containsValue(sender)) {
-                lastSettled.put(sender, System.nanoTime()); // of a sender still used: one closed is not kept for it
-            }
+            lastSettled.replace(sender, System.nanoTime()); // a sender closed since is not kept for it
             outcome.complete(outcome(delivery.getRemoteState(), url::redact));
         });
     }
@@ -401,6 +399,7 @@ public final class AmqpClient implements AutoCloseable {
         sender.sendQueueDrainHandler(credited -> sendHeld(sender));
         sender.open();
         senders.put(key, sender);
+        lastSettled.put(sender, System.nanoTime()); // before any message is sent on it: nothing settled since one was
         return sender;
     }
 

@@ -180,18 +180,9 @@ public final class ReplicationReader {
         long earlierHistoryUpTo = saved.earlierHistoryUpTo();
         boolean otherHistory = false;
         if (checkpoint.isValid()) {
-            Properties p = new Properties();
-            p.setProperty("user", settings.user());
-            if (settings.password() != null) {
-                p.setProperty("password", settings.password());
-            }
-            p.setProperty("ApplicationName", "walhook");
             // the server's history is read with replication commands
-            PGProperty.REPLICATION.set(p, "database");
-            PGProperty.PREFER_QUERY_MODE.set(p, "simple");
-            PGProperty.ASSUME_MIN_SERVER_VERSION.set(p, "10");
+            Properties p = replicationLogin(settings);
             // a server taking the connection but never answering (a failover under way) does not hold the activation
-            p.setProperty("tcpKeepAlive", "true");
             p.setProperty(io.walhook.config.SessionTimeout.SOCKET_TIMEOUT, io.walhook.config.SessionTimeout.SECONDS);
             PGProperty.LOGIN_TIMEOUT.set(p, io.walhook.config.SessionTimeout.SECONDS);
             try (Connection c = historyConnection(settings.jdbcUrl(), p)) {
@@ -742,7 +733,8 @@ public final class ReplicationReader {
         return serverMajor >= 16 ? 4 : serverMajor == 15 ? 3 : 2;
     }
 
-    private Properties replicationProperties() {
+    /** How a replication connection logs in: {@code replication=database}, simple queries (replication commands). */
+    private static Properties replicationLogin(Settings settings) {
         Properties p = new Properties();
         PGProperty.USER.set(p, settings.user());
         if (settings.password() != null) {
@@ -754,6 +746,11 @@ public final class ReplicationReader {
         PGProperty.OPTIONS.set(p, SESSION_OPTIONS);
         PGProperty.APPLICATION_NAME.set(p, "walhook");
         PGProperty.TCP_KEEP_ALIVE.set(p, true);
+        return p;
+    }
+
+    private Properties replicationProperties() {
+        Properties p = replicationLogin(settings);
         // until the reply patience replaces it ({@link #stream}): no read of the set-up waits forever
         PGProperty.SOCKET_TIMEOUT.set(p, SETUP_READ_TIMEOUT_SECONDS);
         // reads that carry many messages, not one: see the factory

@@ -29,17 +29,14 @@ class SubscriptionPollerTest {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_goes_on");
                 ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
                         source.server.password(), source.slot, "walhook")) {
-            SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
-                    Optional.empty());
             SubscriptionStore store = new SubscriptionStore(source.dataSource, "walhook");
             SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), store);
             AtomicInteger wakes = new AtomicInteger();
-            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false, () -> false,
-                    () -> {
-                        if (wakes.incrementAndGet() == 1) {
-                            throw new IllegalStateException(); // no message, as a NullPointerException has none
-                        }
-                    }, () -> { });
+            SubscriptionPoller poller = standbyPoller(source, lock, registry, () -> {
+                if (wakes.incrementAndGet() == 1) {
+                    throw new IllegalStateException(); // no message, as a NullPointerException has none
+                }
+            });
             poller.start();
             try {
                 // a backfill written: the runner's wake-up fails once
@@ -72,11 +69,8 @@ class SubscriptionPollerTest {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_owed");
                 ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
                         source.server.password(), source.slot, "walhook")) {
-            SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
-                    Optional.empty());
             SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), new SubscriptionStore(source.dataSource, "walhook"));
-            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false,
-                    () -> false, () -> { }, () -> { });
+            SubscriptionPoller poller = standbyPoller(source, lock, registry, () -> { });
             poller.start();
             try {
                 await().atMost(WAIT).until(() -> source.queryOne("SELECT count(*) FROM pg_stat_activity WHERE query LIKE"
@@ -104,23 +98,20 @@ class SubscriptionPollerTest {
                 ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
                         source.server.password(), source.slot, "walhook");
                 io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(SubscriptionPoller.class)) {
-            SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
-                    Optional.empty());
             SubscriptionRegistry registry = new SubscriptionRegistry(List.of(),
                     new SubscriptionStore(source.dataSource, "walhook"));
             java.util.concurrent.CountDownLatch inRound = new java.util.concurrent.CountDownLatch(1);
             java.util.concurrent.atomic.AtomicBoolean roundEnded = new java.util.concurrent.atomic.AtomicBoolean();
-            SubscriptionPoller poller = new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false,
-                    () -> false, () -> {
-                        inRound.countDown();
-                        // as a JDBC call does, this round does not end at an interrupt; it ends on its own, soon after
-                        long until = System.nanoTime() + Duration.ofMillis(300).toNanos();
-                        while (System.nanoTime() - until < 0) {
-                            Thread.onSpinWait();
-                        }
-                        roundEnded.set(true);
-                        throw new IllegalStateException("ArC container not initialized");
-                    }, () -> { });
+            SubscriptionPoller poller = standbyPoller(source, lock, registry, () -> {
+                inRound.countDown();
+                // as a JDBC call does, this round does not end at an interrupt; it ends on its own, soon after
+                long until = System.nanoTime() + Duration.ofMillis(300).toNanos();
+                while (System.nanoTime() - until < 0) {
+                    Thread.onSpinWait();
+                }
+                roundEnded.set(true);
+                throw new IllegalStateException("ArC container not initialized");
+            });
             poller.start();
             await().atMost(WAIT).untilAsserted(() -> {
                 source.sql("SELECT pg_notify('" + BackfillStore.CHANNEL + "', '')");
@@ -130,5 +121,17 @@ class SubscriptionPollerTest {
             assertThat(roundEnded).as("the round under way ended before the stop returned").isTrue();
             assertThat(log.lines()).as("what the poller logged").isEmpty();
         }
+    }
+
+    /**
+     * A poller of a standby instance (no dispatcher, not active) on the fixture's database;
+     * {@code backfillsChanged} is what a backfill's notification wakes.
+     */
+    private static SubscriptionPoller standbyPoller(SourceFixture source, ActiveLock lock, SubscriptionRegistry registry,
+            Runnable backfillsChanged) {
+        SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
+                Optional.empty());
+        return new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false, () -> false,
+                backfillsChanged, () -> { });
     }
 }

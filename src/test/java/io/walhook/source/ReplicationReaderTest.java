@@ -862,10 +862,8 @@ class ReplicationReaderTest {
             }
             source.prepare("*");
             try (io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to("127.0.0.1", source.server.port())) {
-                source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
-                ReplicationReader reader = source.startReader();
                 java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
-                reader.onFailure((thread, e) -> failed.set(e)); // walhook exits
+                ReplicationReader reader = startThrough(source, proxy, failed);
                 source.sql("INSERT INTO t VALUES (1)");
                 await().atMost(WAIT).until(() -> source.received.size() == 1);
                 Lsn read = Lsn.parse(source.received.get(0).at("/tx/commit_lsn").asText());
@@ -946,10 +944,8 @@ class ReplicationReaderTest {
             standby = primary.standbyWithSlots();
             io.walhook.testing.EmbeddedPostgres promoted = standby;
             try (io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to("127.0.0.1", primary.port())) {
-                source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
-                ReplicationReader reader = source.startReader();
                 java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
-                reader.onFailure((thread, e) -> failed.set(e)); // walhook exits
+                ReplicationReader reader = startThrough(source, proxy, failed);
                 primary.execute(source.database, "INSERT INTO t VALUES (1)");
                 await().atMost(WAIT).until(() -> source.received.size() == 1);
                 Lsn first = Lsn.parse(single(primary, source.database, "SELECT pg_current_wal_flush_lsn()::text"));
@@ -1044,10 +1040,8 @@ class ReplicationReaderTest {
             });
             created.join();
             try (io.walhook.testing.TcpProxy proxy = io.walhook.testing.TcpProxy.to("127.0.0.1", standby.port())) {
-                source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
-                ReplicationReader reader = source.startReader();
                 java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
-                reader.onFailure((thread, e) -> failed.set(e)); // walhook exits
+                ReplicationReader reader = startThrough(source, proxy, failed);
                 primary.execute(source.database, "INSERT INTO t VALUES (1)");
                 await().atMost(WAIT).until(() -> source.received.size() == 1);
 
@@ -1072,6 +1066,15 @@ class ReplicationReaderTest {
             }
             primary.stop();
         }
+    }
+
+    /** Starts the fixture's reader through {@code proxy}; an end of its thread (walhook exits) is kept in {@code failed}. */
+    private static ReplicationReader startThrough(SourceFixture source, io.walhook.testing.TcpProxy proxy,
+            java.util.concurrent.atomic.AtomicReference<Throwable> failed) throws Exception {
+        source.replicationUrl = "jdbc:postgresql://127.0.0.1:" + proxy.port() + "/" + source.database;
+        ReplicationReader reader = source.startReader();
+        reader.onFailure((thread, e) -> failed.set(e));
+        return reader;
     }
 
     private static String single(io.walhook.testing.PostgresServer server, String database, String query) throws Exception {
