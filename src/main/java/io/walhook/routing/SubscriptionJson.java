@@ -373,16 +373,17 @@ public final class SubscriptionJson {
         if (at.equals("/destination") && patch.hasNonNull("type") && !patch.get("type").equals(result.get("type"))) {
             result.removeAll();
         }
-        if (at.equals("/destination") && movesToAnotherOrigin(result.get("url"), patch.get("url"))) {
-            // what the old host was given is not sent to another one unless the patch says so: a write token alone
-            // must not be enough to receive the header values (an Authorization) no view shows
+        if (at.equals("/destination") && movesToAnotherEndpoint(result.get("url"), patch.get("url"))) {
+            // what the old endpoint was given is not sent to another one unless the patch says so: a write token
+            // alone must not be enough to receive the header values (an Authorization) no view shows, at another
+            // host or at a path of its own on a host shared by path (webhook.site, a gateway routing by path)
             for (String credential : List.of("secret", "headers")) {
                 if (holds(result, credential) && !patch.has(credential)) {
-                    throw new SubscriptionException("/destination/" + credential, "was given for the URL's old host:"
-                            + " a URL of another scheme, host or port needs it given again in the patch (or null to"
-                            + " send none), as it would be sent there");
+                    throw new SubscriptionException("/destination/" + credential, "was given for the URL's old"
+                            + " endpoint: a URL of another scheme, host, port or path needs it given again in the patch"
+                            + " (or null to send none), as it would be sent there");
                 }
-                result.remove(credential); // given in the patch: taken whole, not merged with the old host's
+                result.remove(credential); // given in the patch: taken whole, not merged with the old endpoint's
             }
         }
         java.util.Set<String> headerNames = new java.util.HashSet<>();
@@ -426,10 +427,11 @@ public final class SubscriptionJson {
     }
 
     /**
-     * Whether a patch's URL is of another origin (scheme, host, port) than the stored one, each read as
-     * a destination's URL is (without the blanks around it); false when either is no URL.
+     * Whether a patch's URL is of another endpoint (scheme, host, port, path as written) than the stored
+     * one, each read as a destination's URL is (without the blanks around it); false when either is no
+     * URL. Only the query string may change.
      */
-    private static boolean movesToAnotherOrigin(JsonNode stored, JsonNode patched) {
+    private static boolean movesToAnotherEndpoint(JsonNode stored, JsonNode patched) {
         if (stored == null || patched == null || !stored.isTextual() || !patched.isTextual()) {
             return false;
         }
@@ -440,16 +442,21 @@ public final class SubscriptionJson {
             return false; // refused as a URL when the result is read, by the same reading
         }
         try {
-            return !origin(SubscriptionConfigReader.url("url", stored.textValue())).equals(origin(to));
+            return !endpoint(SubscriptionConfigReader.url("url", stored.textValue())).equals(endpoint(to));
         } catch (RuntimeException storedBeforeARule) {
             // stored before a rule the reading has now (an https host holding '_'): its origin as written, or, not
             // even a URI, another one
             try {
-                return !origin(new java.net.URI(stored.textValue().strip())).equals(origin(to));
+                return !endpoint(new java.net.URI(stored.textValue().strip())).equals(endpoint(to));
             } catch (java.net.URISyntaxException | RuntimeException notAUri) {
                 return true;
             }
         }
+    }
+
+    private static String endpoint(java.net.URI url) {
+        String path = url.getRawPath() == null || url.getRawPath().isEmpty() ? "/" : url.getRawPath();
+        return origin(url) + path;
     }
 
     private static String origin(java.net.URI url) {

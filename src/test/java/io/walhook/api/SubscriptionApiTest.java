@@ -353,15 +353,17 @@ class SubscriptionApiTest {
                     .body("destination.url", equalTo("https://93.184.216.34/hook"));
             // an empty patch changes nothing
             patching().body("{}").patch("/subscriptions/" + id).then().statusCode(200).body("batch.max_events", equalTo(5));
-            // another path on the same host: the secret and headers stay (the query goes: url is the whole URL)
-            patching().body("{\"destination\": {\"url\": \"https://93.184.216.34:443/other\"}}").patch("/subscriptions/" + id)
+            // another query on the same path of the same host: the secret and headers stay (the old query goes:
+            // url is the whole URL)
+            patching().body("{\"destination\": {\"url\": \"https://93.184.216.34:443/hook?v=2\"}}").patch("/subscriptions/" + id)
                     .then().statusCode(200).body("destination.secret_set", equalTo(true))
                     .body("destination.headers_set", contains("X-Added", "X-Tenant"))
-                    .body("destination.url", equalTo("https://93.184.216.34:443/other"));
-            // another host: what the old one was given is sent there only if the patch gives it again
-            // also written with the blanks around it that a URL is read without
+                    .body("destination.url", equalTo("https://93.184.216.34:443/hook"));
+            // another host, or another path of the same host (shared by path between tenants): what the old endpoint
+            // was given is sent there only if the patch gives it again; also written with the blanks around it that a
+            // URL is read without
             for (String url : List.of("https://93.184.216.35/hook", " https://93.184.216.35/hook", "https://93.184.216.35/hook\\n",
-                    "\\thttps://93.184.216.35:443/hook ")) {
+                    "\\thttps://93.184.216.35:443/hook ", "https://93.184.216.34/other")) {
                 invalidRequest().contentType("application/merge-patch+json")
                         .body("{\"destination\": {\"url\": \"" + url + "\"}}").patch("/subscriptions/" + id)
                         .then().statusCode(400).body("field", equalTo("/destination/secret"));

@@ -244,9 +244,54 @@ class SubscriptionJsonTest {
         assertThatThrownBy(() -> SubscriptionJson.patched(body, patch)).isInstanceOfSatisfying(SubscriptionException.class,
                 e -> assertThat(e.field()).isEqualTo("/destination/secret"));
         com.fasterxml.jackson.databind.node.ObjectNode samePlace = JSON.createObjectNode();
-        samePlace.putObject("destination").put("url", " https://HOOKS.example.com:443/b ");
+        samePlace.putObject("destination").put("url", " https://HOOKS.example.com:443/a?v=2 ");
         assertThat(SubscriptionJson.patched(body, samePlace).at("/destination/headers/Authorization").asText())
-                .as("another path of the same origin keeps them").isEqualTo("Bearer tenant-token");
+                .as("another query string of the same origin and path keeps them").isEqualTo("Bearer tenant-token");
+    }
+
+    /**
+     * Hosts shared between tenants by path (webhook.site, Zapier's catch hooks, a gateway routing by
+     * path): a patch moving the URL to another path of the same host kept the old path's secret and
+     * headers, so a write-token holder could receive them at a path of their own there.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "https://webhook.site/3f1c2a|https://webhook.site/9e77d0",
+        "https://hooks.zapier.com/hooks/catch/1/a/|https://hooks.zapier.com/hooks/catch/1/a",
+        "https://gw.example/t/A|https://gw.example/t/a",
+        "https://gw.example/t/a%2Fb|https://gw.example/t/a/b",
+        "https://gw.example|https://gw.example/other"})
+    void aPatchToAnotherPathOfTheSameHostNeedsTheCredentialsGivenAgain(String stored, String patched) throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
+        body.put("name", "a");
+        body.putObject("destination").put("url", stored).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+                .putObject("headers").put("Authorization", "Bearer tenant-token");
+        com.fasterxml.jackson.databind.node.ObjectNode patch = JSON.createObjectNode();
+        patch.putObject("destination").put("url", patched);
+        assertThatThrownBy(() -> SubscriptionJson.patched(body, patch)).isInstanceOfSatisfying(SubscriptionException.class,
+                e -> assertThat(e.field()).isEqualTo("/destination/secret"));
+        patch.withObject("/destination").put("secret", "whsec_OtherTenantSecret000000000000000").putNull("headers");
+        com.fasterxml.jackson.databind.JsonNode moved = SubscriptionJson.patched(body, patch);
+        assertThat(moved.at("/destination/headers").isMissingNode()).isTrue();
+        assertThat(moved.at("/destination/url").asText()).isEqualTo(patched);
+    }
+
+    /** The same endpoint written another way (an empty path and "/", a default port, a host's case) keeps them. */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "https://gw.example|https://gw.example/",
+        "https://gw.example/|https://GW.example:443",
+        "http://gw.example:80/t/a?x=1|HTTP://gw.example/t/a?x=2"})
+    void theSameEndpointWrittenAnotherWayKeepsTheCredentials(String stored, String patched) throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
+        body.put("name", "a");
+        body.putObject("destination").put("url", stored).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+                .putObject("headers").put("Authorization", "Bearer tenant-token");
+        com.fasterxml.jackson.databind.node.ObjectNode patch = JSON.createObjectNode();
+        patch.putObject("destination").put("url", patched);
+        com.fasterxml.jackson.databind.JsonNode moved = SubscriptionJson.patched(body, patch);
+        assertThat(moved.at("/destination/headers/Authorization").asText()).isEqualTo("Bearer tenant-token");
+        assertThat(moved.at("/destination/secret").asText()).isEqualTo("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
     }
 
     /**
