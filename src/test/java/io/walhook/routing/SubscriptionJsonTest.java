@@ -262,10 +262,7 @@ class SubscriptionJsonTest {
         "https://gw.example/t/a%2Fb|https://gw.example/t/a/b",
         "https://gw.example|https://gw.example/other"})
     void aPatchToAnotherPathOfTheSameHostNeedsTheCredentialsGivenAgain(String stored, String patched) throws Exception {
-        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
-        body.put("name", "a");
-        body.putObject("destination").put("url", stored).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-                .putObject("headers").put("Authorization", "Bearer tenant-token");
+        com.fasterxml.jackson.databind.node.ObjectNode body = tenantHook(stored);
         com.fasterxml.jackson.databind.node.ObjectNode patch = JSON.createObjectNode();
         patch.putObject("destination").put("url", patched);
         assertThatThrownBy(() -> SubscriptionJson.patched(body, patch)).isInstanceOfSatisfying(SubscriptionException.class,
@@ -276,6 +273,15 @@ class SubscriptionJsonTest {
         assertThat(moved.at("/destination/url").asText()).isEqualTo(patched);
     }
 
+    /** A stored webhook subscription with a secret and an Authorization header, at the URL given. */
+    private static com.fasterxml.jackson.databind.node.ObjectNode tenantHook(String url) {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
+        body.put("name", "a");
+        body.putObject("destination").put("url", url).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+                .putObject("headers").put("Authorization", "Bearer tenant-token");
+        return body;
+    }
+
     /** The same endpoint written another way (an empty path and "/", a default port, a host's case) keeps them. */
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
@@ -283,10 +289,7 @@ class SubscriptionJsonTest {
         "https://gw.example/|https://GW.example:443",
         "http://gw.example:80/t/a?x=1|HTTP://gw.example/t/a?x=2"})
     void theSameEndpointWrittenAnotherWayKeepsTheCredentials(String stored, String patched) throws Exception {
-        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
-        body.put("name", "a");
-        body.putObject("destination").put("url", stored).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-                .putObject("headers").put("Authorization", "Bearer tenant-token");
+        com.fasterxml.jackson.databind.node.ObjectNode body = tenantHook(stored);
         com.fasterxml.jackson.databind.node.ObjectNode patch = JSON.createObjectNode();
         patch.putObject("destination").put("url", patched);
         com.fasterxml.jackson.databind.JsonNode moved = SubscriptionJson.patched(body, patch);
