@@ -888,6 +888,60 @@ class ReplicationReaderTest {
         }
     }
 
+    /**
+     * Every walsender taken when walhook starts (an instance before it still connected, its walsender
+     * not yet gone): the start waits for one to be free instead of failing at once, which made
+     * walhook exit and its supervisor restart it into the same refusal.
+     */
+    @Test
+    void aStartWhileEveryWalsenderIsTakenWaitsForOneToBeFree() throws Exception {
+        EmbeddedPostgres pg = EmbeddedPostgres.builder().major(TestPostgres.defaultMajor())
+                .setting("max_wal_senders", "2").start();
+        List<java.sql.Connection> taken = new java.util.ArrayList<>();
+        try (SourceFixture source = new SourceFixture(pg, "reader_walsenders")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            ReplicationReader first = source.startReader();
+            source.sql("INSERT INTO t VALUES (1)");
+            await().atMost(WAIT).until(() -> source.received.size() == 1);
+            Lsn read = Lsn.parse(source.received.get(0).at("/tx/commit_lsn").asText());
+            await().atMost(WAIT).until(() -> source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(read) > 0);
+            source.stopReader(first);
+            Lsn saved = source.checkpoints.load(source.slot).orElseThrow();
+
+            java.util.Properties replication = new java.util.Properties();
+            replication.setProperty("user", pg.user());
+            replication.setProperty("password", pg.password());
+            org.postgresql.PGProperty.REPLICATION.set(replication, "database");
+            org.postgresql.PGProperty.ASSUME_MIN_SERVER_VERSION.set(replication, "10");
+            org.postgresql.PGProperty.PREFER_QUERY_MODE.set(replication, "simple");
+            for (int i = 0; i < 2; i++) {
+                taken.add(java.sql.DriverManager.getConnection(pg.jdbcUrl(source.database), replication));
+            }
+            assertThatThrownBy(() -> java.sql.DriverManager.getConnection(pg.jdbcUrl(source.database), replication).close())
+                    .isInstanceOfSatisfying(java.sql.SQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("53300"));
+
+            java.util.concurrent.CompletableFuture<ReplicationReader> starting = java.util.concurrent.CompletableFuture
+                    .supplyAsync(() -> {
+                        try {
+                            return ReplicationReader.resuming(source.settings(), source.checkpoints);
+                        } catch (java.sql.SQLException e) {
+                            throw new java.util.concurrent.CompletionException(e);
+                        }
+                    });
+            await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10)).until(() -> !starting.isDone());
+            taken.remove(0).close();
+            ReplicationReader again = starting.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertThat(again.resumesFrom()).isEqualTo(saved);
+            assertThat(again.otherHistory()).isFalse();
+        } finally {
+            for (java.sql.Connection c : taken) {
+                c.close();
+            }
+            pg.stop();
+        }
+    }
+
     @Test
     void aTimelineHistorySaysWhereEachAncestorEnded() throws Exception {
         String history = "1\t0/3000158\tno recovery target specified\n\n2\t0/5000000\tbefore 2026-12-01 00:00:00+00\n";
