@@ -26,6 +26,7 @@ import java.util.function.Supplier;
 
 import org.jboss.logging.Logger;
 
+import io.walhook.config.ServerErrorText;
 import io.walhook.config.SessionTimeout;
 import io.walhook.pgoutput.TupleData;
 import io.walhook.routing.CelFilter;
@@ -952,11 +953,11 @@ public final class BackfillRunner implements Runnable {
                 return null;
             }
             if ("42P01".equals(e.getSQLState()) || "42703".equals(e.getSQLState())) {
-                fail(backfill, "table " + name + " was dropped or altered during the backfill: " + e.getMessage());
+                fail(backfill, "table " + name + " was dropped or altered during the backfill: " + ServerErrorText.of(e));
                 return null;
             }
             if (e.getSQLState() != null && (e.getSQLState().startsWith("22") || e.getSQLState().startsWith("42"))) {
-                fail(backfill, "cannot read " + name + ": " + e.getMessage());
+                fail(backfill, "cannot read " + name + ": " + ServerErrorText.of(e));
                 return null;
             }
             if (readingTable && ownError(e) && alive(c)) {
@@ -964,7 +965,7 @@ public final class BackfillRunner implements Runnable {
                 // internal error on one relation, ...): tried again alone, then failed; not every backfill's wait.
                 // Not so the watermarks' writes, the snapshot or the commit: a standby or a server near
                 // wraparound refuses those for every backfill (XX000, 54000), which waits for the server
-                refused(run, "cannot read " + name + ": " + e.getMessage());
+                refused(run, "cannot read " + name + ": " + ServerErrorText.of(e));
                 return null;
             }
             throw e;
