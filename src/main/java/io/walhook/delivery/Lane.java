@@ -1382,6 +1382,9 @@ final class Lane {
     private boolean reserve() {
         DestinationGate gate = transport(pumping).gate();
         if (gate == null || grants.remove(gate) || gate.tryEnter(granted, schedule.lastFailed())) {
+            // in, the gate has it waiting no more (asked again as another kind of lane, it was let in at once): a
+            // lane that still counted itself as waiting never woke for its due retries, for a grant that never came
+            awaitingPlace = false;
             reserved = gate;
             return true;
         }

@@ -1625,6 +1625,65 @@ class DispatcherTest {
         }
     }
 
+    /**
+     * A lane waiting for a place at a full host as one whose attempts fail, let in by an operator's
+     * replay (its failures forgotten, it asks as a lane holding none and takes the place kept for
+     * such lanes): it still counted itself as waiting for a place, though the gate no longer had it
+     * waiting, and so never woke for its retries while every attempt failed. Its destination back,
+     * what waited was sent only at the end of the retry window (ten minutes here), not within the
+     * probe interval.
+     */
+    @Test
+    void aLaneLetInByAReplayWhileItWaitedForAPlaceStillProbesItsDestination() throws Exception {
+        try (WebhookClient gated = new WebhookClient(vertx, null, 8)) {
+            java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch fillersGone = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+            AtomicInteger refused = new AtomicInteger();
+            List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+            WebhookReceiver receiver = receiver(request -> {
+                if (request.path().equals("/fill")) {
+                    hold(released, 90);
+                    return 204;
+                }
+                if (down.get()) {
+                    if (refused.incrementAndGet() == 2) {
+                        hold(fillersGone, 90); // the replay's request: answered once the others have left the host
+                    }
+                    return 503;
+                }
+                accepted.add(request);
+                return 204;
+            });
+            try {
+                Dispatcher dispatcher = dispatcher(gated, Duration.ofSeconds(60));
+                DestinationGate host = gated.gate(URI.create(receiver.url("/fill")));
+                // seven of the host's eight places held by requests that hang; the eighth is kept for lanes holding none
+                send(dispatcher, webhook("config:fill", "fill", receiver, 1).withLimits(new DeliveryLimits(
+                        java.util.Optional.of(7), java.util.Optional.empty())), 7, 1);
+                await().atMost(WAIT).until(() -> host.inUse() == 7);
+                Subscription flaky = webhook("config:flaky", "flaky", receiver, 1).withLimits(new DeliveryLimits(
+                        java.util.Optional.of(1), java.util.Optional.empty()));
+                send(dispatcher, flaky, 3, 1);
+                // its first request takes the kept place and fails: it then waits as a failing lane, for no kept place
+                await().atMost(WAIT).until(() -> refused.get() == 1 && host.inUse() == 7);
+                dispatcher.retryNow(flaky);
+                await().atMost(WAIT).until(() -> refused.get() == 2);
+                released.countDown();
+                await().atMost(WAIT).until(() -> host.inUse() == 1);
+                fillersGone.countDown();
+                // every attempt fails for a while: the probes' pace
+                long since = System.nanoTime();
+                await().atMost(WAIT).until(() -> refused.get() >= 12 && System.nanoTime() - since > 4_000_000_000L);
+                down.set(false);
+                await().atMost(Duration.ofSeconds(20)).until(() -> acceptedOf(accepted, flaky) == 3);
+            } finally {
+                released.countDown();
+                fillersGone.countDown();
+            }
+        }
+    }
+
     @Test
     void aRequestWhoseTransportThrowsIsRetriedAndGivesBackItsPlaceAtTheDestination() throws Exception {
         // one request under way to the receiver at a time: a place kept by the failed start would stop it for good
