@@ -180,10 +180,27 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
         this.context = new Context(clock, settings, store, metrics, id -> held.contains(id) || paused.test(id), transports,
                 Executors.newFixedThreadPool(threads, daemons("walhook-delivery")),
-                Executors.newSingleThreadScheduledExecutor(daemons("walhook-delivery-timer")),
+                wakes(),
                 Executors.newFixedThreadPool(2, daemons("walhook-durable-queue")), new java.util.Random(),
                 this::starvingElsewhere, new MemoryBudget(settings.memoryBytes()),
                 new MemoryBudget(Math.max(1, settings.memoryBytes() / 4)), sendableIn);
+    }
+
+    /**
+     * The lanes' timer. A wake replaced by an earlier one leaves the queue when cancelled: kept there
+     * until its own time (the end of a retry window, minutes away), a failing lane's replaced wakes,
+     * one or two a second, piled up by the hundred thousand across a thousand tenants.
+     */
+    private static java.util.concurrent.ScheduledThreadPoolExecutor wakes() {
+        java.util.concurrent.ScheduledThreadPoolExecutor timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+                daemons("walhook-delivery-timer"));
+        timer.setRemoveOnCancelPolicy(true);
+        return timer;
+    }
+
+    /** Tasks waiting on the lanes' timer: wakes, and retries of the durable queue's writes. */
+    int timerTasks() {
+        return ((java.util.concurrent.ScheduledThreadPoolExecutor) context.timer()).getQueue().size();
     }
 
     /** Requests may start again (the lease ran out, and was renewed): every lane sends what is due. */

@@ -3015,6 +3015,27 @@ class DispatcherTest {
         await().atMost(Duration.ofSeconds(20)).until(() -> refused.get() >= before + 4);
     }
 
+    /**
+     * A failing lane replaces its wake at the end of the retry window by its probes' earlier ones, one
+     * or two a second: the replaced wakes stayed on the timer's queue until their own time, ten
+     * minutes away, and with a thousand tenants failing piled up by the hundred thousand.
+     */
+    @Test
+    void aFailingLanesReplacedWakesDoNotPileUpOnTheTimer() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10)); // probe interval 1 s
+        AtomicInteger refused = new AtomicInteger();
+        WebhookReceiver receiver = receiver(request -> {
+            refused.incrementAndGet();
+            return 500;
+        });
+        send(dispatcher, webhook("config:down", "down", receiver, 1), 3, 1);
+        long since = System.nanoTime();
+        await().atMost(WAIT).until(() -> refused.get() >= 12 && System.nanoTime() - since > 4_000_000_000L);
+        int probed = refused.get();
+        await().atMost(WAIT).until(() -> refused.get() >= probed + 6);
+        assertThat(dispatcher.timerTasks()).as("wakes waiting on the timer for one lane").isLessThanOrEqualTo(3);
+    }
+
     @Test
     void aDestinationThatIsDownGetsAboutOneRequestPerProbeIntervalHoweverMuchWaits() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10)); // probe interval 1 s
