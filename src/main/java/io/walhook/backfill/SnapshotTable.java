@@ -477,7 +477,7 @@ public final class SnapshotTable {
             conditions.add(keyList + " <= " + params);
         }
         if (rowFilter != null) {
-            conditions.add("(" + rowFilter + ")");
+            conditions.add("(" + operatorMarks(rowFilter) + ")");
         }
         if (!conditions.isEmpty()) {
             sql.append(" WHERE ").append(String.join(" AND ", conditions));
@@ -530,6 +530,32 @@ public final class SnapshotTable {
     static String quoted(String qualified) {
         int dot = qualified.indexOf('.');
         return quote(qualified.substring(0, dot)) + "." + quote(qualified.substring(dot + 1));
+    }
+
+    /**
+     * A publication's row filter, as PostgreSQL writes it, put in a prepared statement: each
+     * {@code ?} outside a string or a quoted name (jsonb's {@code ?}, {@code ?|}, {@code ?&}, the
+     * geometric {@code ?-}, ...) is an operator, written {@code ??} for pgjdbc, which would take it
+     * for a parameter. A string or name ends at its quote, a doubled quote inside it being one
+     * character (PostgreSQL writes no other escape of a quote there).
+     */
+    static String operatorMarks(String filter) {
+        StringBuilder sql = new StringBuilder(filter.length() + 8);
+        char quoted = 0;
+        for (int i = 0; i < filter.length(); i++) {
+            char c = filter.charAt(i);
+            sql.append(c);
+            if (quoted != 0) {
+                if (c == quoted) {
+                    quoted = 0; // a doubled quote closes and opens again: the same
+                }
+            } else if (c == '\'' || c == '"') {
+                quoted = c;
+            } else if (c == '?') {
+                sql.append('?');
+            }
+        }
+        return sql.toString();
     }
 
     static String quote(String identifier) {
