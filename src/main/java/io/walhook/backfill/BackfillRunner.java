@@ -53,6 +53,13 @@ public final class BackfillRunner implements Runnable {
      * rows at a time and {@link #IN_FLIGHT} chunks of it fit in the heap.
      */
     static final long CHUNK_BYTES = 8L << 20;
+    /**
+     * The most the chunks of every backfill under way hold together before another is read: each
+     * backfill's own bound alone let eight backfills begun at once (a subscription's initial one
+     * each) hold 130 MB or more while the stream was behind, past a small heap, and started again
+     * after the OutOfMemoryError, walhook met the same backfills.
+     */
+    static final long ALL_CHUNK_BYTES = 4 * CHUNK_BYTES;
     /** Rows fetched from the server at a time, at most: fewer when rows are large ({@link #fetchSize}). */
     static final int MAX_FETCH = 1000;
     /** How often a table being read is described again from the catalog (its columns, key, publication). */
@@ -130,6 +137,8 @@ public final class BackfillRunner implements Runnable {
     private long connections;
     /** When the runner last made sure its connection is alive for a chunk the stream is late with (System.nanoTime). */
     private long lastLook = System.nanoTime() - LATE_AFTER.toNanos();
+    /** {@link #chunkBytes()}: written by the runner's thread, read by any. */
+    private volatile long chunkBytes;
     private volatile boolean stopped;
     private final Object idle = new Object();
     /** Guarded by {@link #idle}: something changed since the runner last looked. */
@@ -502,8 +511,11 @@ public final class BackfillRunner implements Runnable {
             }
             return worked;
         }
-        if (run.inFlight.size() >= IN_FLIGHT || inFlightBytes(run) >= 2 * CHUNK_BYTES) {
-            return worked; // the rows of at least one chunk are under way: it has a place again once they are delivered
+        chunkBytes = allInFlightBytes();
+        if (run.inFlight.size() >= IN_FLIGHT || inFlightBytes(run) >= 2 * CHUNK_BYTES || chunkBytes >= ALL_CHUNK_BYTES) {
+            // the rows of at least one chunk are under way (of this backfill, or of all): it has a place again once
+            // they are delivered
+            return worked;
         }
         long now = System.nanoTime();
         if (run.nextChunkAt != 0 && now - run.nextChunkAt < 0) {
@@ -520,6 +532,7 @@ public final class BackfillRunner implements Runnable {
             return true; // failed, or to be tried again smaller
         }
         run.inFlight.addLast(chunk);
+        chunkBytes += chunk.bytes;
         if (chunk.lastOfTable) {
             run.table++;
             run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
@@ -576,6 +589,19 @@ public final class BackfillRunner implements Runnable {
         int dot = table.indexOf('.');
         return inForce.get().stream().filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst()
                 .map(s -> !s.matchesTable(table.substring(0, dot), table.substring(dot + 1))).orElse(false);
+    }
+
+    private long allInFlightBytes() {
+        long bytes = 0;
+        for (Run run : runs.values()) {
+            bytes += inFlightBytes(run);
+        }
+        return bytes;
+    }
+
+    /** The bytes the chunks read and not yet delivered hold, of every backfill, as last counted. */
+    long chunkBytes() {
+        return chunkBytes;
     }
 
     private static long inFlightBytes(Run run) {

@@ -2,6 +2,7 @@ package io.walhook.backfill;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import java.util.List;
 import java.util.Set;
@@ -183,6 +184,54 @@ class BackfillRunnerTest {
             thread.join(30_000);
             assertThat(thread.isAlive()).as("the runner ended").isFalse();
             assertThat(log.lines()).as("what the runner logged").isEmpty();
+        }
+    }
+
+    /**
+     * Six backfills under way at once, of tables of large rows, with nothing delivering their chunks
+     * (the stream behind): each held two chunks of its own, 16 MB, together 96 MB and more of a heap
+     * a small deployment sizes at 256 MB. Together they now hold at most {@code ALL_CHUNK_BYTES} and
+     * the one chunk read last.
+     */
+    @Test
+    void theChunksOfBackfillsUnderWayTogetherHoldABoundedShareOfTheHeap() throws Exception {
+        try (io.walhook.source.SourceFixture source = new io.walhook.source.SourceFixture(
+                io.walhook.testing.TestPostgres.shared(), "runner_memory")) {
+            List<io.walhook.routing.Subscription> subscriptions = new java.util.ArrayList<>();
+            BackfillStore store = new BackfillStore(source.dataSource, "walhook");
+            for (int t = 0; t < 6; t++) {
+                // 240 rows of 50,000 characters: three chunks' worth each
+                source.sql("CREATE TABLE big" + t + " (id int PRIMARY KEY, doc text NOT NULL)",
+                        "INSERT INTO big" + t + " SELECT g, repeat(md5(g::text), 1563) FROM generate_series(1, 240) g");
+                io.walhook.routing.Subscription tenant = new io.walhook.routing.Subscription("config:big" + t, "big" + t,
+                        List.of(io.walhook.routing.TablePattern.parse("public.big" + t)), Set.of(io.walhook.change.Operation.values()),
+                        java.util.Optional.empty(), new io.walhook.routing.Destination.Webhook(java.net.URI.create("http://receiver/h"),
+                        List.of(), java.util.Map.of()), io.walhook.routing.EventFormat.JSON, 1, 0, io.walhook.routing.Projection.ALL,
+                        false, io.walhook.routing.RetryPolicy.DEFAULTS, null);
+                subscriptions.add(tenant);
+            }
+            source.prepare("*");
+            for (io.walhook.routing.Subscription tenant : subscriptions) {
+                assertThat(store.insertInitial(tenant.id(), List.of("public." + tenant.name()))).isTrue();
+            }
+            BackfillRunner runner = new BackfillRunner(new BackfillRunner.Settings(
+                    source.server.jdbcUrl(source.database), source.server.user(), source.server.password(), "walhook",
+                    "walhook", java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(30)),
+                    store, new Watermarks(), () -> subscriptions, id -> false, BackfillRunner.Counter.NONE);
+            Thread thread = new Thread(runner, "test-backfill");
+            thread.start();
+            try {
+                runner.wake();
+                await().atMost(java.time.Duration.ofSeconds(60))
+                        .until(() -> runner.chunkBytes() >= 3 * BackfillRunner.CHUNK_BYTES);
+                // what they read, the stream never meeting their high watermarks, stays; no more is read past the bound
+                await().during(java.time.Duration.ofSeconds(5)).atMost(java.time.Duration.ofSeconds(60))
+                        .until(() -> runner.chunkBytes() <= BackfillRunner.ALL_CHUNK_BYTES + BackfillRunner.CHUNK_BYTES + (1 << 20));
+            } finally {
+                runner.stop();
+                thread.interrupt();
+                thread.join(30_000);
+            }
         }
     }
 
