@@ -385,6 +385,14 @@ public final class SubscriptionJson {
                 }
                 result.remove(credential); // given in the patch: taken whole, not merged with the old endpoint's
             }
+            if (patch.path("headers").isObject()) {
+                // taken whole: a null in it removes what the new endpoint is not given anyway
+                com.fasterxml.jackson.databind.node.ObjectNode given = ((com.fasterxml.jackson.databind.node.ObjectNode) patch)
+                        .deepCopy();
+                ((com.fasterxml.jackson.databind.node.ObjectNode) given.get("headers")).properties()
+                        .removeIf(header -> header.getValue().isNull());
+                patch = given;
+            }
         }
         java.util.Set<String> headerNames = new java.util.HashSet<>();
         int position = 0;
@@ -407,6 +415,12 @@ public final class SubscriptionJson {
                         same.add(h);
                     }
                 });
+                if (value.isNull() && same.isEmpty()) {
+                    // a misspelt removal would pass unnoticed, and the header it meant would still be sent
+                    throw new SubscriptionException("/destination/headers/" + name, "names no header of the subscription"
+                            + " (it has " + (result.isEmpty() ? "none" : String.join(", ", (Iterable<String>) result::fieldNames))
+                            + "): nothing to remove");
+                }
                 result.remove(same);
                 if (!value.isNull()) {
                     result.set(name, value);

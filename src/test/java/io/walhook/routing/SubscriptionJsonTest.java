@@ -273,6 +273,30 @@ class SubscriptionJsonTest {
         assertThat(moved.at("/destination/url").asText()).isEqualTo(patched);
     }
 
+    /**
+     * A null removing a header the subscription does not have (a misspelt name) was taken, and the
+     * header meant was still sent: refused, as a null naming no field is. In a patch to another
+     * endpoint, whose headers are taken whole, a null removes nothing and is no mistake.
+     */
+    @Test
+    void aPatchRemovingAHeaderTheSubscriptionDoesNotHaveIsRefused() throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode body = tenantHook("https://hooks.example.com/a");
+        com.fasterxml.jackson.databind.node.ObjectNode misspelt = JSON.createObjectNode();
+        misspelt.putObject("destination").putObject("headers").putNull("Authorisation");
+        assertThatThrownBy(() -> SubscriptionJson.patched(body, misspelt)).isInstanceOfSatisfying(SubscriptionException.class,
+                e -> {
+                    assertThat(e.field()).isEqualTo("/destination/headers/Authorisation");
+                    assertThat(e.getMessage()).contains("Authorization").doesNotContain("tenant-token");
+                });
+        com.fasterxml.jackson.databind.node.ObjectNode removed = JSON.createObjectNode();
+        removed.putObject("destination").putObject("headers").putNull("AUTHORIZATION");
+        assertThat(SubscriptionJson.patched(body, removed).at("/destination/headers").isEmpty()).isTrue();
+        com.fasterxml.jackson.databind.node.ObjectNode moved = JSON.createObjectNode();
+        moved.putObject("destination").put("url", "https://other.example/b").putNull("secret").putObject("headers")
+                .putNull("Authorization").put("X-New", "n");
+        assertThat(SubscriptionJson.patched(body, moved).at("/destination/headers").toString()).isEqualTo("{\"X-New\":\"n\"}");
+    }
+
     /** A stored webhook subscription with a secret and an Authorization header, at the URL given. */
     private static com.fasterxml.jackson.databind.node.ObjectNode tenantHook(String url) {
         com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
