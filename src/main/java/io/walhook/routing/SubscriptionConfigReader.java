@@ -413,10 +413,23 @@ public final class SubscriptionConfigReader {
                 }
                 secrets.add(key);
             } catch (IllegalArgumentException e) {
-                throw new ConfigException(variable, "secret " + index + " is not base64 after whsec_: " + e.getMessage());
+                // not the decoder's words: they quote the character of the secret it could not read
+                throw new ConfigException(variable, "secret " + index + " is not base64 after whsec_: " + notBase64(
+                        secret.substring("whsec_".length())));
             }
         }
         return secrets;
+    }
+
+    /** Where a secret that does not decode is not base64, without a character of it. */
+    private static String notBase64(String encoded) {
+        for (int i = 0; i < encoded.length(); i++) {
+            char c = encoded.charAt(i);
+            if (!(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=')) {
+                return "its character " + (i + 1) + " is not one of base64's (A-Z, a-z, 0-9, + and /, = to pad)";
+            }
+        }
+        return "its length or padding is not base64's (4 characters for every 3 bytes, = to pad the last)";
     }
 
     private static long number(String variable, Optional<String> value, long whenUnset, long min, long max) {
