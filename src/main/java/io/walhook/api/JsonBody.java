@@ -15,11 +15,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  */
 final class JsonBody {
 
+    private static final int MAX_DEPTH = 20;
+    private static final int MAX_STRING = 20_000;
+    private static final int MAX_DIGITS = 30;
     /** Bodies are small: a hostile one is refused while it is read, not after. */
     private static final ObjectMapper JSON = new ObjectMapper();
     static {
-        JSON.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(20)
-                .maxStringLength(20_000).maxNumberLength(30).build());
+        JSON.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH)
+                .maxStringLength(MAX_STRING).maxNumberLength(MAX_DIGITS).build());
         // a field given twice is refused: the last one won, so a filter could be undone by a second, empty one
         JSON.getFactory().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
     }
@@ -65,7 +68,9 @@ final class JsonBody {
 
     private static JsonNode read(byte[] body, String what) {
         JsonNode json;
+        JsonParser reading = null;
         try (JsonParser parser = JSON.createParser(body)) {
+            reading = parser;
             json = JSON.readTree(parser);
             if (json == null || json.isMissingNode()) {
                 throw new ApiProblem(400, "Bad Request", "the body is empty; send a " + what + " object", "");
@@ -75,12 +80,50 @@ final class JsonBody {
                 throw new ApiProblem(400, "Bad Request", "the body goes on after its JSON value, from byte " + end
                         + ": send one " + what + " object and nothing after it", "");
             }
+        } catch (com.fasterxml.jackson.core.exc.StreamConstraintsException e) {
+            // valid JSON, past what any field takes: named, as a field's own bound would be
+            String field = reading == null ? "" : placeOf(reading);
+            String subject = field.isEmpty() ? "the body" : field;
+            String reason = String.valueOf(e.getOriginalMessage());
+            throw new ApiProblem(400, "Bad Request", reason.startsWith("String value length")
+                    ? subject + " is a text longer than " + MAX_STRING + " characters, more than any field takes"
+                    : reason.startsWith("Number value length")
+                    ? subject + " is a number of more than " + MAX_DIGITS + " digits, more than any field takes"
+                    : reason.startsWith("Document nesting depth")
+                    ? subject + " nests values more than " + MAX_DEPTH + " levels deep, more than any field does"
+                    : "the body is larger than any " + what + " is", field);
         } catch (JsonProcessingException e) {
             throw new ApiProblem(400, "Bad Request", "the body is not valid JSON" + at(e) + ": " + withoutTokens(e), "");
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw new ApiProblem(400, "Bad Request", "the body cannot be read: " + e.getMessage(), "");
         }
         return json;
+    }
+
+    /**
+     * Where the parser is, as a JSON pointer: up to a name that is none (a whole header pasted as
+     * one, credential and all), or a header's, which are not repeated.
+     */
+    private static String placeOf(JsonParser parser) {
+        java.util.ArrayDeque<String> segments = new java.util.ArrayDeque<>();
+        for (com.fasterxml.jackson.core.JsonStreamContext c = parser.getParsingContext(); c != null && !c.inRoot();
+                c = c.getParent()) {
+            if (c.inArray()) {
+                if (c.getCurrentIndex() >= 0) { // not one just opened, before its first value
+                    segments.addFirst(Integer.toString(c.getCurrentIndex()));
+                }
+            } else if (c.getCurrentName() != null) {
+                segments.addFirst(c.getCurrentName());
+            }
+        }
+        StringBuilder pointer = new StringBuilder();
+        for (String segment : segments) {
+            if (pointer.toString().equals(HEADERS) || !io.walhook.routing.SubscriptionJson.shownName(segment)) {
+                break;
+            }
+            pointer.append('/').append(segment.replace("~", "~0").replace("/", "~1"));
+        }
+        return pointer.toString();
     }
 
     private static String at(JsonProcessingException e) {

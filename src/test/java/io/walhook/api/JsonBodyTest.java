@@ -67,6 +67,26 @@ class JsonBodyTest {
                 .doesNotContain("Bearer");
     }
 
+    /**
+     * Valid JSON past what any field takes (a text of more than 20,000 characters, a number of more
+     * than 30 digits, values nested more than 20 deep) was refused as "not valid JSON", naming no
+     * field: named now, as a field's own bound names it. A header's name is not repeated.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{\"filter\": \"LONG\"}                                     | /filter              | a text longer than 20000",
+        "{\"tables\": [\"public.a\", \"LONG\"]}                     | /tables/1            | a text longer than 20000",
+        "{\"max_in_flight\": 1000000000000000000000000000000}          | /max_in_flight       | a number of more than 30 digits",
+        "{\"destination\": {\"headers\": {\"Authorization: Bearer MfKQ9r8GKYqrTw\": \"LONG\"}}} | /destination/headers | a text longer",
+        "{\"a\": DEEP}                                                | /a/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0 | nests values more than 20",
+    })
+    void aValuePastWhatAnyFieldTakesIsRefusedNamingIt(String body, String field, String detail) {
+        ApiProblem problem = refused(body.replace("LONG", "x".repeat(20_001)).replace("DEEP", "[".repeat(20) + "]".repeat(20)));
+        assertThat(problem.status()).isEqualTo(400);
+        assertThat(problem.toJson()).contains("\"field\":\"" + field).doesNotContain("MfKQ9r8");
+        assertThat(problem.getMessage()).contains(detail).doesNotContain("xxxx");
+    }
+
     /** A field given twice: the last one won, so a second, empty filter undid the first. */
     @ParameterizedTest
     @ValueSource(strings = {
