@@ -144,11 +144,11 @@ public final class SubscriptionJson {
         if (patterns.isEmpty()) {
             throw new SubscriptionException("/tables", "is empty; leave it out for every table, or list schema.table patterns");
         }
-        for (String pattern : patterns) {
+        for (int i = 0; i < patterns.size(); i++) {
             try {
-                tables.add(TablePattern.parse(pattern));
+                tables.add(TablePattern.parse(patterns.get(i)));
             } catch (IllegalArgumentException e) {
-                throw new SubscriptionException("/tables", e.getMessage());
+                throw new SubscriptionException(body.path("tables").isArray() ? "/tables/" + i : "/tables", e.getMessage());
             }
         }
         Set<Operation> operations;
@@ -157,6 +157,13 @@ public final class SubscriptionJson {
             // it meant every operation: the opposite of what an empty list says
             throw new SubscriptionException("/operations", "is empty or holds an empty name; leave it out for every"
                     + " operation, or list some of insert, update, delete, truncate, message");
+        }
+        for (int i = 0; written && ops != null && i < ops.size(); i++) {
+            if (ops.get(i).contains(",") || !ops.get(i).equals(ops.get(i).strip())) {
+                // one element, one operation: "insert,delete" was read as two, and " insert " as insert
+                throw new SubscriptionException("/operations/" + i, "is not one operation's name as written (one of"
+                        + " insert, update, delete, truncate, message, without blanks or commas: each its own element)");
+            }
         }
         try {
             operations = ops == null || ops.isEmpty() ? EnumSet.copyOf(Operation.SUBSCRIBABLE)
