@@ -107,6 +107,11 @@ public final class SubscriptionJson {
                 throw new SubscriptionException("/batch/max_events", "must be 1 for an amqp destination: each event is"
                         + " one AMQP message; batches are for webhooks");
             }
+            if (written && maxWait > 0 && destination instanceof Destination.Amqp) {
+                // shown in the view, with no effect: nothing waits to fill a batch
+                throw new SubscriptionException("/batch/max_wait_ms", "must be 0 for an amqp destination: each event is"
+                        + " one AMQP message, sent at once; batches are for webhooks");
+            }
         }
         Projection projection = Projection.ALL;
         JsonNode columns = body.get("columns");

@@ -92,6 +92,7 @@ class SubscriptionJsonTest {
         "{\"name\": \"a\", \"batch\": {\"max_events\": 1.5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"format\": \"cloudevents-binary\", \"batch\": {\"max_events\": 5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
         "{\"name\": \"a\", \"batch\": {\"max_events\": 5}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_events",
+        "{\"name\": \"a\", \"batch\": {\"max_wait_ms\": 5000}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /batch/max_wait_ms",
         "{\"name\": \"a\", \"destination\": {\"type\": \"amqp\", \"address\": \"q\", \"url\": \"http://x\"}} | /destination/url",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"a b\": \"c\"}}} | /destination/headers",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"webhook-id\": \"mine\"}}} | /destination/headers/webhook-id",
