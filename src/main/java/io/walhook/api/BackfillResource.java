@@ -242,8 +242,12 @@ public class BackfillResource {
             return null;
         }
         JsonNode n = json.get(field);
-        if (!n.isIntegralNumber() || !n.canConvertToInt()) {
+        if (!n.isIntegralNumber()) {
             throw new ApiProblem(400, "Bad Request", "/" + field + " must be a whole number", "/" + field);
+        }
+        if (!n.canConvertToInt()) {
+            // a whole number, out of any field's range: the range is said where it is checked
+            return n.bigIntegerValue().signum() > 0 ? Integer.MAX_VALUE : Integer.MIN_VALUE;
         }
         return n.intValue();
     }

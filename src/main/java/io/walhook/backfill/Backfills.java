@@ -89,21 +89,27 @@ public final class Backfills {
         changed.set(listener);
     }
 
+    /** A number as the refusal shows it: one past an int's range was read as its bound. */
+    private static String outOfRange(int value) {
+        return value == Integer.MAX_VALUE ? "above " + (Integer.MAX_VALUE - 1)
+                : value == Integer.MIN_VALUE ? "below " + (Integer.MIN_VALUE + 1) : Integer.toString(value);
+    }
+
     /** Checks the request against the subscription and the database, and stores it running. */
     public Backfill start(Subscription subscription, Request request) throws SQLException {
         int chunkSize = request.chunkSize() == null ? Backfill.DEFAULT_CHUNK_SIZE : request.chunkSize();
         if (chunkSize < 1 || chunkSize > Backfill.MAX_CHUNK_SIZE) {
-            throw new Refused(400, "/chunk_size", "chunk_size is " + chunkSize + "; use 1 to " + Backfill.MAX_CHUNK_SIZE
+            throw new Refused(400, "/chunk_size", "chunk_size is " + outOfRange(chunkSize) + "; use 1 to " + Backfill.MAX_CHUNK_SIZE
                     + " rows (default " + Backfill.DEFAULT_CHUNK_SIZE + ")");
         }
         Integer rate = request.maxRowsPerSecond();
         if (rate != null && (rate < 1 || rate > MAX_ROWS_PER_SECOND)) {
-            throw new Refused(400, "/max_rows_per_second", "max_rows_per_second is " + rate + "; use 1 to "
+            throw new Refused(400, "/max_rows_per_second", "max_rows_per_second is " + outOfRange(rate) + "; use 1 to "
                     + MAX_ROWS_PER_SECOND + ", or leave it out for no limit");
         }
         if (request.filter() != null && request.filter().isBlank()) {
             // it meant every row: the opposite of a filter
-            throw new Refused(400, "/filter", "is empty; leave it out for every row, or give a CEL expression");
+            throw new Refused(400, "/filter", "/filter is empty; leave it out for every row, or give a CEL expression");
         }
         String filter = request.filter() == null ? null : request.filter().strip();
         if (filter != null) {
@@ -178,7 +184,8 @@ public final class Backfills {
             String table = given.get(i) == null ? "" : given.get(i).strip();
             int dot = table.indexOf('.');
             if (table.chars().anyMatch(Character::isISOControl)) {
-                throw new Refused(400, "/tables/" + i, "holds a control character; name each table, like public.orders");
+                throw new Refused(400, "/tables/" + i, "/tables/" + i + " holds a control character; name each table, like"
+                        + " public.orders");
             }
             if (dot <= 0 || dot == table.length() - 1 || table.indexOf('.', dot + 1) >= 0 || table.contains("*")) {
                 throw new Refused(400, "/tables/" + i, "'" + table + "' is not a schema.table name (no patterns: name"
