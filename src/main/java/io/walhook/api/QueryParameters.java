@@ -39,6 +39,11 @@ final class QueryParameters {
                 int equals = pair.indexOf('=');
                 String rawName = equals < 0 ? pair : pair.substring(0, equals);
                 String name = decode(rawName, rawName);
+                if (name.isEmpty()) {
+                    // "?=5": no field to name ("" is the body's), the query as a whole, as a malformed one is placed
+                    throw new ApiProblem(400, "Bad Request", "the query holds a parameter without a name ('=' with"
+                            + " nothing before it)", "query");
+                }
                 if (!known.contains(name)) {
                     throw new ApiProblem(400, "Bad Request", "'" + name + "' is not a query parameter of this"
                             + " operation" + (known.isEmpty() ? ", which takes none"

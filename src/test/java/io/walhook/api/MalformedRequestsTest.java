@@ -189,6 +189,20 @@ class MalformedRequestsTest {
         authorized().get("/subscriptions/" + id).then().statusCode(200);
     }
 
+    /** "?=5": a parameter without a name was placed at the body ("" is the body's field); the query is the place. */
+    @Test
+    void aQueryParameterWithoutANameIsPlacedAtTheQuery() throws Exception {
+        // sent as written: RestAssured reads a query in the path and writes it again ("=5" became "5")
+        java.net.http.HttpResponse<String> answer = java.net.http.HttpClient.newHttpClient().send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://localhost:" + io.restassured.RestAssured.port
+                        + "/subscriptions?=5")).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(answer.statusCode()).isEqualTo(400);
+        com.fasterxml.jackson.databind.JsonNode problem = new com.fasterxml.jackson.databind.ObjectMapper().readTree(answer.body());
+        assertThat(problem.get("field").asText()).isEqualTo("query");
+        assertThat(problem.get("detail").asText()).contains("without a name");
+    }
+
     @Test
     void aCreateWithAQueryItDoesNotTakeCreatesNothing() {
         given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
