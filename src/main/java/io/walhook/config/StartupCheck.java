@@ -93,6 +93,12 @@ public class StartupCheck {
 
     /** Every check that needs no network; throws the first {@link ConfigException}. */
     public static SourceUrl validate(WalhookConfig config) {
+        // an empty value is no value; one of blanks only was read as set in one place and as unset in another
+        refuseBlank("WALHOOK_SOURCE_USER", config.source().user());
+        refuseBlank("WALHOOK_AMQP_URL", config.amqpUrl());
+        refuseBlank("WALHOOK_API_TOKEN", config.apiToken());
+        refuseBlank("WALHOOK_API_READ_TOKEN", config.apiReadToken());
+        refuseBlank("WALHOOK_SOURCE_SPILL_DIRECTORY", config.source().spillDirectory());
         SourceUrl source = SourceUrl.parse(config.source().url(), config.source().user(), config.source().password());
         if (!SLOT.matcher(config.slot()).matches()) {
             throw new ConfigException("WALHOOK_SLOT", "'" + config.slot()
@@ -273,6 +279,12 @@ public class StartupCheck {
      * An API token left as an example's placeholder ({@code CHANGE_ME}) is one anyone can read in
      * the example: it would open the API, writes included, to them.
      */
+    private static void refuseBlank(String variable, Optional<String> value) {
+        if (value.isPresent() && value.get().isBlank()) {
+            throw new ConfigException(variable, "is blank (only spaces or tabs): give it a value, or leave it unset");
+        }
+    }
+
     private static void refuseUnusableToken(String variable, Optional<String> token) {
         String normalized = token.orElse("").toLowerCase(java.util.Locale.ROOT).replace('-', '_').replace(' ', '_');
         if (normalized.contains("change_me") || normalized.contains("changeme")) {

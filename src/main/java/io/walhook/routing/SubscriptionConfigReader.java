@@ -40,7 +40,7 @@ public final class SubscriptionConfigReader {
     public static List<Subscription> read(WalhookConfig config, Map<String, String> env) {
         List<Subscription> subscriptions = new ArrayList<>();
         for (Map.Entry<String, WalhookConfig.SubscriptionConfig> entry : new TreeMap<>(config.subscriptions()).entrySet()) {
-            subscriptions.add(read(entry.getKey(), entry.getValue(), config.amqpUrl().isPresent()));
+            subscriptions.add(read(entry.getKey(), entry.getValue(), config.amqpUrl().filter(u -> !u.isBlank()).isPresent()));
         }
         Optional<Subscription> sink = knativeSink(env);
         if (sink.isPresent()) {

@@ -37,6 +37,13 @@ class StartupCheckTest {
         "walhook.source.url=postgresql://app@db.internal:70000/app | WALHOOK_SOURCE_URL has port 70000; a port is 1 to 65535",
         "walhook.amqp-url=amqp://broker:70000 | WALHOOK_AMQP_URL has port 70000; a port is 1 to 65535",
         "walhook.amqp-url=amqp://broker:0 | WALHOOK_AMQP_URL has port 0",
+        // set to blanks only: each was taken as set and as unset in turn (an AMQP subscription passed the check that a
+        // broker is configured, and had none; a spill directory " " went unchecked, then was a folder named " ")
+        "'walhook.amqp-url=   '           | WALHOOK_AMQP_URL is blank",
+        "'walhook.api-token= '            | WALHOOK_API_TOKEN is blank",
+        "'walhook.api-read-token=	'      | WALHOOK_API_READ_TOKEN is blank",
+        "'walhook.source.user=  '         | WALHOOK_SOURCE_USER is blank",
+        "'walhook.source.spill-directory= ' | WALHOOK_SOURCE_SPILL_DIRECTORY is blank",
     })
     void aBadValueStopsStartupNamingItsVariable(String assignments, String problem) {
         Map<String, String> values = new HashMap<>();
