@@ -4,9 +4,7 @@ import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -88,13 +86,64 @@ public final class WebhookTransport implements Transport {
             Duration seconds = Duration.ofSeconds(Long.parseLong(v));
             return Optional.of(seconds.compareTo(LONGEST_RETRY_AFTER) > 0 ? LONGEST_RETRY_AFTER : seconds);
         }
-        try {
-            Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-            Duration wait = Duration.between(now, at);
-            return Optional.of(wait.isNegative() ? Duration.ZERO
-                    : wait.compareTo(LONGEST_RETRY_AFTER) > 0 ? LONGEST_RETRY_AFTER : wait);
-        } catch (DateTimeParseException | ArithmeticException notDate) {
+        Optional<Instant> at = httpDate(v, now);
+        if (at.isEmpty()) {
             return Optional.empty();
+        }
+        Duration wait = Duration.between(now, at.get());
+        return Optional.of(wait.isNegative() ? Duration.ZERO
+                : wait.compareTo(LONGEST_RETRY_AFTER) > 0 ? LONGEST_RETRY_AFTER : wait);
+    }
+
+    /** IMF-fixdate ({@code Sun, 06 Nov 1994 08:49:37 GMT}) and the obsolete RFC 850 form ({@code Sunday, 06-Nov-94 ...}). */
+    private static final java.util.regex.Pattern FIXDATE = java.util.regex.Pattern.compile(
+            "(?:[A-Za-z]{3,9}, ?)?(\\d{1,2})[ -]([A-Za-z]{3})[ -](\\d{4}|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT");
+    /** The obsolete asctime form: {@code Sun Nov  6 08:49:37 1994}. */
+    private static final java.util.regex.Pattern ASCTIME = java.util.regex.Pattern.compile(
+            "[A-Za-z]{3} ([A-Za-z]{3}) +(\\d{1,2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})");
+    private static final List<String> MONTHS = List.of("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+            "nov", "dec");
+
+    /**
+     * An HTTP date in any of the three forms a recipient must read (RFC 9110, 5.6.7), its weekday not
+     * checked against its date (a server's wrong weekday does not make the date nonsense); a
+     * two-digit year more than 50 years ahead of {@code now} is the last century's.
+     */
+    static Optional<Instant> httpDate(String value, Instant now) {
+        java.util.regex.Matcher fix = FIXDATE.matcher(value);
+        java.util.regex.Matcher asc = ASCTIME.matcher(value);
+        int day;
+        String month;
+        int year;
+        int first;
+        if (fix.matches()) {
+            day = Integer.parseInt(fix.group(1));
+            month = fix.group(2);
+            year = Integer.parseInt(fix.group(3));
+            if (fix.group(3).length() == 2) {
+                int thisYear = now.atZone(java.time.ZoneOffset.UTC).getYear();
+                year += thisYear - Math.floorMod(thisYear, 100);
+                if (year > thisYear + 50) {
+                    year -= 100;
+                }
+            }
+            first = 4;
+        } else if (asc.matches()) {
+            month = asc.group(1);
+            day = Integer.parseInt(asc.group(2));
+            year = Integer.parseInt(asc.group(6));
+            first = 3;
+        } else {
+            return Optional.empty();
+        }
+        java.util.regex.Matcher time = fix.matches() ? fix : asc;
+        int m = MONTHS.indexOf(month.toLowerCase(java.util.Locale.ROOT));
+        try {
+            return Optional.of(java.time.LocalDateTime.of(year, m + 1, day, Integer.parseInt(time.group(first)),
+                    Integer.parseInt(time.group(first + 1)), Integer.parseInt(time.group(first + 2)))
+                    .toInstant(java.time.ZoneOffset.UTC));
+        } catch (java.time.DateTimeException notADate) {
+            return Optional.empty(); // the 31st of November, hour 25, no such month
         }
     }
 

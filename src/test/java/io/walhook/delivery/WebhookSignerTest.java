@@ -60,4 +60,22 @@ class WebhookSignerTest {
         assertThat(WebhookTransport.retryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now))
                 .contains(WebhookTransport.LONGEST_RETRY_AFTER);
     }
+
+    /**
+     * RFC 9110 (5.6.7): a recipient reads the two obsolete forms of an HTTP date too, and a wrong
+     * weekday does not make a date nonsense. They were ignored, and the request retried on its own
+     * backoff, sooner than the receiver asked.
+     */
+    @Test
+    void readsRetryAfterInTheObsoleteDateFormsAndWithAWrongWeekday() {
+        Instant now = Instant.parse("2026-11-29T16:00:00Z");
+        assertThat(WebhookTransport.retryAfter("Sunday, 29-Nov-26 16:00:30 GMT", now)).contains(Duration.ofSeconds(30));
+        assertThat(WebhookTransport.retryAfter("Sun Nov 29 16:00:30 2026", now)).contains(Duration.ofSeconds(30));
+        assertThat(WebhookTransport.retryAfter("Sun Nov  1 16:00:00 2026", now)).contains(Duration.ZERO);
+        assertThat(WebhookTransport.retryAfter("Mon, 29 Nov 2026 16:00:30 GMT", now)).contains(Duration.ofSeconds(30));
+        // a two-digit year more than 50 years ahead is the last century's: long past
+        assertThat(WebhookTransport.retryAfter("Sunday, 06-Nov-94 08:49:37 GMT", now)).contains(Duration.ZERO);
+        assertThat(WebhookTransport.retryAfter("Sun, 31 Nov 2026 16:00:30 GMT", now)).isEqualTo(Optional.empty());
+        assertThat(WebhookTransport.retryAfter("Sun, 29 Nov 2026 16:00:30 CET", now)).isEqualTo(Optional.empty());
+    }
 }
