@@ -399,7 +399,9 @@ public final class AmqpClient implements AutoCloseable {
         sender.sendQueueDrainHandler(credited -> sendHeld(sender));
         sender.open();
         senders.put(key, sender);
-        lastSettled.put(sender, System.nanoTime()); // before any message is sent on it: nothing settled since one was
+        // a time before any message sent on it, the one it is opened for included (its time taken before this): nothing
+        // settled since one was
+        lastSettled.put(sender, System.nanoTime() - TimeUnit.DAYS.toNanos(1));
         return sender;
     }
 

@@ -312,6 +312,40 @@ class AmqpBrokerTest {
     }
 
     /**
+     * A link opened for a message whose broker gives it no credit and no outcome: closed when that
+     * first message's time is up, so the next message to its address opens it again. The link's
+     * time of opening, later than the message's sending, counted as a settlement since then, and the
+     * stalled link stayed until a second message's time was up (with an anonymous relay, every
+     * address's link).
+     */
+    @Test
+    void aLinkOpenedForAMessageThatGetsNoOutcomeIsClosedWhenItsTimeIsUp() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger opened = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger closed = new java.util.concurrent.atomic.AtomicInteger();
+        ProtonServer server = peerWithLinks(link -> {
+            opened.incrementAndGet();
+            link.setPrefetch(0); // no credit, ever
+            link.closeHandler(c -> closed.incrementAndGet());
+            link.detachHandler(d -> closed.incrementAndGet());
+            link.open();
+        });
+        AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + server.actualPort()),
+                Duration.ofMillis(500));
+        try {
+            CompletableFuture<Transport.Attempt> first = broker.send(new Transport.Request("0000000000000001-0001",
+                    "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "stalled"));
+            assertThat(first.get(10, TimeUnit.SECONDS).outcome()).isEqualTo(Transport.Outcome.RETRY);
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> closed.get() >= 1);
+            broker.send(new Transport.Request("0000000000000002-0001", "{}".getBytes(StandardCharsets.UTF_8),
+                    "application/json", Map.of(), "stalled"));
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> opened.get() == 2);
+        } finally {
+            broker.close();
+            server.close();
+        }
+    }
+
+    /**
      * A broker that gives credit a message at a time, slowly (flow control, a queue near its limit):
      * messages without credit wait in walhook, and one given up on before it had credit (its
      * timeout, a deleted subscription) is never sent. Before, every message went into the AMQP
