@@ -140,7 +140,14 @@ final class StreamedTransaction implements AutoCloseable {
         try {
             Files.createDirectories(spillDirectory);
             file = Files.createTempFile(spillDirectory, PREFIX + slot + "-" + Long.toUnsignedString(xid) + "-", SUFFIX);
-            out = new DataOutputStream(new BufferedOutputStream(spillFiles.open(file), 1 << 16));
+            try {
+                out = new DataOutputStream(new BufferedOutputStream(spillFiles.open(file), 1 << 16));
+            } catch (IOException | RuntimeException notOpened) {
+                // created, not opened (too many open files): not left behind, one more at every reconnect
+                Files.deleteIfExists(file);
+                file = null;
+                throw notOpened;
+            }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot spill streamed transaction " + Long.toUnsignedString(xid)
                     + " to " + spillDirectory + ": " + e.getMessage(), e);

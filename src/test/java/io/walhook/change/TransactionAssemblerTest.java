@@ -89,6 +89,28 @@ class TransactionAssemblerTest {
     }
 
     /**
+     * A spill file created but not opened (too many open files, a permission on the file alone): the
+     * stream fails, and the empty file was left behind, one more at every reconnect while the fault
+     * lasted, until the next start of the process.
+     */
+    @Test
+    void aSpillFileThatCannotBeOpenedIsNotLeftBehind(@TempDir Path spill) throws Exception {
+        TransactionAssembler assembler = new TransactionAssembler(output(), "walhook", spill, "slot", 16);
+        assembler.spillFiles = file -> {
+            throw new java.io.IOException("Too many open files");
+        };
+        accept(assembler, new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1));
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> { // past the memory bound: to a file
+            accept(assembler, relation(STREAMED_XID, "id", "a"));
+            accept(assembler, new TestEvents.Bytes().u8('I').u32(STREAMED_XID).u32(TABLE).u8('N').tuple("1", "x".repeat(100)));
+        }).isInstanceOf(java.io.UncheckedIOException.class).hasMessageContaining("Too many open files");
+        assembler.reset();
+        try (var files = java.nio.file.Files.list(spill)) {
+            assertThat(files).as("no spill file is left").isEmpty();
+        }
+    }
+
+    /**
      * An Update whose key or old row has another number of columns than its Relation is refused
      * where it is read: it was taken, and routing then stopped on an index out of bounds while
      * hashing its key, far from the bytes, holding the slot.
