@@ -224,6 +224,10 @@ class MalformedRequestsTest {
                 .accept("text/html").get("/status").then().statusCode(406).contentType(ApiProblem.MEDIA_TYPE);
         given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).accept("text/html, */*;q=0.1")
                 .get("/status").then().statusCode(200).contentType("application/json");
+        // answers are application/json, problems application/problem+json whatever the Accept: an Accept of problems
+        // alone allows no answer
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .accept("application/problem+json").get("/status").then().statusCode(406).contentType(ApiProblem.MEDIA_TYPE);
     }
 
     @Test
