@@ -332,7 +332,7 @@ public final class ReplicationReader {
      * again after a crash, it comes back to the later one (waited for). On a later timeline it does
      * not come back: a history that left the one read is another, as on a primary.
      */
-    private static boolean replayingAgain(Timeline read, Timeline server) {
+    static boolean replayingAgain(Timeline read, Timeline server) {
         return read.known() && read.systemId().equals(server.systemId()) && server.id() < read.id();
     }
 

@@ -956,6 +956,25 @@ class ReplicationReaderTest {
         assertThatThrownBy(() -> ReplicationReader.switchPoint("1", 1)).hasMessageContaining("no switch point");
     }
 
+    /**
+     * A standby in recovery is waited for only when it is on an earlier timeline of the system read
+     * (replaying again after a crash, it comes back to the later one). One on a later timeline (it
+     * followed its upstream onto a new one) never comes back: it was waited for all the same, and
+     * the stream stalled for good.
+     */
+    @Test
+    void onlyAStandbyOnAnEarlierTimelineOfTheSystemReadIsWaitedFor() {
+        io.walhook.checkpoint.Timeline read = new io.walhook.checkpoint.Timeline("7431", 3);
+        assertThat(ReplicationReader.replayingAgain(read, new io.walhook.checkpoint.Timeline("7431", 2))).isTrue();
+        assertThat(ReplicationReader.replayingAgain(read, new io.walhook.checkpoint.Timeline("7431", 4)))
+                .as("a later timeline").isFalse();
+        assertThat(ReplicationReader.replayingAgain(read, new io.walhook.checkpoint.Timeline("7431", 3))).isFalse();
+        assertThat(ReplicationReader.replayingAgain(read, new io.walhook.checkpoint.Timeline("9999", 2)))
+                .as("another system").isFalse();
+        assertThat(ReplicationReader.replayingAgain(io.walhook.checkpoint.Timeline.UNKNOWN,
+                new io.walhook.checkpoint.Timeline("7431", 2))).as("nothing recorded").isFalse();
+    }
+
     @Test
     void positionsAreOfTheServersHistoryWithinWhatItSharesOrWhatItsOwnSlotAcknowledged() {
         io.walhook.checkpoint.Timeline one = new io.walhook.checkpoint.Timeline("7", 1);
