@@ -338,8 +338,14 @@ public final class BackfillRunner implements Runnable {
         List<Long> due = new ArrayList<>();
         for (Backfill backfill : unfinished) {
             if (!subscriptions.contains(backfill.subscriptionId()) && held.test(backfill.subscriptionId())) {
-                // held out of force, not deleted: its backfill waits (chunks it sent come back to be read again)
+                // held out of force, not deleted: its backfill waits (chunks it sent come back to be read again), and
+                // gives its chunks up as a paused one does, read again from its last chunk done: kept, their rows
+                // held their place among every backfill's (ALL_CHUNK_BYTES) for as long as it was held
                 missingSince.remove(backfill.id());
+                Run waiting = runs.remove(backfill.id());
+                if (waiting != null) {
+                    waiting.inFlight.forEach(watermarks::abandon);
+                }
                 continue;
             }
             if (!subscriptions.contains(backfill.subscriptionId())) {
@@ -400,6 +406,7 @@ public final class BackfillRunner implements Runnable {
             }
         }
         worked |= lookAfterLateChunks();
+        chunkBytes = allInFlightBytes();
         List<Running> now = new ArrayList<>();
         runs.forEach((id, run) -> now.add(new Running(id, run.backfill.subscriptionId(),
                 run.progress.values().stream().mapToLong(Backfill.TableProgress::rowsSent).sum())));
@@ -979,10 +986,12 @@ public final class BackfillRunner implements Runnable {
                 return null;
             }
             if ("42P01".equals(e.getSQLState()) || "42703".equals(e.getSQLState())) {
+                LOG.debugf(e, "backfill %s, %s: the server's whole text (which may quote rows)", backfill.id(), name);
                 fail(backfill, "table " + name + " was dropped or altered during the backfill: " + ServerErrorText.of(e));
                 return null;
             }
             if (e.getSQLState() != null && (e.getSQLState().startsWith("22") || e.getSQLState().startsWith("42"))) {
+                LOG.debugf(e, "backfill %s, %s: the server's whole text (which may quote rows)", backfill.id(), name);
                 fail(backfill, "cannot read " + name + ": " + ServerErrorText.of(e));
                 return null;
             }
@@ -991,6 +1000,7 @@ public final class BackfillRunner implements Runnable {
                 // internal error on one relation, ...): tried again alone, then failed; not every backfill's wait.
                 // Not so the watermarks' writes, the snapshot or the commit: a standby or a server near
                 // wraparound refuses those for every backfill (XX000, 54000), which waits for the server
+                LOG.debugf(e, "backfill %s, %s: the server's whole text (which may quote rows)", backfill.id(), name);
                 refused(run, "cannot read " + name + ": " + ServerErrorText.of(e));
                 return null;
             }

@@ -14,7 +14,9 @@ import org.postgresql.util.ServerErrorMessage;
  * row contains (...)}), its {@code Where} (a function's arguments), and values in the message itself
  * ({@code invalid input syntax for type integer: "123-45-6789"}). Shown is the primary message
  * alone, on one line, with every double-quoted text replaced by {@code "…"} but the names of things
- * ({@code relation "orders"}, {@code column "n"}), then the SQLSTATE; cut at 500 characters.
+ * ({@code relation "orders"}, {@code column "n"}), then the SQLSTATE; cut at 500 characters. A value
+ * holding quotes itself (JSON, an array literal) is not escaped by PostgreSQL: from the first quote
+ * that opens no name to the message's last quote, all of it is taken as the value.
  */
 public final class ServerErrorText {
 
@@ -26,7 +28,7 @@ public final class ServerErrorText {
             "type", "constraint", "index", "publication", "role", "policy", "sequence", "view", "trigger", "database",
             "operator", "collation", "extension", "attribute", "slot", "tablespace", "domain", "cursor", "statement",
             "parameter", "aggregate", "rule", "subscription", "user", "language", "server", "conversion", "family",
-            "class", "partition");
+            "class", "partition", "enum");
 
     private ServerErrorText() {
     }
@@ -46,7 +48,15 @@ public final class ServerErrorText {
                 break;
             }
             shown.append(message, at, open);
-            shown.append(afterAName(message, open) ? message.substring(open, close + 1) : "\"…\"");
+            if (!afterAName(message, open)) {
+                // a value: PostgreSQL does not escape the quotes inside it (JSON, an array literal), so it may end at
+                // any quote after this one; the rest of the message, up to its last quote, is taken as the value
+                shown.append("\"…\"");
+                int last = message.lastIndexOf('"');
+                at = last + 1;
+                continue;
+            }
+            shown.append(message, open, close + 1);
             at = close + 1;
         }
         StringBuilder line = new StringBuilder(shown.length());

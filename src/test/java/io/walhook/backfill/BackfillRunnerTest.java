@@ -191,7 +191,8 @@ class BackfillRunnerTest {
      * Six backfills under way at once, of tables of large rows, with nothing delivering their chunks
      * (the stream behind): each held two chunks of its own, 16 MB, together 96 MB and more of a heap
      * a small deployment sizes at 256 MB. Together they now hold at most {@code ALL_CHUNK_BYTES} and
-     * the one chunk read last.
+     * the one chunk read last; and a backfill whose subscription is held out of force gives its
+     * chunks up while it waits, rather than hold others' place.
      */
     @Test
     void theChunksOfBackfillsUnderWayTogetherHoldABoundedShareOfTheHeap() throws Exception {
@@ -211,13 +212,15 @@ class BackfillRunnerTest {
                 subscriptions.add(tenant);
             }
             source.prepare("*");
+            java.util.concurrent.atomic.AtomicBoolean heldOut = new java.util.concurrent.atomic.AtomicBoolean();
             for (io.walhook.routing.Subscription tenant : subscriptions) {
                 assertThat(store.insertInitial(tenant.id(), List.of("public." + tenant.name()))).isTrue();
             }
             BackfillRunner runner = new BackfillRunner(new BackfillRunner.Settings(
                     source.server.jdbcUrl(source.database), source.server.user(), source.server.password(), "walhook",
                     "walhook", java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(30)),
-                    store, new Watermarks(), () -> subscriptions, id -> false, BackfillRunner.Counter.NONE);
+                    store, new Watermarks(), () -> heldOut.get() ? List.of() : subscriptions, id -> heldOut.get(),
+                    BackfillRunner.Counter.NONE);
             Thread thread = new Thread(runner, "test-backfill");
             thread.start();
             try {
@@ -227,6 +230,11 @@ class BackfillRunnerTest {
                 // what they read, the stream never meeting their high watermarks, stays; no more is read past the bound
                 await().during(java.time.Duration.ofSeconds(5)).atMost(java.time.Duration.ofSeconds(60))
                         .until(() -> runner.chunkBytes() <= BackfillRunner.ALL_CHUNK_BYTES + BackfillRunner.CHUNK_BYTES + (1 << 20));
+                // their subscriptions held out of force (another instance's newer walhook wrote them, say): their
+                // backfills wait, and give their chunks up, read again later; kept, those held every other's place
+                heldOut.set(true);
+                runner.wake();
+                await().atMost(java.time.Duration.ofSeconds(30)).until(() -> runner.chunkBytes() == 0);
             } finally {
                 runner.stop();
                 thread.interrupt();

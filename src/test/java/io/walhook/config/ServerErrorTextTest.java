@@ -44,6 +44,22 @@ class ServerErrorTextTest {
         assertThat(ServerErrorText.of(e)).isEqualTo("invalid input syntax for type integer: \"…\" (SQLSTATE 22P02)");
     }
 
+    /**
+     * A value holding quotes (JSON, an array literal), which PostgreSQL quotes without escaping
+     * them: taken pair by pair, what lay between its inner quotes was shown, the row's values
+     * included; and a value could pass for a name ({@code a" column "x}).
+     */
+    @Test
+    void aValueHoldingQuotesIsNotShownInPart() {
+        SQLException json = failing("SELECT '{\"ssn\": \"123-45-6789\"}'::text::int");
+        assertThat(ServerErrorText.of(json)).isEqualTo("invalid input syntax for type integer: \"…\" (SQLSTATE 22P02)");
+        SQLException array = failing("SELECT '{\"123-45-6789\",\"x\"'::text[]");
+        assertThat(array.getMessage()).contains("malformed array literal");
+        assertThat(ServerErrorText.of(array)).isEqualTo("malformed array literal: \"…\" (SQLSTATE 22P02)");
+        SQLException named = failing("SELECT 'a\" column \"123-45-6789'::int");
+        assertThat(ServerErrorText.of(named)).doesNotContain("123-45-6789").endsWith("(SQLSTATE 22P02)");
+    }
+
     @Test
     void theDetailAndContextAreNotShown() {
         SQLException duplicate = failing("INSERT INTO people VALUES (1, '987-65-4321')");
