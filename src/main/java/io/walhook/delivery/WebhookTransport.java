@@ -95,9 +95,13 @@ public final class WebhookTransport implements Transport {
                 : wait.compareTo(LONGEST_RETRY_AFTER) > 0 ? LONGEST_RETRY_AFTER : wait);
     }
 
-    /** IMF-fixdate ({@code Sun, 06 Nov 1994 08:49:37 GMT}) and the obsolete RFC 850 form ({@code Sunday, 06-Nov-94 ...}). */
+    /**
+     * IMF-fixdate ({@code Sun, 06 Nov 1994 08:49:37 GMT}) and the obsolete RFC 850 form ({@code
+     * Sunday, 06-Nov-94 ...}); UTC written as {@code +0000}, {@code UT} or {@code UTC} too, as
+     * RFC 1123 dates were read before.
+     */
     private static final java.util.regex.Pattern FIXDATE = java.util.regex.Pattern.compile(
-            "(?:[A-Za-z]{3,9}, ?)?(\\d{1,2})[ -]([A-Za-z]{3})[ -](\\d{4}|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) GMT");
+            "(?:[A-Za-z]{3,9}, ?)?(\\d{1,2})[ -]([A-Za-z]{3})[ -](\\d{4}|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) (?:GMT|UTC?|[+-]0000)");
     /** The obsolete asctime form: {@code Sun Nov  6 08:49:37 1994}. */
     private static final java.util.regex.Pattern ASCTIME = java.util.regex.Pattern.compile(
             "[A-Za-z]{3} ([A-Za-z]{3}) +(\\d{1,2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})");

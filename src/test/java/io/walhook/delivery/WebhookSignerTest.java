@@ -76,6 +76,7 @@ class WebhookSignerTest {
         // a two-digit year more than 50 years ahead is the last century's: long past
         assertThat(WebhookTransport.retryAfter("Sunday, 06-Nov-94 08:49:37 GMT", now)).contains(Duration.ZERO);
         assertThat(WebhookTransport.retryAfter("Sun, 31 Nov 2026 16:00:30 GMT", now)).isEqualTo(Optional.empty());
+        assertThat(WebhookTransport.retryAfter("Sun, 29 Nov 2026 16:00:30 +0000", now)).contains(Duration.ofSeconds(30));
         assertThat(WebhookTransport.retryAfter("Sun, 29 Nov 2026 16:00:30 CET", now)).isEqualTo(Optional.empty());
     }
 }
