@@ -127,7 +127,7 @@ final class QueryParameters {
         if (decoded == null) {
             throw new ApiProblem(400, "Bad Request", "query parameter " + abbreviate(parameter) + " is not"
                     + " percent-encoded correctly ('%' must be followed by two hex digits, encoding UTF-8): '"
-                    + abbreviate(raw) + "'", parameter);
+                    + abbreviate(raw) + "'", parameter.isEmpty() ? "query" : parameter); // "" is the body's
         }
         return decoded;
     }
