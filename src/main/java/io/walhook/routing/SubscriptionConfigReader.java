@@ -167,6 +167,11 @@ public final class SubscriptionConfigReader {
             throw new ConfigException(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but each event is one AMQP"
                     + " message; batches are for webhooks (leave it out, or 1)");
         }
+        if (batchMaxWaitMs > 0 && destination instanceof Destination.Amqp) {
+            // it had no effect: nothing waits to fill a batch
+            throw new ConfigException(prefix + "BATCH_MAX_WAIT_MS", "is " + batchMaxWaitMs + ", but each event is one AMQP"
+                    + " message, sent at once; batches are for webhooks (leave it out, or 0)");
+        }
         if (batchMaxEvents > 1 && !format.batches()) {
             throw new ConfigException(prefix + "BATCH_MAX_EVENTS", "is " + batchMaxEvents + ", but binary CloudEvents carry"
                     + " one event per request; use FORMAT=cloudevents for batches (CloudEvents batched mode)");

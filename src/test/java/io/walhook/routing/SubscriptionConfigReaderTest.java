@@ -154,11 +154,13 @@ class SubscriptionConfigReaderTest {
     @CsvSource(delimiter = '|', value = {
         "AMQP_ADDRESS=cdc.{tabel}          | WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS has {tabel}, which is not replaced",
         "AMQP_ADDRESS=q;SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET is set, but an AMQP destination's messages are not signed",
+        "AMQP_ADDRESS=q;BATCH_MAX_WAIT_MS=500 | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_WAIT_MS is 500, but each event is one AMQP message, sent at once",
     })
     void aBadValueOfAnAmqpSubscriptionNamesItsVariable(String field, String problem) {
         Map<String, String> values = assigned(Map.of(), field);
         refusedNaming(values, true, problem);
         values.remove("SECRET");
+        values.remove("BATCH_MAX_WAIT_MS");
         values.put("AMQP_ADDRESS", "cdc.{schema}.{table}.{op}");
         assertThat(SubscriptionConfigReader.read("demo", config(values), true).destination())
                 .isEqualTo(new Destination.Amqp("cdc.{schema}.{table}.{op}"));
