@@ -144,7 +144,11 @@ final class StreamedTransaction implements AutoCloseable {
                 out = new DataOutputStream(new BufferedOutputStream(spillFiles.open(file), 1 << 16));
             } catch (IOException | RuntimeException notOpened) {
                 // created, not opened (too many open files): not left behind, one more at every reconnect
-                Files.deleteIfExists(file);
+                try {
+                    Files.deleteIfExists(file);
+                } catch (IOException undeleted) {
+                    notOpened.addSuppressed(undeleted); // removed as the next reader of the slot starts
+                }
                 file = null;
                 throw notOpened;
             }

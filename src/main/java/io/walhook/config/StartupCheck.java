@@ -275,16 +275,17 @@ public class StartupCheck {
         return previous[b.length()];
     }
 
+    /** A variable set to blanks only: neither a value nor unset (an empty value is unset). */
+    private static void refuseBlank(String variable, Optional<String> value) {
+        if (value.isPresent() && value.get().isBlank()) {
+            throw new ConfigException(variable, "is blank (only white space): give it a value, or leave it unset");
+        }
+    }
+
     /**
      * An API token left as an example's placeholder ({@code CHANGE_ME}) is one anyone can read in
      * the example: it would open the API, writes included, to them.
      */
-    private static void refuseBlank(String variable, Optional<String> value) {
-        if (value.isPresent() && value.get().isBlank()) {
-            throw new ConfigException(variable, "is blank (only spaces or tabs): give it a value, or leave it unset");
-        }
-    }
-
     private static void refuseUnusableToken(String variable, Optional<String> token) {
         String normalized = token.orElse("").toLowerCase(java.util.Locale.ROOT).replace('-', '_').replace(' ', '_');
         if (normalized.contains("change_me") || normalized.contains("changeme")) {
