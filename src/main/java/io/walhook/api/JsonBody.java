@@ -82,15 +82,16 @@ final class JsonBody {
             }
         } catch (com.fasterxml.jackson.core.exc.StreamConstraintsException e) {
             // valid JSON, past what any field takes: named, as a field's own bound would be
-            String field = reading == null ? "" : placeOf(reading);
-            String subject = field.isEmpty() ? "the body" : field;
             String reason = String.valueOf(e.getOriginalMessage());
+            // the body as a whole nests too deep; a text or number is its field's
+            String field = reading == null || reason.startsWith("Document nesting depth") ? "" : placeOf(reading);
+            String subject = field.isEmpty() ? "the body" : field;
             throw new ApiProblem(400, "Bad Request", reason.startsWith("String value length")
                     ? subject + " is a text longer than " + MAX_STRING + " characters, more than any field takes"
                     : reason.startsWith("Number value length")
                     ? subject + " is a number of more than " + MAX_DIGITS + " digits, more than any field takes"
                     : reason.startsWith("Document nesting depth")
-                    ? subject + " nests values more than " + MAX_DEPTH + " levels deep, more than any field does"
+                    ? "the body nests values more than " + MAX_DEPTH + " levels deep, more than any field does"
                     : "the body is larger than any " + what + " is", field);
         } catch (JsonProcessingException e) {
             throw new ApiProblem(400, "Bad Request", "the body is not valid JSON" + at(e) + ": " + withoutTokens(e), "");
