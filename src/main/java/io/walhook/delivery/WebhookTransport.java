@@ -101,10 +101,12 @@ public final class WebhookTransport implements Transport {
      * RFC 1123 dates were read before.
      */
     private static final java.util.regex.Pattern FIXDATE = java.util.regex.Pattern.compile(
-            "(?:[A-Za-z]{3,9}, ?)?(\\d{1,2})[ -]([A-Za-z]{3})[ -](\\d{4}|\\d{2}) (\\d{2}):(\\d{2}):(\\d{2}) (?:GMT|UTC?|[+-]0000)");
+            "(?:[A-Za-z]{3,9}, ?)?(?<day>\\d{1,2})[ -](?<month>[A-Za-z]{3})[ -](?<year>\\d{4}|\\d{2})"
+            + " (?<hour>\\d{2}):(?<minute>\\d{2}):(?<second>\\d{2}) (?:GMT|UTC?|[+-]0000)");
     /** The obsolete asctime form: {@code Sun Nov  6 08:49:37 1994}. */
     private static final java.util.regex.Pattern ASCTIME = java.util.regex.Pattern.compile(
-            "[A-Za-z]{3} ([A-Za-z]{3}) +(\\d{1,2}) (\\d{2}):(\\d{2}):(\\d{2}) (\\d{4})");
+            "[A-Za-z]{3} (?<month>[A-Za-z]{3}) +(?<day>\\d{1,2}) (?<hour>\\d{2}):(?<minute>\\d{2}):(?<second>\\d{2})"
+            + " (?<year>\\d{4})");
     private static final List<String> MONTHS = List.of("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
             "nov", "dec");
 
@@ -114,38 +116,23 @@ public final class WebhookTransport implements Transport {
      * two-digit year more than 50 years ahead of {@code now} is the last century's.
      */
     static Optional<Instant> httpDate(String value, Instant now) {
-        java.util.regex.Matcher fix = FIXDATE.matcher(value);
-        java.util.regex.Matcher asc = ASCTIME.matcher(value);
-        int day;
-        String month;
-        int year;
-        int first;
-        if (fix.matches()) {
-            day = Integer.parseInt(fix.group(1));
-            month = fix.group(2);
-            year = Integer.parseInt(fix.group(3));
-            if (fix.group(3).length() == 2) {
-                int thisYear = now.atZone(java.time.ZoneOffset.UTC).getYear();
-                year += thisYear - Math.floorMod(thisYear, 100);
-                if (year > thisYear + 50) {
-                    year -= 100;
-                }
-            }
-            first = 4;
-        } else if (asc.matches()) {
-            month = asc.group(1);
-            day = Integer.parseInt(asc.group(2));
-            year = Integer.parseInt(asc.group(6));
-            first = 3;
-        } else {
+        java.util.regex.Matcher date = FIXDATE.matcher(value);
+        if (!date.matches() && !(date = ASCTIME.matcher(value)).matches()) {
             return Optional.empty();
         }
-        java.util.regex.Matcher time = fix.matches() ? fix : asc;
-        int m = MONTHS.indexOf(month.toLowerCase(java.util.Locale.ROOT));
+        int year = Integer.parseInt(date.group("year"));
+        if (date.group("year").length() == 2) {
+            int thisYear = now.atZone(java.time.ZoneOffset.UTC).getYear();
+            year += thisYear - Math.floorMod(thisYear, 100);
+            if (year > thisYear + 50) {
+                year -= 100;
+            }
+        }
+        int month = MONTHS.indexOf(date.group("month").toLowerCase(java.util.Locale.ROOT)) + 1;
         try {
-            return Optional.of(java.time.LocalDateTime.of(year, m + 1, day, Integer.parseInt(time.group(first)),
-                    Integer.parseInt(time.group(first + 1)), Integer.parseInt(time.group(first + 2)))
-                    .toInstant(java.time.ZoneOffset.UTC));
+            return Optional.of(java.time.LocalDateTime.of(year, month, Integer.parseInt(date.group("day")),
+                    Integer.parseInt(date.group("hour")), Integer.parseInt(date.group("minute")),
+                    Integer.parseInt(date.group("second"))).toInstant(java.time.ZoneOffset.UTC));
         } catch (java.time.DateTimeException notADate) {
             return Optional.empty(); // the 31st of November, hour 25, no such month
         }
