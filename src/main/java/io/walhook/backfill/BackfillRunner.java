@@ -986,13 +986,12 @@ public final class BackfillRunner implements Runnable {
                 return null;
             }
             if ("42P01".equals(e.getSQLState()) || "42703".equals(e.getSQLState())) {
-                LOG.debugf(e, "backfill %s, %s: the server's whole text (which may quote rows)", backfill.id(), name);
-                fail(backfill, "table " + name + " was dropped or altered during the backfill: " + ServerErrorText.of(e));
+                fail(backfill, "table " + name + " was dropped or altered during the backfill: "
+                        + shown(e, backfill, name));
                 return null;
             }
             if (e.getSQLState() != null && (e.getSQLState().startsWith("22") || e.getSQLState().startsWith("42"))) {
-                LOG.debugf(e, "backfill %s, %s: the server's whole text (which may quote rows)", backfill.id(), name);
-                fail(backfill, "cannot read " + name + ": " + ServerErrorText.of(e));
+                fail(backfill, "cannot read " + name + ": " + shown(e, backfill, name));
                 return null;
             }
             if (readingTable && ownError(e) && alive(c)) {
@@ -1000,8 +999,7 @@ public final class BackfillRunner implements Runnable {
                 // internal error on one relation, ...): tried again alone, then failed; not every backfill's wait.
                 // Not so the watermarks' writes, the snapshot or the commit: a standby or a server near
                 // wraparound refuses those for every backfill (XX000, 54000), which waits for the server
-                LOG.debugf(e, "backfill %s, %s: the server's whole text (which may quote rows)", backfill.id(), name);
-                refused(run, "cannot read " + name + ": " + ServerErrorText.of(e));
+                refused(run, "cannot read " + name + ": " + shown(e, backfill, name));
                 return null;
             }
             throw e;
@@ -1157,6 +1155,12 @@ public final class BackfillRunner implements Runnable {
         run.nextChunkAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause);
         LOG.warnf("backfill %s tried again in %d ms (%d of %d times in a row): %s", run.backfill.id(), pause,
                 run.refusals, REFUSALS, error);
+    }
+
+    /** A server's error as a backfill's {@code error} shows it; its whole text, which may quote rows, to the debug log. */
+    private static String shown(SQLException e, Backfill backfill, String table) {
+        LOG.debugf(e, "backfill %s, %s: the server's whole text", backfill.id(), table);
+        return ServerErrorText.of(e);
     }
 
     private void fail(Backfill backfill, String error) throws SQLException {
