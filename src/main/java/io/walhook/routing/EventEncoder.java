@@ -133,15 +133,16 @@ public final class EventEncoder {
     }
 
     /**
-     * The HTTP binding (3.1.3.2): header values are percent-encoded outside printable ASCII
-     * (and {@code "} and {@code %}), UTF-8 first.
+     * The HTTP binding of CloudEvents 1.0.2 (3.1.3.2): header values are percent-encoded outside
+     * printable ASCII, and spaces, {@code "} and {@code %} too, UTF-8 first. (1.0 left spaces inside
+     * a value plain, which receivers of 1.0.2 need not take as the value's.)
      */
     static String percentEncode(String value) {
         StringBuilder out = null;
         byte[] bytes = value.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         for (int i = 0; i < bytes.length; i++) {
             int b = bytes[i] & 0xFF;
-            boolean plain = b > 0x20 && b < 0x7F && b != '"' && b != '%' || b == ' ' && i > 0 && i < bytes.length - 1;
+            boolean plain = b > 0x20 && b < 0x7F && b != '"' && b != '%';
             if (!plain && out == null) {
                 out = new StringBuilder(bytes.length + 16);
                 out.append(new String(bytes, 0, i, java.nio.charset.StandardCharsets.US_ASCII));
