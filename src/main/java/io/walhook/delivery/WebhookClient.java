@@ -62,8 +62,15 @@ public final class WebhookClient implements AutoCloseable {
     /** How often each client's pool looks for connections idle past their keep-alive. */
     static final int POOL_CLEANER_MILLIS = 10_000;
     private final Map<URI, java.net.URL> urls = new java.util.concurrent.ConcurrentHashMap<>();
-    /** Per scheme, host and port: requests under way to it, at most the connections the pools keep to it. */
-    private final Map<String, DestinationGate> gates = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * Per scheme, host and port: requests under way to it, at most the connections the pools keep to
+     * it. Held weakly: a gate lives as long as a subscription's transport, or a request under way,
+     * holds it, and a host no subscription posts to any more (a tenant deleted, or moved) does not
+     * keep one for as long as walhook runs.
+     */
+    private final Map<String, GateReference> gates = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Gates collected: their entries go at the next {@link #gate}. */
+    private final java.lang.ref.ReferenceQueue<DestinationGate> collected = new java.lang.ref.ReferenceQueue<>();
     private final int perDestination;
     /**
      * Where Vert.x looks names up with the system's resolver, on the event loop connecting (the
@@ -134,7 +141,38 @@ public final class WebhookClient implements AutoCloseable {
         int given = UrlAuthority.port(url);
         int port = given > 0 ? given : "https".equals(scheme) ? 443 : 80;
         String origin = scheme + "://" + host + ":" + port;
-        return gates.computeIfAbsent(origin, o -> new DestinationGate(perDestination, channels.length));
+        for (java.lang.ref.Reference<?> gone; (gone = collected.poll()) != null;) {
+            gates.remove(((GateReference) gone).origin, gone);
+        }
+        DestinationGate made = null;
+        while (true) {
+            GateReference known = gates.get(origin);
+            DestinationGate gate = known == null ? null : known.get();
+            if (gate != null) {
+                return gate;
+            }
+            if (made == null) {
+                made = new DestinationGate(perDestination, channels.length);
+            }
+            GateReference mine = new GateReference(origin, made, collected);
+            if (known == null ? gates.putIfAbsent(origin, mine) == null : gates.replace(origin, known, mine)) {
+                return made;
+            }
+        }
+    }
+
+    /** Gates known, collected ones included until the next {@link #gate}. */
+    int gates() {
+        return gates.size();
+    }
+
+    private static final class GateReference extends java.lang.ref.WeakReference<DestinationGate> {
+        final String origin;
+
+        GateReference(String origin, DestinationGate gate, java.lang.ref.ReferenceQueue<DestinationGate> queue) {
+            super(gate, queue);
+            this.origin = origin;
+        }
     }
 
     /** A response's status and its {@code Retry-After} header (null when absent). */

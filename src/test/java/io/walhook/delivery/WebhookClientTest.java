@@ -2,6 +2,7 @@ package io.walhook.delivery;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
 import java.net.URI;
@@ -97,6 +98,26 @@ class WebhookClientTest {
      * one, and so is its limit of requests under way (two gates let twice the pools' connections
      * queue, each with its timeout running).
      */
+    /**
+     * A destination no subscription posts to any more (its tenant deleted, or moved to another host)
+     * does not keep its gate: thousands of tenants' hosts came and went, and every gate stayed for as
+     * long as walhook ran. One a subscription still posts to stays the same gate.
+     */
+    @Test
+    void aGateNoSubscriptionHoldsIsLetGo() {
+        DestinationGate kept = client.gate(URI.create("https://kept.example.com/hook"));
+        for (int i = 0; i < 1000; i++) {
+            client.gate(URI.create("https://tenant-" + i + ".example.com/hook"));
+        }
+        assertThat(client.gates()).isGreaterThan(1);
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            System.gc();
+            client.gate(URI.create("https://other.example.com/hook")); // a look up lets go of what was collected
+            return client.gates() <= 2;
+        });
+        assertThat(client.gate(URI.create("https://kept.example.com:443/other"))).isSameAs(kept);
+    }
+
     @Test
     void aDestinationWrittenWithAndWithoutItsDefaultPortSharesOneLimit() {
         assertThat(client.gate(URI.create("https://Hooks.example.com/a")))
