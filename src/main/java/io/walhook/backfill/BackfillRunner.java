@@ -62,6 +62,13 @@ public final class BackfillRunner implements Runnable {
     static final long ALL_CHUNK_BYTES = 4 * CHUNK_BYTES;
     /** Rows fetched from the server at a time, at most: fewer when rows are large ({@link #fetchSize}). */
     static final int MAX_FETCH = 1000;
+    /**
+     * Readings of one range, its rows never sent, after which the log says why ({@link
+     * #warnIfReadOverAndOver}): about 5 s of readings, the pause between them growing to 2 s.
+     */
+    public static final int READ_AGAIN_WARN = 8;
+    /** Readings between two such warnings of one range: about 5 minutes, at one every 2 s. */
+    static final int READ_AGAIN_WARN_EVERY = 150;
     /** How often a table being read is described again from the catalog (its columns, key, publication). */
     static final Duration DESCRIBE_EVERY = Duration.ofSeconds(1);
     /**
@@ -130,7 +137,7 @@ public final class BackfillRunner implements Runnable {
      * The runner's first transaction id (64 bits), taken on its first connection; -1 before. Every
      * transaction the stream delivered before this runner began (before a restart, or on the instance
      * this one took over from) is older: one the stream did not deliver since, which a chunk's snapshot
-     * does not see though it committed, reads the chunk again (Chunk#committedUnheard).
+     * does not see though it committed, reads the chunk again (Chunk#unheard).
      */
     private long firstXid = -1;
     /** How many connections the runner has opened: the chunks committed on an earlier one may have been lost with it. */
@@ -661,6 +668,20 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
+    /**
+     * A range read {@link #READ_AGAIN_WARN} times without its rows being sent says so, and every
+     * {@link #READ_AGAIN_WARN_EVERY} times after: a transaction that never becomes visible (a session
+     * waiting for a synchronous standby that is gone) keeps the backfill {@code running} with no
+     * progress, and without this nothing told the operator why.
+     */
+    private static void warnIfReadOverAndOver(Run run, Chunk done, String why) {
+        int readings = done.attempt + 1;
+        if (readings == READ_AGAIN_WARN || readings > READ_AGAIN_WARN && (readings - READ_AGAIN_WARN) % READ_AGAIN_WARN_EVERY == 0) {
+            LOG.warnf("backfill %s: a chunk of %s was read %d times in %d s and is read again: %s", run.backfill.id(),
+                    done.table.qualifiedName(), readings, TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - done.since), why);
+        }
+    }
+
     /** Chunks done, oldest first, become progress; one to read again is read again now. */
     private boolean harvest(Run run) throws SQLException, InterruptedException {
         boolean changed = false;
@@ -704,6 +725,8 @@ public final class BackfillRunner implements Runnable {
                     return true;
                 }
                 again.attempt = done.attempt + 1;
+                again.since = done.since;
+                warnIfReadOverAndOver(run, done, outcome.why());
                 again.cut |= part > 0 && again.rows.size() >= part;
                 run.inFlight.pollFirst();
                 if (again.cut) {

@@ -31,12 +31,16 @@ final class Chunk {
      * How the chunk ended: its rows sent (after the filters), or that it must be read again, or that
      * the subscription left its table out when the stream met its high watermark (nothing sent).
      */
-    record Outcome(int sent, boolean again, boolean leftOut) {
-        static final Outcome AGAIN = new Outcome(0, true, false);
-        static final Outcome LEFT_OUT = new Outcome(0, false, true);
+    record Outcome(int sent, boolean again, boolean leftOut, String why) {
+        static final Outcome LEFT_OUT = new Outcome(0, false, true, null);
 
         Outcome(int sent) {
-            this(sent, false, false);
+            this(sent, false, false, null);
+        }
+
+        /** To be read again, {@code why} saying what kept its rows from being sent, for the log. */
+        static Outcome again(String why) {
+            return new Outcome(0, true, false, why);
         }
     }
 
@@ -53,6 +57,8 @@ final class Chunk {
     int attempt;
     /** When it is to be read again (System.nanoTime; 0: not set), once its outcome says so. */
     long againAt;
+    /** When its range was first read (System.nanoTime), for the warning about a range read again and again. */
+    long since = System.nanoTime();
     /** Whether the chunk read the table's last row. */
     boolean lastOfTable;
     /** Whether the chunk stopped before the end of what it was to read: at its byte bound (BackfillRunner.CHUNK_BYTES), or, read again, at its part. */
@@ -102,7 +108,7 @@ final class Chunk {
         Chunk rest = new Chunk(token + ":rest", backfillId, subscriptionId, table, filter, from);
         rest.last = last;
         rest.lastOfTable = lastOfTable;
-        rest.outcome.complete(Outcome.AGAIN);
+        rest.outcome.complete(Outcome.again("the rest of a range read in parts"));
         return rest;
     }
 
@@ -141,16 +147,21 @@ final class Chunk {
 
     /** Whether a transaction the chunk's snapshot did not see changed its table before the low watermark. */
     boolean missedBeforeLow() {
+        return missedBefore() >= 0;
+    }
+
+    /** The transaction {@link #missedBeforeLow} finds (its lower 32 bits), or -1. */
+    long missedBefore() {
         Unseen unseen = this.unseen;
         if (unseen == null || xidsBefore == null) {
-            return false;
+            return -1;
         }
         for (int i = 0; i < xidsBefore.length; i++) {
             if (oidsBefore[i] == table.oid() && unseen.hides(xidsBefore[i])) {
-                return true;
+                return xidsBefore[i];
             }
         }
-        return false;
+        return -1;
     }
 
     /**
@@ -158,18 +169,19 @@ final class Chunk {
      * not deliver since the runner began: not before the low watermark ({@link #opened}), nor since
      * ({@code recentNow}). Another walhook delivered it, or this one before a restart, and what it
      * changed cannot be told: the chunk may hold rows older than the changes already delivered.
+     * Its xid (lower 32 bits), or -1 for none.
      */
-    boolean committedUnheard(long[] recentNow) {
+    long unheard(long[] recentNow) {
         Unseen unseen = this.unseen;
         if (unseen == null || unseen.committedBefore().isEmpty()) {
-            return false;
+            return -1;
         }
         for (long xid : unseen.committedBefore()) {
             if (!holds(xidsBefore, xid) && !holds(recentNow, xid)) {
-                return true;
+                return xid;
             }
         }
-        return false;
+        return -1;
     }
 
     private static boolean holds(long[] xids, long xid) {

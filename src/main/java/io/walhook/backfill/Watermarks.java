@@ -72,7 +72,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             return false; // taken by the routing thread at its high watermark (or given up already)
         }
         chunk.abandoned = true;
-        chunk.outcome.complete(Chunk.Outcome.AGAIN);
+        chunk.outcome.complete(Chunk.Outcome.again("its high watermark did not reach the stream in time"));
         return true;
     }
 
@@ -166,20 +166,39 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             if (chunk == null) {
                 return; // another walhook's, or one given up on, or from before a restart
             }
-            if (window == null || !chunk.consistent() || chunk.rows == null || chunk.missedBeforeLow()
-                    || chunk.committedUnheard(recentXids)) {
-                chunk.outcome.complete(Chunk.Outcome.AGAIN); // cannot tell which rows changed: read it again
+            String again = window == null ? "the stream did not carry its low watermark before its high one"
+                    : chunk.rows == null ? "its rows were not read"
+                    : !chunk.consistent() ? "a row of it changed between its watermarks by a change that left its key or a"
+                            + " TOASTed value out of the stream"
+                    : againFor(chunk.missedBefore(), chunk.unheard(recentXids));
+            if (again != null) {
+                chunk.outcome.complete(Chunk.Outcome.again(again)); // cannot tell which rows changed: read it again
                 return;
             }
             send(chunk, event, reads);
         }
     }
 
+    /**
+     * Why a chunk's rows cannot be sent, given the transactions its snapshot missed ({@code missed},
+     * {@code unheard}, -1 for none); null when they can.
+     */
+    private static String againFor(long missed, long unheard) {
+        if (missed >= 0) {
+            return "its snapshot did not see transaction " + missed + ", which the stream delivered before its low watermark";
+        }
+        if (unheard >= 0) {
+            return "its snapshot did not see transaction " + unheard + ", which committed before it and which this walhook"
+                    + " did not deliver (it waits for a synchronous standby: pg_stat_activity's wait_event 'SyncRep')";
+        }
+        return null;
+    }
+
     private void send(Chunk chunk, ChangeEvent high, RoutingLoop.Reads reads) throws InterruptedException {
         Subscription subscription = reads.subscription(chunk.subscriptionId);
         if (subscription == null) {
             // deleted (the runner cancels the backfill) or held out of force for now (it waits): nothing counts as sent
-            chunk.outcome.complete(Chunk.Outcome.AGAIN);
+            chunk.outcome.complete(Chunk.Outcome.again("its subscription is not in force"));
             return;
         }
         if (chunk.truncated()) {

@@ -60,7 +60,7 @@ class BackfillRunnerTest {
         assertThat(BackfillRunner.waitsOn(head, true, 0, now)).as("in flight").isTrue();
         assertThat(BackfillRunner.waitsOn(head, true, now + 1_000_000_000L, now)).as("in flight, the next held").isTrue();
         assertThat(BackfillRunner.waitsOn(head, false, 0, now)).as("its backfill left waiting this round").isFalse();
-        head.outcome.complete(Chunk.Outcome.AGAIN);
+        head.outcome.complete(Chunk.Outcome.again("a test"));
         assertThat(BackfillRunner.waitsOn(head, true, 0, now)).as("done: taken in by the next round").isTrue();
         assertThat(BackfillRunner.waitsOn(head, true, now + 1_000_000_000L, now)).as("done, held by its rate").isFalse();
         assertThat(BackfillRunner.waitsOn(head, true, now - 1, now)).as("done, its due passed").isTrue();

@@ -99,7 +99,7 @@ class WatermarksTest {
         assertThat(watermarks.observe(watermark(Watermarks.LOW + "t1"), reads)).isTrue();
 
         assertThat(watermarks.abandon(chunk)).isTrue();
-        assertThat(chunk.outcome.getNow(null)).isEqualTo(Chunk.Outcome.AGAIN);
+        assertThat(chunk.outcome.getNow(null).again()).isTrue();
         assertThat(watermarks.awaiting(chunk)).isFalse();
         assertThat(watermarks.observe(watermark(Watermarks.HIGH + "t1"), reads)).as("still walhook's own").isTrue();
         assertThat(reads.sent).as("its rows are read again, not sent").isEmpty();
@@ -175,7 +175,7 @@ class WatermarksTest {
         watermarks.observe(watermark(Watermarks.LOW + "t7"), reads);
         watermarks.observe(watermark(Watermarks.HIGH + "t7"), reads);
         assertThat(reads.sent).as("read again, not sent").isEmpty();
-        assertThat(chunk.outcome.getNow(null)).isEqualTo(Chunk.Outcome.AGAIN);
+        assertThat(chunk.outcome.getNow(null).again()).isTrue();
     }
 
     /**
@@ -246,7 +246,8 @@ class WatermarksTest {
         for (Chunk chunk : List.of(unheard, before, between)) {
             watermarks.observe(watermark(Watermarks.HIGH + chunk.token), reads);
         }
-        assertThat(unheard.outcome.getNow(null)).as("never delivered here").isEqualTo(Chunk.Outcome.AGAIN);
+        assertThat(unheard.outcome.getNow(null).again()).as("never delivered here").isTrue();
+        assertThat(unheard.outcome.getNow(null).why()).contains("SyncRep");
         assertThat(before.outcome.isDone()).as("delivered before the low watermark, another table's").isFalse();
         assertThat(between.outcome.isDone()).as("delivered between the watermarks").isFalse();
         assertThat(reads.sent).hasSize(2);

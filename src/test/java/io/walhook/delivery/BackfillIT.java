@@ -250,6 +250,15 @@ class BackfillIT {
                             .until(() -> api.get(path).body().get("rows_sent").asLong() == 0);
                     assertThat(backfillScans(pg, database) - scansBefore).as("reads of the backfill table while its first"
                             + " chunk waits to be read again: the runner waits, it does not spin").isLessThan(200);
+                    // read again and again, the backfill running with no progress: the log says why (it said nothing)
+                    String warning = "backfill " + started.body().get("id").asText() + ": a chunk of public.items was read "
+                            + io.walhook.backfill.BackfillRunner.READ_AGAIN_WARN + " times";
+                    await().atMost(Duration.ofSeconds(30)).until(() -> walhook.output().contains(warning));
+                    String line = walhook.output().lines().filter(l -> l.contains(warning)).findFirst().orElseThrow();
+                    assertThat(line).contains("WARN").contains(restart
+                            ? "which committed before it and which this walhook did not deliver (it waits for a synchronous"
+                                    + " standby: pg_stat_activity's wait_event 'SyncRep')"
+                            : "which the stream delivered before its low watermark");
                     pg.execute(database, "SELECT pg_cancel_backend(" + backend[0] + ")");
                     committing.join();
                     awaitState(api, path, "done");
