@@ -107,9 +107,11 @@ public class StatusResource {
                 row.getString("wal_status"));
         SourceStatus s = source.status();
         String routingFailure = source.routingFailure();
+        String publicationProblem = source.publicationProblem();
         StatusView.ReplicationView replication = s == null ? null : new StatusView.ReplicationView(
-                routingFailure == null ? s.state().name() : "ROUTING_STOPPED",
-                routingFailure == null ? s.lastError() : routingFailure, s.received().toString(), s.acknowledged().toString(), s.events(),
+                routingFailure != null ? "ROUTING_STOPPED" : publicationProblem != null ? "PUBLICATION_MISSING" : s.state().name(),
+                routingFailure != null ? routingFailure : publicationProblem != null ? publicationProblem : s.lastError(),
+                s.received().toString(), s.acknowledged().toString(), s.events(),
                 s.pendingTransactions(), s.openStreams(), s.spilledTransactions());
         return new StatusView(source.role().wireName(), slot, row.getString("server_lsn"),
                 row.getLong("lag_bytes"), row.getString("checkpoint_lsn"), replication, subscriptions(queues));

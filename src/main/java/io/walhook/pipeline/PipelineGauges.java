@@ -23,6 +23,11 @@ final class PipelineGauges {
                 .description("1 while the replication stream runs").register(metrics));
         meters.add(Gauge.builder("walhook.replication.slot.invalid", source, s -> is(s, SourceStatus.State.SLOT_INVALID))
                 .description("1 when the slot is gone or invalidated: changes were lost to it").register(metrics));
+        meters.add(Gauge.builder("walhook.replication.publication.missing", source, s -> s.publicationProblem() != null ? 1 : 0)
+                .description("1 while the publication is missing: the changes committed meanwhile are lost").register(metrics));
+        meters.add(FunctionCounter.builder("walhook.replication.publication.drops", source, ReplicationSource::publicationDrops)
+                .description("times the publication was found missing, or dropped and created again: changes were lost")
+                .register(metrics));
         meters.add(Gauge.builder("walhook.replication.pending.transactions", source, s -> value(s, SourceStatus::pendingTransactions))
                 .description("transactions read but not yet fully delivered").register(metrics));
         meters.add(Gauge.builder("walhook.delivery.in.flight", source,

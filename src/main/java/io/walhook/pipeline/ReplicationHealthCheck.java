@@ -10,8 +10,9 @@ import org.eclipse.microprofile.health.Readiness;
 import io.walhook.source.SourceStatus;
 
 /**
- * Ready while the replication stream is up and routing runs (an invalid slot or a stopped routing
- * thread says so here too), and while this instance stands by for the active one.
+ * Ready while the replication stream is up, routing runs and the publication is there (an invalid
+ * slot, a stopped routing thread or a dropped publication says so here too), and while this
+ * instance stands by for the active one.
  */
 @Readiness
 @Singleton
@@ -39,6 +40,9 @@ public class ReplicationHealthCheck implements HealthCheck {
         String routingFailure = source.routingFailure();
         if (routingFailure != null) {
             return response.down().withData("state", "ROUTING_STOPPED").build();
+        }
+        if (source.publicationProblem() != null) {
+            return response.down().withData("state", "PUBLICATION_MISSING").build();
         }
         // the state, never the reason: readiness is open to anyone, and the reason names the database's host and port
         // or its user ("password authentication failed for user ..."); /status (with the token) and the log give it

@@ -90,6 +90,8 @@ public class ReplicationSource {
     private volatile Role role = Role.STARTING;
     private volatile boolean stopping;
     private volatile String routingFailure;
+    /** Whether the publication is still the one the stream started with: looked at by the poller while active. */
+    private final io.walhook.source.PublicationWatch publication;
     /** Completes when the first HTTP server listens; the pipeline starts then (see onListening). */
     private final CompletableFuture<Void> listening = new CompletableFuture<>();
     private final io.vertx.core.Vertx vertx;
@@ -104,6 +106,7 @@ public class ReplicationSource {
         this.config = config;
         this.dataSource = dataSource;
         this.metrics = metrics;
+        this.publication = new io.walhook.source.PublicationWatch(new SourceDatabase(dataSource), config.publication().name());
         this.gauges = PipelineGauges.register(metrics, this);
     }
 
@@ -155,7 +158,7 @@ public class ReplicationSource {
                 delivering.leaseRenewed();
             }
         });
-        poller = new SubscriptionPoller(source, registry, () -> sender, lock, config.slot(),
+        poller = new SubscriptionPoller(source, registry, () -> sender, lock, publication, config.slot(),
                 () -> role == Role.ACTIVE, () -> role == Role.ACTIVE && !stopping, () -> {
                     io.walhook.backfill.BackfillRunner running = backfillRunner;
                     if (running != null) {
@@ -295,8 +298,11 @@ public class ReplicationSource {
         // instance stopping late saves after it cannot have let go of any the stream then sends again
         ParkedEventStore.DroppedEvents dropped = patiently(queues::dropped);
         ReplicationReader resumed = patiently(() -> {
-            database.ensurePublication(config.publication().name(), config.publication().tables());
-            database.ensureSlot(config.slot(), checkpoints.load(config.slot()));
+            boolean created = database.ensurePublication(config.publication().name(), config.publication().tables());
+            java.util.Optional<io.walhook.pgoutput.Lsn> checkpoint = checkpoints.load(config.slot());
+            database.ensureSlot(config.slot(), checkpoint);
+            // created for a slot walhook streamed from before: dropped while it was away
+            publication.starting(created && checkpoint.isPresent());
             ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
                     source.password(), config.slot(), config.publication().name(), config.stateSchema(),
                     database.serverMajor(), stream.statusInterval(), stream.checkpointInterval(),
@@ -649,6 +655,19 @@ public class ReplicationSource {
     }
 
     /** Why routing stopped, or null while it runs (or has not started). */
+    /**
+     * Why this instance is not ready because of its publication (dropped while it streams); null while
+     * the publication is there, and on a standby.
+     */
+    public String publicationProblem() {
+        return role == Role.ACTIVE ? publication.problem() : null;
+    }
+
+    /** Times the active instance found its publication missing, or dropped and created again, since it started. */
+    public long publicationDrops() {
+        return publication.dropped();
+    }
+
     public String routingFailure() {
         Thread routing = drain;
         if (stopping || routing != null && routing.isAlive()) {

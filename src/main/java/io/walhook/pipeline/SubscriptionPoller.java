@@ -29,7 +29,8 @@ import io.walhook.source.SubscriptionChanges;
  * the instance is active it also checks every {@value #ROUND_MILLIS} ms that the session holding
  * its lock is alive (which renews its lease to send, {@link ActiveLock#sendableInNanos}, while it
  * stops too), takes the lock again on a new session when that one ended, and exits walhook when
- * another instance took it, so that two readers never race.
+ * another instance took it, so that two readers never race; and every 10 s that the publication is
+ * still there ({@link io.walhook.source.PublicationWatch}).
  */
 final class SubscriptionPoller {
 
@@ -37,6 +38,7 @@ final class SubscriptionPoller {
     /** The round, and how often the active instance checks its lock's session. */
     static final long ROUND_MILLIS = 2000;
     private static final long LOCK_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(ROUND_MILLIS);
+    private static final long PUBLICATION_LOOK_NANOS = io.walhook.source.PublicationWatch.EVERY.toNanos();
     /** How often the subscriptions are read though no notification said they changed. */
     static final Duration FALLBACK = Duration.ofSeconds(30);
     /** How long a stop waits for the round under way. */
@@ -47,6 +49,8 @@ final class SubscriptionPoller {
     /** The dispatcher once the instance delivers (null before: a standby only keeps its registry current). */
     private final Supplier<Dispatcher> dispatcher;
     private final ActiveLock lock;
+    /** Looked at every {@link io.walhook.source.PublicationWatch#EVERY} while the instance is active. */
+    private final io.walhook.source.PublicationWatch publication;
     private final String slot;
     /** Whether this instance is active: it looks at its lock's session, which renews its lease to send. */
     private final BooleanSupplier active;
@@ -64,8 +68,10 @@ final class SubscriptionPoller {
     private long syncedGeneration = -1;
 
     SubscriptionPoller(SourceUrl source, SubscriptionRegistry registry, Supplier<Dispatcher> dispatcher, ActiveLock lock,
-            String slot, BooleanSupplier active, BooleanSupplier keepsLock, Runnable backfillsChanged, Runnable lockLost) {
+            io.walhook.source.PublicationWatch publication, String slot, BooleanSupplier active, BooleanSupplier keepsLock,
+            Runnable backfillsChanged, Runnable lockLost) {
         this.active = active;
+        this.publication = publication;
         this.source = source;
         this.registry = registry;
         this.dispatcher = dispatcher;
@@ -147,6 +153,7 @@ final class SubscriptionPoller {
         String lastProblem = null;
         String lastLockProblem = null;
         long lastLockCheck = System.nanoTime();
+        long lastPublicationLook = System.nanoTime();
         long lastRefresh = System.nanoTime();
         while (!Thread.currentThread().isInterrupted()) {
             Set<String> notified;
@@ -199,6 +206,18 @@ final class SubscriptionPoller {
                         LOG.errorf(e, "cannot reload subscriptions: %s", problem);
                     }
                     lastProblem = problem;
+                }
+            }
+            if (System.nanoTime() - lastPublicationLook >= PUBLICATION_LOOK_NANOS && active.getAsBoolean()) {
+                lastPublicationLook = System.nanoTime();
+                try {
+                    publication.look();
+                } catch (SQLException | RuntimeException e) {
+                    if (stopped) {
+                        return;
+                    }
+                    // the database away: the stream, the lock and the reload say so; looked at again next time
+                    LOG.debugf("cannot look at the publication: %s", e.getMessage());
                 }
             }
             if (System.nanoTime() - lastLockCheck >= LOCK_CHECK_NANOS && active.getAsBoolean()) {

@@ -70,14 +70,28 @@ public final class SourceDatabase {
         }
     }
 
-    /** Creates the publication unless it exists; {@code tables} is {@code *} or {@code schema.table,...}. */
-    public void ensurePublication(String name, String tables) throws SQLException {
+    /** The publication's oid, or null when there is none of that name. */
+    public Long publicationOid(String name) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT oid::bigint FROM pg_catalog.pg_publication WHERE pubname = ?")) {
+            s.setString(1, name);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() ? rs.getLong(1) : null;
+            }
+        }
+    }
+
+    /**
+     * Creates the publication unless it exists; {@code tables} is {@code *} or {@code schema.table,...}.
+     * True when it created it.
+     */
+    public boolean ensurePublication(String name, String tables) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             try (PreparedStatement s = c.prepareStatement("SELECT 1 FROM pg_publication WHERE pubname = ?")) {
                 s.setString(1, name);
                 try (ResultSet rs = s.executeQuery()) {
                     if (rs.next()) {
-                        return;
+                        return false;
                     }
                 }
             }
@@ -102,6 +116,7 @@ public final class SourceDatabase {
                     }
                 });
                 LOG.infof("created publication %s %s", name, target);
+                return true;
             } catch (SQLException e) {
                 if (e.getSQLState() != null && (e.getSQLState().startsWith("08") || e.getSQLState().startsWith("57P"))) {
                     throw e; // the server went away, not a refusal: start-up tries again

@@ -131,7 +131,9 @@ class SubscriptionPollerTest {
             Runnable backfillsChanged) {
         SourceUrl url = SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)), Optional.empty(),
                 Optional.empty());
-        return new SubscriptionPoller(url, registry, () -> null, lock, source.slot, () -> false, () -> false,
+        return new SubscriptionPoller(url, registry, () -> null, lock,
+                new io.walhook.source.PublicationWatch(new io.walhook.source.SourceDatabase(source.dataSource), "walhook"),
+                source.slot, () -> false, () -> false,
                 backfillsChanged, () -> { });
     }
 }
