@@ -21,9 +21,18 @@ public class ProblemMapper {
         return problem.toResponse();
     }
 
+    /**
+     * A method a path of the API does not take is a 405 naming those it does in {@code Allow}: RESTEasy
+     * gives none, and answers some such requests as a 404 (a GET of {@code .../dead-letters/replay}).
+     */
     @ServerExceptionMapper
-    public Response webApplication(WebApplicationException e) {
+    public Response webApplication(WebApplicationException e, io.vertx.core.http.HttpServerRequest request) {
         int status = e.getResponse().getStatus();
+        java.util.Set<String> allowed = status == 404 || status == 405 ? AllowedMethods.of(request.path()) : java.util.Set.of();
+        if (!allowed.isEmpty() && !allowed.contains(request.method().name())) {
+            return Response.fromResponse(new ApiProblem(405, "Method Not Allowed", "this method is not allowed here; "
+                    + String.join(", ", allowed) + " are", null).toResponse()).header("Allow", String.join(", ", allowed)).build();
+        }
         String detail = e instanceof NotFoundException ? "no such resource"
                 : e instanceof NotAllowedException ? "this method is not allowed here"
                 : e instanceof NotSupportedException ? "send the body as application/json"

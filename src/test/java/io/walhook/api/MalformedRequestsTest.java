@@ -68,6 +68,37 @@ class MalformedRequestsTest {
     }
 
     /**
+     * A method the resource does not take is a 405 with an {@code Allow} header listing those it does
+     * (RFC 9110, 15.5.6: the server MUST send it); it had none, and a client could not tell what to use.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "DELETE | /status                              | GET, HEAD, OPTIONS",
+        "POST   | /subscriptions/x                     | DELETE, GET, HEAD, OPTIONS, PATCH, PUT",
+        "GET    | /subscriptions/x/pause               | OPTIONS, POST",
+        "PUT    | /subscriptions                       | GET, HEAD, OPTIONS, POST",
+        "PATCH  | /subscriptions/x/backfills/y         | GET, HEAD, OPTIONS",
+        "GET    | /subscriptions/x/dead-letters/replay | OPTIONS, POST",
+    })
+    void aMethodTheResourceDoesNotTakeIsAnsweredWithTheMethodsItDoes(String method, String target, String allowed)
+            throws Exception {
+        RawHttp.Response response = RawHttp.exchangeUndocumented(method, target, TOKEN);
+        assertThat(response.status()).as(response.toString()).isEqualTo(405);
+        assertThat(response.contentType()).startsWith(ApiProblem.MEDIA_TYPE);
+        assertThat(response.headers().get("allow")).as(response.toString()).isNotNull();
+        assertThat(java.util.Arrays.stream(response.headers().get("allow").split(",")).map(String::strip).sorted()
+                .collect(java.util.stream.Collectors.joining(", "))).isEqualTo(allowed);
+        assertThat(response.body()).contains("\"status\":405");
+        for (String also : java.util.List.of("HEAD", "OPTIONS")) {
+            if (allowed.contains(also)) {
+                // taken (a 404 is the subscription x, which does not exist)
+                assertThat(RawHttp.exchangeUndocumented(also, target, TOKEN).status()).as(also + " " + target + ", as Allow says")
+                        .isNotIn(405, 500);
+            }
+        }
+    }
+
+    /**
      * A subscription's body is a few KB: one of megabytes is refused before it is read, as a
      * problem (a body read whole, and its JSON tree some ten times its size, would take the heap the
      * stream shares). Quarkus's own refusal of a body over its limit is a bare 413.
