@@ -64,7 +64,7 @@ public final class BackfillRunner implements Runnable {
     static final int MAX_FETCH = 1000;
     /**
      * Readings of one range, its rows never sent, after which the log says why ({@link
-     * #warnIfReadOverAndOver}): about 5 s of readings, the pause between them growing to 2 s.
+     * #warnIfReadOverAndOver}): about 7 s of readings, the pause between them growing to 2 s.
      */
     public static final int READ_AGAIN_WARN = 8;
     /** Readings between two such warnings of one range: about 5 minutes, at one every 2 s. */
@@ -488,7 +488,8 @@ public final class BackfillRunner implements Runnable {
         int given = 0;
         for (Run run : runs.values()) {
             for (Chunk chunk : run.inFlight) {
-                if (chunk.connection < connections && watermarks.abandon(chunk)) {
+                if (chunk.connection < connections && watermarks.abandon(chunk, "it committed on a connection to the"
+                        + " database that was lost before the stream met its high watermark, which may be lost with it")) {
                     given++;
                 }
             }
@@ -675,7 +676,7 @@ public final class BackfillRunner implements Runnable {
      * progress, and without this nothing told the operator why.
      */
     private static void warnIfReadOverAndOver(Run run, Chunk done, String why) {
-        int readings = done.attempt + 1;
+        int readings = done.readings;
         if (readings == READ_AGAIN_WARN || readings > READ_AGAIN_WARN && (readings - READ_AGAIN_WARN) % READ_AGAIN_WARN_EVERY == 0) {
             LOG.warnf("backfill %s: a chunk of %s was read %d times in %d s and is read again: %s", run.backfill.id(),
                     done.table.qualifiedName(), readings, TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - done.since), why);
@@ -725,8 +726,10 @@ public final class BackfillRunner implements Runnable {
                     return true;
                 }
                 again.attempt = done.attempt + 1;
+                again.readings = done.readings + 1;
                 again.since = done.since;
-                warnIfReadOverAndOver(run, done, outcome.why());
+                warnIfReadOverAndOver(run, done, outcome.why() != null ? outcome.why()
+                        : "its subscription left its table out when the stream met its high watermark");
                 again.cut |= part > 0 && again.rows.size() >= part;
                 run.inFlight.pollFirst();
                 if (again.cut) {

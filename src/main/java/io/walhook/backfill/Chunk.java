@@ -59,6 +59,11 @@ final class Chunk {
     long againAt;
     /** When its range was first read (System.nanoTime), for the warning about a range read again and again. */
     long since = System.nanoTime();
+    /**
+     * Times its range was read, its own reading included (0 for {@link #rest}, not read yet), for that
+     * warning; {@link #attempt} paces and parts the readings, and counts a rest's first as one.
+     */
+    int readings = 1;
     /** Whether the chunk read the table's last row. */
     boolean lastOfTable;
     /** Whether the chunk stopped before the end of what it was to read: at its byte bound (BackfillRunner.CHUNK_BYTES), or, read again, at its part. */
@@ -108,6 +113,7 @@ final class Chunk {
         Chunk rest = new Chunk(token + ":rest", backfillId, subscriptionId, table, filter, from);
         rest.last = last;
         rest.lastOfTable = lastOfTable;
+        rest.readings = 0;
         rest.outcome.complete(Outcome.again("the rest of a range read in parts"));
         return rest;
     }

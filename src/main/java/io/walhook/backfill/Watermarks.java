@@ -68,11 +68,16 @@ public final class Watermarks implements RoutingLoop.Snapshots {
      * high watermark: then its rows are on their way and it ends as sent. True when given up.
      */
     boolean abandon(Chunk chunk) {
+        return abandon(chunk, "it was given up on before the stream met its high watermark");
+    }
+
+    /** {@link #abandon(Chunk)}, {@code why} saying why for the log of a range read again and again. */
+    boolean abandon(Chunk chunk, String why) {
         if (pending.remove(chunk.token) == null) {
             return false; // taken by the routing thread at its high watermark (or given up already)
         }
         chunk.abandoned = true;
-        chunk.outcome.complete(Chunk.Outcome.again("its high watermark did not reach the stream in time"));
+        chunk.outcome.complete(Chunk.Outcome.again(why));
         return true;
     }
 
@@ -185,7 +190,9 @@ public final class Watermarks implements RoutingLoop.Snapshots {
      */
     private static String againFor(long missed, long unheard) {
         if (missed >= 0) {
-            return "its snapshot did not see transaction " + missed + ", which the stream delivered before its low watermark";
+            return "its snapshot did not see transaction " + missed + ", which the stream delivered before its low watermark"
+                    + " (a commit not visible yet; one that stays so waits for a synchronous standby: pg_stat_activity's"
+                    + " wait_event 'SyncRep')";
         }
         if (unheard >= 0) {
             return "its snapshot did not see transaction " + unheard + ", which committed before it and which this walhook"

@@ -297,12 +297,13 @@ public class ReplicationSource {
         // dead letters dropped whose changes the stream may send again: read before the checkpoint is, so that one an
         // instance stopping late saves after it cannot have let go of any the stream then sends again
         ParkedEventStore.DroppedEvents dropped = patiently(queues::dropped);
+        boolean[] created = new boolean[1]; // by any attempt: one failing after it would find it there
+        boolean[] streamedBefore = new boolean[1];
         ReplicationReader resumed = patiently(() -> {
-            boolean created = database.ensurePublication(config.publication().name(), config.publication().tables());
+            created[0] |= database.ensurePublication(config.publication().name(), config.publication().tables());
             java.util.Optional<io.walhook.pgoutput.Lsn> checkpoint = checkpoints.load(config.slot());
+            streamedBefore[0] = checkpoint.isPresent();
             database.ensureSlot(config.slot(), checkpoint);
-            // created for a slot walhook streamed from before: dropped while it was away
-            publication.starting(created && checkpoint.isPresent());
             ReplicationReader.Settings settings = new ReplicationReader.Settings(source.jdbcUrl(), source.user(),
                     source.password(), config.slot(), config.publication().name(), config.stateSchema(),
                     database.serverMajor(), stream.statusInterval(), stream.checkpointInterval(),
@@ -310,6 +311,11 @@ public class ReplicationSource {
                     Path.of(stream.spillDirectory().orElse(System.getProperty("java.io.tmpdir"))), stream.streamMemoryBytes(),
                     this::stateTable, this::primaryKey);
             return ReplicationReader.resuming(settings, checkpoints);
+        });
+        // created for a slot walhook streamed from before: dropped while it was away
+        patiently(() -> {
+            publication.starting(created[0] && streamedBefore[0]);
+            return null;
         });
         try {
             TablePattern.unmatched(registry.router().subscriptions(), database.publishedTables(config.publication().name()))
@@ -654,7 +660,6 @@ public class ReplicationSource {
         }
     }
 
-    /** Why routing stopped, or null while it runs (or has not started). */
     /**
      * Why this instance is not ready because of its publication (dropped while it streams); null while
      * the publication is there, and on a standby.
@@ -668,6 +673,7 @@ public class ReplicationSource {
         return publication.dropped();
     }
 
+    /** Why routing stopped, or null while it runs (or has not started). */
     public String routingFailure() {
         Thread routing = drain;
         if (stopping || routing != null && routing.isAlive()) {

@@ -22,8 +22,10 @@ public final class PublicationWatch {
 
     private final SourceDatabase database;
     private final String name;
-    /** The publication's oid when last seen; 0 before the stream starts. */
-    private long oid;
+    /** Whether the stream has started: only then is it looked at. */
+    private boolean started;
+    /** The publication's oid when last seen; null while it is missing. */
+    private Long oid;
     /** Why the publication is not as the stream needs it, while it is missing; null otherwise. */
     private volatile String problem;
     /** Times it was found missing, or dropped and created again, since walhook started. */
@@ -39,9 +41,10 @@ public final class PublicationWatch {
      * now, for a slot it had streamed from before (it was dropped while walhook was away).
      */
     public synchronized void starting(boolean created) throws SQLException {
-        Long now = database.publicationOid(name);
-        oid = now == null ? 0 : now;
+        started = true;
+        oid = null;
         problem = null;
+        look(); // dropped again since it was made sure of: missing from the start (a failure here is tried again whole)
         if (created) {
             dropped++;
             LOG.errorf("publication %s did not exist and walhook created it, though it streamed from its slot before: it was"
@@ -54,8 +57,8 @@ public final class PublicationWatch {
 
     /** Looks at the publication once; the caller paces it ({@link #EVERY}). */
     public synchronized void look() throws SQLException {
-        if (oid == 0) {
-            return; // the stream has not started
+        if (!started) {
+            return;
         }
         Long now = database.publicationOid(name);
         if (now == null) {
@@ -67,15 +70,13 @@ public final class PublicationWatch {
             }
             return;
         }
-        if (now != oid) {
-            if (problem == null) {
-                dropped++; // dropped and created again between two looks
-            }
-            LOG.errorf("publication %s was dropped and created again: %s", name, CONSEQUENCE);
-            oid = now;
-        } else if (problem != null) {
+        if (problem != null) {
             LOG.infof("publication %s exists again", name);
+        } else if (oid != null && !now.equals(oid)) {
+            dropped++; // dropped and created again between two looks
+            LOG.errorf("publication %s was dropped and created again: %s", name, CONSEQUENCE);
         }
+        oid = now;
         problem = null;
     }
 

@@ -98,8 +98,9 @@ class WatermarksTest {
         assertThat(watermarks.awaiting(chunk)).isTrue();
         assertThat(watermarks.observe(watermark(Watermarks.LOW + "t1"), reads)).isTrue();
 
-        assertThat(watermarks.abandon(chunk)).isTrue();
+        assertThat(watermarks.abandon(chunk, "a test's reason")).isTrue();
         assertThat(chunk.outcome.getNow(null).again()).isTrue();
+        assertThat(chunk.outcome.getNow(null).why()).isEqualTo("a test's reason");
         assertThat(watermarks.awaiting(chunk)).isFalse();
         assertThat(watermarks.observe(watermark(Watermarks.HIGH + "t1"), reads)).as("still walhook's own").isTrue();
         assertThat(reads.sent).as("its rows are read again, not sent").isEmpty();
@@ -176,6 +177,8 @@ class WatermarksTest {
         watermarks.observe(watermark(Watermarks.HIGH + "t7"), reads);
         assertThat(reads.sent).as("read again, not sent").isEmpty();
         assertThat(chunk.outcome.getNow(null).again()).isTrue();
+        assertThat(chunk.outcome.getNow(null).why()).startsWith("its snapshot did not see transaction 995, which the stream"
+                + " delivered before its low watermark");
     }
 
     /**

@@ -21,7 +21,8 @@ import io.walhook.testing.WebhookReceiver;
  * its own log and sends none of the changes committed while the publication is missing. Creating
  * it again brings none back. walhook streamed on, ready and silent, while those changes were lost;
  * it now looks at its publication while it streams, and is not ready, says why in /status and its
- * log, and counts the drop, until the publication is there again.
+ * log, and counts the drop, until the publication is there again; and one dropped while walhook was
+ * away, which it creates again as it starts, is logged and counted too.
  */
 class PublicationDropIT {
 
@@ -61,6 +62,22 @@ class PublicationDropIT {
                 await().atMost(WAIT).until(() -> received.contains(3));
                 assertThat(received).as("what PostgreSQL 18 did not send while the publication was missing")
                         .doesNotContain(2);
+                walhook.terminate();
+                assertThat(walhook.awaitExit(WAIT)).as(walhook.output()).isZero();
+            }
+            // dropped while walhook is away: it creates it again when it starts, and says what that cost
+            pg.execute(database, "DROP PUBLICATION walhook", "INSERT INTO items VALUES (4, 0)");
+            try (WebhookReceiver receiver = WebhookReceiver.start(request -> ItemsSetup.events(request)
+                            .forEach(event -> received.add(event.get("new").get("id").asInt())));
+                    WalhookProcess walhook = WalhookProcess.start(env(pg, database,
+                            "WALHOOK_SUBSCRIPTIONS_ALL_URL", receiver.url("/all")))) {
+                walhook.awaitReady(WAIT);
+                assertThat(walhook.output()).contains("ERROR").contains("publication walhook did not exist and walhook created"
+                        + " it, though it streamed from its slot before");
+                assertThat(new ApiClient(walhook, TOKEN).get("/q/metrics").text())
+                        .contains("walhook_replication_publication_drops_total 1.0");
+                pg.execute(database, "INSERT INTO items VALUES (5, 0)");
+                await().atMost(WAIT).until(() -> received.contains(5));
             }
         } finally {
             pg.stop();

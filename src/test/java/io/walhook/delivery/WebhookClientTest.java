@@ -94,11 +94,6 @@ class WebhookClientTest {
     }
 
     /**
-     * One receiver written with and without its scheme's port is one destination: its pools are
-     * one, and so is its limit of requests under way (two gates let twice the pools' connections
-     * queue, each with its timeout running).
-     */
-    /**
      * A destination no subscription posts to any more (its tenant deleted, or moved to another host)
      * does not keep its gate: thousands of tenants' hosts came and went, and every gate stayed for as
      * long as walhook ran. One a subscription still posts to stays the same gate.
@@ -118,6 +113,11 @@ class WebhookClientTest {
         assertThat(client.gate(URI.create("https://kept.example.com:443/other"))).isSameAs(kept);
     }
 
+    /**
+     * One receiver written with and without its scheme's port is one destination: its pools are
+     * one, and so is its limit of requests under way (two gates let twice the pools' connections
+     * queue, each with its timeout running).
+     */
     @Test
     void aDestinationWrittenWithAndWithoutItsDefaultPortSharesOneLimit() {
         assertThat(client.gate(URI.create("https://Hooks.example.com/a")))

@@ -48,6 +48,20 @@ class PublicationWatchTest {
     }
 
     @Test
+    void aPublicationMissingAsTheStreamStartsIsMissing() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "publication_missing")) {
+            PublicationWatch watch = new PublicationWatch(new SourceDatabase(source.dataSource), "walhook");
+            watch.starting(false); // dropped between walhook making sure of it and the stream starting
+            assertThat(watch.problem()).startsWith("publication walhook does not exist");
+            assertThat(watch.dropped()).isOne();
+            source.sql("CREATE PUBLICATION walhook FOR ALL TABLES");
+            watch.look();
+            assertThat(watch.problem()).isNull();
+            assertThat(watch.dropped()).as("there again, not dropped again").isOne();
+        }
+    }
+
+    @Test
     void aPublicationCreatedAtStartForASlotStreamedFromBeforeCountsAsDropped() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "publication_gone")) {
             PublicationWatch watch = new PublicationWatch(new SourceDatabase(source.dataSource), "walhook");
