@@ -97,8 +97,10 @@ public final class EventJsonWriter {
                 json.name(ROW_IMAGES[image]);
                 boolean key = image == 0;
                 TupleData tuple = key ? keySource : image == 1 ? newRow : oldImage;
-                int[] left = writeColumns(relation, tuple, image == 1 ? event.newRowFill() : null, key, key ? null : keep,
-                        json);
+                // key is not projected (its columns identify the row), but under FULL it is the whole row: there a
+                // column left out of new and old is left out of it too, or an excluded column went out in key
+                int[] left = writeColumns(relation, tuple, image == 1 ? event.newRowFill() : null, key,
+                        key && relation.replicaIdentity() != ReplicaIdentity.FULL ? null : keep, json);
                 if (image == 1) {
                     unchanged = left;
                 }

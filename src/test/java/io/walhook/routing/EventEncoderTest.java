@@ -92,10 +92,18 @@ class EventEncoderTest {
                 new Projection(Set.of("status"), Set.of())).body());
         assertThat(included.get("new").toString()).isEqualTo("{\"status\":\"paid\"}");
         assertThat(included.get("old").toString()).isEqualTo("{\"status\":\"new\"}");
-        assertThat(included.get("key").toString()).isEqualTo("{\"id\":1,\"status\":\"new\",\"amount\":5}");
+        // under FULL the key is the whole row: what the projection leaves out of new and old, it leaves out of key
+        // too (an excluded column, a national id say, went out in key)
+        assertThat(included.get("key").toString()).isEqualTo("{\"status\":\"new\"}");
         JsonNode excluded = JSON.readTree(encoder.encode(update, EventFormat.JSON,
                 new Projection(Set.of(), Set.of("amount"))).body());
         assertThat(excluded.get("new").toString()).isEqualTo("{\"id\":1,\"status\":\"paid\"}");
+        assertThat(excluded.get("key").toString()).isEqualTo("{\"id\":1,\"status\":\"new\"}");
+        assertThat(excluded.toString()).doesNotContain("amount");
+        // under the default identity the key is the primary key's, whatever the projection
+        ChangeEvent keyed = ORDERS.update("1", "paid", "5");
+        assertThat(JSON.readTree(encoder.encode(keyed, EventFormat.JSON, new Projection(Set.of("status"), Set.of())).body())
+                .get("key").toString()).isEqualTo("{\"id\":1}");
     }
 
     @Test
