@@ -293,6 +293,10 @@ public class ReplicationSource {
         WalhookConfig.Source stream = config.source();
         WalhookConfig.Delivery delivery = config.delivery();
         ParkedEventStore queues = new ParkedEventStore(dataSource, config.stateSchema(), lock::fence); // an instance that lost the lock writes nothing
+        // the subscriptions as they are now: a standby taking over knew them as its poller last read them, up to 30 s
+        // before when a write's notification was lost (the blip that ended the active instance's lock session), and
+        // the changes it routed with those meanwhile were acknowledged without the subscriptions written since
+        patiently(registry::refresh);
         // every step against the database before anything starts: each can be tried again
         // dead letters dropped whose changes the stream may send again: read before the checkpoint is, so that one an
         // instance stopping late saves after it cannot have let go of any the stream then sends again

@@ -82,6 +82,49 @@ class HighAvailabilityIT {
         }
     }
 
+    /**
+     * A subscription written through the API whose notification no instance heard (the database's
+     * blip that also ended the active instance's lock session): the standby taking over routed with
+     * the subscriptions it had last read, up to 30 s old, and the changes it then acknowledged were
+     * lost to the subscription. It reads them again as it takes over.
+     */
+    @Test
+    void aStandbyTakingOverRoutesWithTheSubscriptionsAsTheyAreNotAsItLastReadThem() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("standby_fresh");
+        pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)", "CREATE TABLE other (id int PRIMARY KEY)");
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            Map<String, String> env = Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database), "WALHOOK_SLOT", database,
+                    "WALHOOK_API_TOKEN", TOKEN, "WALHOOK_STANDBY_POLL_INTERVAL", "1s",
+                    "WALHOOK_ALLOW_PRIVATE_DESTINATIONS", "true");
+            try (WalhookProcess active = WalhookProcess.start(env)) {
+                active.awaitReady(WAIT);
+                HttpResponse<String> created = HTTP.send(HttpRequest.newBuilder(active.uri("/subscriptions"))
+                        .header("Authorization", "Bearer " + TOKEN).header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"name\": \"probe\", \"tables\": [\"public.other\"],"
+                                + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/jobs") + "\"}}"))
+                        .build(), HttpResponse.BodyHandlers.ofString());
+                assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+                try (WalhookProcess standby = WalhookProcess.start(env)) {
+                    standby.awaitReady(WAIT);
+                    // an edit to the jobs table whose notification was lost: written as the API writes it, unannounced
+                    pg.execute(database, "UPDATE walhook.subscription SET body = replace(body::text, 'public.other',"
+                            + " 'public.jobs')::jsonb, updated_at = clock_timestamp() WHERE name = 'probe'");
+                    active.close(); // SIGKILL
+                    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50))
+                            .until(() -> "active".equals(status(standby).path("role").asText()));
+                    pg.execute(database, "INSERT INTO jobs VALUES (1)");
+                    try {
+                        await().atMost(Duration.ofSeconds(60)).until(() -> rows(receiver).contains(1));
+                    } catch (org.awaitility.core.ConditionTimeoutException e) {
+                        throw new AssertionError("the change routed after the take-over never came; standby:\n"
+                                + standby.output(), e);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void anActiveInstanceWhoseLockSessionIsGoneAndTakenExitsSoTwoNeverRace() throws Exception {
         PostgresServer pg = TestPostgres.shared();
