@@ -319,10 +319,11 @@ public final class TransactionAssembler {
     }
 
     private void streamCommit(PgOutputMessage.StreamCommit commit) {
-        StreamedTransaction committed = streams.remove(commit.xid());
         if (tx != null) {
+            // before it is taken out of the streams: the reset after this refusal closes it, spill file and all
             throw protocol("Stream Commit of xid " + Long.toUnsignedString(commit.xid()) + " inside a transaction");
         }
+        StreamedTransaction committed = streams.remove(commit.xid());
         if (committed == null && !delivered(commit.commitLsn())) {
             // its changes came in blocks that were not kept (a Stream Start missed, or the copy dropped): committing it
             // empty would acknowledge them lost; a reconnect has the server stream it again from its first block

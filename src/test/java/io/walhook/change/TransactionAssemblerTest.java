@@ -111,6 +111,31 @@ class TransactionAssemblerTest {
     }
 
     /**
+     * A Stream Commit inside a transaction is refused; the streamed transaction it named, spilled to a
+     * file, was taken out of those the assembler knows before the refusal, so the reset that follows
+     * left its file (and its descriptor) behind until walhook restarted.
+     */
+    @Test
+    void aStreamCommitRefusedInsideATransactionLeavesNoSpillFileBehind(@TempDir Path spill) throws Exception {
+        TransactionAssembler assembler = new TransactionAssembler(output(), "walhook", spill, "slot", 16);
+        accept(assembler, new TestEvents.Bytes().u8('S').u32(STREAMED_XID).u8(1));
+        accept(assembler, relation(STREAMED_XID, "id", "a"));
+        accept(assembler, new TestEvents.Bytes().u8('I').u32(STREAMED_XID).u32(TABLE).u8('N').tuple("1", "x".repeat(100)));
+        accept(assembler, new TestEvents.Bytes().u8('E'));
+        try (var files = java.nio.file.Files.list(spill)) {
+            assertThat(files).as("spilled").isNotEmpty();
+        }
+        accept(assembler, new TestEvents.Bytes().u8('B').i64(0x2000).i64(0).u32(0x2000));
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> accept(assembler,
+                new TestEvents.Bytes().u8('c').u32(STREAMED_XID).u8(0).i64(0x3000).i64(0x3030).i64(0)))
+                .isInstanceOf(io.walhook.pgoutput.PgOutputException.class).hasMessageContaining("inside a transaction");
+        assembler.reset();
+        try (var files = java.nio.file.Files.list(spill)) {
+            assertThat(files).as("no spill file is left").isEmpty();
+        }
+    }
+
+    /**
      * An Update whose key or old row has another number of columns than its Relation is refused
      * where it is read: it was taken, and routing then stopped on an index out of bounds while
      * hashing its key, far from the bytes, holding the slot.
