@@ -47,6 +47,12 @@ public final class UrlAuthority {
     public static int portInRange(String variable, java.net.URI uri) {
         int port = port(uri);
         if (port == 0 || port > 65_535) {
+            // user:2024061/rest@host: a password holding '/', '?' or '#' ends the authority there, its digits the "port"
+            String rest = uri.getRawPath() + uri.getRawQuery() + uri.getRawFragment();
+            if (rawUserInfo(uri) == null && rest.contains("@")) {
+                throw new ConfigException(variable, "has a port outside 1 to 65535, or a password holding '/', '?' or"
+                        + " '#': percent-encode '/', '?', '#' and '@' in a user name or password (%2F, %3F, %23, %40)");
+            }
             throw new ConfigException(variable, "has port " + port + "; a port is 1 to 65535");
         }
         return port;

@@ -198,12 +198,16 @@ class SubscriptionConfigReaderTest {
         "https:///h?token=Zq9xW                   | names no host",
         "http://hooks.example.com:0/h?token=Zq9xW | has port 0; a port is 1 to 65535",
         "http://hooks.example.com:99999/h?k=Zq9xW | has port 99999; a port is 1 to 65535",
+        // a password's digits read as a port out of range, the rest of it in the path: the port is not shown
+        "http://svc:209998/Zq9xW/b@receiver/hook  | has a port outside 1 to 65535, or a password holding",
+        "http://svc:209998?Zq9xW@receiver/hook    | has a port outside 1 to 65535, or a password holding",
+        "http://svc:209998#Zq9xW@receiver/hook    | has a port outside 1 to 65535, or a password holding",
     })
     void aRefusedUrlIsNotRepeated(String url, String problem) {
         assertThatThrownBy(() -> SubscriptionConfigReader.read("demo", config(Map.of("URL", url)), false))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageStartingWith("WALHOOK_SUBSCRIPTIONS_DEMO_URL ").hasMessageContaining(problem)
-                .hasMessageNotContaining("Zq9").hasMessageNotContaining("xW");
+                .hasMessageNotContaining("Zq9").hasMessageNotContaining("xW").hasMessageNotContaining("209998");
     }
 
     /**
