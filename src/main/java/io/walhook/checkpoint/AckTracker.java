@@ -18,6 +18,8 @@ public final class AckTracker {
     /** One transaction; its outstanding count goes up while open and down to zero. */
     public static final class Ticket {
         private final Lsn commitLsn;
+        /** The commit position of the transaction opened before this one: the order's again if this one is abandoned. */
+        private Lsn openedAfter = Lsn.INVALID;
         private Lsn endLsn;
         private long outstanding;
         private boolean abandoned;
@@ -90,8 +92,9 @@ public final class AckTracker {
             throw new IllegalArgumentException("transaction committed at " + commitLsn + " opened after one committed at "
                     + lastOpened + ": transactions must be opened in commit order");
         }
-        lastOpened = commitLsn;
         Ticket ticket = new Ticket(commitLsn);
+        ticket.openedAfter = lastOpened;
+        lastOpened = commitLsn;
         pending.addLast(ticket);
         return ticket;
     }
@@ -126,6 +129,11 @@ public final class AckTracker {
             throw new IllegalStateException(ticket + " is already closed");
         }
         ticket.abandoned = true;
+        if (lastOpened.equals(ticket.commitLsn)) {
+            // it may never come again (a standby promoted before it received it: its next transaction commits below
+            // it); what is opened next follows the transaction before it
+            lastOpened = ticket.openedAfter;
+        }
         advance();
     }
 

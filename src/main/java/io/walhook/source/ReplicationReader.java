@@ -118,6 +118,12 @@ public final class ReplicationReader {
     /** The server history this reader's positions were read on (unknown until its first connection, without a checkpoint). */
     private volatile Timeline timeline = Timeline.UNKNOWN;
     private Lsn handedOnEnd;
+    /**
+     * The commit position of the latest transaction some of whose events were handed on before its
+     * commit arrived (abandoned when the connection broke): what was delivered of it is of the history
+     * read, as a transaction handed on whole is ({@link #reached}).
+     */
+    private Lsn handedOnPart = Lsn.INVALID;
     private AckTracker.Ticket current;
     /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
     private final List<PendingEvent> staged = new ArrayList<>(CHUNK);
@@ -527,7 +533,7 @@ public final class ReplicationReader {
                     (int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(replyPatienceNanos)));
             WalEnd server = walEnd(connection, settings.slot());
             Lsn end = server.end();
-            Lsn reached = handedOnEnd.compareTo(acknowledged) > 0 ? handedOnEnd : acknowledged;
+            Lsn reached = reached(handedOnEnd, acknowledged, handedOnPart);
             if (end.isValid() && reached.isValid() && end.compareTo(reached) < 0) {
                 if (server.inRecovery()) {
                     // a standby (PostgreSQL 16's decoding on a standby) after a crash replays again from its last
@@ -847,6 +853,18 @@ public final class ReplicationReader {
         return state.startsWith("08") || java.util.Set.of("57P01", "57P02", "57P03").contains(state);
     }
 
+    /**
+     * How far this reader read of the server's history: the end of the last transaction handed on,
+     * the acknowledged position, and the commit of one handed on in part before the connection broke
+     * (its changes were delivered: a server whose history never had it is another history, as for
+     * one handed on whole; without it, a standby promoted before it received that transaction was
+     * read on as if nothing of it had been delivered).
+     */
+    static Lsn reached(Lsn handedOnEnd, Lsn acknowledged, Lsn handedOnPart) {
+        Lsn reached = handedOnEnd.compareTo(acknowledged) > 0 ? handedOnEnd : acknowledged;
+        return handedOnPart.isValid() && (!reached.isValid() || handedOnPart.compareTo(reached) > 0) ? handedOnPart : reached;
+    }
+
     private void abandonOpenTransaction() {
         if (current != null) {
             tracker.abandon(current);
@@ -933,6 +951,9 @@ public final class ReplicationReader {
                     tracker.complete(current, staged.size() - next);
                 }
                 eventCount.addAndGet(next);
+                if (next > 0 && current.commitLsn().compareTo(handedOnPart) > 0) {
+                    handedOnPart = current.commitLsn();
+                }
                 staged.clear();
                 stagedBytes = 0;
             }

@@ -94,4 +94,26 @@ class AckTrackerTest {
         assertThat(tracker.watermark()).isEqualTo(Lsn.of(20));
         assertThat(tracker.idle()).isTrue();
     }
+
+    /**
+     * A transaction abandoned (the connection broke in its middle) may never come again: a standby
+     * promoted before it received it has another history, whose next transaction commits below it.
+     * Its commit position stayed the one every next transaction had to follow, and the reader
+     * stopped at the new server's first transaction at every reconnect, for good.
+     */
+    @Test
+    void aTransactionAbandonedDoesNotOrderTheNextOneOpened() {
+        AckTracker tracker = new AckTracker(Lsn.of(1));
+        AckTracker.Ticket before = tracker.register(Lsn.of(5), Lsn.of(6), 0);
+        AckTracker.Ticket broken = tracker.open(Lsn.of(500));
+        tracker.add(broken, 1);
+        tracker.abandon(broken);
+        AckTracker.Ticket other = tracker.open(Lsn.of(460)); // the promoted standby's history
+        tracker.close(other, Lsn.of(470));
+        assertThatThrownBy(() -> tracker.open(Lsn.of(5))).as("still after the last one closed before it")
+                .isInstanceOf(IllegalArgumentException.class);
+        tracker.complete(broken, 1);
+        assertThat(tracker.watermark()).isEqualTo(Lsn.of(470));
+        assertThat(before.commitLsn()).isEqualTo(Lsn.of(5));
+    }
 }

@@ -962,6 +962,20 @@ class ReplicationReaderTest {
      * followed its upstream onto a new one) never comes back: it was waited for all the same, and
      * the stream stalled for good.
      */
+    /**
+     * A transaction some of whose events were handed on before the connection broke counts as read:
+     * a standby promoted before it received it has another history, as when it was handed on whole
+     * (read on there, what was delivered of it belonged to no history the reader then followed).
+     */
+    @Test
+    void aTransactionHandedOnInPartCountsAsReadOfTheHistory() {
+        Lsn end = Lsn.of(0x300);
+        assertThat(ReplicationReader.reached(end, Lsn.of(0x200), Lsn.INVALID)).isEqualTo(end);
+        assertThat(ReplicationReader.reached(end, Lsn.of(0x200), Lsn.of(0x500))).isEqualTo(Lsn.of(0x500));
+        assertThat(ReplicationReader.reached(end, Lsn.of(0x400), Lsn.of(0x100))).isEqualTo(Lsn.of(0x400));
+        assertThat(ReplicationReader.reached(Lsn.INVALID, Lsn.INVALID, Lsn.of(0x500))).isEqualTo(Lsn.of(0x500));
+    }
+
     @Test
     void onlyAStandbyOnAnEarlierTimelineOfTheSystemReadIsWaitedFor() {
         io.walhook.checkpoint.Timeline read = new io.walhook.checkpoint.Timeline("7431", 3);
