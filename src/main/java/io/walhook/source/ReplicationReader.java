@@ -137,7 +137,11 @@ public final class ReplicationReader {
     private long lastAckNanos;
     /** Messages read since acknowledge was last asked, while they stream without a pause. */
     private int messagesSinceAck;
-    /** Events handed on, as of the last acknowledgement round, and how far the stream had been read then. */
+    /**
+     * Events handed on, as of the last acknowledgement round, and how far the stream had been read then
+     * (or the end of the last transaction with events, if that is further): a checkpoint is saved until
+     * it covers this.
+     */
     private long eventsSeen;
     private Lsn eventsUpTo = Lsn.INVALID;
     /** The position last persisted as the checkpoint. */
@@ -914,6 +918,12 @@ public final class ReplicationReader {
             current = null;
             if (endLsn.compareTo(handedOnEnd) > 0) {
                 handedOnEnd = endLsn;
+            }
+            if (eventsInTransaction > 0 && endLsn.compareTo(eventsUpTo) > 0) {
+                // its events are read up to its end: a round that saw them all before this Commit arrived knew the
+                // stream only up to its changes, which may lie before the checkpoint saved for a transaction
+                // committed in between, and the server was then told this end with no checkpoint saved for it
+                eventsUpTo = endLsn;
             }
         }
 

@@ -757,6 +757,61 @@ class ReplicationReaderTest {
     }
 
     /**
+     * A transaction whose changes were written before another's commit, and whose events were all
+     * handed on before its own Commit arrived: the acknowledgement round between them saw every event
+     * and the stream read only up to those changes, below the checkpoint the other had saved. After
+     * the Commit the server was told its end and the checkpoint was not (a restart read it again; with
+     * a failover, worse). A transaction's events count as read up to its end. The round falls between
+     * the last event and the Commit once in 64 messages: transactions of 1 to 64 changes.
+     */
+    @Test
+    void theCheckpointCoversATransactionWhoseEventsWereHandedOnBeforeItsCommit() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_handed_early")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)");
+            source.prepare("*");
+            source.handoffBytes = 4; // each event handed on as it is read
+            source.checkpointInterval = Duration.ZERO;
+            java.util.concurrent.atomic.AtomicReference<Lsn> lastCommit = new java.util.concurrent.atomic.AtomicReference<>(Lsn.INVALID);
+            java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
+            source.startReader(r -> () -> {
+                try {
+                    while (!Thread.currentThread().isInterrupted()) {
+                        PendingEvent pending = r.events().poll(100, TimeUnit.MILLISECONDS);
+                        if (pending != null) {
+                            lastCommit.set(pending.event().tx().commitLsn());
+                            r.tracker().complete(pending.ticket(), 1);
+                            seen.incrementAndGet();
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            int id = 0;
+            for (int changes = 1; changes <= 64; changes++) {
+                try (java.sql.Connection open = source.dataSource.getConnection(); java.sql.Statement s = open.createStatement()) {
+                    open.setAutoCommit(false);
+                    for (int i = 0; i < changes; i++) {
+                        s.execute("INSERT INTO t VALUES (" + ++id + ")");
+                    }
+                    source.sql("INSERT INTO t VALUES (" + ++id + ")"); // committed first: its checkpoint is past those changes
+                    int before = id - changes;
+                    await().atMost(WAIT).until(() -> seen.get() == before
+                            && source.checkpoints.load(source.slot).orElse(Lsn.INVALID).compareTo(lastCommit.get()) > 0);
+                    open.commit();
+                }
+                int all = id;
+                await().atMost(WAIT).until(() -> seen.get() == all && source.confirmedFlush().compareTo(lastCommit.get()) > 0);
+                Lsn transaction = lastCommit.get();
+                int count = changes;
+                await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(source.checkpoints.load(source.slot)
+                        .orElse(Lsn.INVALID)).as("the checkpoint, the server told past the transaction of %d changes", count)
+                        .isGreaterThan(transaction));
+            }
+        }
+    }
+
+    /**
      * Another session holding the checkpoint's row (an operator's open transaction): the stream goes
      * on, nothing acknowledged past the saved checkpoint, and the checkpoint catches up once the row
      * is free. Before, the save waited with the stream for as long as the row was held (without a
