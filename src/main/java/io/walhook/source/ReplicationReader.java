@@ -886,7 +886,15 @@ public final class ReplicationReader {
                 || message.contains("This slot has been invalidated");
     }
 
+    /**
+     * The failure as {@code last_error} (in /status, for every read-token holder) and the log show it:
+     * a server's error without the values it quotes ({@link io.walhook.config.ServerErrorText}: a
+     * publication's row filter failing on a row quotes the row's value), anything else its first line.
+     */
     private static String describe(Throwable e) {
+        if (e instanceof org.postgresql.util.PSQLException server && server.getServerErrorMessage() != null) {
+            return io.walhook.config.ServerErrorText.of(server);
+        }
         String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
         int newline = message.indexOf('\n');
         return newline < 0 ? message : message.substring(0, newline);

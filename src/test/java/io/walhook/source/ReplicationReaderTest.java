@@ -812,6 +812,25 @@ class ReplicationReaderTest {
     }
 
     /**
+     * A stream the server breaks with an error quoting a row's value (a publication's row filter that
+     * fails on it): the reader's {@code last_error}, which /status shows every read-token holder, and
+     * its log line show the message with the value left out, as a backfill's error does.
+     */
+    @Test
+    void aStreamErrorQuotingARowsValueIsShownWithoutIt() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_error_value")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY, v text)",
+                    "CREATE PUBLICATION walhook FOR TABLE t WHERE (length(decode(v, 'hex')) > 0)");
+            source.prepare("public.t");
+            ReplicationReader reader = source.startReader();
+            source.sql("INSERT INTO t VALUES (1, 'q23-45-6789')");
+            await().atMost(WAIT).until(() -> reader.status().lastError() != null);
+            assertThat(reader.status().lastError()).contains("invalid hexadecimal digit").doesNotContain("\"q\"")
+                    .contains("SQLSTATE 22023");
+        }
+    }
+
+    /**
      * Another session holding the checkpoint's row (an operator's open transaction): the stream goes
      * on, nothing acknowledged past the saved checkpoint, and the checkpoint catches up once the row
      * is free. Before, the save waited with the stream for as long as the row was held (without a
