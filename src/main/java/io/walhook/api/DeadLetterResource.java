@@ -3,7 +3,6 @@ package io.walhook.api;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -167,11 +166,6 @@ public class DeadLetterResource {
             JsonNode parsed = JSON.reader().with(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
                     .with(JsonParser.Feature.STRICT_DUPLICATE_DETECTION).readTree(text);
             if (parsed != null && parsed.isObject() && !parsed.isEmpty()) {
-                if (!storable(parsed)) {
-                    // refused by PostgreSQL's jsonb, its text (which quotes the key's values) logged as an unexpected error
-                    throw new ApiProblem(400, "Bad Request", "key holds U+0000 or half a surrogate pair, which no row key"
-                            + " holds (PostgreSQL's jsonb takes neither)", "key");
-                }
                 return parsed.toString();
             }
         } catch (JsonProcessingException notJson) {
@@ -179,43 +173,6 @@ public class DeadLetterResource {
         }
         throw new ApiProblem(400, "Bad Request", "key must be a JSON object of a row's key columns, like {\"id\":42}",
                 "key");
-    }
-
-    /** Whether every name and text in {@code node} is one PostgreSQL's jsonb takes: no U+0000, no lone surrogate. */
-    private static boolean storable(JsonNode node) {
-        if (node.isTextual()) {
-            return storable(node.textValue());
-        }
-        for (java.util.Iterator<Map.Entry<String, JsonNode>> fields = node.fields(); fields.hasNext();) {
-            Map.Entry<String, JsonNode> field = fields.next();
-            if (!storable(field.getKey()) || !storable(field.getValue())) {
-                return false;
-            }
-        }
-        if (node.isArray()) {
-            for (JsonNode element : node) {
-                if (!storable(element)) {
-                    return false;
-                }
-            }
-        }
-        return true;
-    }
-
-    private static boolean storable(String text) {
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            if (c == 0) {
-                return false;
-            }
-            if (Character.isSurrogate(c)) {
-                if (!Character.isHighSurrogate(c) || i + 1 == text.length() || !Character.isLowSurrogate(text.charAt(i + 1))) {
-                    return false;
-                }
-                i++;
-            }
-        }
-        return true;
     }
 
     /** The dead letters {@code ?id=} names (ids start at 1); null when the parameter is absent, which means all. */
