@@ -70,7 +70,8 @@ public final class EventJsonWriter {
     }
 
     /**
-     * Writes the event; {@code keep} (null: all) chooses the columns of new and old, never of key.
+     * Writes the event; {@code keep} (null: all) chooses the columns of new and old, and under REPLICA
+     * IDENTITY FULL (where key is the whole row) those of key but the primary key's.
      *
      * <p>One method for the whole event, rows included, on purpose: at over 325 bytes of bytecode
      * it is above the JIT's limit for inlining a hot callee ({@code FreqInlineSize}), so the
@@ -98,7 +99,8 @@ public final class EventJsonWriter {
                 boolean key = image == 0;
                 TupleData tuple = key ? keySource : image == 1 ? newRow : oldImage;
                 // key is not projected (its columns identify the row), but under FULL it is the whole row: there a
-                // column left out of new and old is left out of it too, or an excluded column went out in key
+                // column left out of new and old is left out of it too (an excluded column went out in key), but the
+                // primary key's, which identify the row
                 int[] left = writeColumns(relation, tuple, image == 1 ? event.newRowFill() : null, key,
                         key && relation.replicaIdentity() != ReplicaIdentity.FULL ? null : keep, json);
                 if (image == 1) {
@@ -193,7 +195,8 @@ public final class EventJsonWriter {
         int[] unchanged = null;
         json.startObject();
         for (int i = 0; i < tuple.size(); i++) {
-            if (keysOnly && !relation.isKey(i) || keep != null && !keep.test(relation.columnName(i))) {
+            if (keysOnly && !relation.isKey(i)
+                    || keep != null && !keep.test(relation.columnName(i)) && !(keysOnly && relation.inOrderKey(i))) {
                 continue;
             }
             switch (tuple.kind(i)) {

@@ -98,6 +98,18 @@ public final class RelationInfo {
         return orderKey;
     }
 
+    /** Whether column {@code i} is one of {@link #orderKey}'s (under FULL, the primary key's). */
+    public boolean inOrderKey(int i) {
+        if (orderKey != null) {
+            for (int k : orderKey) {
+                if (k == i) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
     public long oid() {
         return oid;
     }

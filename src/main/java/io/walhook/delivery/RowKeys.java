@@ -36,7 +36,7 @@ final class RowKeys {
             }
             JsonNode key = event.get("key");
             if (key != null && key.isObject()) {
-                return key.toString();
+                return key.isEmpty() ? null : key.toString(); // projected away (FULL, no primary key): none to file it under
             }
             JsonNode row = event.get("new");
             if (row == null || !row.isObject()) {

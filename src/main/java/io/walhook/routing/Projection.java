@@ -4,7 +4,9 @@ import java.util.Set;
 
 /**
  * Which columns of {@code new} and {@code old} a subscription receives: all, only the included
- * ones, or all but the excluded ones. {@code key} is never projected: it identifies the row.
+ * ones, or all but the excluded ones. {@code key} is not projected, as it identifies the row, but
+ * under REPLICA IDENTITY FULL, where it is the whole row: there it keeps what the projection keeps
+ * and the primary key's columns.
  */
 public record Projection(Set<String> include, Set<String> exclude) {
 

@@ -94,12 +94,18 @@ class EventEncoderTest {
         assertThat(included.get("old").toString()).isEqualTo("{\"status\":\"new\"}");
         // under FULL the key is the whole row: what the projection leaves out of new and old, it leaves out of key
         // too (an excluded column, a national id say, went out in key)
-        assertThat(included.get("key").toString()).isEqualTo("{\"status\":\"new\"}");
+        assertThat(included.get("key").toString()).isEqualTo("{\"status\":\"new\"}"); // no primary key known here
         JsonNode excluded = JSON.readTree(encoder.encode(update, EventFormat.JSON,
                 new Projection(Set.of(), Set.of("amount"))).body());
         assertThat(excluded.get("new").toString()).isEqualTo("{\"id\":1,\"status\":\"paid\"}");
         assertThat(excluded.get("key").toString()).isEqualTo("{\"id\":1,\"status\":\"new\"}");
         assertThat(excluded.toString()).doesNotContain("amount");
+        // with a primary key known, its columns stay in key: a delete still says which row went
+        ChangeEvent deleted = ORDERS.fullWithPrimaryKey().delete("1", "paid", "5");
+        JsonNode identified = JSON.readTree(encoder.encode(deleted, EventFormat.JSON,
+                new Projection(Set.of("status"), Set.of())).body());
+        assertThat(identified.get("key").toString()).isEqualTo("{\"id\":1,\"status\":\"paid\"}");
+        assertThat(identified.get("old").toString()).isEqualTo("{\"status\":\"paid\"}");
         // under the default identity the key is the primary key's, whatever the projection
         ChangeEvent keyed = ORDERS.update("1", "paid", "5");
         assertThat(JSON.readTree(encoder.encode(keyed, EventFormat.JSON, new Projection(Set.of("status"), Set.of())).body())
