@@ -49,7 +49,7 @@ public final class UrlAuthority {
         if (port == 0 || port > 65_535) {
             // user:2024061/rest@host: a password holding '/', '?' or '#' ends the authority there, its digits the "port"
             String rest = uri.getRawPath() + uri.getRawQuery() + uri.getRawFragment();
-            if (rawUserInfo(uri) == null && rest.contains("@")) {
+            if (rest.contains("@")) { // user info too: an Azure-style user@server name holds one '@' of its own
                 throw new ConfigException(variable, "has a port outside 1 to 65535, or a password holding '/', '?' or"
                         + " '#': percent-encode '/', '?', '#' and '@' in a user name or password (%2F, %3F, %23, %40)");
             }

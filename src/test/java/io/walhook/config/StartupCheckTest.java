@@ -38,6 +38,7 @@ class StartupCheckTest {
         // a password holding '/' whose digits before it were read as the port: they are not shown
         "walhook.source.url=postgresql://app:20240611/s3cr3t@db/orders | WALHOOK_SOURCE_URL has a port outside 1 to 65535, or a password holding",
         "walhook.source.url=postgresql://app:20240611?s3cr3t@db/orders | WALHOOK_SOURCE_URL has a port outside 1 to 65535, or a password holding",
+        "walhook.source.url=postgresql://app@ops:20240611/s3cr3t@db/orders | WALHOOK_SOURCE_URL has a port outside 1 to 65535, or a password holding",
         "walhook.amqp-url=amqp://broker:70000 | WALHOOK_AMQP_URL has port 70000; a port is 1 to 65535",
         "walhook.amqp-url=amqp://broker:0 | WALHOOK_AMQP_URL has port 0",
         // set to blanks only: each was taken as set and as unset in turn (an AMQP subscription passed the check that a
