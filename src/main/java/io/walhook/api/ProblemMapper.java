@@ -37,8 +37,10 @@ public class ProblemMapper {
                 : e instanceof NotAllowedException ? "this method is not allowed here"
                 : e instanceof NotSupportedException ? "send the body as application/json"
                 : e.getMessage();
-        return new ApiProblem(status, Response.Status.fromStatusCode(status) == null ? "Error"
+        Response problem = new ApiProblem(status, Response.Status.fromStatusCode(status) == null ? "Error"
                 : Response.Status.fromStatusCode(status).getReasonPhrase(), detail, null).toResponse();
+        String allow = e.getResponse().getHeaderString("Allow"); // a 405 of a path the contract does not match as written
+        return allow == null ? problem : Response.fromResponse(problem).header("Allow", allow).build();
     }
 
     /**

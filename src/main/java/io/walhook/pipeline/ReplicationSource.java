@@ -90,6 +90,8 @@ public class ReplicationSource {
     private volatile Role role = Role.STARTING;
     private volatile boolean stopping;
     private volatile String routingFailure;
+    /** Start-up steps against the database, tried again while it restarts. */
+    private final StartupPatience patience = new StartupPatience();
     /** Whether the publication is still the one the stream started with: looked at by the poller while active. */
     private final io.walhook.source.PublicationWatch publication;
     /** Completes when the first HTTP server listens; the pipeline starts then (see onListening). */
@@ -223,37 +225,9 @@ public class ReplicationSource {
         Quarkus.asyncExit(1); // a graceful stop: what is under way finishes and is acknowledged, and the lock is let go
     }
 
-    /** A start-up step against the database. */
-    private interface Step<T> {
-        T run() throws SQLException, SourceSetupException;
-    }
-
-    /**
-     * Runs a start-up step, again while the database is restarting (shutting down, starting up, a
-     * connection broken), for up to {@link StartupCheck#RESTART_PATIENCE}: an operator restarting
-     * PostgreSQL does not make walhook exit as if it were misconfigured.
-     */
-    private static <T> T patiently(Step<T> step) throws SQLException, SourceSetupException {
-        long deadline = System.nanoTime() + StartupCheck.RESTART_PATIENCE.toNanos();
-        for (int attempt = 1; ; attempt++) {
-            try {
-                return step.run();
-            } catch (SQLException e) {
-                if (!StartupCheck.restarting(e, attempt) || System.nanoTime() - deadline > 0) {
-                    throw e;
-                }
-                if (attempt == 1) {
-                    LOG.warnf("the database went away during start-up (%s); trying again for up to %s", e.getMessage(),
-                            StartupCheck.RESTART_PATIENCE);
-                }
-                try {
-                    Thread.sleep(1000);
-                } catch (InterruptedException interrupted) {
-                    Thread.currentThread().interrupt();
-                    throw e;
-                }
-            }
-        }
+    /** Runs a start-up step again while the database restarts ({@link StartupPatience}). */
+    private <T> T patiently(StartupPatience.Step<T> step) throws SQLException, SourceSetupException {
+        return patience.run(step);
     }
 
     /** Waits for the active instance's lock; takes over from the persisted checkpoint when it is free. */
@@ -669,7 +643,10 @@ public class ReplicationSource {
      * the publication is there, and on a standby.
      */
     public String publicationProblem() {
-        return role == Role.ACTIVE ? publication.problem() : null;
+        io.walhook.source.SourceStatus status = status();
+        // an invalid slot says more: changes were lost to it, whatever the publication
+        return role == Role.ACTIVE && (status == null || status.state() != io.walhook.source.SourceStatus.State.SLOT_INVALID)
+                ? publication.problem() : null;
     }
 
     /** Times the active instance found its publication missing, or dropped and created again, since it started. */

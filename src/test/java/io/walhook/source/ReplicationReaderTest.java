@@ -1031,12 +1031,6 @@ class ReplicationReaderTest {
     }
 
     /**
-     * A standby in recovery is waited for only when it is on an earlier timeline of the system read
-     * (replaying again after a crash, it comes back to the later one). One on a later timeline (it
-     * followed its upstream onto a new one) never comes back: it was waited for all the same, and
-     * the stream stalled for good.
-     */
-    /**
      * A transaction some of whose events were handed on before the connection broke counts as read:
      * a standby promoted before it received it has another history, as when it was handed on whole
      * (read on there, what was delivered of it belonged to no history the reader then followed).
@@ -1050,6 +1044,12 @@ class ReplicationReaderTest {
         assertThat(ReplicationReader.reached(Lsn.INVALID, Lsn.INVALID, Lsn.of(0x500))).isEqualTo(Lsn.of(0x500));
     }
 
+    /**
+     * A standby in recovery is waited for only when it is on an earlier timeline of the system read
+     * (replaying again after a crash, it comes back to the later one). One on a later timeline (it
+     * followed its upstream onto a new one) never comes back: it was waited for all the same, and
+     * the stream stalled for good.
+     */
     @Test
     void onlyAStandbyOnAnEarlierTimelineOfTheSystemReadIsWaitedFor() {
         io.walhook.checkpoint.Timeline read = new io.walhook.checkpoint.Timeline("7431", 3);
