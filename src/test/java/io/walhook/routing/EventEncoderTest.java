@@ -86,7 +86,7 @@ class EventEncoderTest {
     }
 
     @Test
-    void projectionKeepsOnlyTheChosenColumnsOfNewAndOldButTheWholeKey() throws Exception {
+    void projectionKeepsOnlyTheChosenColumnsOfNewAndOldAndOfAFullKeyAllButThePrimaryKeys() throws Exception {
         ChangeEvent update = ORDERS.full().update(new String[] {"1", "new", "5"}, "1", "paid", "5");
         JsonNode included = JSON.readTree(encoder.encode(update, EventFormat.JSON,
                 new Projection(Set.of("status"), Set.of())).body());
