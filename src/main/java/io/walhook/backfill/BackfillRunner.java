@@ -728,8 +728,7 @@ public final class BackfillRunner implements Runnable {
                 again.attempt = done.attempt + 1;
                 again.readings = done.readings + 1;
                 again.since = done.since;
-                warnIfReadOverAndOver(run, done, outcome.why() != null ? outcome.why()
-                        : "its subscription left its table out when the stream met its high watermark");
+                warnIfReadOverAndOver(run, done, outcome.why());
                 again.cut |= part > 0 && again.rows.size() >= part;
                 run.inFlight.pollFirst();
                 if (again.cut) {

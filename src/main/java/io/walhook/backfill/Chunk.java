@@ -32,13 +32,14 @@ final class Chunk {
      * the subscription left its table out when the stream met its high watermark (nothing sent).
      */
     record Outcome(int sent, boolean again, boolean leftOut, String why) {
-        static final Outcome LEFT_OUT = new Outcome(0, false, true, null);
+        static final Outcome LEFT_OUT = new Outcome(0, false, true,
+                "its subscription left its table out when the stream met its high watermark");
 
         Outcome(int sent) {
             this(sent, false, false, null);
         }
 
-        /** To be read again, {@code why} saying what kept its rows from being sent, for the log. */
+        /** To be read again, {@code why} saying what kept its rows from being sent (for the log, as LEFT_OUT's). */
         static Outcome again(String why) {
             return new Outcome(0, true, false, why);
         }
@@ -151,12 +152,10 @@ final class Chunk {
         }
     }
 
-    /** Whether a transaction the chunk's snapshot did not see changed its table before the low watermark. */
-    boolean missedBeforeLow() {
-        return missedBefore() >= 0;
-    }
-
-    /** The transaction {@link #missedBeforeLow} finds (its lower 32 bits), or -1. */
+    /**
+     * A transaction the chunk's snapshot did not see that changed its table before the low watermark:
+     * its xid (lower 32 bits), or -1 for none.
+     */
     long missedBefore() {
         Unseen unseen = this.unseen;
         if (unseen == null || xidsBefore == null) {

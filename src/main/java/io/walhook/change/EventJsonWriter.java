@@ -98,9 +98,8 @@ public final class EventJsonWriter {
                 json.name(ROW_IMAGES[image]);
                 boolean key = image == 0;
                 TupleData tuple = key ? keySource : image == 1 ? newRow : oldImage;
-                // key is not projected (its columns identify the row), but under FULL it is the whole row: there a
-                // column left out of new and old is left out of it too (an excluded column went out in key), but the
-                // primary key's, which identify the row
+                // key is not projected (its columns identify the row), but under FULL it is the whole row: there it
+                // leaves out what new and old leave out (an excluded column went out in it), but for the primary key
                 int[] left = writeColumns(relation, tuple, image == 1 ? event.newRowFill() : null, key,
                         key && relation.replicaIdentity() != ReplicaIdentity.FULL ? null : keep, json);
                 if (image == 1) {
