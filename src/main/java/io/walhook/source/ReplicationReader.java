@@ -123,7 +123,7 @@ public final class ReplicationReader {
      * commit arrived (abandoned when the connection broke): what was delivered of it is of the history
      * read, as a transaction handed on whole is ({@link #reached}).
      */
-    private Lsn handedOnPart = Lsn.INVALID;
+    private volatile Lsn handedOnPart = Lsn.INVALID;
     private AckTracker.Ticket current;
     /** Events of the open transaction not yet handed over (a transaction's are, at its commit). */
     private final List<PendingEvent> staged = new ArrayList<>(CHUNK);
@@ -855,6 +855,11 @@ public final class ReplicationReader {
         }
         String state = e.getSQLState();
         return state.startsWith("08") || java.util.Set.of("57P01", "57P02", "57P03").contains(state);
+    }
+
+    /** {@link #handedOnPart}, for tests. */
+    Lsn handedOnPart() {
+        return handedOnPart;
     }
 
     /**

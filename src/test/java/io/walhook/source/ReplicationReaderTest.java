@@ -283,12 +283,16 @@ class ReplicationReaderTest {
             source.paused = true;
             ReplicationReader reader = source.startReader();
             await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
+            Lsn before = Lsn.parse(source.queryOne("SELECT pg_current_wal_lsn()::text"));
             source.sql("INSERT INTO t SELECT generate_series(1, 500)");
+            Lsn after = Lsn.parse(source.queryOne("SELECT pg_current_wal_lsn()::text"));
             await().atMost(WAIT).until(() -> reader.events().remainingCapacity() == 0);
             // the walsender goes away while the reader waits on the full hand-off: its next status fails
             source.sql("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '"
                     + source.slot + "'");
             await().atMost(WAIT).until(() -> reader.status().state() != SourceStatus.State.STREAMING);
+            // what was handed on of the transaction cut off counts as read of the server's history (reached)
+            assertThat(reader.handedOnPart()).isGreaterThan(before).isLessThan(after);
             source.paused = false;
             await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
             source.sql("INSERT INTO t VALUES (1000)");
