@@ -149,7 +149,6 @@ final class SubscriptionPoller {
     }
 
     private void run(SubscriptionChanges changes) {
-        boolean listenedBefore = false;
         String lastProblem = null;
         String lastLockProblem = null;
         long lastLockCheck = System.nanoTime();
@@ -168,9 +167,9 @@ final class SubscriptionPoller {
                 Dispatcher delivering = dispatcher.get();
                 if (delivering != null) {
                     // dead letters dropped through the API of any instance: the lane holds none of them back
-                    if (changes.opened() && listenedBefore) {
-                        // the session was away: drops told meanwhile were heard by no one (a replay asked then waits
-                        // for the lane's next try). Not at its first opening: the lanes have just read their queues
+                    if (changes.opened()) {
+                        // the session was away, or opened only now while the lanes had read their queues already: drops
+                        // told meanwhile were heard by no one (a replay asked then waits for the lane's next try)
                         delivering.readQueuesAgain();
                     }
                     changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::droppedHeard);
@@ -181,7 +180,6 @@ final class SubscriptionPoller {
                                 .forEach(delivering::retryNow);
                     }
                 }
-                listenedBefore |= changes.listening();
                 if (notified.contains(BackfillStore.CHANNEL) || !changes.listening()) {
                     backfillsChanged.run();
                 }

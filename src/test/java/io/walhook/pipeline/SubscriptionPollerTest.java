@@ -124,6 +124,78 @@ class SubscriptionPollerTest {
     }
 
     /**
+     * Dead letters dropped through the API before this instance's listening session first opened
+     * (it could not connect yet, or opened only after activation had the lanes read their queues):
+     * no instance heard the drop, and the rows a lane had read back were sent once the destination
+     * took them, though the API had answered that they were dropped. The session's first opening
+     * has the lanes read their queues again, as each later opening does.
+     */
+    @Test
+    void deadLettersDroppedBeforeTheSessionFirstListenedAreNotSentFromWhatTheLanesReadBefore() throws Exception {
+        io.vertx.core.Vertx vertx = io.vertx.core.Vertx.vertx();
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_drops");
+                ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
+                        source.server.password(), source.slot, "walhook");
+                io.walhook.delivery.WebhookClient client = new io.walhook.delivery.WebhookClient(vertx);
+                io.walhook.testing.WebhookReceiver receiver = io.walhook.testing.WebhookReceiver.start()) {
+            java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+            AtomicInteger taken = new AtomicInteger();
+            receiver.respond(request -> {
+                if (down.get()) {
+                    return 503;
+                }
+                taken.incrementAndGet();
+                return 204;
+            });
+            Subscription subscription = new Subscription("config:drops", "drops", List.of(io.walhook.routing.TablePattern.ALL),
+                    java.util.Set.of(io.walhook.change.Operation.values()), Optional.empty(),
+                    new io.walhook.routing.Destination.Webhook(java.net.URI.create(receiver.url("/drops")), List.of(),
+                            java.util.Map.of()),
+                    io.walhook.routing.EventFormat.JSON, 1, 0, io.walhook.routing.Projection.ALL, false,
+                    io.walhook.routing.RetryPolicy.DEFAULTS, null);
+            io.walhook.delivery.ParkedEventStore parked = new io.walhook.delivery.ParkedEventStore(source.dataSource, "walhook");
+            List<io.walhook.delivery.ParkedEventStore.Entry> entries = new java.util.ArrayList<>();
+            for (int n = 0; n < 3; n++) {
+                entries.add(new io.walhook.delivery.ParkedEventStore.Entry("dropped-" + n, io.walhook.pgoutput.Lsn.of(0x10 + n),
+                        java.time.Instant.EPOCH, "application/json", java.util.Map.of(), null,
+                        "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null));
+            }
+            parked.append(subscription.id(), subscription.name(), entries, 0, null);
+            io.walhook.delivery.Dispatcher dispatcher = new io.walhook.delivery.Dispatcher(java.time.Clock.systemUTC(),
+                    new io.walhook.delivery.Dispatcher.Settings(Duration.ofSeconds(2), Duration.ofMillis(300),
+                            Duration.ofMinutes(10), Duration.ofSeconds(1), 4),
+                    parked, io.walhook.delivery.DeliveryMetrics.NONE, id -> false,
+                    s -> new io.walhook.delivery.WebhookTransport(client, (io.walhook.routing.Destination.Webhook) s.destination(),
+                            java.time.Clock.systemUTC(), Duration.ofSeconds(2), false));
+            try {
+                dispatcher.resumeParked(List.of(subscription));
+                await().atMost(WAIT).until(() -> receiver.requests().size() >= 3); // read back, and failing
+                assertThat(parked.drop(subscription.id(), null)).isEqualTo(3); // no session listens: told to no one
+                SubscriptionRegistry registry = new SubscriptionRegistry(List.of(subscription),
+                        new SubscriptionStore(source.dataSource, "walhook"));
+                SubscriptionPoller poller = new SubscriptionPoller(SourceUrl.parse(
+                        Optional.of(source.server.sourceUrl(source.database)), Optional.empty(), Optional.empty()),
+                        registry, () -> dispatcher, lock,
+                        new io.walhook.source.PublicationWatch(new io.walhook.source.SourceDatabase(source.dataSource), "walhook"),
+                        source.slot, () -> false, () -> false, () -> { }, () -> { });
+                poller.start();
+                try {
+                    // what the lane read back is let go of, and its queue, read again, is empty
+                    await().atMost(WAIT).until(() -> dispatcher.status().get(0).mode().equals("direct"));
+                    down.set(false);
+                    await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> taken.get() == 0);
+                } finally {
+                    poller.stop();
+                }
+            } finally {
+                dispatcher.close();
+            }
+        } finally {
+            vertx.close().toCompletionStage().toCompletableFuture().join();
+        }
+    }
+
+    /**
      * A poller of a standby instance (no dispatcher, not active) on the fixture's database;
      * {@code backfillsChanged} is what a backfill's notification wakes.
      */
