@@ -628,6 +628,15 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
     }
 
+    /**
+     * A replay may have been asked unheard (the listening session was away): every subscription a
+     * 410 disabled tries its queue again, as after a restart. One whose destination is still gone
+     * answers 410 again, and is disabled again.
+     */
+    public void retryDisabled() {
+        lanes.values().forEach(Lane::retryIfDisabled);
+    }
+
     /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */
     public void retryNow(Subscription subscription) {
         Lane lane = lane(subscription);

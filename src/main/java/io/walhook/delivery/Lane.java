@@ -1927,6 +1927,15 @@ final class Lane {
         post(() -> { });
     }
 
+    /** As {@link #retryNow}, only if a 410 disabled it. */
+    void retryIfDisabled() {
+        post(() -> {
+            if (disabled) {
+                tryEverythingNow();
+            }
+        });
+    }
+
     /** The API's replay: enabled again after a 410, and every waiting request tried now. */
     void retryNow() {
         post(this::tryEverythingNow);

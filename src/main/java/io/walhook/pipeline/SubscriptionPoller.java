@@ -169,8 +169,9 @@ final class SubscriptionPoller {
                     // dead letters dropped through the API of any instance: the lane holds none of them back
                     if (changes.opened()) {
                         // the session was away, or opened only now while the lanes had read their queues already: drops
-                        // told meanwhile were heard by no one (a replay asked then waits for the lane's next try)
+                        // and replays told meanwhile were heard by no one
                         delivering.readQueuesAgain();
+                        delivering.retryDisabled();
                     }
                     changes.payloads(ParkedEventStore.DROPS_CHANNEL).forEach(delivering::droppedHeard);
                     Set<String> replays = changes.payloads(ParkedEventStore.REPLAYS_CHANNEL);

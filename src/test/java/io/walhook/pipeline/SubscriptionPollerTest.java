@@ -132,65 +132,114 @@ class SubscriptionPollerTest {
      */
     @Test
     void deadLettersDroppedBeforeTheSessionFirstListenedAreNotSentFromWhatTheLanesReadBefore() throws Exception {
-        io.vertx.core.Vertx vertx = io.vertx.core.Vertx.vertx();
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_drops");
-                ActiveLock lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(),
-                        source.server.password(), source.slot, "walhook");
-                io.walhook.delivery.WebhookClient client = new io.walhook.delivery.WebhookClient(vertx);
-                io.walhook.testing.WebhookReceiver receiver = io.walhook.testing.WebhookReceiver.start()) {
-            java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
-            AtomicInteger taken = new AtomicInteger();
+                Delivering delivering = new Delivering(source, 503)) {
+            await().atMost(WAIT).until(() -> delivering.receiver.requests().size() >= 3); // read back, and failing
+            assertThat(delivering.parked.drop(delivering.subscription.id(), null)).isEqualTo(3); // told to no one
+            SubscriptionPoller poller = delivering.poller();
+            poller.start();
+            try {
+                // what the lane read back is let go of, and its queue, read again, is empty
+                await().atMost(WAIT).until(() -> delivering.dispatcher.status().get(0).mode().equals("direct"));
+                delivering.refusing.set(false);
+                await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> delivering.taken.get() == 0);
+            } finally {
+                poller.stop();
+            }
+        }
+    }
+
+    /**
+     * A replay asked through the API while no listening session of the active instance listened
+     * (the database restarting, say): no instance heard it, and a subscription a 410 had disabled
+     * stayed disabled, its events queued, until the next replay or restart. Once the session listens
+     * again, what a 410 disabled is tried again, as after a restart.
+     */
+    @Test
+    void aReplayAskedWhileNoSessionListenedEnablesWhatA410DisabledOnceOneListens() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "poller_replays");
+                Delivering delivering = new Delivering(source, 410)) {
+            await().atMost(WAIT).until(() -> delivering.dispatcher.status().get(0).disabled());
+            delivering.refusing.set(false); // the endpoint is back
+            delivering.parked.replay(delivering.subscription.id()); // told to no one
+            SubscriptionPoller poller = delivering.poller();
+            poller.start();
+            try {
+                await().atMost(WAIT).until(() -> delivering.taken.get() == 3);
+                assertThat(delivering.dispatcher.status().get(0).disabled()).isFalse();
+            } finally {
+                poller.stop();
+            }
+        }
+    }
+
+    /**
+     * An active instance's delivery on the fixture's database: one subscription to a receiver
+     * answering {@code refusal} while {@link #refusing}, whose durable queue holds three events
+     * left from before, read back at once. {@link #poller} watches for it.
+     */
+    private static final class Delivering implements AutoCloseable {
+        final io.vertx.core.Vertx vertx = io.vertx.core.Vertx.vertx();
+        final io.walhook.delivery.WebhookClient client = new io.walhook.delivery.WebhookClient(vertx);
+        final io.walhook.testing.WebhookReceiver receiver = io.walhook.testing.WebhookReceiver.start();
+        final java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        final AtomicInteger taken = new AtomicInteger();
+        final SourceFixture source;
+        final ActiveLock lock;
+        final Subscription subscription;
+        final io.walhook.delivery.ParkedEventStore parked;
+        final io.walhook.delivery.Dispatcher dispatcher;
+
+        Delivering(SourceFixture source, int refusal) throws Exception {
+            this.source = source;
+            lock = new ActiveLock(source.server.jdbcUrl(source.database), source.server.user(), source.server.password(),
+                    source.slot, "walhook");
             receiver.respond(request -> {
-                if (down.get()) {
-                    return 503;
+                if (refusing.get()) {
+                    return refusal;
                 }
                 taken.incrementAndGet();
                 return 204;
             });
-            Subscription subscription = new Subscription("config:drops", "drops", List.of(io.walhook.routing.TablePattern.ALL),
+            subscription = new Subscription("config:queued", "queued", List.of(io.walhook.routing.TablePattern.ALL),
                     java.util.Set.of(io.walhook.change.Operation.values()), Optional.empty(),
-                    new io.walhook.routing.Destination.Webhook(java.net.URI.create(receiver.url("/drops")), List.of(),
+                    new io.walhook.routing.Destination.Webhook(java.net.URI.create(receiver.url("/queued")), List.of(),
                             java.util.Map.of()),
                     io.walhook.routing.EventFormat.JSON, 1, 0, io.walhook.routing.Projection.ALL, false,
                     io.walhook.routing.RetryPolicy.DEFAULTS, null);
-            io.walhook.delivery.ParkedEventStore parked = new io.walhook.delivery.ParkedEventStore(source.dataSource, "walhook");
+            parked = new io.walhook.delivery.ParkedEventStore(source.dataSource, "walhook");
             List<io.walhook.delivery.ParkedEventStore.Entry> entries = new java.util.ArrayList<>();
             for (int n = 0; n < 3; n++) {
-                entries.add(new io.walhook.delivery.ParkedEventStore.Entry("dropped-" + n, io.walhook.pgoutput.Lsn.of(0x10 + n),
+                entries.add(new io.walhook.delivery.ParkedEventStore.Entry("queued-" + n, io.walhook.pgoutput.Lsn.of(0x10 + n),
                         java.time.Instant.EPOCH, "application/json", java.util.Map.of(), null,
                         "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8), null, null));
             }
             parked.append(subscription.id(), subscription.name(), entries, 0, null);
-            io.walhook.delivery.Dispatcher dispatcher = new io.walhook.delivery.Dispatcher(java.time.Clock.systemUTC(),
+            dispatcher = new io.walhook.delivery.Dispatcher(java.time.Clock.systemUTC(),
                     new io.walhook.delivery.Dispatcher.Settings(Duration.ofSeconds(2), Duration.ofMillis(300),
                             Duration.ofMinutes(10), Duration.ofSeconds(1), 4),
                     parked, io.walhook.delivery.DeliveryMetrics.NONE, id -> false,
                     s -> new io.walhook.delivery.WebhookTransport(client, (io.walhook.routing.Destination.Webhook) s.destination(),
                             java.time.Clock.systemUTC(), Duration.ofSeconds(2), false));
-            try {
-                dispatcher.resumeParked(List.of(subscription));
-                await().atMost(WAIT).until(() -> receiver.requests().size() >= 3); // read back, and failing
-                assertThat(parked.drop(subscription.id(), null)).isEqualTo(3); // no session listens: told to no one
-                SubscriptionRegistry registry = new SubscriptionRegistry(List.of(subscription),
-                        new SubscriptionStore(source.dataSource, "walhook"));
-                SubscriptionPoller poller = new SubscriptionPoller(SourceUrl.parse(
-                        Optional.of(source.server.sourceUrl(source.database)), Optional.empty(), Optional.empty()),
-                        registry, () -> dispatcher, lock,
-                        new io.walhook.source.PublicationWatch(new io.walhook.source.SourceDatabase(source.dataSource), "walhook"),
-                        source.slot, () -> false, () -> false, () -> { }, () -> { });
-                poller.start();
-                try {
-                    // what the lane read back is let go of, and its queue, read again, is empty
-                    await().atMost(WAIT).until(() -> dispatcher.status().get(0).mode().equals("direct"));
-                    down.set(false);
-                    await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> taken.get() == 0);
-                } finally {
-                    poller.stop();
-                }
-            } finally {
-                dispatcher.close();
-            }
-        } finally {
+            dispatcher.resumeParked(List.of(subscription));
+        }
+
+        /** The poller of the instance delivering, not started; its session opens as it starts. */
+        SubscriptionPoller poller() {
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(subscription),
+                    new SubscriptionStore(source.dataSource, "walhook"));
+            return new SubscriptionPoller(SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)),
+                    Optional.empty(), Optional.empty()), registry, () -> dispatcher, lock,
+                    new io.walhook.source.PublicationWatch(new io.walhook.source.SourceDatabase(source.dataSource), "walhook"),
+                    source.slot, () -> false, () -> false, () -> { }, () -> { });
+        }
+
+        @Override
+        public void close() throws Exception {
+            dispatcher.close();
+            receiver.close();
+            client.close();
+            lock.close();
             vertx.close().toCompletionStage().toCompletableFuture().join();
         }
     }
