@@ -251,6 +251,16 @@ final class KeyedQueue {
         }
     }
 
+    /** Whether an unfinished job is ordered against everything ({@link Ordering.Scope#ALL}). */
+    boolean holdsBarrier() {
+        for (Job job = first; job != null; job = job.next) {
+            if (job.ordering.scope() == Ordering.Scope.ALL) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Unfinished jobs: taken (under way or retrying), ready, or held back. */
     int size() {
         return size;

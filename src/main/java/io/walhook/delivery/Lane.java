@@ -264,6 +264,8 @@ final class Lane {
     private final ReplayedRows replayed = new ReplayedRows();
     /** Whether the lane said in its log that its queue held more rows than {@link ReplayedRows} remembers. */
     private boolean warnedUnremembered;
+    /** Whether the lane said in its log that it reads past changes held back behind refused ones. */
+    private boolean warnedReadPast;
     private final Map<String, List<String>> toFail = new LinkedHashMap<>();
     /** Durable jobs in memory whose rows the cursor has not passed: a read of the queue skips them. */
     private final Set<String> resident = new HashSet<>();
@@ -277,6 +279,26 @@ final class Lane {
     private boolean busy;
     private long cursor;
     private boolean exhausted;
+    /**
+     * Reading past the later changes of rows refused for good: they filled what the lane holds, all
+     * held back, and it read no further. From this row id on ({@link #NOT_SKIPPING} when it does not
+     * read past any), the queue's rows of {@link #skippedKeys} are left where they are; the cursor
+     * goes back to it once one of those rows' changes in memory is delivered ({@link #skipEnds}).
+     */
+    private long skippedFrom = NOT_SKIPPING;
+    private static final long NOT_SKIPPING = Long.MAX_VALUE;
+    /** The row keys whose later changes are read past, and their tables. */
+    private final Set<Long> skippedKeys = new HashSet<>();
+    private final Set<Long> skippedTables = new HashSet<>();
+    /** The tables read past whole: a TRUNCATE of one followed a row read past. */
+    private final Set<Long> skippedWholeTables = new HashSet<>();
+    /**
+     * Reading met a row ordered against everything (parked before orderings were kept): it reads
+     * nothing more until it reads the rows read past again.
+     */
+    private boolean skipBarrier;
+    /** A change of a row read past was delivered: its next durable turn reads the queue again from {@link #skippedFrom}. */
+    private boolean skipEnds;
     /** Made, it waits for the dispatcher's answer whether its durable queue holds rows ({@link #probed}). */
     private boolean probing;
     /** The API dropped rows of its durable queue: its next durable turn counts the queue again ({@link #backlog}). */
@@ -806,6 +828,10 @@ final class Lane {
         if (probing) {
             return; // what arrives waits in memory until the dispatcher says whether the queue holds rows
         }
+        if (skipEnds) {
+            skipEnds = false;
+            readSkippedAgain(); // between its own calls: a page under way read past them too
+        }
         if (readAgain && mustWrite == 0) {
             // between its own calls, everything in memory durable: the rows still there are read again, in order
             readAgain = false;
@@ -825,7 +851,7 @@ final class Lane {
         }
         boolean allRead = exhausted && !writtenSinceRead;
         if (allRead && durableInMemory == 0 && resident.isEmpty() && toDelete.isEmpty() && !held() && !dropUnheard
-                && !(writeBeforeDirect && !toWrite.isEmpty())) {
+                && skippedFrom == NOT_SKIPPING && !(writeBeforeDirect && !toWrite.isEmpty())) {
             writeBeforeDirect = false;
             mode = Mode.DIRECT;
             direct = true;
@@ -860,6 +886,15 @@ final class Lane {
         // within its share of the read-back memory
         boolean nothingWaiting = untaken == 0 || queue.ready() == 0 && residentBytes <= readBackShare();
         long room = allRead || maxRows <= 0 ? 0 : readRoom(nothingWaiting, untaken == 0);
+        if (room == 0 && !allRead && untaken > 0 && queue.ready() == 0 && underWay == 0 && !retrying.isEmpty()
+                && (maxRows <= 0 || residentBytes >= readBackShare()) && !held() && !skipBarrier
+                && !queue.holdsBarrier()) {
+            // its own room is full of changes held back behind refused ones, nothing else: it reads past them
+            readPast();
+            untaken = 0;
+            maxRows = failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT - durableInMemory;
+            room = maxRows <= 0 ? 0 : readRoom(true, true);
+        }
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
         if (wantsWrite && (!wantsSync || writeTurn)) {
             writeTurn = false;
@@ -912,7 +947,90 @@ final class Lane {
         durableInMemory -= evicted;
         exhausted = false;
         readBackReleased(bytes);
+        if (retriesToo) {
+            readSkippedAgain(); // what held them back may be among what went back
+        }
     }
+    /**
+     * Lets go of every job not taken, all held back behind rows the destination refuses (under
+     * way or retried, the taken ones stay): their rows' later changes in the queue, these and
+     * those not read yet, are read past until one of those rows' changes is delivered. Every other
+     * row's changes are read and sent meanwhile, but a TRUNCATE of a table holding rows read past is
+     * read past with every later change of that table. Runs between database calls only.
+     */
+    private void readPast() {
+        for (Job job = queue.oldest(); job != null; job = job.next) {
+            if (job.taken && job.ordering.scope().tableWide()) {
+                skippedWholeTables.add(job.ordering.table()); // a TRUNCATE refused: its table's later changes follow it
+            }
+        }
+        List<Job> removed = queue.removeUntaken();
+        long bytes = 0;
+        for (Job job : removed) {
+            resident.remove(job.eventId);
+            skippedFrom = Math.min(skippedFrom, job.rowId);
+            if (job.ordering.scope().tableWide()) {
+                skippedWholeTables.add(job.ordering.table());
+            } else {
+                skippedKeys.add(job.ordering.key());
+                skippedKeys.add(job.ordering.otherKey());
+            }
+            skippedTables.add(job.ordering.table());
+            bytes += job.memoryBytes();
+        }
+        durableInMemory -= removed.size();
+        readBackReleased(bytes);
+        if (!warnedReadPast) {
+            warnedReadPast = true;
+            LOG.warnf("subscription %s: %d queued changes wait behind changes its destination refuses (%s), more than it"
+                    + " holds in memory; it reads past them to deliver the other rows' changes, and reads them again once"
+                    + " the refused ones are taken", subscription.name(), removed.size(), lastError);
+        }
+    }
+
+    /** The rows read past are read again, in order, from the first of them: the cursor goes back. */
+    private void readSkippedAgain() {
+        if (skippedFrom == NOT_SKIPPING) {
+            return;
+        }
+        cursor = Math.min(cursor, skippedFrom - 1);
+        skippedFrom = NOT_SKIPPING;
+        skippedKeys.clear();
+        skippedTables.clear();
+        skippedWholeTables.clear();
+        skipBarrier = false;
+        exhausted = false;
+        replayed.readAgainFromEarlier();
+    }
+
+    /** Whether a change delivered may have held back changes read past: one of their rows, or of their tables. */
+    private boolean heldBackReadPast(Ordering ordering) {
+        return skippedKeys.contains(ordering.key()) || skippedKeys.contains(ordering.otherKey())
+                || skippedWholeTables.contains(ordering.table())
+                || ordering.scope().tableWide() && skippedTables.contains(ordering.table());
+    }
+
+    /**
+     * Whether a change read from the queue is read past: a change of a row read past (it joins them:
+     * a change of the row's key has its new key's later changes follow it), or one that must
+     * follow such a row's (a TRUNCATE of its table), after which its whole table is read past.
+     */
+    private boolean readsPast(Ordering ordering) {
+        if (skippedWholeTables.contains(ordering.table())
+                || ordering.scope().tableWide() && skippedTables.contains(ordering.table())) {
+            skippedWholeTables.add(ordering.table());
+            return true;
+        }
+        if (ordering.scope() != Ordering.Scope.ROW
+                || !skippedKeys.contains(ordering.key()) && !skippedKeys.contains(ordering.otherKey())) {
+            return false;
+        }
+        skippedKeys.add(ordering.key());
+        skippedKeys.add(ordering.otherKey());
+        skippedTables.add(ordering.table());
+        return true;
+    }
+
     /**
      * The bytes of read-back memory the next page may fill, 0 to read nothing now. All lanes'
      * read-back memory (a quarter of delivery's memory, apart from what routing holds) is shared:
@@ -926,7 +1044,7 @@ final class Lane {
      * row did not fit, until it frees some. How many rows it keeps at most is its caller's.
      */
     private long readRoom(boolean nothingWaiting, boolean nothingUntaken) {
-        if (held() || nextRowTooBig && !nothingWaiting) {
+        if (held() || skipBarrier || nextRowTooBig && !nothingWaiting) {
             return 0;
         }
         MemoryBudget readBack = context.readBack();
@@ -1067,13 +1185,25 @@ final class Lane {
         int superseded = 0;
         try {
             for (ParkedEventStore.Parked row : page) {
-                cursor = Math.max(cursor, row.id());
                 Ordering stored = Ordering.decode(row.ordering());
                 if (resident.contains(row.eventId())) {
+                    cursor = Math.max(cursor, row.id());
                     shapeRead(stored, row.id(), false); // its table's key shape at that point
                     continue; // in memory already
                 }
                 boolean rekeyed = rekeyedOnRead(stored, row.id());
+                if (skippedFrom != NOT_SKIPPING) {
+                    if (stored.scope() == Ordering.Scope.ALL) {
+                        skipBarrier = true; // it and what comes after it are read once the rows read past are
+                        break;
+                    }
+                    if (readsPast(rekeyed ? stored.rekeyed() : stored)) {
+                        cursor = Math.max(cursor, row.id());
+                        shapeRead(stored, row.id(), rekeyed); // read again, it is ordered as now
+                        continue;
+                    }
+                }
+                cursor = Math.max(cursor, row.id());
                 Job job = new Job(row.eventId(), row.commitLsn(), row.commitTime(), row.body(), row.contentType(),
                         row.headers(), row.address(), rekeyed ? stored.rekeyed() : stored);
                 job.durable = true;
@@ -1098,7 +1228,10 @@ final class Lane {
         } finally {
             readBackTaken(bytes); // what joined the queue, even if a row further on could not
         }
-        replayed.pageRead();
+        if (skippedFrom == NOT_SKIPPING) {
+            // rows read past may be resends older than a row of this run read after them: nothing is forgotten for it
+            replayed.pageRead();
+        }
         long unremembered = replayed.takeUnremembered();
         if (unremembered > 0 && !warnedUnremembered) {
             warnedUnremembered = true;
@@ -1111,7 +1244,7 @@ final class Lane {
                     + " of their row, which they preceded and were delivered before it: dropped, not delivered again",
                     subscription.name(), superseded);
         }
-        exhausted = !synced.more();
+        exhausted = !synced.more() && !skipBarrier;
         nextRowTooBig = page.isEmpty() && synced.more();
         if (!page.isEmpty() && queuedSince == null) {
             queuedSince = context.clock().instant(); // rows from before a restart
@@ -1669,6 +1802,9 @@ final class Lane {
         long readBackBytes = 0;
         for (Job job : o.jobs) {
             queue.finish(job);
+            if (skippedFrom != NOT_SKIPPING && heldBackReadPast(job.ordering)) {
+                skipEnds = true; // its row's (table's) later changes, read past, are to be read now
+            }
             if (job.durable) {
                 fromQueue++;
                 durableInMemory--;

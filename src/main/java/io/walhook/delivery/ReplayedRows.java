@@ -115,6 +115,14 @@ final class ReplayedRows {
         return false;
     }
 
+    /**
+     * The lane reads again rows it read past, before rows of this run it read since: what those
+     * rows would have it forget is kept, as they are no longer the latest read.
+     */
+    void readAgainFromEarlier() {
+        forgetting = false;
+    }
+
     /** A page was read: what is older than a row written in this run that it held is forgotten. */
     void pageRead() {
         if (forgetting) {

@@ -126,6 +126,12 @@ public final class TestEvents {
                     .tuple(newValues).bytes()));
         }
 
+        /** As {@link #updateWithKey}, committed at {@code commitLsn}. */
+        public ChangeEvent updateWithKeyAt(long commitLsn, String[] keyValues, String... newValues) {
+            return single(primaryKey, List.of(relation(), new Bytes().u8('U').u32(RELATION_ID).u8('K').tuple(keyValues).u8('N')
+                    .tuple(newValues).bytes()), Lsn.of(commitLsn));
+        }
+
         /** A delete: the 'O' tuple under FULL, else a 'K' tuple (key columns set, the rest NULL). */
         public ChangeEvent delete(String... values) {
             char kind = identity == ReplicaIdentity.FULL ? 'O' : 'K';
@@ -134,6 +140,12 @@ public final class TestEvents {
 
         public ChangeEvent truncate() {
             return single(primaryKey, List.of(relation(), new Bytes().u8('T').i32(1).u8(0).u32(RELATION_ID).bytes()));
+        }
+
+        /** As {@link #truncate}, committed at {@code commitLsn}. */
+        public ChangeEvent truncateAt(long commitLsn) {
+            return single(primaryKey, List.of(relation(), new Bytes().u8('T').i32(1).u8(0).u32(RELATION_ID).bytes()),
+                    Lsn.of(commitLsn));
         }
 
         private byte[] relation() {

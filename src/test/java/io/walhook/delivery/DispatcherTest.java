@@ -500,6 +500,248 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(List.of(2, 3, 4, 5)));
     }
 
+    /**
+     * A row refused for good with more of its later changes queued behind it than a lane holds in
+     * memory (4,000): they filled what the lane read back, all held back behind the refused one, and
+     * it read no further; every other row of the subscription waited, for good. The lane now reads
+     * past them, and reads them again, in order, once the refused change is taken.
+     */
+    @Test
+    void aRowRefusedForGoodWithMoreLaterChangesThanALaneHoldsDoesNotStallTheRestOfItsQueue() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300)); // its retry window ends soon: durable
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", receiver(request -> {
+            if (refusing.get() && mentionsRow(request, 1)) {
+                return 422;
+            }
+            accepted.add(request);
+            return 204;
+        }), 1);
+        int versions = Lane.RESIDENT_LIMIT + 500;
+        send(dispatcher, one, 1, versions); // row 1's first change is refused; every later one waits behind it
+        sendRows(dispatcher, one, 2, 30, "later");
+        send(dispatcher, one, 1, 10); // more of row 1, read past as well
+        sendRows(dispatcher, one, 31, 40, "later still");
+        List<Integer> others = java.util.stream.IntStream.rangeClosed(2, 40).boxed().toList();
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(others));
+        assertThat(acceptedByRow(accepted)).doesNotContainKey(1);
+
+        refusing.set(false);
+        List<Integer> inOrder = java.util.stream.IntStream.range(0, versions + 10).boxed().toList();
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).getOrDefault(1, List.of()).size() >= versions + 10);
+        assertThat(acceptedByRow(accepted).get(1)).as("row 1's changes, each once, in commit order").isEqualTo(inOrder);
+        await().atMost(WAIT).until(() -> store.count(one.id()) == 0 && dispatcher.status().get(0).mode().equals("direct"));
+        assertThat(inOrderOfAcceptance(accepted)).hasSize(versions + 10 + 39);
+    }
+
+    /**
+     * The same, with what must wait for the refused row's changes though it is not one: a change of
+     * its key (row 1 becomes row 100) and row 100's later changes, then a TRUNCATE of its table and
+     * the table's changes after it. Read past, they are delivered only after row 1's changes, in
+     * order; the other rows' changes before the TRUNCATE go meanwhile.
+     */
+    @Test
+    void whatMustFollowTheChangesReadPastBehindARefusedRowWaitsForThem() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", receiver(request -> {
+            if (refusing.get() && mentionsRow(request, 1)) {
+                return 422;
+            }
+            accepted.add(request);
+            return 204;
+        }), 1);
+        int versions = Lane.RESIDENT_LIMIT + 500;
+        send(dispatcher, one, 1, versions);
+        sendRows(dispatcher, one, 2, 30, "before");
+        List<ChangeEvent> following = new ArrayList<>();
+        following.add(ITEMS.updateWithKeyAt(nextLsn += 0x100, new String[] {"1", null}, "100", "0"));
+        following.add(ITEMS.insertAt(nextLsn += 0x100, "100", "1"));
+        following.add(ITEMS.insertAt(nextLsn += 0x100, "100", "2"));
+        for (ChangeEvent event : following) {
+            dispatcher.send(one, event, encoder.encode(event, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        }
+        dispatcher.flush();
+        sendRows(dispatcher, one, 31, 35, "before the truncate");
+        ChangeEvent truncate = ITEMS.truncateAt(nextLsn += 0x100);
+        dispatcher.send(one, truncate, encoder.encode(truncate, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        dispatcher.flush();
+        sendRows(dispatcher, one, 36, 40, "after the truncate");
+        List<Integer> free = java.util.stream.IntStream.rangeClosed(2, 35).boxed().toList();
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(free));
+        await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> acceptedByRow(accepted).keySet()
+                .stream().noneMatch(row -> row == 1 || row == 100 || row == 0 || row > 35));
+
+        refusing.set(false);
+        int all = versions + 39 + following.size() + 1;
+        await().atMost(WAIT).until(() -> inOrderOfAcceptance(accepted).size() >= all);
+        List<JsonNode> events = inOrderOfAcceptance(accepted);
+        assertThat(events).hasSize(all);
+        List<Integer> rowOne = new ArrayList<>();
+        List<Integer> row100 = new ArrayList<>();
+        int lastOfRowOne = -1;
+        int truncated = -1;
+        List<Integer> afterRowOne = new ArrayList<>();
+        for (int i = 0; i < events.size(); i++) {
+            JsonNode event = events.get(i);
+            int row = event.at("/new/id").asInt();
+            if (row == 1) {
+                rowOne.add(event.at("/new/n").asInt());
+                lastOfRowOne = i;
+            } else if (event.path("op").asText().equals("truncate")) {
+                truncated = i;
+            } else if (row == 100 || row > 35) {
+                afterRowOne.add(i);
+                if (row == 100) {
+                    row100.add(event.at("/new/n").asInt());
+                }
+            }
+        }
+        assertThat(row100).as("the key change, then row 100's changes").containsExactly(0, 1, 2);
+        assertThat(rowOne).as("row 1's changes in commit order").isEqualTo(java.util.stream.IntStream.range(0, versions)
+                .boxed().toList());
+        int truncatedAt = truncated;
+        int rowOneEnds = lastOfRowOne;
+        assertThat(truncatedAt).as("the truncate, after row 1's changes and row 100's").isGreaterThan(rowOneEnds)
+                .isGreaterThan(afterRowOne.get(2));
+        assertThat(afterRowOne).as("the key change and row 100's changes, then the rows after the truncate")
+                .hasSize(8).isSorted().allSatisfy(i -> assertThat(i).isGreaterThan(rowOneEnds));
+        assertThat(afterRowOne.subList(3, 8)).allSatisfy(i -> assertThat(i).isGreaterThan(truncatedAt));
+        await().atMost(WAIT).until(() -> store.count(one.id()) == 0 && dispatcher.status().get(0).mode().equals("direct"));
+    }
+
+    /**
+     * While the lane reads past the changes held back behind a refused one, the refused one is
+     * dropped through the API: they are read again, and delivered in order. The lane waited for
+     * that change to be delivered to read them again, which a dropped one never is.
+     */
+    @Test
+    void aRefusedChangeDroppedWhileTheLaneReadsPastItsRowsLaterChangesLetsThemGo() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one",
+                refusingRowOnesFirstChange(new java.util.concurrent.atomic.AtomicBoolean(true), accepted), 1);
+        int versions = Lane.RESIDENT_LIMIT + 500;
+        List<ChangeEvent> rowOne = send(dispatcher, one, 1, versions);
+        sendRows(dispatcher, one, 2, 30, "later");
+        List<Integer> others = java.util.stream.IntStream.rangeClosed(2, 30).boxed().toList();
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(others));
+        long refused = Long.parseLong(database.queryOne("SELECT id FROM walhook.parked_event WHERE event_id = '"
+                + rowOne.get(0).id() + "'"));
+        assertThat(store.drop(one.id(), List.of(refused))).isEqualTo(1);
+        dispatcher.droppedHeard(one.id());
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).getOrDefault(1, List.of()).size() >= versions - 1);
+        assertThat(acceptedByRow(accepted).get(1)).as("row 1's later changes, in order").isEqualTo(
+                java.util.stream.IntStream.range(1, versions).boxed().toList());
+        await().atMost(WAIT).until(() -> store.count(one.id()) == 0 && dispatcher.status().get(0).mode().equals("direct"));
+    }
+
+    /**
+     * Reading past is for changes held back behind refused ones only: a busy row whose thousands of
+     * queued changes wait behind its own change under way, while another row is refused for good,
+     * is read as before. Read past, it would have been read again after each of its changes.
+     */
+    @Test
+    void changesHeldBackBehindTheirRowsChangeUnderWayAreNotReadPast() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+        Subscription one = webhook("config:one", "one", receiver(request -> {
+            if (refusing.get() && mentionsRow(request, 2)) {
+                return 422;
+            }
+            if (request.body().contains("\"new\":{\"id\":1,\"n\":0}")) {
+                hold(never, 1); // row 1's first change takes a while: the lane fills with the changes behind it
+            }
+            accepted.add(request);
+            return 204;
+        }), 1);
+        int versions = Lane.RESIDENT_LIMIT + 500;
+        // a queue left from before a restart: row 2's change, then row 1's
+        List<ParkedEventStore.Entry> entries = new ArrayList<>();
+        entries.add(queued("left-refused", 0x10, 2, 0));
+        for (int n = 0; n < versions; n++) {
+            entries.add(queued("left-" + n, 0x11 + n, 1, n));
+        }
+        store.append(one.id(), one.name(), entries, 0, null);
+        try (io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(Lane.class)) {
+            dispatcher.resumeParked(List.of(one)); // row 1's changes, each delivered once the one before is
+            await().atMost(WAIT).until(() -> acceptedByRow(accepted).getOrDefault(1, List.of()).size() >= versions);
+            assertThat(acceptedByRow(accepted).get(1)).isEqualTo(java.util.stream.IntStream.range(0, versions).boxed().toList());
+            assertThat(log.lines()).as("what the lane logged").noneMatch(line -> line.contains("reads past"));
+        }
+        refusing.set(false);
+        await().atMost(WAIT).until(() -> store.count(one.id()) == 0 && dispatcher.status().get(0).mode().equals("direct"));
+    }
+
+    /**
+     * The changes that fill the lane wait behind a TRUNCATE, itself behind a row refused for good (a
+     * table reloaded after a change the destination refuses): the lane reads past the whole table,
+     * and delivers what does not follow it (a logical message), then all of it in order once the
+     * refused change is taken.
+     */
+    @Test
+    void aTableReloadedBehindARefusedRowIsReadPastWhole() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", receiver(request -> {
+            if (refusing.get() && mentionsRow(request, 1)) {
+                return 422;
+            }
+            accepted.add(request);
+            return 204;
+        }), 1);
+        send(dispatcher, one, 1, 1);
+        ChangeEvent truncate = ITEMS.truncateAt(nextLsn += 0x100);
+        dispatcher.send(one, truncate, encoder.encode(truncate, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        int reloaded = Lane.RESIDENT_LIMIT + 500;
+        sendRows(dispatcher, one, 2, reloaded + 1, "reloaded");
+        ChangeEvent message = TestEvents.message("after-the-reload", "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                true);
+        dispatcher.send(one, message, encoder.encode(message, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
+        dispatcher.flush();
+        await().atMost(WAIT).until(() -> accepted.stream().anyMatch(request -> request.body().contains("after-the-reload")));
+        assertThat(accepted).as("the message only").hasSize(1);
+
+        refusing.set(false);
+        await().atMost(WAIT).until(() -> inOrderOfAcceptance(accepted).size() >= reloaded + 3);
+        List<JsonNode> events = inOrderOfAcceptance(accepted);
+        assertThat(events).hasSize(reloaded + 3);
+        assertThat(events.get(1).at("/new/id").asInt()).as("row 1's change first").isEqualTo(1);
+        assertThat(events.get(2).path("op").asText()).as("then the truncate").isEqualTo("truncate");
+        assertThat(events.subList(3, events.size())).extracting(event -> event.at("/new/id").asInt())
+                .as("then the table's rows").containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream
+                        .rangeClosed(2, reloaded + 1).boxed().toList());
+        await().atMost(WAIT).until(() -> store.count(one.id()) == 0 && dispatcher.status().get(0).mode().equals("direct"));
+    }
+
+    /** A durable queue's row of change {@code n} of row {@code row} (table 16384), as a run before this one left it. */
+    private static ParkedEventStore.Entry queued(String id, long lsn, int row, int n) {
+        byte[] body = ("{\"id\":\"" + id + "\",\"new\":{\"id\":" + row + ",\"n\":" + n + "}}")
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        return new ParkedEventStore.Entry(id, Lsn.of(lsn), java.time.Instant.EPOCH, "application/json", Map.of(), null, body,
+                Ordering.row(16384, row, row).encode(), null);
+    }
+
+    /** Every event the receiver accepted, once each, in the order it first accepted them. */
+    private static List<JsonNode> inOrderOfAcceptance(List<WebhookReceiver.Request> accepted) throws Exception {
+        List<JsonNode> events = new ArrayList<>();
+        Set<String> seen = new java.util.HashSet<>();
+        for (WebhookReceiver.Request request : accepted) {
+            JsonNode body = JSON.readTree(request.body());
+            for (JsonNode event : body.isArray() ? body : List.of(body)) {
+                if (seen.add(event.get("id").asText())) {
+                    events.add(event);
+                }
+            }
+        }
+        return events;
+    }
+
     @Test
     void aBigRowBehindARowRefusedForGoodIsTriedThoughItFillsTheReadBackMemory() throws Exception {
         long limit = 400 << 10; // read-back memory: 100 KB
