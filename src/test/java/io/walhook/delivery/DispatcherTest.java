@@ -466,6 +466,18 @@ class DispatcherTest {
         dispatcher.flush();
     }
 
+    /** A receiver refusing (422) every change of {@code row} while {@code refusing}, and taking the others. */
+    private WebhookReceiver refusingRowWhile(java.util.concurrent.atomic.AtomicBoolean refusing, int row,
+            List<WebhookReceiver.Request> accepted) {
+        return receiver(request -> {
+            if (refusing.get() && mentionsRow(request, row)) {
+                return 422;
+            }
+            accepted.add(request);
+            return 204;
+        });
+    }
+
     /** A receiver refusing (422) every change of the rows up to {@code refused}, counting, and taking the others. */
     private WebhookReceiver refusingRowsUpTo(int refused, AtomicInteger refusals, List<WebhookReceiver.Request> accepted) {
         return refusingRowsUpTo(refused, 422, refusals, accepted);
@@ -511,13 +523,7 @@ class DispatcherTest {
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(300)); // its retry window ends soon: durable
         java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        Subscription one = webhook("config:one", "one", receiver(request -> {
-            if (refusing.get() && mentionsRow(request, 1)) {
-                return 422;
-            }
-            accepted.add(request);
-            return 204;
-        }), 1);
+        Subscription one = webhook("config:one", "one", refusingRowWhile(refusing, 1, accepted), 1);
         int versions = Lane.RESIDENT_LIMIT + 500;
         send(dispatcher, one, 1, versions); // row 1's first change is refused; every later one waits behind it
         sendRows(dispatcher, one, 2, 30, "later");
@@ -546,13 +552,7 @@ class DispatcherTest {
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
         java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        Subscription one = webhook("config:one", "one", receiver(request -> {
-            if (refusing.get() && mentionsRow(request, 1)) {
-                return 422;
-            }
-            accepted.add(request);
-            return 204;
-        }), 1);
+        Subscription one = webhook("config:one", "one", refusingRowWhile(refusing, 1, accepted), 1);
         int versions = Lane.RESIDENT_LIMIT + 500;
         send(dispatcher, one, 1, versions);
         sendRows(dispatcher, one, 2, 30, "before");
@@ -688,13 +688,7 @@ class DispatcherTest {
         Dispatcher dispatcher = dispatcher(Duration.ofMillis(300));
         java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
-        Subscription one = webhook("config:one", "one", receiver(request -> {
-            if (refusing.get() && mentionsRow(request, 1)) {
-                return 422;
-            }
-            accepted.add(request);
-            return 204;
-        }), 1);
+        Subscription one = webhook("config:one", "one", refusingRowWhile(refusing, 1, accepted), 1);
         send(dispatcher, one, 1, 1);
         ChangeEvent truncate = ITEMS.truncateAt(nextLsn += 0x100);
         dispatcher.send(one, truncate, encoder.encode(truncate, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
