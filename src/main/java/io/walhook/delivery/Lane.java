@@ -880,19 +880,20 @@ final class Lane {
             giveBack(held()); // what it cannot send now is read again when it can
         }
         int untaken = queue.size() - queue.taken();
-        int maxRows = held() ? 0 : failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT - durableInMemory;
+        int maxRows = held() ? 0 : Math.min(failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT, RESIDENT_LIMIT - durableInMemory);
         // nothing it could send now: all it holds is under way or to be retried, or held back behind those (later
         // changes of a row refused for good, counted as waiting they kept it from reading past a big row, for good),
         // within its share of the read-back memory
         boolean nothingWaiting = untaken == 0 || queue.ready() == 0 && residentBytes <= readBackShare();
         long room = allRead || maxRows <= 0 ? 0 : readRoom(nothingWaiting, untaken == 0);
-        if (room == 0 && !allRead && untaken > 0 && queue.ready() == 0 && underWay == 0 && !retrying.isEmpty()
-                && (maxRows <= 0 || residentBytes >= readBackShare()) && !held() && !skipBarrier
+        if ((durableInMemory >= RESIDENT_LIMIT || residentBytes >= readBackShare()) && !allRead && untaken > 0
+                && queue.ready() == 0 && underWay == 0 && !retrying.isEmpty() && !held() && !skipBarrier
                 && !queue.holdsBarrier()) {
             // its own room is full of changes held back behind refused ones, nothing else: it reads past them
             readPast();
             untaken = 0;
-            maxRows = failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT - durableInMemory;
+            nothingWaiting = true;
+            maxRows = Math.min(failingAll ? batchSize() : RESIDENT_LIMIT, RESIDENT_LIMIT - durableInMemory);
             room = maxRows <= 0 ? 0 : readRoom(true, true);
         }
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
@@ -2063,11 +2064,17 @@ final class Lane {
         post(() -> { });
     }
 
-    /** As {@link #retryNow}, only if a 410 disabled it. */
+    /**
+     * Enabled again if a 410 disabled it, as after a restart: a replay may have been asked unheard.
+     * Unlike a replay, its retries keep their backoff: an endpoint still gone is not sent a burst.
+     */
     void retryIfDisabled() {
         post(() -> {
             if (disabled) {
-                tryEverythingNow();
+                LOG.infof("subscription %s enabled again, as after a restart: a replay may have been asked while this"
+                        + " instance could not hear it; a 410 disables it again", subscription.name());
+                disabled = false;
+                exhausted = false;
             }
         });
     }
