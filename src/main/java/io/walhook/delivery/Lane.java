@@ -1422,6 +1422,9 @@ final class Lane {
             if (failingAll && (underWay > 0 || now.isBefore(nextProbe) || newEventsTurn && mayTryNew(now))) {
                 return;
             }
+            if (!failingAll && window() > 1 && underWay >= window() - 1 && queue.hasReady()) {
+                return; // the last request is kept for new events: rows whose requests hang do not take every one
+            }
             if (!reserve()) {
                 return; // the destination's gate calls back when a request to it ends
             }

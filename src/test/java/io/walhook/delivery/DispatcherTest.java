@@ -721,6 +721,42 @@ class DispatcherTest {
                 Ordering.row(16384, row, row).encode(), null);
     }
 
+    /**
+     * More rows whose requests hang until the timeout than the subscription sends at once (4):
+     * their retries, due one after another, took each request as it ended, before any new event,
+     * and the changes to every other row waited for the hanging ones to make the destination look
+     * down, then for a probe, again and again. The last request is kept for new events while any
+     * are ready, as it is for live changes against a backfill's rows.
+     */
+    @Test
+    void rowsWhoseRequestsHangDoNotTakeEveryRequestFromTheOtherRows() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+        AtomicInteger hung = new AtomicInteger();
+        List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Subscription one = webhook("config:one", "one", receiver(request -> {
+            for (int row = 1; row <= 16; row++) {
+                if (mentionsRow(request, row)) {
+                    hung.incrementAndGet();
+                    hold(never, 3); // no answer within walhook's timeout (2 s)
+                    return 503;
+                }
+            }
+            accepted.add(request);
+            return 204;
+        }), 1);
+        sendRows(dispatcher, one, 1, 16, "hangs");
+        await().atMost(WAIT).until(() -> hung.get() >= 24); // each tried, and some retried
+        int before = hung.get();
+        sendRows(dispatcher, one, 17, 28, "flows");
+        List<Integer> flowing = java.util.stream.IntStream.rangeClosed(17, 28).boxed().toList();
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(flowing));
+        // the hanging rows' retries under way then, and a few as the first new event's success ends their backoff (23
+        // before: the other rows' changes waited for cycles of them)
+        assertThat(hung.get() - before).as("requests that hung before the other rows' changes were delivered")
+                .isLessThanOrEqualTo(8);
+    }
+
     /** Every event the receiver accepted, once each, in the order it first accepted them. */
     private static List<JsonNode> inOrderOfAcceptance(List<WebhookReceiver.Request> accepted) throws Exception {
         List<JsonNode> events = new ArrayList<>();
