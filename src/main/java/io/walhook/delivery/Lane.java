@@ -105,6 +105,8 @@ final class Lane {
         Instant notBefore;
         Instant due;
         boolean underWay;
+        /** Under way as a retry ({@link #retriesUnderWay}). */
+        boolean retryUnderWay;
         /** Where its latest attempt went: an answer from a destination replaced since speaks for that one only. */
         io.walhook.routing.Destination sentTo;
         /** The API dropped queue rows while it was under way: not retried if it fails, but read again (its rows may be gone). */
@@ -247,6 +249,8 @@ final class Lane {
     private final Set<Outgoing> failing = new java.util.LinkedHashSet<>();
     private String outOfAttempts;
     private int underWay;
+    /** Of those, retries: they take at most all requests but one while new changes wait ({@link #retriesYield}). */
+    private int retriesUnderWay;
     /** When the last request started (System.nanoTime), once one has: the rate limit counts from it. */
     private long lastStartNanos;
     private boolean startedOnce;
@@ -880,7 +884,7 @@ final class Lane {
             giveBack(held()); // what it cannot send now is read again when it can
         }
         int untaken = queue.size() - queue.taken();
-        int maxRows = held() ? 0 : Math.min(failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT, RESIDENT_LIMIT - durableInMemory);
+        int maxRows = held() ? 0 : failingAll ? batchSize() - queue.ready() : RESIDENT_LIMIT - durableInMemory;
         // nothing it could send now: all it holds is under way or to be retried, or held back behind those (later
         // changes of a row refused for good, counted as waiting they kept it from reading past a big row, for good),
         // within its share of the read-back memory
@@ -893,7 +897,7 @@ final class Lane {
             readPast();
             untaken = 0;
             nothingWaiting = true;
-            maxRows = Math.min(failingAll ? batchSize() : RESIDENT_LIMIT, RESIDENT_LIMIT - durableInMemory);
+            maxRows = failingAll ? batchSize() : RESIDENT_LIMIT - durableInMemory;
             room = maxRows <= 0 ? 0 : readRoom(true, true);
         }
         boolean wantsSync = room > 0 || !toDelete.isEmpty() || !toFail.isEmpty();
@@ -1422,19 +1426,33 @@ final class Lane {
             if (failingAll && (underWay > 0 || now.isBefore(nextProbe) || newEventsTurn && mayTryNew(now))) {
                 return;
             }
-            if (!failingAll && window() > 1 && underWay >= window() - 1 && queue.hasReady()) {
-                return; // the last request is kept for new events: rows whose requests hang do not take every one
+            if (!failingAll && retriesYield()) {
+                return; // the last request is kept for new changes: rows whose requests hang do not take every one
             }
             if (!reserve()) {
                 return; // the destination's gate calls back when a request to it ends
             }
             retrying.poll();
             start(o);
+            if (o.underWay) {
+                o.retryUnderWay = true;
+                retriesUnderWay++;
+            }
             if (failingAll) {
                 newEventsTurn = true;
                 return;
             }
         }
+    }
+
+    /**
+     * Whether retries leave the requests left to new changes: all but one are retries under way,
+     * and a live change is ready. However many rows' requests hang until the timeout, the other
+     * rows' changes keep one request; retries keep the rest, and take the next free one otherwise.
+     */
+    private boolean retriesYield() {
+        Job next = queue.firstReady();
+        return window() > 1 && retriesUnderWay >= window() - 1 && next != null && !next.background;
     }
 
     private void sendNew(Instant now) {
@@ -1750,6 +1768,10 @@ final class Lane {
     private void outcome(Outgoing o, Attempt attempt) {
         o.underWay = false;
         underWay--;
+        if (o.retryUnderWay) {
+            o.retryUnderWay = false;
+            retriesUnderWay--;
+        }
         underWayJobs -= o.jobs.size();
         if (deleted) {
             return;
@@ -1928,7 +1950,7 @@ final class Lane {
         // over and over until then
         boolean failingAll = schedule.everyAttemptFailing(now);
         if (soonest != null && underWay < window() && !(failingAll && underWay > 0)
-                && !(awaitingPlace && !now.isBefore(soonest.due))) {
+                && !(awaitingPlace && !now.isBefore(soonest.due)) && !(!failingAll && retriesYield())) {
             next = failingAll && soonest.due.isBefore(nextProbe) ? nextProbe : soonest.due; // at the probes' pace
             long rateWait = rateWaitNanos();
             if (rateWait > 0 && next.isBefore(now.plusNanos(rateWait))) {
@@ -2069,7 +2091,7 @@ final class Lane {
 
     /**
      * Enabled again if a 410 disabled it, as after a restart: a replay may have been asked unheard.
-     * Unlike a replay, its retries keep their backoff: an endpoint still gone is not sent a burst.
+     * An endpoint still gone answers its first requests 410 again, which disables it again.
      */
     void retryIfDisabled() {
         post(() -> {
