@@ -251,14 +251,12 @@ final class KeyedQueue {
         }
     }
 
-    /** Whether an unfinished job is ordered against everything ({@link Ordering.Scope#ALL}). */
+    /**
+     * Whether an unfinished job is ordered against everything ({@link Ordering.Scope#ALL}): the
+     * latest one is, as each waits for the one before to finish.
+     */
     boolean holdsBarrier() {
-        for (Job job = first; job != null; job = job.next) {
-            if (job.ordering.scope() == Ordering.Scope.ALL) {
-                return true;
-            }
-        }
-        return false;
+        return lastBarrier != null;
     }
 
     /** Unfinished jobs: taken (under way or retrying), ready, or held back. */

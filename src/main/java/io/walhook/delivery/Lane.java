@@ -2099,7 +2099,6 @@ final class Lane {
                 LOG.infof("subscription %s enabled again, as after a restart: a replay may have been asked while this"
                         + " instance could not hear it; a 410 disables it again", subscription.name());
                 disabled = false;
-                exhausted = false;
             }
         });
     }

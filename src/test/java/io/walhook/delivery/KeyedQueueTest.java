@@ -32,6 +32,28 @@ class KeyedQueueTest {
         return Ordering.row(table, key, key);
     }
 
+    /** What keeps a lane from reading past held-back changes: any job ordered against everything not finished yet. */
+    @Test
+    void itHoldsABarrierUntilEveryJobOrderedAgainstEverythingIsFinished() {
+        KeyedQueue queue = new KeyedQueue();
+        Job first = job(Ordering.EVERYTHING);
+        queue.add(job(row(1, 10)));
+        queue.add(first);
+        Job second = job(Ordering.EVERYTHING);
+        queue.add(second);
+        assertThat(queue.holdsBarrier()).isTrue();
+        queue.take(10, false).forEach(queue::finish); // the row's change
+        List<Job> taken = queue.take(10, false);
+        assertThat(taken).containsExactly(first);
+        queue.finish(first);
+        assertThat(queue.holdsBarrier()).as("the second is left").isTrue();
+        assertThat(queue.take(10, false)).containsExactly(second);
+        assertThat(queue.removeUntaken()).isEmpty();
+        assertThat(queue.holdsBarrier()).as("taken, it stays").isTrue();
+        queue.finish(second);
+        assertThat(queue.holdsBarrier()).isFalse();
+    }
+
     @Test
     void aFailingRowHoldsBackOnlyItsOwnLaterChanges() {
         KeyedQueue queue = new KeyedQueue();

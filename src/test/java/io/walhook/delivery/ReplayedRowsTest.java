@@ -132,6 +132,26 @@ class ReplayedRowsTest {
     }
 
     /**
+     * A lane reading past the changes held back behind a refused one reads rows of this run beyond
+     * them before it reads them: a resend among them, older than a change of its row read before,
+     * is only read after a row of this run made everything older than it forgotten. Read again
+     * from earlier, nothing is forgotten for that row.
+     */
+    @Test
+    void rowsReadAgainFromEarlierAreComparedWithWhatWasReadBeforeThem() {
+        ReplayedRows replayed = new ReplayedRows();
+        assertThat(replayed.supersededOnRead(row(1, 0x300, 1, 42), BEFORE)).isFalse();
+        // row 50 (a resend of row 42's older change) read past; a row of this run read beyond it
+        assertThat(replayed.supersededOnRead(row(101, 0x500, 1, 44), BEFORE)).isFalse();
+        replayed.readAgainFromEarlier();
+        assertThat(replayed.supersededOnRead(row(50, 0x200, 1, 42), BEFORE)).isTrue();
+        replayed.pageRead();
+        assertThat(replayed.remembered()).as("nothing forgotten for a row read beyond those read again").isEqualTo(1);
+        // another resend of the row, on the next page read again
+        assertThat(replayed.supersededOnRead(row(60, 0x250, 1, 42), BEFORE)).isTrue();
+    }
+
+    /**
      * A queue parked while a destination was down holds changes of many more rows than the 10,000
      * keys remembered before: the resend of an older change of a row past them was delivered after
      * the newer one queued before the crash, leaving the receiver with the older state.
