@@ -87,6 +87,8 @@ public final class ParkedEventStore {
     private volatile long writtenBefore = Long.MAX_VALUE;
     /** The position the stream resumed from in this run (unsigned), 0 when unknown. */
     private volatile long resumedFrom;
+    /** The earliest of those of the runs before since the oldest row queued ({@link #markRun}; -1: none). */
+    private volatile long earlierRunsFrom = -1;
     private volatile long earlierHistoryUpTo;
     private final Fence fence;
 
@@ -819,16 +821,63 @@ public final class ParkedEventStore {
     /**
      * Marks the start of this run's writes (an instance starting or taking over, fenced from the one
      * before): rows up to the queues' newest id now were written before; see {@link #writtenBefore}.
+     * It records the run with the position its stream resumes from ({@link #resumesFrom}, set
+     * before), and takes for {@link #resumedFrom} the earliest position of the runs since the
+     * oldest row queued (of the source's history): a resend an earlier run queued is as old as its
+     * own run's position, which the checkpoint may have passed since.
      */
     public void markRun() throws SQLException {
         if (writtenBefore != Long.MAX_VALUE) {
             return; // marked by an earlier try of the same start
         }
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT coalesce(max(id), 0) FROM " + table);
-             ResultSet rs = s.executeQuery()) {
-            rs.next();
-            writtenBefore = rs.getLong(1);
+        String runs = table.substring(0, table.length() - "parked_event".length()) + "queue_run";
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                fence.check(c);
+                long newest;
+                long oldest;
+                try (PreparedStatement s = c.prepareStatement("SELECT coalesce(max(id), 0),"
+                        + " (SELECT min(id) FROM " + table + " WHERE id > ?) FROM " + table)) {
+                    s.setLong(1, earlierHistoryUpTo);
+                    try (ResultSet rs = s.executeQuery()) {
+                        rs.next();
+                        newest = rs.getLong(1);
+                        oldest = rs.getObject(2) == null ? newest + 1 : rs.getLong(2);
+                    }
+                }
+                // a run whose first id is not past the oldest row queued wrote nothing a later row can be older than,
+                // and one whose first id is past the newest row left none
+                try (PreparedStatement s = c.prepareStatement("DELETE FROM " + runs + " WHERE first_id <= ? OR first_id > ?")) {
+                    s.setLong(1, oldest);
+                    s.setLong(2, newest + 1);
+                    s.executeUpdate();
+                }
+                long earliest = -1;
+                try (PreparedStatement s = c.prepareStatement("SELECT resumed_from FROM " + runs + " WHERE first_id <= ?")) {
+                    s.setLong(1, newest); // not the run of the same first id: it left nothing either
+                    try (ResultSet rs = s.executeQuery()) {
+                        while (rs.next()) {
+                            if (Long.compareUnsigned(rs.getLong(1), earliest) < 0) {
+                                earliest = rs.getLong(1);
+                            }
+                        }
+                    }
+                }
+                try (PreparedStatement s = c.prepareStatement("INSERT INTO " + runs + " (first_id, resumed_from) VALUES (?, ?)"
+                        + " ON CONFLICT (first_id) DO UPDATE SET resumed_from = EXCLUDED.resumed_from")) {
+                    // the same first id: the run before wrote nothing that is left
+                    s.setLong(1, newest + 1);
+                    s.setLong(2, resumedFrom == -1 ? 0 : resumedFrom);
+                    s.executeUpdate();
+                }
+                c.commit();
+                earlierRunsFrom = earliest;
+                writtenBefore = newest;
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            }
         }
     }
 
@@ -837,9 +886,14 @@ public final class ParkedEventStore {
         resumedFrom = lsn;
     }
 
-    /** The position the stream resumed from in this run (unsigned, 0 when unknown): no change it sent again committed before it. */
+    /**
+     * The position the stream resumed from in this run (unsigned, 0 when unknown), or that of an
+     * earlier run since the oldest row queued, if earlier ({@link #markRun}): no change sent again
+     * and queued committed before it. -1 (no row written before counts) after a history left in this run.
+     */
     public long resumedFrom() {
-        return resumedFrom;
+        long run = resumedFrom;
+        return run == -1 || Long.compareUnsigned(run, earlierRunsFrom) <= 0 ? run : earlierRunsFrom;
     }
 
     /**

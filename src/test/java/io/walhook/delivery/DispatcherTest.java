@@ -2779,6 +2779,38 @@ class DispatcherTest {
         return dispatcher;
     }
 
+    /** A receiver answering 204 that adds to {@code seen} the {@code n} of each change of row 1 it gets. */
+    private WebhookReceiver versionsOfRowOne(List<Integer> seen) {
+        return receiver(request -> {
+            if (mentionsRow(request, 1)) {
+                try {
+                    seen.add(JSON.readTree(request.body()).at("/new/n").asInt());
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+            return 204;
+        });
+    }
+
+    /**
+     * Delivers {@code older} (row 1's first version, into {@code seen}), then queues {@code newer}
+     * in {@code queues}, the subscription paused, and closes {@code dispatcher}: a crash.
+     */
+    private void deliverThenQueue(Dispatcher dispatcher, ParkedEventStore queues, Subscription subscription,
+            ChangeEvent older, ChangeEvent newer, List<Integer> seen) throws Exception {
+        dispatcher.send(subscription, older, encoder.encode(older, EventFormat.JSON, Projection.ALL),
+                acknowledged::incrementAndGet);
+        dispatcher.flush();
+        await().atMost(WAIT).until(() -> seen.equals(List.of(1)));
+        paused.add(subscription.id()); // the newer change goes to the durable queue
+        dispatcher.send(subscription, newer, encoder.encode(newer, EventFormat.JSON, Projection.ALL),
+                acknowledged::incrementAndGet);
+        dispatcher.flush();
+        await().atMost(WAIT).until(() -> queues.count(subscription.id()) == 1 && acknowledged.get() == 2);
+        dispatcher.close();
+    }
+
     /**
      * After a crash the stream sends again every change after the checkpoint, which another
      * subscription's retries can hold far back. A change of a row delivered directly before the
@@ -2790,28 +2822,11 @@ class DispatcherTest {
     void aChangeReplayedAfterACrashIsNotDeliveredAfterANewerChangeOfItsRowFromTheDurableQueue() throws Exception {
         dispatcher(Duration.ofMinutes(10)).close();
         List<Integer> seen = new CopyOnWriteArrayList<>();
-        WebhookReceiver receiver = receiver(request -> {
-            if (mentionsRow(request, 1)) {
-                try {
-                    seen.add(JSON.readTree(request.body()).at("/new/n").asInt());
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }
-            return 204;
-        });
-        Subscription subscription = webhook("config:replayed", "replayed", receiver, 1);
+        Subscription subscription = webhook("config:replayed", "replayed", versionsOfRowOne(seen), 1);
         ChangeEvent older = ITEMS.insertAt(nextLsn += 0x100, "1", "1");
         ChangeEvent newer = ITEMS.insertAt(nextLsn += 0x100, "1", "2");
-        Dispatcher before = restartedDispatcher();
-        before.send(subscription, older, encoder.encode(older, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
-        before.flush();
-        await().atMost(WAIT).until(() -> seen.equals(List.of(1)));
-        paused.add(subscription.id()); // the newer change goes to the durable queue
-        before.send(subscription, newer, encoder.encode(newer, EventFormat.JSON, Projection.ALL), acknowledged::incrementAndGet);
-        before.flush();
-        await().atMost(WAIT).until(() -> store.count(subscription.id()) == 1 && acknowledged.get() == 2);
-        before.close(); // the crash: the checkpoint was behind both changes
+        deliverThenQueue(restartedDispatcher(), store, subscription, older, newer, seen);
+        // the crash: the checkpoint was behind both changes
 
         Dispatcher after = restartedDispatcher();
         after.resumeParked(List.of(subscription));
@@ -3139,6 +3154,48 @@ class DispatcherTest {
         assertThat(accepted.get(0).header("x-tenant")).isEqualTo("7");
         assertThat(accepted.get(0).header("x-nested")).isEqualTo("{\"a\":1}");
         assertThat(accepted.get(1).header("x-tenant")).isEqualTo("8");
+    }
+
+    /**
+     * As above, over three runs: the resend of the older change was queued behind the newer one in
+     * the second run, which crashed before its lane read them. By the third run the checkpoint had
+     * passed both (queued, they were acknowledged), and the lane remembered only rows at or after
+     * that run's resume position: the newer change was not, and the older one went out after it.
+     */
+    @Test
+    void aResendQueuedInAnEarlierRunIsNotDeliveredAfterTheNewerChangeQueuedBeforeIt() throws Exception {
+        dispatcher(Duration.ofMinutes(10)).close();
+        List<Integer> seen = new CopyOnWriteArrayList<>();
+        Subscription subscription = webhook("config:replayed", "replayed", versionsOfRowOne(seen), 1);
+        long checkpoint = nextLsn; // held back by another subscription's retries
+        ChangeEvent older = ITEMS.insertAt(nextLsn += 0x100, "1", "1");
+        ChangeEvent newer = ITEMS.insertAt(nextLsn += 0x100, "1", "2");
+        ParkedEventStore first = new ParkedEventStore(database.dataSource, "walhook");
+        first.resumesFrom(checkpoint);
+        Dispatcher before = dispatcherOn(first, Duration.ofMinutes(10));
+        before.resumeParked(List.of(subscription));
+        deliverThenQueue(before, first, subscription, older, newer, seen); // the first crash
+
+        ParkedEventStore second = new ParkedEventStore(database.dataSource, "walhook");
+        second.resumesFrom(checkpoint);
+        Dispatcher again = dispatcherOn(second, Duration.ofMinutes(10));
+        again.resumeParked(List.of(subscription));
+        for (ChangeEvent replayed : List.of(older, newer)) {
+            again.send(subscription, replayed, encoder.encode(replayed, EventFormat.JSON, Projection.ALL),
+                    acknowledged::incrementAndGet);
+        }
+        again.flush();
+        await().atMost(WAIT).until(() -> acknowledged.get() == 4 && second.count(subscription.id()) == 2);
+        again.close(); // the second crash, still paused: the resend waits behind the newer change
+
+        ParkedEventStore third = new ParkedEventStore(database.dataSource, "walhook");
+        third.resumesFrom(nextLsn += 0x100); // every change of both runs was acknowledged: the checkpoint passed them
+        Dispatcher after = dispatcherOn(third, Duration.ofMinutes(10));
+        paused.remove(subscription.id());
+        after.resumeParked(List.of(subscription));
+        after.sync(List.of(subscription));
+        await().atMost(WAIT).until(() -> third.count(subscription.id()) == 0);
+        assertThat(seen).as("the row's changes as the receiver got them").endsWith(2).doesNotContainSequence(2, 1);
     }
 
     @Test

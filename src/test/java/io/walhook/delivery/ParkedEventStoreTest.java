@@ -88,6 +88,51 @@ class ParkedEventStoreTest {
     }
 
     /** A queue of several chunks, with a row held in the first: every row goes, and only the queue as it was. */
+    /**
+     * Each run records where its stream resumed: a later run takes the earliest position of the
+     * runs since the oldest row queued, as a resend an earlier run queued is only as old as its
+     * own run's position; once the rows those runs wrote are gone, their positions are forgotten.
+     */
+    @Test
+    void aRunTakesTheEarliestResumePositionOfTheRunsSinceItsOldestQueuedRow() throws Exception {
+        ParkedEventStore first = run(0x5000); // the five rows of start() were written before it
+        assertThat(first.resumedFrom()).as("no run recorded since the oldest row").isEqualTo(0x5000);
+        first.append(ID, "pages", List.of(new ParkedEventStore.Entry("resent", Lsn.of(0x5000), Instant.EPOCH,
+                "application/json", Map.of(), null, new byte[1], null, null)), 0, null);
+        ParkedEventStore second = run(0x9000);
+        assertThat(second.resumedFrom()).as("the first run's resend may be older than the second's position")
+                .isEqualTo(0x5000);
+        ParkedEventStore later = run(0x3000);
+        assertThat(later.resumedFrom()).as("its own position when earlier").isEqualTo(0x3000);
+        ParkedEventStore lost = run(-1L);
+        assertThat(lost.resumedFrom()).as("a history left: no row written before counts").isEqualTo(-1L);
+        assertThat(runs()).as("runs that wrote nothing share their first id: the latest is kept").hasSize(2);
+
+        store.deleteAll(ID);
+        ParkedEventStore emptied = run(0xA000);
+        assertThat(emptied.resumedFrom()).as("nothing queued: no earlier run's resend is left").isEqualTo(0xA000);
+        assertThat(runs()).as("the runs that wrote nothing left are forgotten").hasSize(1);
+    }
+
+    /** A store as a run starting with its stream resumed from {@code position} finds it. */
+    private ParkedEventStore run(long position) throws Exception {
+        ParkedEventStore queues = new ParkedEventStore(database.dataSource, "walhook");
+        queues.resumesFrom(position);
+        queues.markRun();
+        return queues;
+    }
+
+    private List<Long> runs() throws Exception {
+        List<Long> positions = new ArrayList<>();
+        try (java.sql.Connection c = database.dataSource.getConnection();
+             java.sql.ResultSet r = c.createStatement().executeQuery("SELECT resumed_from FROM walhook.queue_run")) {
+            while (r.next()) {
+                positions.add(r.getLong(1));
+            }
+        }
+        return positions;
+    }
+
     @Test
     void droppingAQueueOfSeveralChunksTakesEveryRowUpToItsLastWhenAsked() throws Exception {
         List<ParkedEventStore.Entry> entries = new ArrayList<>();
