@@ -338,6 +338,25 @@ public final class WebhookClient implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether a response's {@code Keep-Alive} header says {@code timeout=0}: the receiver keeps an
+     * idle connection no time at all. Vert.x reads 0 as "never expires" and kept such connections in
+     * its pools as long as walhook ran, one more for each address a rotating host name gave.
+     */
+    static boolean keptForGood(String keepAlive) {
+        if (keepAlive == null) {
+            return false;
+        }
+        for (String parameter : keepAlive.split(",")) {
+            int equals = parameter.indexOf('=');
+            if (equals > 0 && parameter.substring(0, equals).trim().equalsIgnoreCase("timeout")) {
+                String value = parameter.substring(equals + 1).trim();
+                return !value.isEmpty() && value.chars().allMatch(c -> c == '0');
+            }
+        }
+        return false;
+    }
+
     /** An IP address written as a host: IPv6, or four decimal parts of 0 to 255 (no look-up). */
     static boolean literal(String host) {
         if (host.indexOf(':') >= 0) {
@@ -397,6 +416,11 @@ public final class WebhookClient implements AutoCloseable {
             }
             Response status = new Response(r.statusCode(), r.getHeader("retry-after"));
             answered.set(status);
+            if (r.version() != HttpVersion.HTTP_2 && keptForGood(r.getHeader("keep-alive"))) {
+                // Vert.x keeps such a connection in its pool for good: closed once this response ends, as after
+                // "Connection: close" (the receiver said it may close it the moment it is idle anyway)
+                r.request().connection().shutdown(options.getIdleTimeout(), TimeUnit.MILLISECONDS);
+            }
             boolean[] ended = {false};
             long[] read = {0};
             try {

@@ -172,6 +172,16 @@ class WebhookClientTest {
         }
     }
 
+    /** A test server (not listening yet) counting the connections opened to it and those closed. */
+    private static HttpServer counting(AtomicInteger connections, AtomicInteger closed) {
+        return vertx.createHttpServer(new HttpServerOptions().setHost("127.0.0.1").setPort(0))
+                .connectionHandler(connection -> {
+                    connections.incrementAndGet();
+                    connection.closeHandler(gone -> closed.incrementAndGet());
+                    connection.exceptionHandler(cutShort -> { }); // the test server's side of a reset: not the client's
+                });
+    }
+
     /**
      * The status line is the outcome: a 2xx whose body never ends (a Content-Length larger than what
      * is sent, an endless stream) was taken by the receiver. Before, walhook waited for the body's
@@ -183,12 +193,7 @@ class WebhookClientTest {
     void aSuccessWhoseBodyNeverEndsIsASuccessAndItsConnectionIsClosed() throws Exception {
         AtomicInteger connections = new AtomicInteger();
         AtomicInteger closed = new AtomicInteger();
-        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHost("127.0.0.1").setPort(0))
-                .connectionHandler(connection -> {
-                    connections.incrementAndGet();
-                    connection.closeHandler(gone -> closed.incrementAndGet());
-                    connection.exceptionHandler(cutShort -> { }); // the test server's side of a reset: not the client's
-                }).requestHandler(request -> {
+        HttpServer server = counting(connections, closed).requestHandler(request -> {
             io.vertx.core.http.HttpServerResponse response = request.response();
             switch (request.path()) {
                 case "/short" -> response.setStatusCode(200).putHeader("content-length", "100").write("ab");
@@ -225,6 +230,44 @@ class WebhookClientTest {
         }
         // a body cut short is the attempt's business: Vert.x logged its reset as an error of its own
         assertThat(logged.lines).as("Vert.x's own warnings and errors").isEmpty();
+    }
+
+    /**
+     * A receiver answering {@code Keep-Alive: timeout=0}: Vert.x keeps such a connection in its pool
+     * for good (it reads 0 as "never expires"), so each address a rotating host name gave left one
+     * more open for as long as walhook ran. It is closed once its response ends; the next request
+     * opens another. A receiver giving a time keeps its connection for the next request.
+     */
+    @Test
+    void aConnectionItsReceiverKeepsNoTimeIsClosedOnceItsResponseEnds() throws Exception {
+        AtomicInteger connections = new AtomicInteger();
+        AtomicInteger closed = new AtomicInteger();
+        HttpServer server = counting(connections, closed).requestHandler(request -> request.response().setStatusCode(204)
+                        .putHeader("keep-alive", request.path().equals("/none") ? "timeout=0, max=100" : "timeout=5").end())
+                .listen().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        try {
+            for (int i = 0; i < 2; i++) {
+                assertThat(client.post(webhook(server, "http", "/none"), "evt_" + i, new byte[0], "application/json",
+                        Map.of(), 1, TIMEOUT).status()).isEqualTo(204);
+                int after = i + 1;
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> closed.get() == after);
+            }
+            assertThat(connections.get()).as("a connection per request").isEqualTo(2);
+            for (int i = 0; i < 3; i++) {
+                assertThat(client.post(webhook(server, "http", "/five"), "evt_" + i, new byte[0], "application/json",
+                        Map.of(), 1, TIMEOUT).status()).isEqualTo(204);
+            }
+            assertThat(connections.get()).as("kept alive for 5 s: used again").isBetween(3, 4);
+            assertThat(closed.get()).isEqualTo(2);
+        } finally {
+            close(server);
+        }
+        assertThat(WebhookClient.keptForGood("timeout=0")).isTrue();
+        assertThat(WebhookClient.keptForGood("max=5, Timeout = 00")).isTrue();
+        assertThat(WebhookClient.keptForGood("timeout=5, max=100")).isFalse();
+        assertThat(WebhookClient.keptForGood("max=0")).isFalse();
+        assertThat(WebhookClient.keptForGood("timeout=")).isFalse();
+        assertThat(WebhookClient.keptForGood(null)).isFalse();
     }
 
     /**
