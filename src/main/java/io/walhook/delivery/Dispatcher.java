@@ -212,9 +212,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /**
      * Whether a subscription other than {@code held} starves while routing waits for it (the first
-     * one found says so). Within {@link #IDLE_HOLD_FACTOR} times the hold limit, only a lane handed
-     * events lately counts. Past it, so does any other subscription in force with room, idle or
-     * without a lane yet: its next change may wait in the WAL behind the held one's run of changes
+     * one found says so). Within {@link #IDLE_HOLD_FACTOR} times its hold limit ({@link
+     * Lane#holdLimitNanos}), only a lane handed events lately counts. Past it, so does any other
+     * subscription in force with room, idle or without a lane yet: its next change may wait in the
+     * WAL behind the held one's run of changes
      * (a large transaction only the held one wants, at a slow receiver's pace), where routing cannot
      * see it. Alone in force, a subscription draining a backlog keeps back-pressure: the WAL is its
      * buffer.
@@ -222,7 +223,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
     private boolean starvingElsewhere(Lane held) {
         long holdStart = held.holdStart();
         long window = context.settings().holdLimit().toNanos();
-        boolean idleCounts = held.heldFor() >= IDLE_HOLD_FACTOR * window;
+        boolean idleCounts = held.heldFor() >= IDLE_HOLD_FACTOR * held.holdLimitNanos();
         for (Lane lane : lanes.values()) {
             if (lane != held && lane.starving(holdStart, window, idleCounts)) {
                 return true;

@@ -159,6 +159,13 @@ final class Lane {
     private final AtomicLong holdEpoch = new AtomicLong();
     /** Set by routing: this lane held it back past the hold limit while another lane starved. */
     private volatile boolean holdsOthers;
+    /**
+     * When it last held routing back past its hold limit while another lane starved, or went direct
+     * again after the durable queue that sent it to (System.nanoTime): see {@link #holdLimitNanos}.
+     */
+    private volatile long heldOthersNanos = System.nanoTime() - (1L << 62);
+    /** It delivers from its durable queue because it held routing back ({@link #holdsOthers}). */
+    private boolean queuedForHolding;
     /** Set at the end of each turn: events wait to start (for a free request, or a place at the destination). */
     private volatile boolean backlogged;
     /** When routing last handed this lane events (System.nanoTime). */
@@ -477,6 +484,23 @@ final class Lane {
         return holdStart;
     }
 
+    /**
+     * How long routing waits for this lane's room, while another subscription starves, before the
+     * lane goes to its durable queue: the settings' hold limit, or a tenth of it while the lane held
+     * routing back so within {@link #HOLDS_REMEMBERED} hold limits (since it went direct again). A
+     * receiver that hangs, answers for a while, then hangs again had routing wait the whole limit
+     * (5 s; 30 s where the others were quiet) at every turn.
+     */
+    long holdLimitNanos() {
+        long limit = context.settings().holdLimit().toNanos();
+        return System.nanoTime() - heldOthersNanos < HOLDS_REMEMBERED * limit ? limit / REPEATED_HOLD_DIVISOR : limit;
+    }
+
+    /** Hold limits for which a lane that held routing back keeps the shorter one ({@link #holdLimitNanos}). */
+    static final int HOLDS_REMEMBERED = 60;
+    /** How much shorter a lane's hold limit is while it is remembered holding routing back. */
+    static final int REPEATED_HOLD_DIVISOR = 10;
+
     /** How long routing has waited for this lane's room, in nanoseconds, counted as the hold limit counts it. */
     long heldFor() {
         return heldFor;
@@ -519,7 +543,7 @@ final class Lane {
         long began = since;
         holdStart = holdBegan;
         long epoch = holdEpoch.get();
-        long limit = context.settings().holdLimit().toNanos();
+        long limit = holdLimitNanos();
         try {
             while (full() && !deleted && !closed && System.nanoTime() - began < maxNanos
                     && (!forAll || context.memory().spent())) {
@@ -542,6 +566,7 @@ final class Lane {
                 }
                 heldFor = heldRouting.get() + (now - since);
                 if (direct && !holdsOthers && heldFor >= limit && context.starvingElsewhere().test(this)) {
+                    heldOthersNanos = now;
                     holdsOthers = true;
                     post(() -> { }); // its turn sends it to the durable queue
                 }
@@ -744,7 +769,7 @@ final class Lane {
             return outOfAttempts;
         }
         if (holdsOthers) {
-            return "it held routing back for " + context.settings().holdLimit().toMillis() / 1000.0 + " s while other"
+            return "it held routing back for " + holdLimitNanos() / 1_000_000 / 1000.0 + " s while other"
                     + " subscriptions ran out of events: its destination takes them more slowly than the stream brings them";
         }
         if (pressed() && heldByRate(now)) {
@@ -797,6 +822,7 @@ final class Lane {
      * are read back from the queue.
      */
     private void queueDurably(String why) {
+        queuedForHolding = holdsOthers || queuedForHolding && mode == Mode.DURABLE;
         mode = Mode.DURABLE;
         direct = false;
         forgetHold();
@@ -863,6 +889,10 @@ final class Lane {
             readShapes.clear();
             rekeyedRows.clear();
             forgetHold();
+            if (queuedForHolding) {
+                heldOthersNanos = System.nanoTime(); // the shorter hold limit counts from here
+                queuedForHolding = false;
+            }
             backlog = 0;
             if (queuedSince != null) {
                 LOG.infof("subscription %s: its durable queue is empty after %s; delivering directly again",

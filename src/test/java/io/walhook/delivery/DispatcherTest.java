@@ -2128,15 +2128,103 @@ class DispatcherTest {
         assertReceiverThatNeverAnswersHoldsTheOthersBackBriefly(true);
     }
 
-    private void assertReceiverThatNeverAnswersHoldsTheOthersBackBriefly(boolean probedLate) throws Exception {
+    /**
+     * A receiver that hangs, answers for a while, then hangs again: each time its lane went direct
+     * again, routing waited the whole hold limit (5 s, 30 s where the others were quiet) before it
+     * went back to its durable queue, at every turn. A lane that held routing back so lately has a
+     * tenth of the hold limit: here 12 s the first time, 1.2 s the next, far within the 6 s the
+     * other subscription is given to get its events.
+     */
+    @Test
+    void aReceiverThatHangsAgainAfterItsQueueDrainedHoldsTheOthersBackForATenthOfTheHoldLimit() throws Exception {
+        Dispatcher dispatcher = patientDispatcher(Duration.ofSeconds(12));
+        java.util.concurrent.atomic.AtomicReference<java.util.concurrent.CountDownLatch> hanging =
+                new java.util.concurrent.atomic.AtomicReference<>(new java.util.concurrent.CountDownLatch(1));
+        List<WebhookReceiver.Request> flakyAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver flakyReceiver = receiver(request -> {
+            java.util.concurrent.CountDownLatch latch = hanging.get();
+            if (latch != null) {
+                hold(latch, 60); // takes the request and says nothing while it hangs
+            }
+            flakyAccepted.add(request);
+            return 204;
+        });
+        List<WebhookReceiver.Request> fastAccepted = new CopyOnWriteArrayList<>();
+        WebhookReceiver fast = accepting(fastAccepted);
+        Subscription flaky = webhook("config:flaky", "flaky", flakyReceiver, 1);
+        Subscription flowing = webhook("config:flowing", "flowing", fast, 1);
+        try {
+            routeInTheBackground(dispatcher, List.of(flaky, flowing), 0);
+            await().atMost(Duration.ofSeconds(60)).until(() -> fastAccepted.size() == 200);
+            assertThat(mode(dispatcher, "flaky")).isEqualTo("durable");
+            hanging.getAndSet(null).countDown(); // it answers: its queue drains and it goes direct again
+            await().atMost(WAIT).until(() -> acceptedByRow(flakyAccepted).values().stream().mapToInt(List::size).sum() == 200
+                    && mode(dispatcher, "flaky").equals("direct"));
+
+            hanging.set(new java.util.concurrent.CountDownLatch(1)); // and hangs again
+            routeInTheBackground(dispatcher, List.of(flaky, flowing), 1);
+            await().atMost(Duration.ofSeconds(6)).until(() -> fastAccepted.size() == 400);
+            assertThat(mode(dispatcher, "flaky")).isEqualTo("durable");
+        } finally {
+            java.util.concurrent.CountDownLatch latch = hanging.getAndSet(null);
+            if (latch != null) {
+                latch.countDown();
+            }
+        }
+        await().atMost(WAIT).until(() -> acceptedByRow(flakyAccepted).values().stream().mapToInt(List::size).sum() == 400);
+        assertThat(acceptedByRow(flakyAccepted)).hasSize(200).allSatisfy((row, versions) -> assertThat(versions)
+                .as("row %d in commit order", row).containsExactly(0, 1));
+        await().atMost(WAIT).until(() -> acknowledged.get() == 800);
+    }
+
+    /** Routes version {@code version} of rows 1 to 200 to each of {@code subscriptions}, on another thread. */
+    private void routeInTheBackground(Dispatcher dispatcher, List<Subscription> subscriptions, int version) {
+        java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                for (int row = 1; row <= 200; row++) {
+                    ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(row), Integer.toString(version));
+                    for (Subscription s : subscriptions) {
+                        dispatcher.send(s, event, encoder.encode(event, EventFormat.JSON, Projection.ALL),
+                                acknowledged::incrementAndGet);
+                    }
+                    dispatcher.flush();
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    /**
+     * A dispatcher of 50 events per lane and {@code holdLimit}, whose requests wait 2 minutes for
+     * an answer: a receiver that hangs holds its requests far longer than the test looks.
+     */
+    private Dispatcher patientDispatcher(Duration holdLimit) throws Exception {
         database = new SourceFixture(TestPostgres.shared(), "dispatch");
         store = new ParkedEventStore(database.dataSource, "walhook");
         Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4, 50, 64L << 20, Duration.ofSeconds(1),
+                Duration.ofMillis(300), Duration.ofMinutes(10), Duration.ofSeconds(1), 4, 50, 64L << 20, holdLimit,
                 Dispatcher.Settings.MEMORY_BYTES), store, DeliveryMetrics.NONE, paused::contains,
                 s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
                         Duration.ofMinutes(2), false));
         dispatchers.add(dispatcher);
+        return dispatcher;
+    }
+
+    /** A receiver answering 204 to every request, which it adds to {@code accepted}. */
+    private WebhookReceiver accepting(List<WebhookReceiver.Request> accepted) {
+        return receiver(request -> {
+            accepted.add(request);
+            return 204;
+        });
+    }
+
+    private static String mode(Dispatcher dispatcher, String name) {
+        return dispatcher.status().stream().filter(s -> s.name().equals(name)).findFirst().orElseThrow().mode();
+    }
+
+    private void assertReceiverThatNeverAnswersHoldsTheOthersBackBriefly(boolean probedLate) throws Exception {
+        Dispatcher dispatcher = patientDispatcher(Duration.ofSeconds(1));
         java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
         List<WebhookReceiver.Request> hungAccepted = new CopyOnWriteArrayList<>();
         WebhookReceiver hung = receiver(request -> {
@@ -2149,10 +2237,7 @@ class DispatcherTest {
             return 204;
         });
         List<WebhookReceiver.Request> fastAccepted = new CopyOnWriteArrayList<>();
-        WebhookReceiver fast = receiver(request -> {
-            fastAccepted.add(request);
-            return 204;
-        });
+        WebhookReceiver fast = accepting(fastAccepted);
         try {
             Subscription stuck = webhook("config:stuck", "stuck", hung, 1);
             Subscription flowing = webhook("config:flowing", "flowing", fast, 1);
