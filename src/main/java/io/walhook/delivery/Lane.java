@@ -160,8 +160,8 @@ final class Lane {
     /** Set by routing: this lane held it back past the hold limit while another lane starved. */
     private volatile boolean holdsOthers;
     /**
-     * When it last held routing back past its hold limit while another lane starved, or went direct
-     * again after the durable queue that sent it to (System.nanoTime): see {@link #holdLimitNanos}.
+     * When it last went to its durable queue for holding routing back past its hold limit while
+     * another lane starved, or went direct again after that (System.nanoTime): see {@link #holdLimitNanos}.
      */
     private volatile long heldOthersNanos = System.nanoTime() - (1L << 62);
     /** It delivers from its durable queue because it held routing back ({@link #holdsOthers}). */
@@ -566,7 +566,6 @@ final class Lane {
                 }
                 heldFor = heldRouting.get() + (now - since);
                 if (direct && !holdsOthers && heldFor >= limit && context.starvingElsewhere().test(this)) {
-                    heldOthersNanos = now;
                     holdsOthers = true;
                     post(() -> { }); // its turn sends it to the durable queue
                 }
@@ -822,6 +821,9 @@ final class Lane {
      * are read back from the queue.
      */
     private void queueDurably(String why) {
+        if (holdsOthers) {
+            heldOthersNanos = System.nanoTime(); // after the reason named the limit it held routing back for
+        }
         queuedForHolding = holdsOthers || queuedForHolding && mode == Mode.DURABLE;
         mode = Mode.DURABLE;
         direct = false;

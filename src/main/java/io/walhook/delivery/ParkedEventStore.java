@@ -822,9 +822,11 @@ public final class ParkedEventStore {
      * Marks the start of this run's writes (an instance starting or taking over, fenced from the one
      * before): rows up to the queues' newest id now were written before; see {@link #writtenBefore}.
      * It records the run with the position its stream resumes from ({@link #resumesFrom}, set
-     * before), and takes for {@link #resumedFrom} the earliest position of the runs since the
-     * oldest row queued (of the source's history): a resend an earlier run queued is as old as its
-     * own run's position, which the checkpoint may have passed since.
+     * before), and takes for {@link #resumedFrom} the earliest position of the runs since the one
+     * that wrote the oldest row queued (of the source's history): a resend an earlier run queued is
+     * as old as its own run's position, which the checkpoint may have passed since. No run
+     * recorded as writing that oldest row (rows queued by a walhook before this one): 0, every row
+     * is remembered.
      */
     public void markRun() throws SQLException {
         if (writtenBefore != Long.MAX_VALUE) {
@@ -832,6 +834,7 @@ public final class ParkedEventStore {
         }
         String runs = table.substring(0, table.length() - "parked_event".length()) + "queue_run";
         try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
                 fence.check(c);
@@ -846,20 +849,34 @@ public final class ParkedEventStore {
                         oldest = rs.getObject(2) == null ? newest + 1 : rs.getLong(2);
                     }
                 }
-                // a run whose first id is not past the oldest row queued wrote nothing a later row can be older than,
-                // and one whose first id is past the newest row left none
-                try (PreparedStatement s = c.prepareStatement("DELETE FROM " + runs + " WHERE first_id <= ? OR first_id > ?")) {
+                // the run that wrote the oldest row: the latest to start at or before it
+                long writer = 0;
+                try (PreparedStatement s = c.prepareStatement("SELECT max(first_id) FROM " + runs + " WHERE first_id <= ?")) {
                     s.setLong(1, oldest);
+                    try (ResultSet rs = s.executeQuery()) {
+                        rs.next();
+                        writer = rs.getLong(1); // 0 when none
+                    }
+                }
+                // the runs before it wrote nothing left, and a run whose first id is past the newest row left none
+                try (PreparedStatement s = c.prepareStatement("DELETE FROM " + runs + " WHERE first_id < ? OR first_id > ?")) {
+                    s.setLong(1, writer);
                     s.setLong(2, newest + 1);
                     s.executeUpdate();
                 }
                 long earliest = -1;
-                try (PreparedStatement s = c.prepareStatement("SELECT resumed_from FROM " + runs + " WHERE first_id <= ?")) {
-                    s.setLong(1, newest); // not the run of the same first id: it left nothing either
-                    try (ResultSet rs = s.executeQuery()) {
-                        while (rs.next()) {
-                            if (Long.compareUnsigned(rs.getLong(1), earliest) < 0) {
-                                earliest = rs.getLong(1);
+                if (writer == 0 && oldest <= newest) {
+                    earliest = 0; // queued by runs not recorded: any position
+                } else {
+                    try (PreparedStatement s = c.prepareStatement("SELECT resumed_from FROM " + runs
+                            + " WHERE first_id > ? AND first_id <= ?")) {
+                        s.setLong(1, oldest);
+                        s.setLong(2, newest); // not a run of the same first id as this one: it left nothing either
+                        try (ResultSet rs = s.executeQuery()) {
+                            while (rs.next()) {
+                                if (Long.compareUnsigned(rs.getLong(1), earliest) < 0) {
+                                    earliest = rs.getLong(1);
+                                }
                             }
                         }
                     }
@@ -872,10 +889,11 @@ public final class ParkedEventStore {
                     s.executeUpdate();
                 }
                 c.commit();
+                c.setAutoCommit(autoCommit);
                 earlierRunsFrom = earliest;
                 writtenBefore = newest;
             } catch (SQLException | RuntimeException e) {
-                c.rollback();
+                io.walhook.config.DurableWrite.rollBack(c, autoCommit, e);
                 throw e;
             }
         }

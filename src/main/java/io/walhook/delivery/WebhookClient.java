@@ -339,19 +339,23 @@ public final class WebhookClient implements AutoCloseable {
     }
 
     /**
-     * Whether a response's {@code Keep-Alive} header says {@code timeout=0}: the receiver keeps an
-     * idle connection no time at all. Vert.x reads 0 as "never expires" and kept such connections in
-     * its pools as long as walhook ran, one more for each address a rotating host name gave.
+     * Whether a response's {@code Keep-Alive} header has Vert.x keep its connection for good: the
+     * first {@code timeout=} parameter Vert.x reads (digits 0 to 8 only, as Vert.x 4.5 parses them)
+     * is 0, the receiver keeps an idle connection no time at all, and Vert.x takes 0 for "never
+     * expires". Such connections stayed in the pools as long as walhook ran, one more for each
+     * address a rotating host name gave.
      */
     static boolean keptForGood(String keepAlive) {
         if (keepAlive == null) {
             return false;
         }
         for (String parameter : keepAlive.split(",")) {
-            int equals = parameter.indexOf('=');
-            if (equals > 0 && parameter.substring(0, equals).trim().equalsIgnoreCase("timeout")) {
-                String value = parameter.substring(equals + 1).trim();
-                return !value.isEmpty() && value.chars().allMatch(c -> c == '0');
+            String trimmed = parameter.strip();
+            if (trimmed.regionMatches(true, 0, "timeout=", 0, "timeout=".length())) {
+                String value = trimmed.substring("timeout=".length());
+                if (!value.isEmpty() && value.chars().allMatch(c -> c >= '0' && c < '9')) {
+                    return value.chars().allMatch(c -> c == '0'); // the one Vert.x took
+                }
             }
         }
         return false;

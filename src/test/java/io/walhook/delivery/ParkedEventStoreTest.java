@@ -87,31 +87,38 @@ class ParkedEventStoreTest {
         }
     }
 
-    /** A queue of several chunks, with a row held in the first: every row goes, and only the queue as it was. */
     /**
      * Each run records where its stream resumed: a later run takes the earliest position of the
-     * runs since the oldest row queued, as a resend an earlier run queued is only as old as its
-     * own run's position; once the rows those runs wrote are gone, their positions are forgotten.
+     * runs since the one that wrote the oldest row queued, as a resend an earlier run queued is
+     * only as old as its own run's position; rows no recorded run wrote (queued by a walhook before
+     * runs were recorded) may be older than anything: every row is remembered. Once the rows a
+     * run wrote are gone, its position is forgotten.
      */
     @Test
-    void aRunTakesTheEarliestResumePositionOfTheRunsSinceItsOldestQueuedRow() throws Exception {
-        ParkedEventStore first = run(0x5000); // the five rows of start() were written before it
-        assertThat(first.resumedFrom()).as("no run recorded since the oldest row").isEqualTo(0x5000);
-        first.append(ID, "pages", List.of(new ParkedEventStore.Entry("resent", Lsn.of(0x5000), Instant.EPOCH,
-                "application/json", Map.of(), null, new byte[1], null, null)), 0, null);
+    void aRunTakesTheEarliestResumePositionOfTheRunsSinceTheOneThatWroteItsOldestQueuedRow() throws Exception {
+        assertThat(run(0x5000).resumedFrom()).as("the five rows of start(): written before runs were recorded").isZero();
+        store.deleteAll(ID);
+
+        ParkedEventStore first = run(0x4000);
+        assertThat(first.resumedFrom()).as("nothing queued: its own").isEqualTo(0x4000);
+        first.append(ID, "pages", List.of(entry("first", 0x4000)), 0, null);
         ParkedEventStore second = run(0x9000);
-        assertThat(second.resumedFrom()).as("the first run's resend may be older than the second's position")
-                .isEqualTo(0x5000);
-        ParkedEventStore later = run(0x3000);
-        assertThat(later.resumedFrom()).as("its own position when earlier").isEqualTo(0x3000);
-        ParkedEventStore lost = run(-1L);
-        assertThat(lost.resumedFrom()).as("a history left: no row written before counts").isEqualTo(-1L);
-        assertThat(runs()).as("runs that wrote nothing share their first id: the latest is kept").hasSize(2);
+        assertThat(second.resumedFrom()).as("no run since the one that wrote the oldest row").isEqualTo(0x9000);
+        second.append(ID, "pages", List.of(entry("resent", 0x9000)), 0, null);
+        assertThat(run(0xA000).resumedFrom()).as("the second run's resend may be older than this one's position")
+                .isEqualTo(0x9000);
+        assertThat(run(0x3000).resumedFrom()).as("its own position when earlier").isEqualTo(0x3000);
+        assertThat(run(-1L).resumedFrom()).as("a history left: no row written before counts").isEqualTo(-1L);
+        assertThat(runs()).as("runs that wrote nothing share their first id: the latest is kept").hasSize(3);
 
         store.deleteAll(ID);
-        ParkedEventStore emptied = run(0xA000);
-        assertThat(emptied.resumedFrom()).as("nothing queued: no earlier run's resend is left").isEqualTo(0xA000);
+        assertThat(run(0xB000).resumedFrom()).as("nothing queued: no earlier run's resend is left").isEqualTo(0xB000);
         assertThat(runs()).as("the runs that wrote nothing left are forgotten").hasSize(1);
+    }
+
+    private static ParkedEventStore.Entry entry(String eventId, long lsn) {
+        return new ParkedEventStore.Entry(eventId, Lsn.of(lsn), Instant.EPOCH, "application/json", Map.of(), null,
+                new byte[1], null, null);
     }
 
     /** A store as a run starting with its stream resumed from {@code position} finds it. */
@@ -133,6 +140,7 @@ class ParkedEventStoreTest {
         return positions;
     }
 
+    /** A queue of several chunks, with a row held in the first: every row goes, and only the queue as it was. */
     @Test
     void droppingAQueueOfSeveralChunksTakesEveryRowUpToItsLastWhenAsked() throws Exception {
         List<ParkedEventStore.Entry> entries = new ArrayList<>();

@@ -263,7 +263,9 @@ class WebhookClientTest {
             close(server);
         }
         assertThat(WebhookClient.keptForGood("timeout=0")).isTrue();
-        assertThat(WebhookClient.keptForGood("max=5, Timeout = 00")).isTrue();
+        assertThat(WebhookClient.keptForGood("max=5,  Timeout=00")).isTrue();
+        assertThat(WebhookClient.keptForGood("timeout=9, timeout=0")).as("Vert.x reads no 9, and takes the next").isTrue();
+        assertThat(WebhookClient.keptForGood("timeout = 0")).as("not a timeout Vert.x reads").isFalse();
         assertThat(WebhookClient.keptForGood("timeout=5, max=100")).isFalse();
         assertThat(WebhookClient.keptForGood("max=0")).isFalse();
         assertThat(WebhookClient.keptForGood("timeout=")).isFalse();
