@@ -82,8 +82,9 @@ public record SourceUrl(String host, int port, String database, String user, Str
         Map<String, String> parameters = new LinkedHashMap<>();
         if (uri.getRawQuery() != null && !uri.getRawQuery().isEmpty()) {
             // postgresql://app:2024/x?rest@db/orders: a password holding '?' made its rest the query, and what is
-            // wrong there is not quoted (any pair of it: the password may hold '&' too)
-            boolean mayHoldPassword = userInfo == null && uri.getRawQuery().contains("@");
+            // wrong there is not quoted (any pair of it: the password may hold '&' too); so too with user info found
+            // before, when the password held an '@' before its '/' and '?' (app:Kx@9/Q?rest@db/orders)
+            boolean mayHoldPassword = uri.getRawQuery().contains("@");
             for (String pair : uri.getRawQuery().split("&")) {
                 String[] kv = pair.split("=", 2);
                 String key = decode(kv[0]);

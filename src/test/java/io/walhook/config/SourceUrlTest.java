@@ -44,6 +44,9 @@ class SourceUrlTest {
         "postgresql://app:2024/x?sslmode=Zq9xW@db/o  | has sslmode=(not shown)",
         // only the last pair holds the '@': the first is part of the password as well
         "postgresql://app:2024/x?Zq9&xW@db/orders    | has an unsupported parameter;",
+        // an '@' in the password before its '/' and '?': user info found ("app:Kx", host "9"), and the rest a query
+        "postgresql://app:Kx@9/Q?Zq9xW@db/orders     | has an unsupported parameter;",
+        "postgresql://app:Kx@9/Q?sslmode=Zq9xW@db/o  | has sslmode=(not shown)",
         // a '#' in the password made the rest a fragment, and the host 'app', its port the first digits
         "postgresql://app:2024/x#Zq9@db/orders       | has a fragment",
         "postgresql://app:2024/Zq9#xW@db/orders      | has a fragment",
