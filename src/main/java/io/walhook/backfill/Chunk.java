@@ -235,7 +235,10 @@ final class Chunk {
         for (int k = 0; k < keyIndexes.length; k++) {
             int i = keyIndexes[k];
             if (i < tuple.size() && tuple.isNull(i)) {
-                return; // key columns are NOT NULL: no key in this image
+                // key columns are NOT NULL: an image without them (a partition whose replica identity is another
+                // index than its root's) names a row the chunk cannot tell: read it again
+                unknownKey = true;
+                return;
             }
             if (i >= tuple.size() || tuple.kind(i) != io.walhook.pgoutput.ColumnKind.TEXT) {
                 unknownKey = true; // an unchanged TOASTed key, or binary: read the chunk again

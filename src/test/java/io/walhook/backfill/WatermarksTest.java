@@ -186,6 +186,27 @@ class WatermarksTest {
      * watermark came after it: the window stayed open, and every later change to its table added
      * its key to the chunk, without bound. Given up, its window closes at the next change.
      */
+    /**
+     * A change whose old key image lacks the chunk's key columns (sent as NULL: a partition whose
+     * replica identity is another index than its root's, published through the root) names no row
+     * the chunk can drop: the chunk is read again. Before, the image was passed over, and a row
+     * deleted in the window was sent at the high watermark, after its delete, as a read.
+     */
+    @Test
+    void aChangeWhoseKeyImageLacksTheChunkKeyHasTheChunkReadAgain() {
+        TestEvents.Table partition = TestEvents.table("public", "items").column("id", TestEvents.INT4)
+                .key("code", TestEvents.TEXT);
+        Chunk chunk = chunk(new Reads(), "t9");
+        chunk.touched(partition.delete(null, "c-7"));
+        assertThat(chunk.consistent()).as("the row deleted may be one it read").isFalse();
+
+        Chunk whole = chunk(new Reads(), "t10");
+        whole.touched(TestEvents.table("public", "items").key("id", TestEvents.INT4).column("n", TestEvents.INT4)
+                .delete("8", null));
+        assertThat(whole.consistent()).as("a key it can follow, of another row").isTrue();
+        assertThat(whole.changed(whole.rows.get(0))).isFalse();
+    }
+
     @Test
     void aChunkGivenUpAfterItsWindowOpenedStopsCollectingChanges() throws Exception {
         Watermarks watermarks = new Watermarks();
