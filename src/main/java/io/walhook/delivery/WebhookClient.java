@@ -406,7 +406,7 @@ public final class WebhookClient implements AutoCloseable {
             return request.send(Buffer.buffer(Unpooled.wrappedBuffer(body)));
         }).compose(r -> {
             // the body's end is awaited below: a reset on closing (an interim answer, a body cut short) is ours
-            r.exceptionHandler(e -> LOG.debugf("a webhook response was cut off: %s", describe(e)));
+            r.exceptionHandler(e -> LOG.debugf("a webhook response was cut off: %s", destination.redact(describe(e))));
             if (r.statusCode() < 200) {
                 // an interim answer other than 100 and 103 (102 Processing, ...), which the client takes as the
                 // final one: its connection would give the next request this one's final answer

@@ -242,6 +242,31 @@ class MalformedRequestsTest {
                 .doesNotContain("dry-run");
     }
 
+    /**
+     * A body sent to a write that takes none is refused, not ignored: dead-letter ids given as a
+     * JSON body dropped the whole queue (none in the query means all), and a pause "with paused
+     * false" paused. Without a body, or with an empty one, the same writes go through.
+     */
+    @Test
+    void aBodySentToAWriteThatTakesNoneDoesNothing() {
+        String id = create("bodiless");
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .contentType("application/json").body("{\"id\": [17]}").delete("/subscriptions/" + id + "/dead-letters")
+                .then().statusCode(400).contentType(ApiProblem.MEDIA_TYPE).body("field", equalTo(""))
+                .body("detail", containsString("?id=1&id=2"));
+        given().filter(OpenApiContract.responsesOnly()).header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN)
+                .contentType("application/json").body("{\"paused\": false}").post("/subscriptions/" + id + "/pause")
+                .then().statusCode(400).body("detail", containsString("takes no body"));
+        assertThat(authorized().get("/subscriptions/" + id).then().statusCode(200).extract().<Boolean>path("paused"))
+                .as("not paused by the refused request").isFalse();
+        given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).post("/subscriptions/" + id + "/pause")
+                .then().statusCode(200).body("paused", equalTo(true));
+        given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).contentType("application/json").body("")
+                .post("/subscriptions/" + id + "/resume").then().statusCode(200).body("paused", equalTo(false));
+        given().header("Authorization", "Bearer " + SubscriptionApiTest.TOKEN).delete("/subscriptions/" + id + "/dead-letters")
+                .then().statusCode(200);
+    }
+
     @Test
     void aRequestWithoutTheTokenIsRefusedForThatWhateverItsQuery() {
         given().filter(OpenApiContract.responsesOnly()).get("/status?verbose=true").then().statusCode(401);
