@@ -274,9 +274,14 @@ public final class SubscriptionJson {
                     throw new SubscriptionException("/destination/url", e.getMessage().substring("url ".length()));
                 }
                 List<byte[]> secrets;
+                String secret = text(node, "/destination/secret", false);
+                if (written && secret != null && secret.isBlank()) {
+                    // read as no secret: the webhooks went out unsigned, the opposite of what setting one means
+                    throw new SubscriptionException("/destination/secret", "is empty; give a whsec_ secret, or null (in a"
+                            + " PATCH) or leave it out to send webhooks unsigned");
+                }
                 try {
-                    secrets = SubscriptionConfigReader.secrets("secret", Optional.ofNullable(
-                            text(node, "/destination/secret", false)));
+                    secrets = SubscriptionConfigReader.secrets("secret", Optional.ofNullable(secret));
                 } catch (ConfigException e) {
                     throw new SubscriptionException("/destination/secret", e.getMessage().substring("secret ".length()));
                 }
@@ -568,6 +573,13 @@ public final class SubscriptionJson {
                 && columns.hasNonNull("include"))) {
             throw new SubscriptionException(pointer, "is empty or holds an empty name; list the columns to "
                     + (pointer.endsWith("include") ? "send" : "leave out") + ", or leave columns out for every column");
+        }
+        for (int i = 0; written && i < names.size(); i++) {
+            if (names.get(i).contains(",") || !names.get(i).equals(names.get(i).strip())) {
+                // names are matched exactly: "ssn " or "notes,ssn" left out no column, and ssn was sent
+                throw new SubscriptionException(pointer + "/" + i, "is not one column's name as written (no blanks"
+                        + " around it, no commas: each column its own element)");
+            }
         }
         return names;
     }

@@ -107,6 +107,13 @@ class SubscriptionJsonTest {
         "{\"name\": \"a\", \"columns\": {\"include\": []}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /columns/include",
         "{\"name\": \"a\", \"columns\": {\"include\": [\"\"]}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /columns/include",
         "{\"name\": \"a\", \"columns\": {\"exclude\": [\"id\", \" \"]}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /columns/exclude",
+        // names are matched exactly: these left no column out
+        "{\"name\": \"a\", \"columns\": {\"exclude\": [\"ssn \"]}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /columns/exclude/0",
+        "{\"name\": \"a\", \"columns\": {\"exclude\": [\"id\", \"notes,ssn\"]}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /columns/exclude/1",
+        "{\"name\": \"a\", \"columns\": {\"include\": [\" id\"]}, \"destination\": {\"type\": \"amqp\", \"address\": \"q\"}} | /columns/include/0",
+        // read as no secret: unsigned webhooks
+        "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"secret\": \"\"}} | /destination/secret",
+        "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"secret\": \"  \"}} | /destination/secret",
         "{\"name\": \"a\", \"destination\": {\"type\": \"amqp\", \"address\": \"cdc.{tabel}\"}} | /destination/address",
         "{\"name\": \"a\", \"operations\": [\" \"], \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\"}} | /operations",
         "{\"name\": \"a\", \"filter\": \"  \", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\"}} | /filter",
