@@ -220,6 +220,19 @@ final class JsonBody {
         // what it holds is not looked at: no field of a request has such a name, which is refused as it is
     }
 
+    /** Whether {@code text} holds no lone UTF-16 surrogate: every high one followed by a low one, and no other low one. */
+    static boolean wellFormed(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /**
      * Refuses a null anywhere (in a {@code patch}, where a null removes a field, at the top only), and
      * a NUL character in any string or field name (PostgreSQL text cannot hold one).
@@ -232,6 +245,11 @@ final class JsonBody {
         if (node.isTextual() && node.textValue().indexOf('\0') >= 0) {
             throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " holds a NUL"
                     + " (\\u0000), a control character no text in PostgreSQL can hold", pointer);
+        }
+        if (node.isTextual() && !wellFormed(node.textValue())) {
+            // written as '?' by the state database's driver: "https://x/hook\ud800y" was stored as https://x/hook?y
+            throw new ApiProblem(400, "Bad Request", (pointer.isEmpty() ? "the body" : pointer) + " holds a lone"
+                    + " surrogate escape (such as \\ud800 without its pair), which is no character", pointer);
         }
         if (node.isObject()) {
             int position = 0;

@@ -43,10 +43,32 @@ class JsonBodyTest {
         "{\"a\\u0000\": 1}                                       | ''",
     })
     void aNulCharacterAnywhereIsRefusedWhereItIs(String body, String field) {
+        assertRefusedAt(body, field, "NUL");
+    }
+
+    private static void assertRefusedAt(String body, String field, String saying) {
         ApiProblem problem = refused(body);
         assertThat(problem.status()).isEqualTo(400);
         assertThat(problem.toJson()).contains("\"field\":\"" + field + "\""); // as JSON writes it
-        assertThat(problem.getMessage()).contains("NUL");
+        assertThat(problem.getMessage()).contains(saying);
+    }
+
+    /**
+     * A lone surrogate escape is no character: the state database's driver wrote it as '?', so
+     * {@code https://x/hook\ud800y} was stored as {@code https://x/hook?y}, a path cut short and a
+     * query added, while the answer showed the URL as sent. A pair (an emoji) is a character.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{\"destination\": {\"type\": \"webhook\", \"url\": \"https://x/hook\\ud800y\"}} | /destination/url",
+        "{\"filter\": \"new.a == '\\udc00'\"}                   | /filter",
+        "{\"tables\": [\"public.a\", \"public.b\\ud83d\"]}          | /tables/1",
+        "{\"name\": \"\\udc00\\ud800\"}                          | /name",
+    })
+    void aLoneSurrogateAnywhereIsRefusedWhereItIs(String body, String field) {
+        assertRefusedAt(body, field, "surrogate");
+        assertThat(JsonBody.wellFormed("\ud83d\ude00 a")).isTrue();
+        assertThat(JsonBody.wellFormed("\ud83d")).isFalse();
     }
 
     /**
