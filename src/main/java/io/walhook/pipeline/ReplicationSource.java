@@ -166,7 +166,12 @@ public class ReplicationSource {
                     if (running != null) {
                         running.wake();
                     }
-                }, this::lockLost);
+                }, this::lockLost, why -> {
+                    ReplicationReader streaming = reader;
+                    if (streaming != null) {
+                        streaming.letGo(why);
+                    }
+                });
         poller.start();
         leaseKeeper = new Thread(this::keepLease, "walhook-lease");
         leaseKeeper.setDaemon(true);

@@ -60,6 +60,8 @@ final class SubscriptionPoller {
     private final Runnable backfillsChanged;
     /** Stops this instance's delivery at once: another instance holds the lock, and delivers. */
     private final Runnable lockLost;
+    /** Has the replication stream let go: the database shuts down ({@link io.walhook.source.ReplicationReader#letGo}). */
+    private final java.util.function.Consumer<String> shuttingDown;
     private final Thread thread;
     /** Set by {@link #stop}: what a round still under way fails on then is the stop's doing, not a problem. */
     private volatile boolean stopped;
@@ -69,7 +71,7 @@ final class SubscriptionPoller {
 
     SubscriptionPoller(SourceUrl source, SubscriptionRegistry registry, Supplier<Dispatcher> dispatcher, ActiveLock lock,
             io.walhook.source.PublicationWatch publication, String slot, BooleanSupplier active, BooleanSupplier keepsLock,
-            Runnable backfillsChanged, Runnable lockLost) {
+            Runnable backfillsChanged, Runnable lockLost, java.util.function.Consumer<String> shuttingDown) {
         this.active = active;
         this.publication = publication;
         this.source = source;
@@ -80,6 +82,7 @@ final class SubscriptionPoller {
         this.keepsLock = keepsLock;
         this.backfillsChanged = backfillsChanged;
         this.lockLost = lockLost;
+        this.shuttingDown = shuttingDown;
         this.thread = new Thread(this::run, "walhook-subscriptions");
         this.thread.setDaemon(true);
     }
@@ -231,6 +234,12 @@ final class SubscriptionPoller {
                 } catch (SQLException | RuntimeException e) {
                     if (stopped) {
                         return;
+                    }
+                    if (e instanceof SQLException sql && sql.getSQLState() != null && sql.getSQLState().startsWith("57P")) {
+                        // a shutdown (or crash) ended the lock's session and refuses a new one: its walsender waits
+                        // for the stream to confirm what it sent, which deliveries without the lock cannot
+                        shuttingDown.accept("the database is shutting down (" + sql.getMessage() + "): letting go of"
+                                + " the stream so that it can");
                     }
                     String problem = String.valueOf(e.getMessage());
                     if (!problem.equals(lastLockProblem)) {

@@ -130,6 +130,20 @@ public final class ReplicationReader {
     /** Their {@link ChangeEvent#memoryBytes()}. */
     private long stagedBytes;
     private PGReplicationStream stream;
+    /** Set by {@link #letGo}: why the stream is given up at the reader's next look (within a second). */
+    private volatile String letGo;
+
+    /**
+     * Gives up the stream at the reader's next look, and reconnects as it can: the server shuts down
+     * (its other sessions ended, new ones are refused), and its walsender waits for this reader to
+     * confirm all it sent, which it cannot while the changes wait for deliveries the shutdown stopped
+     * (the lease is off, the durable queue refuses writes); answering every keepalive, it held the
+     * shutdown for good. Nothing is lost: the stream resumes from what was acknowledged.
+     */
+    public void letGo(String why) {
+        letGo = why;
+    }
+
     /** The stream's socket, waited on when there is nothing to read. */
     private CoalescingSocketFactory.CoalescingSocket socket;
     /** Times the reader found nothing to read (and waited): an idle reader wakes a few times a second. */
@@ -773,6 +787,11 @@ public final class ReplicationReader {
      * or, with nothing at all pending, the last position the server told us about.
      */
     private void acknowledge(boolean force) throws SQLException {
+        String away = letGo;
+        if (away != null) {
+            letGo = null;
+            throw new SQLException(away, "57P03"); // the stream breaks, and reconnects as it can
+        }
         long now = System.nanoTime();
         if (!force && now - lastAckNanos < settings.checkpointInterval().toNanos()) {
             return;

@@ -8,6 +8,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 
@@ -75,6 +76,58 @@ class DatabaseOutageIT {
                 await().atMost(WAIT).until(() -> get(walhook, "/subscriptions").statusCode() == 200);
             }
         } finally {
+            pg.stop();
+        }
+    }
+
+    /**
+     * A fast shutdown of the database (pg_ctl restart -m fast) while changes wait for a receiver
+     * that does not answer: PostgreSQL ends every session, walhook's lock and pool with them, and
+     * its walsender then waits for walhook to confirm all it sent, which walhook, unable to
+     * deliver or queue those changes, never did, while it answered every keepalive: the shutdown
+     * hung until someone killed one of them. Walhook now lets go of the stream once the database
+     * says it is shutting down, the shutdown ends, and every change is delivered once it is back.
+     */
+    @Test
+    void aFastShutdownWhileChangesWaitForAReceiverThatDoesNotAnswerEnds() throws Exception {
+        EmbeddedPostgres pg = EmbeddedPostgres.builder().major(TestPostgres.defaultMajor()).start();
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        io.walhook.testing.WebhookReceiver receiver = io.walhook.testing.WebhookReceiver.start();
+        receiver.respond(request -> {
+            try {
+                answer.await(2, java.util.concurrent.TimeUnit.MINUTES); // takes the request, says nothing
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return 204;
+        });
+        try {
+            String database = pg.createDatabase("fast_stop");
+            try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE pings (id int PRIMARY KEY)");
+            }
+            try (WalhookProcess walhook = WalhookProcess.start(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN,
+                    "WALHOOK_SUBSCRIPTIONS_HUNG_URL", receiver.url("/hook"),
+                    "WALHOOK_DELIVERY_REQUEST_TIMEOUT", "5m"))) {
+                walhook.awaitReady(WAIT);
+                try (java.sql.Connection c = pg.connect(database); java.sql.Statement s = c.createStatement()) {
+                    for (int id = 1; id <= 5; id++) {
+                        s.execute("INSERT INTO pings VALUES (" + id + ")");
+                    }
+                }
+                await().atMost(WAIT).until(() -> !receiver.requests().isEmpty());
+                pg.pause(); // a fast stop: fails when it has not ended within 15 s
+                pg.resume();
+                answer.countDown();
+                await().atMost(WAIT).until(() -> receiver.requests().stream()
+                        .map(r -> r.body().replaceAll("(?s).*\"new\":\\{\"id\":(\\d+).*", "$1"))
+                        .collect(java.util.stream.Collectors.toSet()).equals(Set.of("1", "2", "3", "4", "5")));
+                assertThat(walhook.isAlive()).isTrue();
+            }
+        } finally {
+            answer.countDown();
+            receiver.close();
             pg.stop();
         }
     }

@@ -231,7 +231,7 @@ class SubscriptionPollerTest {
             return new SubscriptionPoller(SourceUrl.parse(Optional.of(source.server.sourceUrl(source.database)),
                     Optional.empty(), Optional.empty()), registry, () -> dispatcher, lock,
                     new io.walhook.source.PublicationWatch(new io.walhook.source.SourceDatabase(source.dataSource), "walhook"),
-                    source.slot, () -> false, () -> false, () -> { }, () -> { });
+                    source.slot, () -> false, () -> false, () -> { }, () -> { }, why -> { });
         }
 
         @Override
@@ -255,6 +255,6 @@ class SubscriptionPollerTest {
         return new SubscriptionPoller(url, registry, () -> null, lock,
                 new io.walhook.source.PublicationWatch(new io.walhook.source.SourceDatabase(source.dataSource), "walhook"),
                 source.slot, () -> false, () -> false,
-                backfillsChanged, () -> { });
+                backfillsChanged, () -> { }, why -> { });
     }
 }
