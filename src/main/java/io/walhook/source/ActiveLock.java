@@ -92,10 +92,33 @@ public final class ActiveLock implements AutoCloseable {
         // every wait for a lock ends on the server after fencePatience: a statement walhook gave up on
         // (its activation row held by another session) must not go on waiting there holding the slot's lock
         this.properties.setProperty("options", SessionTimeout.poolOptions() + " -c lock_timeout="
-                + Math.max(1, fencePatience.toMillis()));
+                + Math.max(1, fencePatience.toMillis()) + " " + DEAD_PEER_OPTIONS);
         this.slot = slot;
         this.activationTable = stateSchema + ".activation";
         this.fencePatience = fencePatience;
+    }
+
+    /**
+     * The server gives the lock's session up once this instance has been silent for about 11 s
+     * (TCP keepalive probes after 5 s idle, 3 of them 2 s apart; 10 s for data it sent unanswered):
+     * a node that died, or a network cut, sends no FIN, and the session's backend held the lock
+     * until the server's own TCP keepalive gave up, over two hours with Linux's defaults, while
+     * every standby found the lock taken. The active instance looks at its session every 2 s.
+     */
+    static final String DEAD_PEER_OPTIONS = "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2"
+            + " -c tcp_keepalives_count=3 -c tcp_user_timeout=10000";
+
+    /** A setting of the lock's session as the server has it (tests), or null without a session. */
+    synchronized String setting(String name) throws SQLException {
+        if (connection == null) {
+            return null;
+        }
+        try (PreparedStatement s = connection.prepareStatement("SELECT setting FROM pg_catalog.pg_settings WHERE name = ?")) {
+            s.setString(1, name);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
     }
 
     /** A plain session of walhook's own (not the pool's), named for {@code pg_stat_activity}. */

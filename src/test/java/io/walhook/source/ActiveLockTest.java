@@ -57,6 +57,23 @@ class ActiveLockTest {
         }
     }
 
+    /**
+     * The server gives the lock's session up once its instance is silent for seconds: a node that
+     * died or a network cut sends no FIN, and the session's backend held the lock for the server's
+     * TCP keepalive, over two hours by default, while every standby found it taken.
+     */
+    @Test
+    void itsLockSessionIsGivenUpByTheServerOnceItsInstanceIsSilentForSeconds() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "dead_peer");
+                ActiveLock active = lock(source, ActiveLock.FENCE_PATIENCE)) {
+            assertThat(active.tryAcquire()).isTrue();
+            assertThat(active.setting("tcp_keepalives_idle")).isEqualTo("5");
+            assertThat(active.setting("tcp_keepalives_interval")).isEqualTo("2");
+            assertThat(active.setting("tcp_keepalives_count")).isEqualTo("3");
+            assertThat(active.setting("tcp_user_timeout")).isEqualTo("10000");
+        }
+    }
+
     @Test
     void anInstanceWhoseLockSessionIsGoneWritesNothingToTheDurableQueue() throws Exception {
         try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "fence_gone");
