@@ -257,7 +257,20 @@ public class ReplicationSource {
                 fatal("taking over slot " + config.slot(), e);
                 return;
             } catch (SQLException e) {
-                if (!String.valueOf(e.getMessage()).equals(lastProblem)) {
+                if (lock.holds()) {
+                    // the take-over failed part-way (past the start-up patience): tried again from here it held the lock
+                    // for good while it said it stood by, and no other instance could take over. Delivery it started
+                    // stops first; the lock goes as after a crash (the next holder waits out this one's lease)
+                    Dispatcher made = sender;
+                    if (made != null) {
+                        made.close();
+                        sender = null;
+                    }
+                    lock.close();
+                    LOG.warnf("taking over slot %s failed (%s): let the lock go, for another instance or a later try",
+                            config.slot(), e.getMessage());
+                    lastProblem = String.valueOf(e.getMessage());
+                } else if (!String.valueOf(e.getMessage()).equals(lastProblem)) {
                     LOG.warnf("standing by on slot %s: %s", config.slot(), e.getMessage());
                     lastProblem = String.valueOf(e.getMessage());
                 }

@@ -320,6 +320,45 @@ class HighAvailabilityIT {
         }
     }
 
+    /**
+     * A standby whose take-over fails for good after it took the lock (here its initial backfill
+     * cannot be recorded under its role) let go of the lock: tried again and again from there, it
+     * held the lock for good while it said it stood by, and no other instance could take over.
+     */
+    @Test
+    void aStandbyWhoseTakeOverKeepsFailingLetsAnotherTakeOver() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("failedtakeover");
+        pg.execute(database, "CREATE TABLE jobs (id int PRIMARY KEY)");
+        pg.execute(database, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'broken_standby') THEN"
+                + " CREATE ROLE broken_standby SUPERUSER LOGIN PASSWORD 'broken'; END IF; END $$");
+        Map<String, String> env = new HashMap<>(Map.of("WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                "WALHOOK_SLOT", database, "WALHOOK_API_TOKEN", TOKEN, "WALHOOK_STANDBY_POLL_INTERVAL", "1s",
+                "WALHOOK_SUBSCRIPTIONS_JOBS_URL", "http://127.0.0.1:1/jobs"));
+        try (WalhookProcess active = WalhookProcess.start(env)) {
+            active.awaitReady(WAIT);
+            pg.execute(database, "CREATE FUNCTION walhook_not_for_broken() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                    + " IF current_user = 'broken_standby' THEN RAISE EXCEPTION 'not for this standby'; END IF;"
+                    + " RETURN NEW; END $$",
+                    "CREATE TRIGGER not_for_broken BEFORE INSERT ON walhook.backfill FOR EACH ROW"
+                            + " EXECUTE FUNCTION walhook_not_for_broken()");
+            env.put("WALHOOK_SUBSCRIPTIONS_JOBS_BACKFILL", "initial");
+            Map<String, String> broken = new HashMap<>(env);
+            broken.put("WALHOOK_SOURCE_USER", "broken_standby");
+            broken.put("WALHOOK_SOURCE_PASSWORD", "broken");
+            try (WalhookProcess failing = WalhookProcess.start(broken)) {
+                failing.awaitReady(WAIT);
+                active.close(); // SIGKILL
+                await().atMost(WAIT).until(() -> failing.output().contains("not for this standby"));
+                try (WalhookProcess next = WalhookProcess.start(env)) {
+                    next.awaitReady(WAIT);
+                    await().atMost(WAIT).ignoreExceptions().until(() -> "active".equals(status(next).get("role").asText()));
+                    assertThat(status(failing).get("role").asText()).isEqualTo("standby");
+                }
+            }
+        }
+    }
+
     private static long parked(PostgresServer pg, String database) throws java.sql.SQLException {
         try (Connection c = pg.connect(database); Statement s = c.createStatement();
                 java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM walhook.parked_event")) {
