@@ -61,6 +61,10 @@ public class RequestTargetFilter {
     private void check(RoutingContext context) {
         HttpServerRequest request = context.request();
         ApiProblem problem = problem(request.uri(), request.path(), request.query());
+        if (problem == null && !authority(request.host())) {
+            // Vert.x takes any "[...]" for an address: a create's Location, made from it, failed once it was stored
+            problem = new ApiProblem(400, "Bad Request", "the Host header is not a host and port as a URL has them", null);
+        }
         if (problem == null && tooLarge(request.getHeader("Content-Length"))) {
             // before the body handler, which answers a bare 413
             problem = new ApiProblem(413, "Content Too Large", "the body is larger than 1 MiB, which no request of this"
@@ -73,6 +77,19 @@ public class RequestTargetFilter {
         }
         context.response().setStatusCode(problem.status()).putHeader("Content-Type", ApiProblem.MEDIA_TYPE)
                 .end(problem.toJson());
+    }
+
+    /** Whether a request's host (and port) reads as a URL's authority: none given passes, Vert.x answers that. */
+    static boolean authority(String host) {
+        if (host == null || host.indexOf('[') < 0 && host.indexOf(']') < 0) {
+            return true; // Vert.x parsed it as a name or an IPv4 address and port
+        }
+        try {
+            new java.net.URI("http", host, "/", null, null).parseServerAuthority();
+            return true;
+        } catch (java.net.URISyntaxException e) {
+            return false;
+        }
     }
 
     /** How long a refused body is thrown away with nothing arriving, and at most in all, before its connection closes. */
