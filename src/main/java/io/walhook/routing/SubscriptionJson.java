@@ -303,18 +303,18 @@ public final class SubscriptionJson {
                                 || written && header.getValue().asText().length() > MAX_HEADER_VALUE) {
                             // beyond ASCII a value is mangled on the wire, and a long one refused by servers: every
                             // request would fail, to be retried and queued for good
-                            throw new SubscriptionException("/destination/headers/" + header.getKey(), "must be a text"
+                            throw new SubscriptionException(headerPointer(header.getKey()), "must be a text"
                                     + " value of printable ASCII characters (no control or non-ASCII ones), "
                                     + MAX_HEADER_VALUE + " at most");
                         }
                         if (!names.add(header.getKey().toLowerCase(java.util.Locale.ROOT)) && written) {
                             // one replaced the other when sent, which one from a hash order
-                            throw new SubscriptionException("/destination/headers/" + header.getKey(), "is given twice"
+                            throw new SubscriptionException(headerPointer(header.getKey()), "is given twice"
                                     + " (header names are case-insensitive)");
                         }
                         String lower = header.getKey().toLowerCase(java.util.Locale.ROOT);
                         if (RESERVED_HEADERS.contains(lower) || lower.startsWith("ce-")) {
-                            throw new SubscriptionException("/destination/headers/" + header.getKey(), "is set by walhook"
+                            throw new SubscriptionException(headerPointer(header.getKey()), "is set by walhook"
                                     + " (Standard Webhooks, CloudEvents and HTTP framing headers: " + String.join(", ",
                                     new java.util.TreeSet<>(RESERVED_HEADERS)) + ", ce-*) and cannot be overridden");
                         }
@@ -423,7 +423,7 @@ public final class SubscriptionJson {
                     throw notAHeaderName(position);
                 }
                 if (!headerNames.add(name.toLowerCase(java.util.Locale.ROOT))) {
-                    throw new SubscriptionException("/destination/headers/" + name, "is given twice in the patch (header"
+                    throw new SubscriptionException(headerPointer(name), "is given twice in the patch (header"
                             + " names are case-insensitive)");
                 }
                 List<String> same = new ArrayList<>();
@@ -434,7 +434,7 @@ public final class SubscriptionJson {
                 });
                 if (value.isNull() && same.isEmpty()) {
                     // a misspelt removal would pass unnoticed, and the header it meant would still be sent
-                    throw new SubscriptionException("/destination/headers/" + name, "names no header of the subscription"
+                    throw new SubscriptionException(headerPointer(name), "names no header of the subscription"
                             + " (it has " + (result.isEmpty() ? "none" : String.join(", ", (Iterable<String>) result::fieldNames))
                             + "): nothing to remove");
                 }
@@ -561,6 +561,11 @@ public final class SubscriptionJson {
             throw new SubscriptionException(pointer, "is longer than 10,000 characters");
         }
         return value.asText();
+    }
+
+    /** The JSON pointer of a header given under {@code name} ('~' and '/' escaped as RFC 6901 has them). */
+    static String headerPointer(String name) {
+        return "/destination/headers/" + name.replace("~", "~0").replace("/", "~1");
     }
 
     /**

@@ -101,6 +101,7 @@ class SubscriptionJsonTest {
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"ce-source\": \"/me\"}}} | /destination/headers/ce-source",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"Host\": \"other\"}}} | /destination/headers/Host",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"X-Key\": \"a\", \"x-key\": \"b\"}}} | /destination/headers/x-key",
+        "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"X~1\": \"a\", \"x~1\": \"b\"}}} | /destination/headers/x~01",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\", \"headers\": {\"X-Key\": \"t\u00f6k\u20acn\"}}} | /destination/headers/X-Key",
         "{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\": \"http://x:0/h\"}} | /destination/url",
         "{\"name\": \"a\", \"operations\": [], \"destination\": {\"type\": \"webhook\", \"url\": \"http://x\"}} | /operations",
