@@ -87,6 +87,16 @@ final class Chunk {
     private final Set<String> toasted = new HashSet<>();
     private boolean truncated;
     private boolean unknownKey;
+    /**
+     * Key images without the chunk's key columns (a partition whose replica identity is another
+     * index than its root's, published through the root): each its columns given, as the chunk's
+     * own positions and their text; a row whose values match one of them was changed. The second
+     * part says whether the change left a TOASTed value out. At most {@link #IMAGES} of them.
+     */
+    private final List<java.util.Map.Entry<int[], String[]>> images = new java.util.ArrayList<>();
+    private final List<Boolean> imagesToasted = new java.util.ArrayList<>();
+    /** Key images without the key a chunk matches its rows against, at most: past them it is read again. */
+    static final int IMAGES = 10_000;
     private RelationInfo keysOf;
     private int[] keyIndexes;
     private final AtomicInteger remaining = new AtomicInteger();
@@ -236,8 +246,9 @@ final class Chunk {
             int i = keyIndexes[k];
             if (i < tuple.size() && tuple.isNull(i)) {
                 // key columns are NOT NULL: an image without them (a partition whose replica identity is another
-                // index than its root's) names a row the chunk cannot tell: read it again
-                unknownKey = true;
+                // index than its root's) names its row by the columns it has; passed over, a row deleted in the
+                // window was sent after its delete
+                addImage(tuple, unchangedToast);
                 return;
             }
             if (i >= tuple.size() || tuple.kind(i) != io.walhook.pgoutput.ColumnKind.TEXT) {
@@ -253,6 +264,51 @@ final class Chunk {
         if (unchangedToast) {
             toasted.add(key.toString());
         }
+    }
+
+    /** Remembers a key image without the chunk's key by the columns it has (see {@link #images}). */
+    private void addImage(TupleData tuple, boolean unchangedToast) {
+        List<io.walhook.pgoutput.PgOutputMessage.Relation.Column> columns = table.relation().columns();
+        List<Integer> at = new java.util.ArrayList<>();
+        List<String> values = new java.util.ArrayList<>();
+        for (int i = 0; i < tuple.size() && i < keysOf.columnCount(); i++) {
+            if (tuple.isNull(i) || tuple.kind(i) != io.walhook.pgoutput.ColumnKind.TEXT) {
+                continue;
+            }
+            for (int c = 0; c < columns.size(); c++) {
+                if (columns.get(c).name().equals(keysOf.columnName(i))) {
+                    at.add(c);
+                    values.add(tuple.text(i));
+                }
+            }
+        }
+        if (at.isEmpty() || images.size() >= IMAGES) {
+            unknownKey = true; // nothing to tell its row by, or too many to keep: read again
+            return;
+        }
+        images.add(java.util.Map.entry(at.stream().mapToInt(Integer::intValue).toArray(), values.toArray(String[]::new)));
+        imagesToasted.add(unchangedToast);
+    }
+
+    /** Whether {@code row} has the columns of a key image without the key ({@code toastedOnly}: of one that left a TOASTed value out). */
+    private boolean imaged(Row row, boolean toastedOnly) {
+        TupleData values = row.tuple();
+        for (int m = 0; m < images.size(); m++) {
+            if (toastedOnly && !imagesToasted.get(m)) {
+                continue;
+            }
+            int[] at = images.get(m).getKey();
+            String[] texts = images.get(m).getValue();
+            boolean same = true;
+            for (int k = 0; k < at.length && same; k++) {
+                same = at[k] < values.size() && !values.isNull(at[k])
+                        && values.kind(at[k]) == io.walhook.pgoutput.ColumnKind.TEXT && values.text(at[k]).equals(texts[k]);
+            }
+            if (same) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The chunk key's columns in the stream's description of the table, by name; null when one is missing. */
@@ -282,9 +338,9 @@ final class Chunk {
         if (unknownKey) {
             return false;
         }
-        if (!toasted.isEmpty() && rows != null) {
+        if ((!toasted.isEmpty() || imagesToasted.contains(Boolean.TRUE)) && rows != null) {
             for (Row row : rows) {
-                if (toasted.contains(row.key())) {
+                if (toasted.contains(row.key()) || imaged(row, true)) {
                     return false;
                 }
             }
@@ -297,7 +353,7 @@ final class Chunk {
     }
 
     boolean changed(Row row) {
-        return changed.contains(row.key());
+        return changed.contains(row.key()) || !images.isEmpty() && imaged(row, false);
     }
 
     /** The routing thread sends {@code count} rows now; the outcome completes when the last is delivered. */

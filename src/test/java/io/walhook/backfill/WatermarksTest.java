@@ -188,23 +188,30 @@ class WatermarksTest {
      */
     /**
      * A change whose old key image lacks the chunk's key columns (sent as NULL: a partition whose
-     * replica identity is another index than its root's, published through the root) names no row
-     * the chunk can drop: the chunk is read again. Before, the image was passed over, and a row
-     * deleted in the window was sent at the high watermark, after its delete, as a read.
+     * replica identity is another index than its root's, published through the root) names its
+     * row by the columns it has: a row of the chunk that has them is dropped, others are sent.
+     * Before, the image was passed over, and a row deleted in the window was sent at the high
+     * watermark, after its delete, as a read. An image with no column at all has the chunk read
+     * again.
      */
     @Test
-    void aChangeWhoseKeyImageLacksTheChunkKeyHasTheChunkReadAgain() {
+    void aChangeWhoseKeyImageLacksTheChunkKeyDropsTheRowThatHasItsOtherColumns() {
+        // the chunk's row 7 has n = 1; the partition's identity is n
         TestEvents.Table partition = TestEvents.table("public", "items").column("id", TestEvents.INT4)
-                .key("code", TestEvents.TEXT);
+                .key("n", TestEvents.INT4);
         Chunk chunk = chunk(new Reads(), "t9");
-        chunk.touched(partition.delete(null, "c-7"));
-        assertThat(chunk.consistent()).as("the row deleted may be one it read").isFalse();
+        chunk.touched(partition.delete(null, "1"));
+        assertThat(chunk.consistent()).isTrue();
+        assertThat(chunk.changed(chunk.rows.get(0))).as("the row deleted is the one it read").isTrue();
 
-        Chunk whole = chunk(new Reads(), "t10");
-        whole.touched(TestEvents.table("public", "items").key("id", TestEvents.INT4).column("n", TestEvents.INT4)
-                .delete("8", null));
-        assertThat(whole.consistent()).as("a key it can follow, of another row").isTrue();
-        assertThat(whole.changed(whole.rows.get(0))).isFalse();
+        Chunk other = chunk(new Reads(), "t10");
+        other.touched(partition.delete(null, "5"));
+        assertThat(other.consistent()).isTrue();
+        assertThat(other.changed(other.rows.get(0))).as("another row's delete").isFalse();
+
+        Chunk blind = chunk(new Reads(), "t11");
+        blind.touched(partition.delete(null, null));
+        assertThat(blind.consistent()).as("nothing to tell its row by").isFalse();
     }
 
     @Test
