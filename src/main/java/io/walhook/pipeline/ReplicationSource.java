@@ -266,7 +266,7 @@ public class ReplicationSource {
                         made.close();
                         sender = null;
                     }
-                    lock.close();
+                    lock.abandon();
                     LOG.warnf("taking over slot %s failed (%s): let the lock go, for another instance or a later try",
                             config.slot(), e.getMessage());
                     lastProblem = String.valueOf(e.getMessage());
@@ -442,15 +442,17 @@ public class ReplicationSource {
      * through the database's notification).
      */
     public void recountParked(String subscriptionId) {
-        if (sender != null) {
-            sender.recount(subscriptionId);
+        Dispatcher delivering = sender; // read once: a take-over that failed sets it back to null
+        if (delivering != null) {
+            delivering.recount(subscriptionId);
         }
     }
 
     /** Retries the subscription's queued events now (the API's replay). */
     public void retryParkedNow(Subscription subscription) {
-        if (sender != null) {
-            sender.retryNow(subscription);
+        Dispatcher delivering = sender; // read once: a take-over that failed sets it back to null
+        if (delivering != null) {
+            delivering.retryNow(subscription);
         }
     }
 
@@ -481,8 +483,9 @@ public class ReplicationSource {
 
     /** A subscription was deleted through this instance's API: if this one delivers, it stops at once. */
     public void deleted(String id) {
-        if (sender != null) {
-            sender.deleted(id);
+        Dispatcher delivering = sender; // read once: a take-over that failed sets it back to null
+        if (delivering != null) {
+            delivering.deleted(id);
         }
     }
 
@@ -752,8 +755,9 @@ public class ReplicationSource {
         if (poller != null) {
             poller.stop();
         }
-        if (sender != null) {
-            sender.close();
+        Dispatcher delivering = sender;
+        if (delivering != null) {
+            delivering.close();
         }
         if (broker != null) {
             broker.close();

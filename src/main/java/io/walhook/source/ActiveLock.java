@@ -435,6 +435,17 @@ public final class ActiveLock implements AutoCloseable {
         return false;
     }
 
+    /**
+     * Lets the lock go as after a crash (the next holder waits out this instance's lease) and
+     * forgets this instance's activation: it stands by again, and taking the lock later is a
+     * take-over of its own (counted anew; before, the count it kept found the activations of
+     * those that took over meanwhile, and it let the lock go at every try, for good).
+     */
+    public synchronized void abandon() {
+        close();
+        activation = 0;
+    }
+
     /** Releases the lock by ending its session. */
     @Override
     public synchronized void close() {

@@ -601,6 +601,7 @@ public final class ReplicationReader {
                     .withSlotOption("publication_names", "\"" + settings.publication().replace("\"", "\"\"") + "\"")
                     .withSlotOption("messages", true)
                     .withSlotOption("streaming", "on");
+            letGo = null; // asked while the server was going away, before this connection: it is back
             stream = builder.start();
             boolean ended = false;
             try {
