@@ -616,6 +616,12 @@ public final class ReplicationReader {
                     // after a restart), then read nothing more; what was read is delivered, then acknowledged
                     if (draining && (current == null || System.nanoTime() - drainDeadline > 0)) {
                         acknowledge(false);
+                        if (System.nanoTime() - lastStatusNanos >= TimeUnit.SECONDS.toNanos(1)) {
+                            // nothing is read while draining: without a word the server ends the stream after its
+                            // wal_sender_timeout, and what deliveries finish later in the grace period is not acknowledged
+                            stream.forceUpdateStatus();
+                            lastStatusNanos = System.nanoTime();
+                        }
                         if (tracker.settled() || System.nanoTime() - drainDeadline > 0) {
                             running = false;
                             break;

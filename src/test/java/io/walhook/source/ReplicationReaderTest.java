@@ -704,16 +704,48 @@ class ReplicationReaderTest {
             source.paused = true;
             ReplicationReader reader = source.startReader();
             await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
-            String walsender = source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'");
+            String walsender = activeWalsender(source);
             assertThat(source.queryOne("SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'")).isEqualTo("2000");
             source.sql("INSERT INTO t SELECT generate_series(1, 500)");
             await().atMost(WAIT).until(() -> reader.events().remainingCapacity() == 0);
             // three server timeouts with delivery stalled: the server must keep the same walsender
             await().during(Duration.ofSeconds(6)).atMost(WAIT).until(() -> walsender.equals(
-                    source.queryOne("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + source.slot + "'")));
+                    activeWalsender(source)));
             source.paused = false;
             await().atMost(WAIT).until(() -> source.received.size() == 500);
             assertThat(source.received.stream().map(e -> e.get("id").asText()).distinct().count()).isEqualTo(500);
+        }
+    }
+
+    /**
+     * Draining (a SIGTERM's grace period), the reader reads nothing more: it kept quiet, and the
+     * server ended the stream after its wal_sender_timeout, so deliveries that finished later in
+     * the grace period were not acknowledged, and were sent again after the restart. It tells the
+     * server it is there every second.
+     */
+    @Test
+    void aDrainLongerThanTheServersTimeoutKeepsTheStream() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "reader_drain")) {
+            source.sql("CREATE TABLE t (id int PRIMARY KEY)",
+                    "ALTER DATABASE " + source.database + " SET wal_sender_timeout = '2s'");
+            source.prepare("*");
+            source.hold(true); // delivery never finishes: the drain waits out its grace period
+            ReplicationReader reader = source.startReader();
+            await().atMost(WAIT).until(() -> reader.status().state() == SourceStatus.State.STREAMING);
+            String walsender = activeWalsender(source);
+            source.sql("INSERT INTO t VALUES (1)");
+            await().atMost(WAIT).until(() -> source.received.size() == 1);
+            java.util.concurrent.CompletableFuture<Void> drained = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    reader.drain(Duration.ofSeconds(10));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            // three server timeouts into the drain: the same walsender
+            await().during(Duration.ofSeconds(6)).atMost(WAIT).until(() -> walsender.equals(
+                    activeWalsender(source)));
+            drained.get(30, TimeUnit.SECONDS);
         }
     }
 
