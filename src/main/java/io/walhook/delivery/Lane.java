@@ -1248,7 +1248,7 @@ final class Lane {
                 job.attempts = row.attempts();
                 job.rowKey = row.rowKey();
                 job.addressParts = row.addressParts();
-                if (replayed.supersededOnRead(job, context.store().writtenBefore(), context.store().resumedFrom(),
+                if (replayed.supersededOnRead(job, context.store().writtenBefore(), context.store().resendsFrom(job.rowId),
                         context.store().earlierHistoryUpTo())) {
                     toDelete.add(job); // delivered before the crash that made the stream send it again
                     superseded++;

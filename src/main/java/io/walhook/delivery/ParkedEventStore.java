@@ -87,8 +87,8 @@ public final class ParkedEventStore {
     private volatile long writtenBefore = Long.MAX_VALUE;
     /** The position the stream resumed from in this run (unsigned), 0 when unknown. */
     private volatile long resumedFrom;
-    /** The earliest of those of the runs before since the oldest row queued ({@link #markRun}; -1: none). */
-    private volatile long earlierRunsFrom = -1;
+    /** The runs before this one since the oldest row queued ({@link #markRun}). */
+    private volatile EarlierRuns earlierRuns = EarlierRuns.NONE;
     private volatile long earlierHistoryUpTo;
     private final Fence fence;
 
@@ -822,11 +822,9 @@ public final class ParkedEventStore {
      * Marks the start of this run's writes (an instance starting or taking over, fenced from the one
      * before): rows up to the queues' newest id now were written before; see {@link #writtenBefore}.
      * It records the run with the position its stream resumes from ({@link #resumesFrom}, set
-     * before), and takes for {@link #resumedFrom} the earliest position of the runs since the one
-     * that wrote the oldest row queued (of the source's history): a resend an earlier run queued is
-     * as old as its own run's position, which the checkpoint may have passed since. No run
-     * recorded as writing that oldest row (rows queued by a walhook before this one): 0, every row
-     * is remembered.
+     * before), and keeps the positions of the runs since the one that wrote the oldest row queued
+     * (of the source's history) for {@link #resendsFrom}: a resend an earlier run queued is as old
+     * as its own run's position, which the checkpoint may have passed since.
      */
     public void markRun() throws SQLException {
         if (writtenBefore != Long.MAX_VALUE) {
@@ -864,20 +862,13 @@ public final class ParkedEventStore {
                     s.setLong(2, newest + 1);
                     s.executeUpdate();
                 }
-                long earliest = -1;
-                if (writer == 0 && oldest <= newest) {
-                    earliest = 0; // queued by runs not recorded: any position
-                } else {
-                    try (PreparedStatement s = c.prepareStatement("SELECT resumed_from FROM " + runs
-                            + " WHERE first_id > ? AND first_id <= ?")) {
-                        s.setLong(1, oldest);
-                        s.setLong(2, newest); // not a run of the same first id as this one: it left nothing either
-                        try (ResultSet rs = s.executeQuery()) {
-                            while (rs.next()) {
-                                if (Long.compareUnsigned(rs.getLong(1), earliest) < 0) {
-                                    earliest = rs.getLong(1);
-                                }
-                            }
+                List<long[]> before = new ArrayList<>();
+                try (PreparedStatement s = c.prepareStatement("SELECT first_id, resumed_from FROM " + runs
+                        + " WHERE first_id <= ? ORDER BY first_id")) {
+                    s.setLong(1, newest); // not a run of the same first id as this one: it left nothing either
+                    try (ResultSet rs = s.executeQuery()) {
+                        while (rs.next()) {
+                            before.add(new long[] {rs.getLong(1), rs.getLong(2)});
                         }
                     }
                 }
@@ -890,7 +881,7 @@ public final class ParkedEventStore {
                 }
                 c.commit();
                 c.setAutoCommit(autoCommit);
-                earlierRunsFrom = earliest;
+                earlierRuns = EarlierRuns.of(before, writer == 0 && oldest <= newest);
                 writtenBefore = newest;
             } catch (SQLException | RuntimeException e) {
                 io.walhook.config.DurableWrite.rollBack(c, autoCommit, e);
@@ -905,13 +896,55 @@ public final class ParkedEventStore {
     }
 
     /**
-     * The position the stream resumed from in this run (unsigned, 0 when unknown), or that of an
-     * earlier run since the oldest row queued, if earlier ({@link #markRun}): no change sent again
-     * and queued committed before it. -1 (no row written before counts) after a history left in this run.
+     * The earliest position a change sent again and queued after row {@code rowId} (written before
+     * this run) can have committed at (unsigned; 0 when unknown): that of this run, or of a run
+     * between the row's and this one, if earlier ({@link #markRun}). A row committed before it
+     * precedes every resend queued behind it. -1 (no row written before counts) after a history
+     * left in this run.
      */
-    public long resumedFrom() {
+    public long resendsFrom(long rowId) {
         long run = resumedFrom;
-        return run == -1 || Long.compareUnsigned(run, earlierRunsFrom) <= 0 ? run : earlierRunsFrom;
+        if (run == -1) {
+            return -1;
+        }
+        long earlier = earlierRuns.after(rowId);
+        return Long.compareUnsigned(run, earlier) <= 0 ? run : earlier;
+    }
+
+    /**
+     * The runs recorded before this one since the one that wrote the oldest row queued, as
+     * {@link #markRun} found them: their first row ids, ascending, and for each the earliest
+     * position of it and every run after it (unsigned). Rows below {@code unrecordedBelow} were
+     * written by runs not recorded (a walhook before runs were), of any position.
+     */
+    private record EarlierRuns(long[] firstIds, long[] earliestFrom, long unrecordedBelow) {
+
+        static final EarlierRuns NONE = new EarlierRuns(new long[0], new long[0], 0);
+
+        static EarlierRuns of(List<long[]> runs, boolean oldestUnrecorded) {
+            long[] firstIds = new long[runs.size()];
+            long[] earliest = new long[runs.size()];
+            long least = -1;
+            for (int i = runs.size() - 1; i >= 0; i--) {
+                firstIds[i] = runs.get(i)[0];
+                if (Long.compareUnsigned(runs.get(i)[1], least) < 0) {
+                    least = runs.get(i)[1];
+                }
+                earliest[i] = least;
+            }
+            long unrecordedBelow = !oldestUnrecorded ? 0 : firstIds.length > 0 ? firstIds[0] : Long.MAX_VALUE;
+            return new EarlierRuns(firstIds, earliest, unrecordedBelow);
+        }
+
+        /** The earliest position of the runs that began after row {@code rowId} was written (-1: none). */
+        long after(long rowId) {
+            if (rowId < unrecordedBelow) {
+                return 0;
+            }
+            int at = java.util.Arrays.binarySearch(firstIds, rowId + 1);
+            int first = at >= 0 ? at : -at - 1; // the first run whose first id is past the row
+            return first < firstIds.length ? earliestFrom[first] : -1;
+        }
     }
 
     /**

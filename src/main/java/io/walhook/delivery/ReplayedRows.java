@@ -21,8 +21,8 @@ import java.util.Map;
  * delivered before the crash: it is dropped, not delivered again.
  *
  * <p>Only rows written before this run are remembered, and of those only rows that committed at or
- * after the position the stream resumed from, in this run or in any run since the one that wrote
- * the oldest row queued ({@link ParkedEventStore#resumedFrom}: the resends all did, those an
+ * after the position the stream resumed from, in this run or in any run after the one that wrote
+ * the row ({@link ParkedEventStore#resendsFrom}: the resends queued behind it all did, those an
  * earlier run queued too; an older queued change precedes none of them), at most {@link #LIMIT} rows' keys in arrays (4 MB at most); a
  * row written in this run at a commit LSN means every resend older than it was written, and read,
  * before it, so what is older is forgotten. Nothing is kept once the lane delivers directly.
@@ -59,9 +59,9 @@ final class ReplayedRows {
 
     /**
      * As {@link #supersededOnRead(Job, long)}; {@code resumedFrom}: the earliest position the stream
-     * resumed from in this run or a run since the one that wrote the oldest row queued (unsigned; 0
-     * when unknown): a row written before this run that committed before it precedes every resend,
-     * and is not remembered.
+     * resumed from in this run or a run after the one that wrote this row (unsigned; 0 when
+     * unknown): a row written before this run that committed before it precedes every resend
+     * queued behind it, and is not remembered.
      */
     boolean supersededOnRead(Job job, long writtenBefore, long resumedFrom) {
         return supersededOnRead(job, writtenBefore, resumedFrom, 0);

@@ -88,32 +88,49 @@ class ParkedEventStoreTest {
     }
 
     /**
-     * Each run records where its stream resumed: a later run takes the earliest position of the
-     * runs since the one that wrote the oldest row queued, as a resend an earlier run queued is
-     * only as old as its own run's position; rows no recorded run wrote (queued by a walhook before
-     * runs were recorded) may be older than anything: every row is remembered. Once the rows a
-     * run wrote are gone, its position is forgotten.
+     * Each run records where its stream resumed: a row queued before this run is followed only by
+     * resends at or after the earliest position of this run and the runs after the row's, as a
+     * resend an earlier run queued is only as old as its own run's position; rows no recorded run
+     * wrote (queued by a walhook before runs were recorded) may be followed by anything. Once the
+     * rows a run wrote are gone, its position is forgotten.
      */
     @Test
-    void aRunTakesTheEarliestResumePositionOfTheRunsSinceTheOneThatWroteItsOldestQueuedRow() throws Exception {
-        assertThat(run(0x5000).resumedFrom()).as("the five rows of start(): written before runs were recorded").isZero();
+    void aRowQueuedBeforeIsFollowedByResendsAsOldAsTheRunsAfterItResumedFrom() throws Exception {
+        long[] ids = ids();
+        assertThat(run(0x5000).resendsFrom(ids[0])).as("the rows of start(): written before runs were recorded").isZero();
         store.deleteAll(ID);
 
         ParkedEventStore first = run(0x4000);
-        assertThat(first.resumedFrom()).as("nothing queued: its own").isEqualTo(0x4000);
         first.append(ID, "pages", List.of(entry("first", 0x4000)), 0, null);
+        long firstRow = ids()[0];
+        assertThat(run(0x9000).resendsFrom(firstRow)).as("no run between the row's and this one").isEqualTo(0x9000);
         ParkedEventStore second = run(0x9000);
-        assertThat(second.resumedFrom()).as("no run since the one that wrote the oldest row").isEqualTo(0x9000);
         second.append(ID, "pages", List.of(entry("resent", 0x9000)), 0, null);
-        assertThat(run(0xA000).resumedFrom()).as("the second run's resend may be older than this one's position")
+        long secondRow = ids()[1];
+        ParkedEventStore third = run(0xA000);
+        assertThat(third.resendsFrom(firstRow)).as("the second run's resend may be older than this one's position")
                 .isEqualTo(0x9000);
-        assertThat(run(0x3000).resumedFrom()).as("its own position when earlier").isEqualTo(0x3000);
-        assertThat(run(-1L).resumedFrom()).as("a history left: no row written before counts").isEqualTo(-1L);
+        assertThat(third.resendsFrom(secondRow)).as("no run since the second's").isEqualTo(0xA000);
+        assertThat(run(0x3000).resendsFrom(firstRow)).as("its own position when earlier").isEqualTo(0x3000);
+        assertThat(run(-1L).resendsFrom(firstRow)).as("a history left: no row written before counts").isEqualTo(-1L);
         assertThat(runs()).as("runs that wrote nothing share their first id: the latest is kept").hasSize(3);
 
         store.deleteAll(ID);
-        assertThat(run(0xB000).resumedFrom()).as("nothing queued: no earlier run's resend is left").isEqualTo(0xB000);
+        assertThat(run(0xB000).resendsFrom(secondRow)).as("nothing queued: no earlier run's resend is left")
+                .isEqualTo(0xB000);
         assertThat(runs()).as("the runs that wrote nothing left are forgotten").hasSize(1);
+    }
+
+    /** The queue's row ids, oldest first. */
+    private long[] ids() throws Exception {
+        List<Long> ids = new ArrayList<>();
+        try (java.sql.Connection c = database.dataSource.getConnection();
+             java.sql.ResultSet r = c.createStatement().executeQuery("SELECT id FROM walhook.parked_event ORDER BY id")) {
+            while (r.next()) {
+                ids.add(r.getLong(1));
+            }
+        }
+        return ids.stream().mapToLong(Long::longValue).toArray();
     }
 
     private static ParkedEventStore.Entry entry(String eventId, long lsn) {
