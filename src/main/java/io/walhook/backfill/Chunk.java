@@ -89,12 +89,15 @@ final class Chunk {
     private boolean unknownKey;
     /**
      * Key images without the chunk's key columns (a partition whose replica identity is another
-     * index than its root's, published through the root): each its columns given, as the chunk's
-     * own positions and their text; a row whose values match one of them was changed. The second
-     * part says whether the change left a TOASTed value out. At most {@link #IMAGES} of them.
+     * index than its root's, published through the root), by the chunk's column positions they
+     * give: the values of each, as text. A row with those values was changed. The second map
+     * holds those whose change left a TOASTed value out.
      */
-    private final List<java.util.Map.Entry<int[], String[]>> images = new java.util.ArrayList<>();
-    private final List<Boolean> imagesToasted = new java.util.ArrayList<>();
+    private final java.util.Map<List<Integer>, Set<List<String>>> images = new java.util.HashMap<>();
+    private final java.util.Map<List<Integer>, Set<List<String>>> toastedImages = new java.util.HashMap<>();
+    private int imageCount;
+    /** The chunk's column positions by name, made at the first image. */
+    private java.util.Map<String, Integer> positions;
     /** Key images without the key a chunk matches its rows against, at most: past them it is read again. */
     static final int IMAGES = 10_000;
     private RelationInfo keysOf;
@@ -268,43 +271,45 @@ final class Chunk {
 
     /** Remembers a key image without the chunk's key by the columns it has (see {@link #images}). */
     private void addImage(TupleData tuple, boolean unchangedToast) {
-        List<io.walhook.pgoutput.PgOutputMessage.Relation.Column> columns = table.relation().columns();
+        if (positions == null) {
+            positions = new java.util.HashMap<>();
+            List<io.walhook.pgoutput.PgOutputMessage.Relation.Column> columns = table.relation().columns();
+            for (int c = 0; c < columns.size(); c++) {
+                positions.put(columns.get(c).name(), c);
+            }
+        }
         List<Integer> at = new java.util.ArrayList<>();
         List<String> values = new java.util.ArrayList<>();
         for (int i = 0; i < tuple.size() && i < keysOf.columnCount(); i++) {
-            if (tuple.isNull(i) || tuple.kind(i) != io.walhook.pgoutput.ColumnKind.TEXT) {
-                continue;
-            }
-            for (int c = 0; c < columns.size(); c++) {
-                if (columns.get(c).name().equals(keysOf.columnName(i))) {
-                    at.add(c);
-                    values.add(tuple.text(i));
-                }
+            Integer position = positions.get(keysOf.columnName(i));
+            if (position != null && !tuple.isNull(i) && tuple.kind(i) == io.walhook.pgoutput.ColumnKind.TEXT) {
+                at.add(position);
+                values.add(tuple.text(i));
             }
         }
-        if (at.isEmpty() || images.size() >= IMAGES) {
+        if (at.isEmpty() || imageCount >= IMAGES) {
             unknownKey = true; // nothing to tell its row by, or too many to keep: read again
             return;
         }
-        images.add(java.util.Map.entry(at.stream().mapToInt(Integer::intValue).toArray(), values.toArray(String[]::new)));
-        imagesToasted.add(unchangedToast);
+        imageCount++;
+        images.computeIfAbsent(at, k -> new HashSet<>()).add(values);
+        if (unchangedToast) {
+            toastedImages.computeIfAbsent(at, k -> new HashSet<>()).add(values);
+        }
     }
 
-    /** Whether {@code row} has the columns of a key image without the key ({@code toastedOnly}: of one that left a TOASTed value out). */
-    private boolean imaged(Row row, boolean toastedOnly) {
+    /** Whether {@code row} has the values of a key image of {@code among} (by the positions each gives). */
+    private static boolean imaged(Row row, java.util.Map<List<Integer>, Set<List<String>>> among) {
         TupleData values = row.tuple();
-        for (int m = 0; m < images.size(); m++) {
-            if (toastedOnly && !imagesToasted.get(m)) {
-                continue;
+        for (java.util.Map.Entry<List<Integer>, Set<List<String>>> given : among.entrySet()) {
+            List<String> texts = new java.util.ArrayList<>(given.getKey().size());
+            for (int at : given.getKey()) {
+                if (at >= values.size() || values.isNull(at) || values.kind(at) != io.walhook.pgoutput.ColumnKind.TEXT) {
+                    break;
+                }
+                texts.add(values.text(at));
             }
-            int[] at = images.get(m).getKey();
-            String[] texts = images.get(m).getValue();
-            boolean same = true;
-            for (int k = 0; k < at.length && same; k++) {
-                same = at[k] < values.size() && !values.isNull(at[k])
-                        && values.kind(at[k]) == io.walhook.pgoutput.ColumnKind.TEXT && values.text(at[k]).equals(texts[k]);
-            }
-            if (same) {
+            if (texts.size() == given.getKey().size() && given.getValue().contains(texts)) {
                 return true;
             }
         }
@@ -338,9 +343,9 @@ final class Chunk {
         if (unknownKey) {
             return false;
         }
-        if ((!toasted.isEmpty() || imagesToasted.contains(Boolean.TRUE)) && rows != null) {
+        if ((!toasted.isEmpty() || !toastedImages.isEmpty()) && rows != null) {
             for (Row row : rows) {
-                if (toasted.contains(row.key()) || imaged(row, true)) {
+                if (toasted.contains(row.key()) || imaged(row, toastedImages)) {
                     return false;
                 }
             }
@@ -353,7 +358,7 @@ final class Chunk {
     }
 
     boolean changed(Row row) {
-        return changed.contains(row.key()) || !images.isEmpty() && imaged(row, false);
+        return changed.contains(row.key()) || !images.isEmpty() && imaged(row, images);
     }
 
     /** The routing thread sends {@code count} rows now; the outcome completes when the last is delivered. */

@@ -239,10 +239,12 @@ public class ReplicationSource {
     private void standBy(SourceUrl source, SourceDatabase database, Map<String, String> extensions) {
         String lastProblem = null;
         while (!stopping) {
+            boolean takingOver = false;
             try {
                 Thread.sleep(config.standbyPollInterval().toMillis());
                 if (lock.tryAcquire()) {
                     LOG.infof("slot %s is free: this instance takes over from the persisted checkpoint", config.slot());
+                    takingOver = true;
                     activate(source, database, extensions);
                     return;
                 }
@@ -257,7 +259,7 @@ public class ReplicationSource {
                 fatal("taking over slot " + config.slot(), e);
                 return;
             } catch (SQLException e) {
-                if (lock.holds()) {
+                if (takingOver) { // whether or not it still holds the lock: its session may have ended meanwhile
                     // the take-over failed part-way (past the start-up patience): tried again from here it held the lock
                     // for good while it said it stood by, and no other instance could take over. Delivery it started
                     // stops first; the lock goes as after a crash (the next holder waits out this one's lease)

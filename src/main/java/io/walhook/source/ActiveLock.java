@@ -411,11 +411,6 @@ public final class ActiveLock implements AutoCloseable {
         }
     }
 
-    /** Whether this instance took the lock (its session may have ended since: {@link #stillHeld}). */
-    public synchronized boolean holds() {
-        return held;
-    }
-
     /** Whether the session holding the lock is still there (a lost session has lost the lock). */
     public synchronized boolean stillHeld() {
         if (!held) {

@@ -737,7 +737,7 @@ class ReplicationReaderTest {
             await().atMost(WAIT).until(() -> source.received.size() == 1);
             java.util.concurrent.CompletableFuture<Void> drained = java.util.concurrent.CompletableFuture.runAsync(() -> {
                 try {
-                    reader.drain(Duration.ofSeconds(10));
+                    reader.drain(Duration.ofSeconds(30)); // far past the look below: the stream stays while it lasts
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
@@ -745,7 +745,7 @@ class ReplicationReaderTest {
             // three server timeouts into the drain: the same walsender
             await().during(Duration.ofSeconds(6)).atMost(WAIT).until(() -> walsender.equals(
                     activeWalsender(source)));
-            drained.get(30, TimeUnit.SECONDS);
+            drained.get(90, TimeUnit.SECONDS);
         }
     }
 
