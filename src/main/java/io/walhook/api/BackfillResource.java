@@ -114,19 +114,28 @@ public class BackfillResource {
 
     @POST
     @Path("{bid}/pause")
-    public View pause(@PathParam("id") String id, @PathParam("bid") String bid) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public View pause(@PathParam("id") String id, @PathParam("bid") String bid,
+            @jakarta.ws.rs.core.Context io.vertx.core.http.HttpServerRequest request, byte[] body) throws SQLException {
+        NoBody.refuseAny(request, body);
         return control(id, bid, "pause");
     }
 
     @POST
     @Path("{bid}/resume")
-    public View resume(@PathParam("id") String id, @PathParam("bid") String bid) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public View resume(@PathParam("id") String id, @PathParam("bid") String bid,
+            @jakarta.ws.rs.core.Context io.vertx.core.http.HttpServerRequest request, byte[] body) throws SQLException {
+        NoBody.refuseAny(request, body);
         return control(id, bid, "resume");
     }
 
     @POST
     @Path("{bid}/cancel")
-    public View cancel(@PathParam("id") String id, @PathParam("bid") String bid) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public View cancel(@PathParam("id") String id, @PathParam("bid") String bid,
+            @jakarta.ws.rs.core.Context io.vertx.core.http.HttpServerRequest request, byte[] body) throws SQLException {
+        NoBody.refuseAny(request, body);
         return control(id, bid, "cancel");
     }
 

@@ -7,6 +7,7 @@ import java.util.Optional;
 import java.util.Set;
 
 import jakarta.inject.Inject;
+import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DELETE;
 import jakarta.ws.rs.GET;
 import jakarta.ws.rs.POST;
@@ -115,7 +116,10 @@ public class DeadLetterResource {
     /** Delivers queued events now (they are delivered on their own too, at the destination's pace), oldest first. */
     @POST
     @Path("replay")
-    public Replaying replay(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public Replaying replay(@PathParam("id") String id, @Context HttpServerRequest request, byte[] body)
+            throws SQLException {
+        NoBody.refuseAny(request, body);
         List<Long> ids = deadLetterIds(request);
         Subscription subscription = subscriptions.inForce(id);
         long replaying;
@@ -144,7 +148,10 @@ public class DeadLetterResource {
 
     /** Drops queued events for good: the ids given as {@code ?id=}, or every one of the subscription. */
     @DELETE
-    public Dropped dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public Dropped dropDeadLetters(@PathParam("id") String id, @Context HttpServerRequest request, byte[] body)
+            throws SQLException {
+        NoBody.refuseAny(request, body);
         List<Long> ids = deadLetterIds(request);
         String subscriptionId = subscriptions.existingId(id);
         Dropped dropped = new Dropped(parked.drop(subscriptionId, ids)); // the active instance is told

@@ -29,6 +29,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.agroal.api.AgroalDataSource;
 import io.quarkus.runtime.annotations.RegisterForReflection;
 import io.smallrye.common.annotation.Blocking;
+import io.vertx.core.http.HttpServerRequest;
 import io.walhook.config.UrlAuthority;
 import io.walhook.config.WalhookConfig;
 import io.walhook.delivery.ParkedEventStore;
@@ -79,7 +80,7 @@ public class SubscriptionResource {
      * {@code Link: <...>; rel="next"} header while more follow.
      */
     @GET
-    public RestResponse<List<SubscriptionView>> list(@jakarta.ws.rs.core.Context io.vertx.core.http.HttpServerRequest request)
+    public RestResponse<List<SubscriptionView>> list(@jakarta.ws.rs.core.Context HttpServerRequest request)
             throws SQLException {
         QueryParameters query = QueryParameters.parse(request.query(), java.util.Set.of("limit", "after"));
         Optional<Long> limit = query.number("limit", 1, MAX_PAGE);
@@ -209,13 +210,19 @@ public class SubscriptionResource {
 
     @POST
     @Path("{id}/pause")
-    public SubscriptionView pause(@PathParam("id") String id) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public SubscriptionView pause(@PathParam("id") String id, @jakarta.ws.rs.core.Context HttpServerRequest request,
+            byte[] body) throws SQLException {
+        NoBody.refuseAny(request, body);
         return setPaused(SubscriptionLookup.canonical(id), true);
     }
 
     @POST
     @Path("{id}/resume")
-    public SubscriptionView resume(@PathParam("id") String id) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public SubscriptionView resume(@PathParam("id") String id, @jakarta.ws.rs.core.Context HttpServerRequest request,
+            byte[] body) throws SQLException {
+        NoBody.refuseAny(request, body);
         return setPaused(SubscriptionLookup.canonical(id), false);
     }
 
@@ -237,7 +244,10 @@ public class SubscriptionResource {
      */
     @POST
     @Path("{id}/test")
-    public TestFire.Outcome testFire(@PathParam("id") String id) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public TestFire.Outcome testFire(@PathParam("id") String id, @jakarta.ws.rs.core.Context HttpServerRequest request,
+            byte[] body) throws SQLException {
+        NoBody.refuseAny(request, body);
         return new TestFire(source, config.delivery().requestTimeout(), config.allowPrivateDestinations())
                 .fire(subscriptions.inForce(id));
     }
@@ -251,7 +261,10 @@ public class SubscriptionResource {
      */
     @DELETE
     @Path("{id}")
-    public Deleted delete(@PathParam("id") String id) throws SQLException {
+    @Consumes(MediaType.WILDCARD)
+    public Deleted delete(@PathParam("id") String id, @jakarta.ws.rs.core.Context HttpServerRequest request, byte[] body)
+            throws SQLException {
+        NoBody.refuseAny(request, body);
         readOnly(id);
         UUID uuid = SubscriptionLookup.uuid(id);
         ParkedEventStore.Held queue = store.delete(uuid, t -> parked.held(t, uuid.toString()))
