@@ -93,11 +93,33 @@ final class Lane {
 
     enum Mode { DIRECT, DURABLE }
 
+    /**
+     * A batch's {@code webhook-id}: its first event's id, its count, and 64 bits of SHA-256 over
+     * every id in it, in order. The same events have the same id; others have another, so a
+     * receiver that skips a {@code webhook-id} it has seen (as Standard Webhooks advises) never
+     * skips an event it has not had. {@code <first>+<count>} alone named two batches cut
+     * differently alike ({@code [e1, e3, e4]}, then after a crash or from the queue
+     * {@code [e1, e2, e3]}), and such a receiver dropped {@code e2}.
+     */
+    static String batchId(List<Job> jobs) {
+        java.security.MessageDigest sha;
+        try {
+            sha = java.security.MessageDigest.getInstance("SHA-256");
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+        for (Job job : jobs) {
+            sha.update(job.eventId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            sha.update((byte) '\n');
+        }
+        return jobs.get(0).eventId + "+" + jobs.size() + "-" + java.util.HexFormat.of().formatHex(sha.digest(), 0, 8);
+    }
+
     /** A request under way, or failed and waiting for its next attempt: the same jobs, the same id. */
     private static final class Outgoing {
         final List<Job> jobs;
         final String id;
-        /** Formed as a batch (a JSON array, its id naming its first event and count), as it is sent at every attempt. */
+        /** Formed as a batch (a JSON array, its id made from its events: {@link #batchId}), as it is sent at every attempt. */
         final boolean batched;
         int attempts;
         Instant firstFailure;
@@ -116,9 +138,9 @@ final class Lane {
 
         Outgoing(List<Job> jobs, boolean batch) {
             this.jobs = jobs;
-            // a batch's id names its first event and its count: the same run has the same id on every attempt
+            // a batch's id is made from its events: the same run has the same id on every attempt
             this.batched = batch || jobs.size() > 1;
-            this.id = batched ? jobs.get(0).eventId + "+" + jobs.size() : jobs.get(0).eventId;
+            this.id = batched ? batchId(jobs) : jobs.get(0).eventId;
             for (Job job : jobs) {
                 attempts = Math.max(attempts, job.attempts);
             }

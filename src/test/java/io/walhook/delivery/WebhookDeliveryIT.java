@@ -503,7 +503,7 @@ class WebhookDeliveryIT {
                 JsonNode batch = JSON.readTree(request.body());
                 assertThat(batch.isArray()).isTrue();
                 assertThat(batch.size()).isBetween(1, 100);
-                assertThat(request.header("webhook-id")).isEqualTo(batch.get(0).get("id").asText() + "+" + batch.size());
+                assertThat(request.header("webhook-id")).isEqualTo(WebhookReceiver.batchId(batch));
                 assertThat(signatureVerifies(request)).isTrue();
                 List<String> ids = new java.util.ArrayList<>();
                 batch.forEach(e -> {
@@ -534,7 +534,8 @@ class WebhookDeliveryIT {
                 JsonNode batch = JSON.readTree(lone.body());
                 assertThat(batch.isArray()).as(path + " got " + lone.body()).isTrue();
                 assertThat(batch.size()).isEqualTo(1);
-                assertThat(lone.header("webhook-id")).isEqualTo(batch.get(0).get("id").asText() + "+1");
+                assertThat(lone.header("webhook-id")).isEqualTo(WebhookReceiver.batchId(batch))
+                        .startsWith(batch.get(0).get("id").asText() + "+1-");
                 assertThat(lone.header("content-type")).isEqualTo(path.equals("/ce")
                         ? "application/cloudevents-batch+json" : "application/json");
             }

@@ -21,6 +21,30 @@ import com.sun.net.httpserver.HttpServer;
  */
 public final class WebhookReceiver implements AutoCloseable {
 
+    /**
+     * The {@code webhook-id} walhook gives a batch of events with these ids, in order, as
+     * docs/events.md says: the first id, {@code +}, the count, {@code -}, and the first 16 hex
+     * digits of SHA-256 over the ids, each followed by a newline.
+     */
+    public static String batchId(List<String> ids) {
+        try {
+            java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
+            for (String id : ids) {
+                sha.update((id + "\n").getBytes(StandardCharsets.UTF_8));
+            }
+            return ids.get(0) + "+" + ids.size() + "-" + java.util.HexFormat.of().formatHex(sha.digest()).substring(0, 16);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** {@link #batchId(List)} of a batch as a receiver gets it: a JSON array of events, each with its {@code id}. */
+    public static String batchId(com.fasterxml.jackson.databind.JsonNode batch) {
+        List<String> ids = new java.util.ArrayList<>();
+        batch.forEach(event -> ids.add(event.get("id").asText()));
+        return batchId(ids);
+    }
+
     /** One request as received: method, path, headers (lower-case names), body, arrival time and query (or null). */
     public record Request(String method, String path, Map<String, List<String>> headers, String body,
             java.time.Instant receivedAt, String query) {
