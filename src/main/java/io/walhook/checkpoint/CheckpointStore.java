@@ -23,6 +23,7 @@ public final class CheckpointStore {
     private final String loadSavedSql;
     private final String resetSql;
     private final String forgetDropsSql;
+    private final String renameSql;
 
     /** @param stateSchema a validated plain identifier */
     public CheckpointStore(DataSource dataSource, String stateSchema) {
@@ -36,6 +37,8 @@ public final class CheckpointStore {
                 + " earlier_history_up_to = greatest(c.earlier_history_up_to, excluded.earlier_history_up_to), updated_at = now()"
                 + " RETURNING earlier_history_up_to";
         this.forgetDropsSql = "DELETE FROM " + stateSchema + ".dropped_event";
+        this.renameSql = "UPDATE " + stateSchema + ".parked_event SET event_id = event_id || '~' || id"
+                + " WHERE commit_lsn > ?::pg_lsn AND strpos(event_id, '~') = 0";
         this.saveSql = "INSERT INTO " + stateSchema + ".checkpoint AS c (slot_name, end_lsn, system_id, timeline, updated_at)"
                 + " VALUES (?, ?::pg_lsn, ?, ?, now()) ON CONFLICT (slot_name) DO UPDATE"
                 + " SET end_lsn = excluded.end_lsn, system_id = excluded.system_id, timeline = excluded.timeline,"
@@ -107,6 +110,10 @@ public final class CheckpointStore {
      * durable queues hold now as of the earlier history (none is taken for a newer change of its
      * row than what the stream sends from now on: their positions are not comparable), and forgets
      * the dead letters dropped through the API (the new history's changes may have their ids).
+     * Those rows' changes that committed after {@code lsn} take their row id after their event id
+     * ({@code <id>~<row id>}): the new history's changes from there on may have their ids, and a
+     * queue holds one row of an id (appended, the new change was taken for a resend of the old
+     * and acknowledged unqueued; delivered, it dropped the old row by its id).
      * Done at once, so that a crash before the activation is done leaves neither half. With no
      * position ({@link Lsn#INVALID}) the stream resumes from the slot's own: {@link #load} finds none.
      *
@@ -126,6 +133,10 @@ public final class CheckpointStore {
                 }
                 try (Statement s = c.createStatement()) {
                     s.execute(forgetDropsSql);
+                }
+                try (PreparedStatement s = c.prepareStatement(renameSql)) {
+                    s.setString(1, lsn.isValid() ? lsn.toString() : "0/0");
+                    s.executeUpdate();
                 }
                 c.commit();
                 return upTo;
