@@ -59,14 +59,37 @@ final class MicrometerDeliveryMetrics implements DeliveryMetrics {
             this.parked = registry.counter("walhook.delivery.parked", tags);
         }
 
+        /**
+         * The same subscription's meters under its new name: its counters go on from the old ones'
+         * counts, whose series leave the scrape (a rename keeps a subscription's counters; begun at
+         * zero beside the old ones, a dashboard by name lost what was counted). Its latency histogram
+         * begins anew.
+         */
+        Meters renamed(Subscription subscription) {
+            Meters now = new Meters(subscription);
+            now.routed.increment(routed.count());
+            now.delivered.increment(delivered.count());
+            now.retried.increment(retried.count());
+            now.parked.increment(parked.count());
+            registry.remove(routed);
+            registry.remove(delivered);
+            registry.remove(retried);
+            registry.remove(parked);
+            Timer t = latency;
+            if (t != null) {
+                registry.remove(t);
+            }
+            return now;
+        }
+
         Timer latency() {
             Timer t = latency;
             if (t == null) {
                 t = latency = Timer.builder("walhook.delivery.latency")
                         .description("from commit to the destination's 2xx, for events delivered straight from memory")
                         .tags(tags).serviceLevelObjectives(LATENCY_BUCKETS).register(registry);
-                if (!meters.containsKey(id)) {
-                    registry.remove(t); // its subscription went meanwhile ({@link #onlyInForce})
+                if (meters.get(id) != this) {
+                    registry.remove(t); // its subscription went meanwhile ({@link #onlyInForce}), or was renamed
                 }
             }
             return t;
@@ -77,24 +100,31 @@ final class MicrometerDeliveryMetrics implements DeliveryMetrics {
         this.registry = registry;
     }
 
+    /**
+     * The subscription's meters, under the name they have: a thread counting with an older or newer
+     * object of it (a lane not yet synced, routing with an older router) counts there too. Renamed
+     * only by {@link #inForce}: renamed by whichever thread met a name last, the series went back
+     * and forth between the two names.
+     */
     private Meters of(Subscription subscription) {
         Meters m = meters.get(subscription.id());
-        if (m == null || !m.name.equals(subscription.name())) {
-            m = new Meters(subscription);
-            meters.put(subscription.id(), m);
-        }
-        return m;
+        return m != null ? m : meters.computeIfAbsent(subscription.id(), id -> new Meters(subscription));
     }
 
+    /** Made when it comes into force; renamed, its counters go on under its new name ({@link Meters#renamed}). */
     @Override
     public void inForce(Subscription subscription) {
-        of(subscription);
+        Meters m = meters.get(subscription.id());
+        if (m == null || !m.name.equals(subscription.name())) {
+            meters.compute(subscription.id(), (id, had) -> had == null ? new Meters(subscription)
+                    : had.name.equals(subscription.name()) ? had : had.renamed(subscription));
+        }
     }
 
     /**
-     * Removes the meters of subscriptions no longer in force, under every name they had (a renamed
-     * subscription's old series stay while it is in force). Looking through the registry only when
-     * one went: a change of the subscriptions in force with 10,000 tenants costs a walk of their ids.
+     * Removes the meters of subscriptions no longer in force, under every name they had. Looking
+     * through the registry only when one went: a change of the subscriptions in force with 10,000
+     * tenants costs a walk of their ids.
      */
     @Override
     public void onlyInForce(Set<String> ids) {
