@@ -84,6 +84,12 @@ public final class BackfillRunner implements Runnable {
      */
     static final int REFUSALS = 5;
 
+    /**
+     * Rows moved out of reach of a backfill's reads ({@link Watermarks.Moved}) kept for it at most:
+     * past them, the table being read is read again from its start.
+     */
+    static final int MOVED_MAX = 10_000;
+
     /** What the runner needs to know. */
     /** @param stateSchema walhook's own schema, whose tables are never read */
     public record Settings(String jdbcUrl, String user, String password, String publication, String stateSchema,
@@ -112,6 +118,13 @@ public final class BackfillRunner implements Runnable {
     private final java.util.function.Predicate<String> held;
     private final Counter counter;
     private final Map<UUID, Run> runs = new LinkedHashMap<>();
+    /**
+     * Rows to read again at their new key, by backfill ({@link Watermarks.Moved}): added by the
+     * routing thread, taken by the runner. A backfill paused keeps its own for when it resumes.
+     */
+    private final Map<UUID, java.util.Queue<Watermarks.Moved>> movedRows = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Backfills that had more than {@link #MOVED_MAX} rows moved, with the table each was reading then. */
+    private final Map<UUID, String> movedTooMany = new java.util.concurrent.ConcurrentHashMap<>();
     /**
      * Runs of backfills that ended (cancelled) with chunks the stream had met: their rows are on
      * their way, and counted in {@code rows_sent} once delivered ({@link #countFinishing}).
@@ -166,6 +179,17 @@ public final class BackfillRunner implements Runnable {
         this.inForce = inForce;
         this.held = held;
         this.counter = counter;
+        watermarks.onMoved(this::rowMoved);
+    }
+
+    /** The routing thread met a row moved out of reach of {@code m}'s backfill: it is read again (see {@link #step}). */
+    private void rowMoved(Watermarks.Moved m) {
+        java.util.Queue<Watermarks.Moved> queue = movedRows.computeIfAbsent(m.backfillId(),
+                id -> new java.util.concurrent.LinkedBlockingQueue<>(MOVED_MAX));
+        if (!queue.offer(m)) {
+            movedTooMany.put(m.backfillId(), m.table());
+        }
+        wake();
     }
 
     /** A backfill being run: where it is, and its chunks in flight. */
@@ -413,6 +437,10 @@ public final class BackfillRunner implements Runnable {
             }
         }
         worked |= lookAfterLateChunks();
+        // ended (done, cancelled, failed), or gone: what the stream still tells of them is let go
+        watermarks.unwatch(id -> !current.containsKey(id));
+        movedRows.keySet().removeIf(id -> !current.containsKey(id));
+        movedTooMany.keySet().removeIf(id -> !current.containsKey(id));
         chunkBytes = allInFlightBytes();
         List<Running> now = new ArrayList<>();
         runs.forEach((id, run) -> now.add(new Running(id, run.backfill.subscriptionId(),
@@ -508,6 +536,27 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
+    /**
+     * Rows moved ({@link Watermarks.Moved}) to read again together, at most {@code limit} (the
+     * backfill's chunk size), of the first one's table; none when none waits. Each in a chunk of its
+     * own, a workload moving rows faster than four chunks a round kept the table's reads waiting.
+     */
+    private static List<Watermarks.Moved> moved(java.util.Queue<Watermarks.Moved> moves, int limit) {
+        List<Watermarks.Moved> taken = new ArrayList<>();
+        if (moves == null) {
+            return taken;
+        }
+        java.util.Set<List<String>> keys = new java.util.HashSet<>();
+        for (Watermarks.Moved m = moves.peek(); m != null && taken.size() < Math.max(1, limit)
+                && (taken.isEmpty() || m.table().equals(taken.get(0).table())); m = moves.peek()) {
+            moves.poll();
+            if (keys.add(m.key())) {
+                taken.add(m); // a row moved twice to one key is read once
+            }
+        }
+        return taken;
+    }
+
     /** Takes in what finished, then reads the next chunk if there is room; true when it did something. */
     private boolean step(Run run) throws SQLException, InterruptedException {
         boolean worked = harvest(run);
@@ -515,8 +564,20 @@ public final class BackfillRunner implements Runnable {
             return worked;
         }
         List<String> tables = run.backfill.tables();
-        if (run.table >= tables.size()) {
+        String again = movedTooMany.remove(run.backfill.id());
+        if (again != null && tables.contains(again)) {
+            // more rows moved than are kept: the table they moved in is read again from its start, whole
+            LOG.warnf("backfill %s: more than %d rows of %s moved to other keys leaving a TOASTed value out of the"
+                    + " stream; the table is read again from its start", run.backfill.id(), MOVED_MAX, again);
+            movedRows.remove(run.backfill.id());
+            run.table = tables.indexOf(again);
+            run.after = null;
+        }
+        java.util.Queue<Watermarks.Moved> moves = movedRows.get(run.backfill.id());
+        if (run.table >= tables.size() && (moves == null || moves.isEmpty())) {
             if (run.inFlight.isEmpty()) {
+                watermarks.unwatch(run.backfill.id()::equals);
+                movedRows.remove(run.backfill.id());
                 store.saveProgress(run.backfill.id(), tables, run.progress);
                 store.transition(run.backfill.id(), List.of(Backfill.State.RUNNING), Backfill.State.DONE, null);
                 runs.remove(run.backfill.id());
@@ -536,13 +597,31 @@ public final class BackfillRunner implements Runnable {
         if (run.nextChunkAt != 0 && now - run.nextChunkAt < 0) {
             return worked; // the rows-per-second limit
         }
+        List<Watermarks.Moved> move = moved(moves, limit(run));
+        if (!move.isEmpty()) {
+            String table = move.get(0).table();
+            if (leftOut(run, table)) {
+                return true; // no more of its rows are sent
+            }
+            Chunk these = read(run, table, null, null, -1, move);
+            if (these == null) {
+                move.forEach(moves::offer); // to be tried again (a failed backfill's are let go with it)
+            } else {
+                run.inFlight.addLast(these);
+                chunkBytes += these.bytes;
+            }
+            return true;
+        }
+        if (run.table >= tables.size()) {
+            return worked;
+        }
         String name = tables.get(run.table);
         if (leftOut(run, name)) {
             // edited to leave the table out: it counts as done now, and is not read on
             tableLeftOut(run, name);
             return true;
         }
-        Chunk chunk = read(run, name, run.after, null, limit(run));
+        Chunk chunk = read(run, name, run.after, null, limit(run), null);
         if (chunk == null) {
             return true; // failed, or to be tried again smaller
         }
@@ -720,8 +799,10 @@ public final class BackfillRunner implements Runnable {
                 // over and over, its TOASTed value left out of the stream) falls, in a part read fast, between
                 // two of its changes; read whole, it never did
                 int part = done.attempt > 0 && done.rows != null && done.rows.size() > 1 ? done.rows.size() / 2 : 0;
-                Chunk again = read(run, done.table.qualifiedName(), done.after, done.lastOfTable ? null : done.last,
-                        part > 0 ? part : done.lastOfTable ? 0 : -1);
+                Chunk again = done.moved != null
+                        ? read(run, done.table.qualifiedName(), null, null, -1, done.moved)
+                        : read(run, done.table.qualifiedName(), done.after, done.lastOfTable ? null : done.last,
+                                part > 0 ? part : done.lastOfTable ? 0 : -1, null);
                 if (again == null) {
                     return true;
                 }
@@ -729,6 +810,11 @@ public final class BackfillRunner implements Runnable {
                 again.readings = done.readings + 1;
                 again.since = done.since;
                 warnIfReadOverAndOver(run, done, outcome.why());
+                if (done.moved != null) {
+                    run.inFlight.pollFirst();
+                    run.inFlight.addFirst(again); // rows moved: the table's position is not theirs
+                    return true;
+                }
                 again.cut |= part > 0 && again.rows.size() >= part;
                 run.inFlight.pollFirst();
                 if (again.cut) {
@@ -746,8 +832,9 @@ public final class BackfillRunner implements Runnable {
             run.inFlight.pollFirst();
             String table = done.table.qualifiedName();
             Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
-            run.progress.put(table, new Backfill.TableProgress(done.last != null ? done.last : before.cursor(),
-                    before.rowsSent() + outcome.sent(), done.lastOfTable || before.done(), done.table.oid(),
+            boolean moves = done.moved == null; // a moved row's reading counts its row, and does not move the position
+            run.progress.put(table, new Backfill.TableProgress(moves && done.last != null ? done.last : before.cursor(),
+                    before.rowsSent() + outcome.sent(), moves && done.lastOfTable || before.done(), done.table.oid(),
                     done.table.keyShape()));
             Subscription subscription = inForce.get().stream()
                     .filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst().orElse(null);
@@ -766,8 +853,10 @@ public final class BackfillRunner implements Runnable {
      * Reads one chunk between two watermarks: rows after {@code after} (null: from the start), up to
      * {@code upTo} when given, at most {@code limit} (0: no limit; -1: no limit, bounded by upTo). Null
      * when it could not be read: the backfill failed, or it is to be tried again with a smaller chunk.
+     * With {@code moved}, the rows at those keys (rows moved there), {@code after} and {@code upTo} null.
      */
-    private Chunk read(Run run, String name, List<String> after, List<String> upTo, int limit)
+    private Chunk read(Run run, String name, List<String> after, List<String> upTo, int limit,
+            List<Watermarks.Moved> moved)
             throws SQLException, InterruptedException {
         Backfill backfill = run.backfill;
         Connection c = connection();
@@ -843,8 +932,17 @@ public final class BackfillRunner implements Runnable {
             // and are unique on their own
             after = List.copyOf(after.subList(0, keyColumns));
         }
+        if (moved == null) {
+            // from before its first chunk's snapshot: a row moved out of reach of the reads from then on is read again
+            watermarks.watch(backfill.id(), new Watermarks.Watch(table.oid(), name, table.chunkKeyNames()));
+        } else if (moved.stream().anyMatch(m -> m.key().size() != keyColumns)) {
+            fail(backfill, "table " + name + "'s key changed during the backfill (rows moved to other keys are to be read"
+                    + " again by the key they had); start a new backfill to read it as it is now");
+            return null;
+        }
         String token = backfill.id() + ":" + tokens.incrementAndGet() + ":" + Long.toHexString(System.nanoTime());
         Chunk chunk = new Chunk(token, backfill.id(), backfill.subscriptionId(), table, run.filter, after);
+        chunk.moved = moved;
         watermarks.expect(chunk);
         long started = System.nanoTime();
         boolean readingTable = false; // the statements that read the table itself: an error of theirs is the table's own
@@ -879,8 +977,15 @@ public final class BackfillRunner implements Runnable {
             int[] key = table.chunkKey();
             int columns = table.relation().columns().size();
             boolean limited = limit > 0;
-            try (PreparedStatement s = c.prepareStatement(table.chunkSql(after != null, upTo != null, limited))) {
+            try (PreparedStatement s = c.prepareStatement(moved != null ? table.keysSql(moved.size()) : table.chunkSql(after != null, upTo != null, limited))) {
                 int p = 1;
+                if (moved != null) {
+                    for (Watermarks.Moved m : moved) {
+                        for (String v : m.key()) {
+                            s.setString(p++, v);
+                        }
+                    }
+                }
                 if (after != null) {
                     for (String v : after) {
                         s.setString(p++, v);
@@ -936,7 +1041,10 @@ public final class BackfillRunner implements Runnable {
                             k.append(values[key[j]]);
                         }
                         String rowKey = k.toString();
-                        rows.add(new Chunk.Row(rowKey, eventId(backfill.id(), name, rowKey), tuple.build()));
+                        // a moved row's own id: a read of its key before (another row, deleted since) may have been
+                        // taken in by a consumer that skips an id it has seen
+                        rows.add(new Chunk.Row(rowKey, eventId(backfill.id(), name, moved == null ? rowKey
+                                : rowKey + "\0moved at " + movedAt(moved, last)), tuple.build()));
                     }
                     chunk.last = last == null ? null : List.of(last);
                 }
@@ -1203,6 +1311,12 @@ public final class BackfillRunner implements Runnable {
      * the same row of the same backfill has the same id across chunks read again and restarts, and
      * two rows practically never share one (the durable queue keeps one row per id).
      */
+    /** Where the row at {@code key} moved there (the update's position), as its read's id takes it. */
+    private static String movedAt(List<Watermarks.Moved> moved, String[] key) {
+        List<String> values = java.util.Arrays.asList(key);
+        return moved.stream().filter(m -> m.key().equals(values)).map(m -> m.lsn().toString()).findFirst().orElse("");
+    }
+
     static String eventId(UUID backfill, String table, String rowKey) {
         try {
             MessageDigest sha = MessageDigest.getInstance("SHA-256");

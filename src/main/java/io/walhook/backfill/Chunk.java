@@ -65,6 +65,8 @@ final class Chunk {
      * warning; {@link #attempt} paces and parts the readings, and counts a rest's first as one.
      */
     int readings = 1;
+    /** The rows moved to other keys this chunk reads there (Watermarks.Moved); null for a range of the table. */
+    List<Watermarks.Moved> moved;
     /** Whether the chunk read the table's last row. */
     boolean lastOfTable;
     /** Whether the chunk stopped before the end of what it was to read: at its byte bound (BackfillRunner.CHUNK_BYTES), or, read again, at its part. */

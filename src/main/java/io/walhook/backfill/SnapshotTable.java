@@ -460,6 +460,15 @@ public final class SnapshotTable {
      * when {@code limited}.
      */
     String chunkSql(boolean after, boolean upTo, boolean limited) {
+        return chunkSql(after, upTo, limited, 0);
+    }
+
+    /** The rows at {@code keys} keys ({@code ?...} each, one parameter per key column), in key order. */
+    String keysSql(int keys) {
+        return chunkSql(false, false, false, keys);
+    }
+
+    private String chunkSql(boolean after, boolean upTo, boolean limited, int keys) {
         StringBuilder sql = new StringBuilder("SELECT ");
         List<PgOutputMessage.Relation.Column> columns = relation.columns();
         for (int i = 0; i < columns.size(); i++) {
@@ -472,6 +481,9 @@ public final class SnapshotTable {
         List<String> conditions = new java.util.ArrayList<>();
         if (after) {
             conditions.add(keyList + " > " + params);
+        }
+        if (keys > 0) {
+            conditions.add(keyList + " IN (" + String.join(", ", java.util.Collections.nCopies(keys, params)) + ")");
         }
         if (upTo) {
             conditions.add(keyList + " <= " + params);

@@ -13,6 +13,7 @@ import io.walhook.change.RelationInfo;
 import io.walhook.change.ValueConverters;
 import io.walhook.delivery.RoutingLoop;
 import io.walhook.pgoutput.PgOutputMessage;
+import io.walhook.pgoutput.TupleData;
 import io.walhook.routing.Subscription;
 
 /**
@@ -57,6 +58,46 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     private final long[] xidTables = new long[16];
     private int xidTableCount;
     private java.util.Set<Long> manyXidTables;
+
+    /**
+     * The table each backfill is reading now (by backfill), for {@link #moved}: written by the
+     * runner, read by the routing thread.
+     */
+    private final Map<Long, Map<java.util.UUID, Watch>> watches = new ConcurrentHashMap<>();
+    private volatile java.util.function.Consumer<Moved> moved = m -> {
+    };
+
+    /** A table a backfill is reading: its oid, its name and its chunk key's columns. */
+    record Watch(long oid, String table, List<String> keyNames) {
+    }
+
+    /**
+     * An update that moved a row of a table being read to another key, leaving a TOASTed value out
+     * of the stream: its row is to be read again, at its new key ({@code key}, its chunk key's
+     * values as text), for the backfill {@code backfillId}. {@code lsn} is the update's.
+     */
+    record Moved(java.util.UUID backfillId, String table, List<String> key, io.walhook.pgoutput.Lsn lsn) {
+    }
+
+    /** Who is told of {@link Moved} rows (the runner). */
+    void onMoved(java.util.function.Consumer<Moved> moved) {
+        this.moved = moved;
+    }
+
+    /**
+     * The backfill {@code backfill} reads {@code watch}'s table: watched until the backfill ends (a
+     * row moved into the part of a table read already, while the next table's chunks are read
+     * and this one's last is still on its way, was missed once the watch went on to the next).
+     */
+    void watch(java.util.UUID backfill, Watch watch) {
+        watches.computeIfAbsent(watch.oid(), oid -> new ConcurrentHashMap<>()).put(backfill, watch);
+    }
+
+    /** Stops watching for the backfills {@code gone} says so of. */
+    void unwatch(java.util.function.Predicate<java.util.UUID> gone) {
+        watches.values().forEach(table -> table.keySet().removeIf(gone));
+        watches.values().removeIf(Map::isEmpty);
+    }
 
     void expect(Chunk chunk) {
         pending.put(chunk.token, chunk);
@@ -106,6 +147,9 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             watermark(new String(event.messageContent(), StandardCharsets.UTF_8), event, reads);
             return true;
         }
+        if (event.op() == Operation.UPDATE && !watches.isEmpty() && event.relation() != null) {
+            movedLeavingToastOut(event);
+        }
         if (open.isEmpty() || event.relation() == null) {
             return false;
         }
@@ -120,6 +164,62 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             }
         }
         return false;
+    }
+
+    /**
+     * An update that moves a row to another key without resending a TOASTed value (one its old image
+     * cannot fill either) leaves the consumer without that value when the row was not read yet and
+     * its new key was: a row moved from the part of the table the backfill has yet to read into the
+     * part it has read gets no read, and its consumer only the update. The runner reads such a row
+     * again, at its new key. Any row moved so is, wherever it moved from and to: a read more than
+     * needed costs one event.
+     */
+    private void movedLeavingToastOut(ChangeEvent event) {
+        Map<java.util.UUID, Watch> ofTable = watches.get(event.relation().oid());
+        TupleData row = event.newRow();
+        TupleData before = event.keyTuple() != null ? event.keyTuple() : event.oldRow();
+        if (ofTable == null || row == null || before == null || !leavesToastOut(row, event.newRowFill())) {
+            return; // a table no backfill reads; an update without an old image kept its key
+        }
+        for (Map.Entry<java.util.UUID, Watch> watched : ofTable.entrySet()) {
+            Watch watch = watched.getValue();
+            List<String> to = keyOf(event.relation(), row, before, watch.keyNames());
+            if (to != null && !to.equals(keyOf(event.relation(), before, null, watch.keyNames()))) {
+                moved.accept(new Moved(watched.getKey(), watch.table(), to, event.lsn()));
+            }
+        }
+    }
+
+    /** Whether a column of {@code row} is an unchanged TOASTed value that {@code fill} (the old image) does not hold. */
+    private static boolean leavesToastOut(TupleData row, TupleData fill) {
+        for (int i = 0; i < row.size(); i++) {
+            if (row.isUnchangedToast(i) && (fill == null || i >= fill.size() || !fill.hasValue(i))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * {@code names}' values in {@code tuple} as text, an unchanged TOASTed one taken from {@code fill};
+     * null when one is not there as text.
+     */
+    private static List<String> keyOf(RelationInfo relation, TupleData tuple, TupleData fill, List<String> names) {
+        List<String> key = new ArrayList<>(names.size());
+        for (String name : names) {
+            int at = -1;
+            for (int i = 0; i < relation.columnCount() && at < 0; i++) {
+                if (relation.columnName(i).equals(name)) {
+                    at = i;
+                }
+            }
+            TupleData from = at >= 0 && at < tuple.size() && tuple.isUnchangedToast(at) ? fill : tuple;
+            if (at < 0 || from == null || at >= from.size() || from.kind(at) != io.walhook.pgoutput.ColumnKind.TEXT) {
+                return null;
+            }
+            key.add(from.text(at));
+        }
+        return key;
     }
 
     private void record(long xid, long oid) {

@@ -60,6 +60,54 @@ class WatermarksTest {
                 "change-" + xid);
     }
 
+    /**
+     * An update that moves a row of the table a backfill reads to another key, leaving out a TOASTed
+     * value its old image does not hold, has the row read again at its new key (the consumer may
+     * never have had the value); no other update does.
+     */
+    @Test
+    void aRowMovedToAnotherKeyLeavingItsToastedValueOutIsToBeReadAgainThere() throws Exception {
+        Watermarks watermarks = new Watermarks();
+        List<Watermarks.Moved> moved = new ArrayList<>();
+        watermarks.onMoved(moved::add);
+        UUID backfill = UUID.randomUUID();
+        io.walhook.change.RelationInfo items = relation(table);
+        io.walhook.change.TxInfo tx = new io.walhook.change.TxInfo(900, io.walhook.pgoutput.Lsn.of(0x2000),
+                java.time.Instant.EPOCH);
+        TupleData oldKey = TupleData.builder().text("150").nullValue().build();
+        Reads reads = new Reads();
+        watermarks.observe(TestEvents.update(items, oldKey, null, TupleData.builder().text("50").unchangedToast().build(), tx),
+                reads);
+        assertThat(moved).as("no backfill reads the table").isEmpty();
+
+        watermarks.watch(backfill, new Watermarks.Watch(table.oid(), "public.items", List.of("id")));
+        watermarks.observe(TestEvents.update(items, oldKey, null, TupleData.builder().text("50").unchangedToast().build(), tx),
+                reads);
+        assertThat(moved).singleElement().satisfies(m -> {
+            assertThat(m.backfillId()).isEqualTo(backfill);
+            assertThat(m.table()).isEqualTo("public.items");
+            assertThat(m.key()).containsExactly("50");
+            assertThat(m.lsn()).isEqualTo(io.walhook.pgoutput.Lsn.of(0x2000));
+        });
+        moved.clear();
+        // its key kept (no old image), every value sent, the value in its old row (REPLICA IDENTITY FULL), or a
+        // 'K' tuple sent for a TOASTed key that did not change: nothing to read again
+        watermarks.observe(TestEvents.update(items, null, null, TupleData.builder().text("50").unchangedToast().build(), tx),
+                reads);
+        watermarks.observe(TestEvents.update(items, oldKey, null, TupleData.builder().text("50").text("3").build(), tx), reads);
+        watermarks.observe(TestEvents.update(items, null, TupleData.builder().text("150").text("3").build(),
+                TupleData.builder().text("50").unchangedToast().build(), tx), reads);
+        watermarks.observe(TestEvents.update(items, TupleData.builder().text("50").nullValue().build(), null,
+                TupleData.builder().text("50").unchangedToast().build(), tx), reads);
+        assertThat(moved).isEmpty();
+
+        watermarks.unwatch(backfill::equals);
+        watermarks.observe(TestEvents.update(items, oldKey, null, TupleData.builder().text("50").unchangedToast().build(), tx),
+                reads);
+        assertThat(moved).isEmpty();
+        assertThat(reads.sent).isEmpty();
+    }
+
     /** What the routing thread sends of a chunk, to the one subscription there is. */
     private static class Reads implements RoutingLoop.Reads {
         final Subscription subscription = TestSubscriptions.routed("all", "*", Set.of(Operation.values()), null);

@@ -53,6 +53,12 @@ public final class TestEvents {
         return values;
     }
 
+    /** An update of {@code relation} as the stream decodes it: its 'K' and 'O' tuples, either may be null. */
+    public static ChangeEvent update(RelationInfo relation, io.walhook.pgoutput.TupleData key,
+            io.walhook.pgoutput.TupleData oldRow, io.walhook.pgoutput.TupleData newRow, TxInfo tx) {
+        return ChangeEvent.row(Operation.UPDATE, relation, key, oldRow, newRow, tx.commitLsn(), tx, 1);
+    }
+
     /** A logical message ({@code pg_logical_emit_message}), transactional or not. */
     public static ChangeEvent message(String prefix, byte[] content, boolean transactional) {
         Bytes m = new Bytes().u8('M').u8(transactional ? 1 : 0).i64(CHANGE_LSN.value()).string(prefix)
