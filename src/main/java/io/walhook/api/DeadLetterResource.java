@@ -136,8 +136,8 @@ public class DeadLetterResource {
         }
         // the queue is delivered oldest first, so the named events go in their rows' order; the active instance
         // acts on it, told through the database when it is another one
+        parked.replay(subscription.id()); // first: its 410's record is cleared before a lane can meet a new 410
         source.retryParkedNow(subscription);
-        parked.replay(subscription.id());
         return new Replaying(replaying);
     }
 

@@ -274,6 +274,7 @@ public class SubscriptionResource {
         applyHere();
         try {
             parked.deleteAll(uuid.toString(), queue.upTo()); // what its lane has not dropped yet
+            parked.notGone(uuid.toString()); // a 410's record
         } catch (SQLException | RuntimeException e) {
             // deleted all the same: the lane's drop, or the next start's, takes the rest
             LOG.warnf("subscription %s deleted; its durable queue is dropped later (%s)", id, e.getMessage());

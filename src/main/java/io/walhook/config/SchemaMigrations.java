@@ -42,7 +42,7 @@ public final class SchemaMigrations {
             "V8__activation.sql", "V9__activation_token.sql",
             "V10__parked_event_address_parts.sql", "V11__activation_released.sql",
             "V12__subscription_matched_before.sql", "V13__dropped_event.sql",
-            "V14__checkpoint_timeline.sql", "V15__queue_run.sql");
+            "V14__checkpoint_timeline.sql", "V15__queue_run.sql", "V16__gone_endpoint.sql");
     /** The history table's name, Flyway's default. */
     public static final String HISTORY = "flyway_schema_history";
     /** The placeholder the files write for the schema, as Flyway spells it. */
@@ -58,7 +58,8 @@ public final class SchemaMigrations {
      * first (after a restart, a take-over), and each makes it ask whether its schema holds state.
      */
     public static final java.util.Set<String> TABLE_NAMES = java.util.Set.of(HISTORY, "checkpoint", "subscription",
-            "parked_event", "backfill", "activation", "subscription_matched_before", "dropped_event", "queue_run");
+            "parked_event", "backfill", "activation", "subscription_matched_before", "dropped_event", "queue_run",
+            "gone_endpoint");
 
     /** What the catalog says of a schema: whether it holds a walhook deployment's state. */
     public enum StateVerdict {

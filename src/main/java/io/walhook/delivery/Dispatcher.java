@@ -316,6 +316,15 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
         List<String> ids = new ArrayList<>(probed.size());
         probed.forEach(lane -> ids.add(lane.subscription().id()));
+        Map<String, String> gone;
+        try {
+            gone = context.store().gone(ids); // a 410 recorded before this start (or take-over): still disabled
+        } catch (SQLException | RuntimeException e) {
+            LOG.warnf("cannot read which of %d new lanes a 410 disabled (%s): they deliver", probed.size(),
+                    e instanceof SQLException ? e.getMessage() : e.toString());
+            gone = Map.of();
+        }
+        Map<String, String> recorded = gone;
         Set<String> withRows;
         try {
             withRows = context.store().withRows(ids);
@@ -323,13 +332,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             // not asked again: each lane reads its own queue (retried from the timer), which is always right
             LOG.warnf("cannot ask whether %d new lanes' durable queues hold rows (%s); each reads its own",
                     probed.size(), e instanceof SQLException ? e.getMessage() : e.toString());
-            probed.forEach(lane -> lane.probed(true, null));
+            probed.forEach(lane -> lane.probed(true, null, recorded.get(lane.subscription().id())));
             return;
         }
         // counted before any of them reads, writes or deletes a row: each lane's count of its queue starts right
         Map<String, Long> counts = context.store().countsWithin(withRows, QUEUE_COUNT_LIMIT);
         probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id()),
-                counts == null ? null : counts.getOrDefault(lane.subscription().id(), 0L)));
+                counts == null ? null : counts.getOrDefault(lane.subscription().id(), 0L),
+                recorded.get(lane.subscription().id())));
     }
 
     /** How long the new lanes' first look may take to count their queues (for /status) before they go on without. */
@@ -631,11 +641,29 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
 
     /**
      * A replay may have been asked unheard (the listening session was away): every subscription a
-     * 410 disabled tries its queue again, as after a restart. One whose destination is still gone
+     * 410 disabled and a replay cleared since is enabled again. One whose destination is still gone
      * answers 410 again, and is disabled again.
      */
     public void retryDisabled() {
-        lanes.values().forEach(Lane::retryIfDisabled);
+        List<Lane> disabled = lanes.values().stream().filter(Lane::disabled).toList();
+        if (disabled.isEmpty()) {
+            return;
+        }
+        try {
+            context.database().execute(() -> {
+                Map<String, String> recorded;
+                try {
+                    recorded = context.store().gone(disabled.stream().map(lane -> lane.subscription().id()).toList());
+                } catch (SQLException | RuntimeException e) {
+                    LOG.warnf("cannot read which subscriptions a 410 still disables (%s): they stay disabled until a"
+                            + " replay is heard", e instanceof SQLException ? e.getMessage() : e.toString());
+                    return;
+                }
+                disabled.forEach(lane -> lane.enableUnlessGone(recorded.get(lane.subscription().id())));
+            });
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            // walhook stops: the state says which are disabled at the next start
+        }
     }
 
     /** The API's replay: the subscription's queued events are tried now; one a 410 disabled is enabled again. */

@@ -1,5 +1,6 @@
 package io.walhook.delivery;
 
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -357,6 +358,10 @@ final class Lane {
     private boolean writtenSinceRead = true;
     private final RetrySchedule schedule;
     private volatile boolean disabled;
+    /** Its 410 in the state ({@link #recordGone}); the lane's. */
+    private GoneRecord goneRecord = GoneRecord.NONE;
+    /** The lane's writes of its 410 to the state, in its order. */
+    private java.util.concurrent.CompletableFuture<Void> goneWrites = java.util.concurrent.CompletableFuture.completedFuture(null);
     /** The destination whose 410 disabled the lane: a replacement at another endpoint is not disabled for it. */
     private Destination disabledBy;
     private volatile boolean deleted;
@@ -1682,6 +1687,82 @@ final class Lane {
         return carrier.send(batch(o.id, o.jobs));
     }
 
+    /**
+     * An endpoint as the state keeps a 410's ({@link ParkedEventStore#gone}): SHA-256 of its URL or
+     * AMQP address template, whatever credential it holds kept out of the table. The same endpoint
+     * ({@link #sameEndpoint}), the same key.
+     */
+    static String endpointKey(Destination destination) {
+        String endpoint = destination instanceof Destination.Webhook w ? "webhook " + w.url()
+                : destination instanceof Destination.Amqp a ? "amqp " + a.address() : "other " + destination;
+        try {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(endpoint.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Where the lane's 410 is in the state: none, being written, written, or not written (the database away). */
+    enum GoneRecord { NONE, WRITING, WRITTEN, FAILED }
+
+    /**
+     * Keeps the 410 in the state, so that a restart or a take-over does not deliver to the endpoint
+     * that said it was gone for good (held in memory only, it did). Written on the durable queue's
+     * threads, in the lane's order ({@link #goneWrites}): a lane's turn never waits on the database.
+     * Not written (the database away), it is written again when the listening session is back
+     * ({@link #enableUnlessGone}); meanwhile a restart enables the subscription again.
+     */
+    private void recordGone(Destination endpoint) {
+        if (endpoint == null) {
+            return;
+        }
+        String key = endpointKey(endpoint);
+        goneRecord = GoneRecord.WRITING;
+        goneWrite(() -> {
+            try {
+                context.store().gone(id, key);
+                post(() -> {
+                    if (disabled && goneRecord == GoneRecord.WRITING) {
+                        goneRecord = GoneRecord.WRITTEN;
+                    }
+                });
+            } catch (SQLException | RuntimeException e) {
+                LOG.warnf("subscription %s: its 410 was not recorded (%s); it is tried again once the database is back,"
+                        + " and a restart before that enables the subscription again", subscription.name(),
+                        e instanceof SQLException ? e.getMessage() : e.toString());
+                post(() -> {
+                    if (disabled && goneRecord == GoneRecord.WRITING) {
+                        goneRecord = GoneRecord.FAILED;
+                    }
+                });
+            }
+        });
+    }
+
+    /** Runs {@code write} on the durable queue's threads after the lane's earlier ones. */
+    private void goneWrite(Runnable write) {
+        try {
+            goneWrites = goneWrites.thenRunAsync(write, context.database()).exceptionally(rejected -> null);
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            // walhook stops: the record stays as it was
+        }
+    }
+
+    /** Forgets a recorded 410 ({@link #recordGone}), in the lane's order: the subscription was enabled again. */
+    private void forgetGone() {
+        goneRecord = GoneRecord.NONE;
+        goneWrite(() -> {
+            try {
+                context.store().notGone(id);
+            } catch (SQLException | RuntimeException e) {
+                LOG.warnf("subscription %s: enabled again, but its 410 is still recorded (%s); a restart or take-over"
+                        + " disables it again until a replay", subscription.name(),
+                        e instanceof SQLException ? e.getMessage() : e.toString());
+            }
+        });
+    }
+
     /** Whether two destinations are the same endpoint (a webhook's URL, an AMQP address template), whatever else changed. */
     private static boolean sameEndpoint(Destination a, Destination b) {
         if (a instanceof Destination.Webhook x && b instanceof Destination.Webhook y) {
@@ -1849,12 +1930,14 @@ final class Lane {
             case DELIVERED -> delivered(o, now);
             case RETRY -> failed(o, attempt, now);
             case GONE -> {
-                if (!disabled) {
-                    LOG.errorf("subscription %s disabled: %s answered %s to %s; its events wait in the durable queue"
-                            + " until a replay", subscription.name(), transport, attempt.problem(), o.id);
-                }
+                boolean was = disabled;
                 disabled = true;
                 disabledBy = o.sentTo;
+                if (!was) {
+                    LOG.errorf("subscription %s disabled: %s answered %s to %s; its events wait in the durable queue"
+                            + " until a replay", subscription.name(), transport, attempt.problem(), o.id);
+                    recordGone(o.sentTo);
+                }
                 failed(o, attempt, now);
             }
         }
@@ -2088,9 +2171,19 @@ final class Lane {
      * {@code rows} is how many (null when they were not counted in time): rows left from before a
      * restart or a take-over, which /status counts with those it writes from now on.
      */
-    void probed(boolean queueHasRows, Long rows) {
+    void probed(boolean queueHasRows, Long rows, String gone) {
         post(() -> {
             probing = false;
+            if (gone != null && gone.equals(endpointKey(subscription.destination()))) {
+                // recorded by the instance before this one's start (or before a take-over): still gone
+                disabled = true;
+                disabledBy = subscription.destination();
+                goneRecord = GoneRecord.WRITTEN;
+                LOG.infof("subscription %s stays disabled: its destination answered 410 Gone before; its events wait in"
+                        + " the durable queue until a replay", subscription.name());
+            } else if (gone != null && !disabled) {
+                forgetGone(); // of an endpoint it no longer has (changed while no lane of it ran): put back, not disabled
+            }
             if (rows != null) {
                 backlog = rows; // it wrote and deleted nothing while it waited for this answer
             }
@@ -2144,17 +2237,28 @@ final class Lane {
     }
 
     /**
-     * Enabled again if a 410 disabled it, as after a restart: a replay may have been asked unheard.
-     * An endpoint still gone answers its first requests 410 again, which disables it again.
+     * Enabled again if a 410 disabled it and a replay asked unheard cleared its record since
+     * ({@code recorded}: the endpoint key the state holds for it now, null for none); its 410
+     * written again if it never was. An endpoint still gone answers 410 again, which disables it again.
      */
-    void retryIfDisabled() {
+    void enableUnlessGone(String recorded) {
         post(() -> {
-            if (disabled) {
-                LOG.infof("subscription %s enabled again, as after a restart: a replay may have been asked while this"
-                        + " instance could not hear it; a 410 disables it again", subscription.name());
-                disabled = false;
+            if (!disabled) {
+                return;
+            }
+            if (recorded == null && goneRecord != GoneRecord.WRITTEN) {
+                recordGone(disabledBy); // its 410 was never written (or is being written): it is, now
+            } else if (recorded == null || disabledBy == null || !recorded.equals(endpointKey(disabledBy))) {
+                LOG.infof("subscription %s enabled again: a replay was asked while this instance could not hear it",
+                        subscription.name());
+                tryEverythingNow();
             }
         });
+    }
+
+    /** Whether a 410 disabled it (read by the dispatcher's thread asking the state which still are). */
+    boolean disabled() {
+        return disabled;
     }
 
     /** The API's replay: enabled again after a 410, and every waiting request tried now. */
@@ -2166,8 +2270,9 @@ final class Lane {
     private void tryEverythingNow() {
         if (disabled) {
             LOG.infof("subscription %s enabled again: delivering its queued events", subscription.name());
+            disabled = false;
+            forgetGone();
         }
-        disabled = false;
         schedule.reset();
         probesFailed = 0;
         nextProbe = Instant.MIN;

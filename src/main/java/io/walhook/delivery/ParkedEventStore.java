@@ -79,6 +79,8 @@ public final class ParkedEventStore {
     private final String subscriptions;
     /** Events dropped through the API while the slot may send their changes again ({@link #dropped()}). */
     private final String dropped;
+    /** The subscriptions a 410 Gone disabled ({@link #gone}). */
+    private final String goneTable;
     /**
      * Before which position the slot sends nothing again: every slot's acknowledged position (a
      * stale row of a slot that is gone holds nothing back), null while none is recorded.
@@ -113,6 +115,7 @@ public final class ParkedEventStore {
         this.table = stateSchema + ".parked_event";
         this.subscriptions = stateSchema + ".subscription";
         this.dropped = stateSchema + ".dropped_event";
+        this.goneTable = stateSchema + ".gone_endpoint";
         this.passed = "(SELECT pg_catalog.min(k.end_lsn) FROM " + stateSchema + ".checkpoint k"
                 + " JOIN pg_catalog.pg_replication_slots r ON r.slot_name = k.slot_name)";
         this.fence = fence;
@@ -388,9 +391,54 @@ public final class ParkedEventStore {
     }
 
     /** The API's replay, asked of every listening instance ({@link #REPLAYS_CHANNEL}): the active one acts on it. */
-    public void replay(String subscriptionId) {
+    public void replay(String subscriptionId) throws SQLException {
+        notGone(subscriptionId); // first: a lane made or a session listening again from now on finds it enabled
         announce(REPLAYS_CHANNEL, subscriptionId, "replay of subscription %s: telling the active instance failed (its"
                 + " queue is delivered at its destination's pace all the same): %s");
+    }
+
+    /**
+     * Records that the subscription's endpoint ({@code endpoint}, its key: Lane.endpointKey) answered
+     * 410 Gone: the subscription stays disabled for it across restarts and take-overs, until a
+     * replay or another endpoint enables it again ({@link #notGone}).
+     */
+    public void gone(String subscriptionId, String endpoint) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("INSERT INTO " + goneTable + " (subscription_id, endpoint,"
+                        + " disabled_at) VALUES (?, ?, now()) ON CONFLICT (subscription_id) DO UPDATE"
+                        + " SET endpoint = excluded.endpoint, disabled_at = excluded.disabled_at")) {
+            s.setString(1, subscriptionId);
+            s.setString(2, endpoint);
+            s.executeUpdate();
+        }
+    }
+
+    /** The subscription is enabled again: no 410 disables it any more ({@link #gone}). */
+    public void notGone(String subscriptionId) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("DELETE FROM " + goneTable + " WHERE subscription_id = ?")) {
+            s.setString(1, subscriptionId);
+            s.executeUpdate();
+        }
+    }
+
+    /** Of these subscriptions, those a 410 disabled ({@link #gone}), with the key of the endpoint that answered it. */
+    public Map<String, String> gone(java.util.Collection<String> subscriptionIds) throws SQLException {
+        Map<String, String> gone = new java.util.HashMap<>();
+        if (subscriptionIds.isEmpty()) {
+            return gone;
+        }
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT subscription_id, endpoint FROM " + goneTable
+                        + " WHERE subscription_id = ANY (?::text[])")) {
+            s.setArray(1, c.createArrayOf("text", subscriptionIds.toArray()));
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    gone.put(rs.getString(1), rs.getString(2));
+                }
+            }
+        }
+        return gone;
     }
 
     private void announce(String channel, String subscriptionId, String failure) {

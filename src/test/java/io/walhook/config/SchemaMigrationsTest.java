@@ -48,7 +48,8 @@ class SchemaMigrationsTest {
             "12|12|subscription matched before|SQL|db/migration/V12__subscription_matched_before.sql|-1874845366|true",
             "13|13|dropped event|SQL|db/migration/V13__dropped_event.sql|-1248673008|true",
             "14|14|checkpoint timeline|SQL|db/migration/V14__checkpoint_timeline.sql|-1678512213|true",
-            "15|15|queue run|SQL|db/migration/V15__queue_run.sql|2005555190|true");
+            "15|15|queue run|SQL|db/migration/V15__queue_run.sql|2005555190|true",
+            "16|16|gone endpoint|SQL|db/migration/V16__gone_endpoint.sql|1364916993|true");
 
     private static PGSimpleDataSource database(String prefix) throws SQLException {
         PostgresServer server = TestPostgres.shared();
@@ -127,9 +128,10 @@ class SchemaMigrationsTest {
         sql(dataSource, "DROP TABLE walhook.subscription_matched_before");
         sql(dataSource, "DROP TABLE walhook.dropped_event");
         sql(dataSource, "DROP TABLE walhook.queue_run");
+        sql(dataSource, "DROP TABLE walhook.gone_endpoint");
         sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15')");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(9);
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16')");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(10);
         assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
         sql(dataSource, "SELECT system_id, timeline, earlier_history_up_to FROM walhook.checkpoint");
         sql(dataSource, "SELECT count(*) FROM walhook.backfill");
@@ -167,8 +169,8 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_newer");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (16, '16', 'later', 'SQL',"
-                + " 'db/migration/V16__later.sql', 5, current_user, 1, true)");
+                + " checksum, installed_by, execution_time, success) VALUES (17, '17', 'later', 'SQL',"
+                + " 'db/migration/V17__later.sql', 5, current_user, 1, true)");
         assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isZero();
     }
 
@@ -182,17 +184,18 @@ class SchemaMigrationsTest {
         sql(dataSource, "DROP TABLE walhook.subscription_matched_before");
         sql(dataSource, "DROP TABLE walhook.dropped_event");
         sql(dataSource, "DROP TABLE walhook.queue_run");
+        sql(dataSource, "DROP TABLE walhook.gone_endpoint");
         sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15')");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16')");
         // V7's last statement creates the index backfill_initial: a table of that name makes it fail
         sql(dataSource, "CREATE TABLE walhook.backfill_initial ()");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("backfill_initial");
         assertThat(exists(dataSource, "walhook.backfill")).as("the file's first statements are undone too").isFalse();
-        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 9);
+        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 10);
         assertThat(exists(dataSource, "walhook.activation")).isFalse();
         sql(dataSource, "DROP TABLE walhook.backfill_initial");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(9);
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(10);
     }
 
     private static boolean exists(PGSimpleDataSource dataSource, String relation) throws SQLException {
@@ -313,7 +316,7 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_dotted");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (16, '7.1', 'hotfix', 'SQL',"
+                + " checksum, installed_by, execution_time, success) VALUES (17, '7.1', 'hotfix', 'SQL',"
                 + " 'V7_1__hotfix.sql', 5, current_user, 1, true)");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("version '7.1' (V7_1__hotfix.sql)");

@@ -180,11 +180,7 @@ class WebhookDeliveryIT {
 
                 // the endpoint is back and an operator replays: enabled again, all five parked events arrive
                 gone.set(false);
-                java.net.http.HttpResponse<String> replay = java.net.http.HttpClient.newHttpClient().send(
-                        java.net.http.HttpRequest.newBuilder(walhook.uri("/subscriptions/config:old/dead-letters/replay"))
-                                .header("Authorization", "Bearer t0ken")
-                                .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
-                        java.net.http.HttpResponse.BodyHandlers.ofString());
+                java.net.http.HttpResponse<String> replay = replayOld(walhook);
                 assertThat(replay.statusCode()).as(replay.body()).isEqualTo(200);
                 await().atMost(WAIT).until(() -> parked(pg, database, "old") == 0);
                 List<String> replayed = receiver.requests("/gone").subList(goneRequests, receiver.requests("/gone").size())
@@ -192,6 +188,53 @@ class WebhookDeliveryIT {
                 assertThat(replayed).hasSize(5).doesNotHaveDuplicates();
                 assertThat(walhook.output()).contains("subscription old enabled again");
                 assertThat(oldStatus(walhook).get("disabled").asBoolean()).isFalse();
+            }
+        }
+    }
+
+    /**
+     * A 410 disables the subscription until an operator says otherwise: held in memory only, a
+     * restart (or a take-over) enabled it again and delivered its queue, and every later change, to
+     * the endpoint that had said it was gone for good. It stays disabled until a replay.
+     */
+    @Test
+    void aSubscriptionA410DisabledStaysDisabledAcrossRestartsUntilAReplay() throws Exception {
+        PostgresServer pg = TestPostgres.shared();
+        String database = pg.createDatabase("gone_restart");
+        pg.execute(database, "CREATE TABLE orders (id int PRIMARY KEY)");
+        java.util.concurrent.atomic.AtomicBoolean gone = new java.util.concurrent.atomic.AtomicBoolean(true);
+        try (WebhookReceiver receiver = WebhookReceiver.start()) {
+            receiver.respond(request -> gone.get() ? 410 : 204);
+            Map<String, String> env = Map.of("WALHOOK_API_TOKEN", "t0ken", "WALHOOK_SOURCE_URL", pg.sourceUrl(database),
+                    "WALHOOK_SLOT", database, "WALHOOK_SUBSCRIPTIONS_OLD_URL", receiver.url("/gone"));
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                pg.execute(database, "INSERT INTO orders VALUES (1)");
+                await().atMost(WAIT).until(() -> parked(pg, database, "old") == 1);
+                assertThat(oldStatus(walhook).get("disabled").asBoolean()).isTrue();
+            }
+            int answered = receiver.requests("/gone").size();
+            gone.set(false); // it would take requests now: only a replay says they are wanted there again
+            try (WalhookProcess walhook = WalhookProcess.start(env)) {
+                walhook.awaitReady(WAIT);
+                pg.execute(database, "INSERT INTO orders VALUES (2)");
+                await().atMost(WAIT).until(() -> parked(pg, database, "old") == 2);
+                assertThat(oldStatus(walhook).get("disabled").asBoolean()).as("still disabled after the restart").isTrue();
+                assertThat(walhook.output()).contains("subscription old stays disabled");
+                assertThat(receiver.requests("/gone")).as("nothing sent to the endpoint that said it was gone")
+                        .hasSize(answered);
+                java.net.http.HttpResponse<String> replay = replayOld(walhook);
+                assertThat(replay.statusCode()).as(replay.body()).isEqualTo(200);
+                await().atMost(WAIT).until(() -> parked(pg, database, "old") == 0);
+                assertThat(oldStatus(walhook).get("disabled").asBoolean()).isFalse();
+            }
+            try (WalhookProcess walhook = WalhookProcess.start(env)) { // enabled for good by the replay
+                walhook.awaitReady(WAIT);
+                pg.execute(database, "INSERT INTO orders VALUES (3)");
+                await().atMost(WAIT).until(() -> receiver.requests("/gone").stream()
+                        .anyMatch(r -> r.body().contains("\"new\":{\"id\":3}")));
+                assertThat(oldStatus(walhook).get("disabled").asBoolean()).isFalse();
+                assertThat(parked(pg, database, "old")).isZero();
             }
         }
     }
@@ -430,6 +473,14 @@ class WebhookDeliveryIT {
     private static List<String> acceptedChangesOfRow1(WebhookReceiver receiver, List<String> accepted) {
         return receiver.requests("/down").stream().filter(r -> accepted.contains(r.header("webhook-id"))
                 && r.body().contains("\"new\":{\"id\":1,")).map(r -> r.header("webhook-id")).distinct().toList();
+    }
+
+    /** {@code POST /subscriptions/config:old/dead-letters/replay}. */
+    private static java.net.http.HttpResponse<String> replayOld(WalhookProcess walhook) throws Exception {
+        return java.net.http.HttpClient.newHttpClient().send(
+                java.net.http.HttpRequest.newBuilder(walhook.uri("/subscriptions/config:old/dead-letters/replay"))
+                        .header("Authorization", "Bearer t0ken").POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
     }
 
     /** The "old" subscription's entry in /status. */

@@ -152,8 +152,8 @@ class SubscriptionPollerTest {
     /**
      * A replay asked through the API while no listening session of the active instance listened
      * (the database restarting, say): no instance heard it, and a subscription a 410 had disabled
-     * stayed disabled, its events queued, until the next replay or restart. Once the session listens
-     * again, what a 410 disabled is tried again, as after a restart.
+     * stayed disabled, its events queued, until the next replay. Once the session listens again,
+     * what a 410 disabled and a replay cleared the record of since is enabled again.
      */
     @Test
     void aReplayAskedWhileNoSessionListenedEnablesWhatA410DisabledOnceOneListens() throws Exception {
