@@ -89,6 +89,11 @@ public final class BackfillRunner implements Runnable {
      * past them, the table being read is read again from its start.
      */
     static final int MOVED_MAX = 10_000;
+    /**
+     * Rows moved read again together at most: a row-value IN list of composite keys past about
+     * 7,500 overflows PostgreSQL's stack (54001), which failed the backfill.
+     */
+    static final int MOVED_BATCH = 1_000;
 
     /** What the runner needs to know. */
     /** @param stateSchema walhook's own schema, whose tables are never read */
@@ -122,9 +127,10 @@ public final class BackfillRunner implements Runnable {
      * Rows to read again at their new key, by backfill ({@link Watermarks.Moved}): added by the
      * routing thread, taken by the runner. A backfill paused keeps its own for when it resumes.
      */
-    private final Map<UUID, java.util.Queue<Watermarks.Moved>> movedRows = new java.util.concurrent.ConcurrentHashMap<>();
-    /** Backfills that had more than {@link #MOVED_MAX} rows moved, with the table each was reading then. */
-    private final Map<UUID, String> movedTooMany = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<UUID, java.util.concurrent.BlockingDeque<Watermarks.Moved>> movedRows =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    /** Backfills that had more than {@link #MOVED_MAX} rows moved, with the tables they moved in. */
+    private final Map<UUID, java.util.Set<String>> movedTooMany = new java.util.concurrent.ConcurrentHashMap<>();
     /**
      * Runs of backfills that ended (cancelled) with chunks the stream had met: their rows are on
      * their way, and counted in {@code rows_sent} once delivered ({@link #countFinishing}).
@@ -184,12 +190,38 @@ public final class BackfillRunner implements Runnable {
 
     /** The routing thread met a row moved out of reach of {@code m}'s backfill: it is read again (see {@link #step}). */
     private void rowMoved(Watermarks.Moved m) {
-        java.util.Queue<Watermarks.Moved> queue = movedRows.computeIfAbsent(m.backfillId(),
-                id -> new java.util.concurrent.LinkedBlockingQueue<>(MOVED_MAX));
-        if (!queue.offer(m)) {
-            movedTooMany.put(m.backfillId(), m.table());
+        if (!moves(m.backfillId()).offerLast(m)) {
+            tooMany(m.backfillId(), m.table());
         }
         wake();
+    }
+
+    private java.util.concurrent.BlockingDeque<Watermarks.Moved> moves(UUID backfill) {
+        return movedRows.computeIfAbsent(backfill, id -> new java.util.concurrent.LinkedBlockingDeque<>(MOVED_MAX));
+    }
+
+    private void tooMany(UUID backfill, String table) {
+        movedTooMany.computeIfAbsent(backfill, id -> java.util.concurrent.ConcurrentHashMap.newKeySet()).add(table);
+    }
+
+    /**
+     * Rows moved taken to be read and not read (their reading given up, or cut at its byte bound):
+     * first again, the same objects (a row's read keeps its id).
+     */
+    private void putBack(UUID backfill, List<Watermarks.Moved> unread) {
+        java.util.concurrent.BlockingDeque<Watermarks.Moved> moves = moves(backfill);
+        for (int i = unread.size() - 1; i >= 0; i--) {
+            if (!moves.offerFirst(unread.get(i))) {
+                tooMany(backfill, unread.get(i).table());
+            }
+        }
+    }
+
+    /** Of {@code moved}, those whose rows {@code chunk} did not read (it was cut at its byte bound). */
+    private static List<Watermarks.Moved> unread(List<Watermarks.Moved> moved, Chunk chunk) {
+        java.util.Set<String> read = new java.util.HashSet<>();
+        chunk.rows.forEach(row -> read.add(row.key()));
+        return moved.stream().filter(m -> !read.contains(String.join("\0", m.key()))).toList();
     }
 
     /** A backfill being run: where it is, and its chunks in flight. */
@@ -219,6 +251,8 @@ public final class BackfillRunner implements Runnable {
         final Map<String, Boolean> lockable = new HashMap<>();
         int size;
         long nextChunkAt;
+        /** Tables to read again from their start when the run comes to them (too many rows moved in them). */
+        final java.util.Set<String> fromStart = new java.util.HashSet<>();
         /** The largest row read of each table, in bytes as {@link #CHUNK_BYTES} counts them: never lowered. */
         final Map<String, Long> largestRow = new HashMap<>();
 
@@ -232,6 +266,11 @@ public final class BackfillRunner implements Runnable {
             }
             after = table < backfill.tables().size() ? backfill.progressOf(backfill.tables().get(table)).cursor() : null;
         }
+    }
+
+    /** Where the run reads {@code table} from: its last key done, or its start when it is to be read again whole. */
+    private static List<String> startOf(Run run, String table) {
+        return run.fromStart.remove(table) ? null : run.backfill.progressOf(table).cursor();
     }
 
     /** A backfill this instance runs now, and the rows it has sent (its chunks done). */
@@ -335,6 +374,15 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
+    /** Gives up the run's chunks the stream has not met; the rows moved among them wait to be read again. */
+    private void giveUp(Run run) {
+        for (Chunk chunk : run.inFlight) {
+            if (watermarks.abandon(chunk) && chunk.moved != null) {
+                putBack(run.backfill.id(), chunk.moved);
+            }
+        }
+    }
+
     /** One chunk's worth of work on every running backfill; false when there was nothing to do. */
     boolean round() throws SQLException, InterruptedException {
         long began = System.nanoTime(); // before step() looks at a rate: a due it was held for is not missed
@@ -350,8 +398,9 @@ public final class BackfillRunner implements Runnable {
                 return false;
             }
             // cancelled or paused: chunks the stream has met finish on their own; the others are given up
-            // (read again on resuming, from the last chunk done), so none waits for a watermark forever
-            run.inFlight.forEach(watermarks::abandon);
+            // (read again on resuming, from the last chunk done; rows moved, from where they wait), so none waits
+            // for a watermark forever
+            giveUp(run);
             if (b == null && subscriptions.contains(run.backfill.subscriptionId())) {
                 // cancelled: what the stream met is delivered, and counted as sent once it is (a paused one's is read
                 // again on resuming, and counted then; a deleted subscription's rows are dropped with its lane)
@@ -375,7 +424,7 @@ public final class BackfillRunner implements Runnable {
                 missingSince.remove(backfill.id());
                 Run waiting = runs.remove(backfill.id());
                 if (waiting != null) {
-                    waiting.inFlight.forEach(watermarks::abandon);
+                    giveUp(waiting);
                 }
                 continue;
             }
@@ -564,14 +613,24 @@ public final class BackfillRunner implements Runnable {
             return worked;
         }
         List<String> tables = run.backfill.tables();
-        String again = movedTooMany.remove(run.backfill.id());
-        if (again != null && tables.contains(again)) {
-            // more rows moved than are kept: the table they moved in is read again from its start, whole
+        java.util.Set<String> tooMany = movedTooMany.remove(run.backfill.id());
+        if (tooMany != null) {
+            // more rows moved than are kept: the tables they moved in are read again from their start, whole (those
+            // that wait are let go: their tables are among them)
+            java.util.Set<String> again = new java.util.TreeSet<>(tooMany);
+            java.util.Queue<Watermarks.Moved> dropped = movedRows.remove(run.backfill.id());
+            if (dropped != null) {
+                dropped.forEach(m -> again.add(m.table()));
+            }
+            again.retainAll(tables);
             LOG.warnf("backfill %s: more than %d rows of %s moved to other keys leaving a TOASTed value out of the"
-                    + " stream; the table is read again from its start", run.backfill.id(), MOVED_MAX, again);
-            movedRows.remove(run.backfill.id());
-            run.table = tables.indexOf(again);
-            run.after = null;
+                    + " stream; read again from their start", run.backfill.id(), MOVED_MAX, again);
+            run.fromStart.addAll(again);
+            int first = again.stream().mapToInt(tables::indexOf).min().orElse(Integer.MAX_VALUE);
+            if (first <= run.table) { // the one read now, or one read already: from there on (later ones as they come)
+                run.table = first;
+                run.after = startOf(run, tables.get(first));
+            }
         }
         java.util.Queue<Watermarks.Moved> moves = movedRows.get(run.backfill.id());
         if (run.table >= tables.size() && (moves == null || moves.isEmpty())) {
@@ -597,7 +656,7 @@ public final class BackfillRunner implements Runnable {
         if (run.nextChunkAt != 0 && now - run.nextChunkAt < 0) {
             return worked; // the rows-per-second limit
         }
-        List<Watermarks.Moved> move = moved(moves, limit(run));
+        List<Watermarks.Moved> move = moved(moves, Math.min(MOVED_BATCH, limit(run)));
         if (!move.isEmpty()) {
             String table = move.get(0).table();
             if (leftOut(run, table)) {
@@ -605,8 +664,11 @@ public final class BackfillRunner implements Runnable {
             }
             Chunk these = read(run, table, null, null, -1, move);
             if (these == null) {
-                move.forEach(moves::offer); // to be tried again (a failed backfill's are let go with it)
+                putBack(run.backfill.id(), move); // to be tried again (a failed backfill's are let go with it)
             } else {
+                if (these.cut) {
+                    putBack(run.backfill.id(), unread(move, these)); // at its byte bound: the rest read next
+                }
                 run.inFlight.addLast(these);
                 chunkBytes += these.bytes;
             }
@@ -629,7 +691,7 @@ public final class BackfillRunner implements Runnable {
         chunkBytes += chunk.bytes;
         if (chunk.lastOfTable) {
             run.table++;
-            run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
+            run.after = run.table < tables.size() ? startOf(run, tables.get(run.table)) : null;
         } else {
             run.after = chunk.last;
         }
@@ -657,7 +719,7 @@ public final class BackfillRunner implements Runnable {
         });
         if (run.table < tables.size() && tables.get(run.table).equals(table)) {
             run.table++;
-            run.after = run.table < tables.size() ? run.backfill.progressOf(tables.get(run.table)).cursor() : null;
+            run.after = run.table < tables.size() ? startOf(run, tables.get(run.table)) : null;
         }
     }
 
@@ -799,8 +861,12 @@ public final class BackfillRunner implements Runnable {
                 // over and over, its TOASTed value left out of the stream) falls, in a part read fast, between
                 // two of its changes; read whole, it never did
                 int part = done.attempt > 0 && done.rows != null && done.rows.size() > 1 ? done.rows.size() / 2 : 0;
+                // rows moved: in halves from the second reading on, as a range (a hot row among them falls between two
+                // of its changes read alone), the other half read after it
+                List<Watermarks.Moved> now = done.moved == null ? null
+                        : done.attempt > 0 && done.moved.size() > 1 ? done.moved.subList(0, done.moved.size() / 2) : done.moved;
                 Chunk again = done.moved != null
-                        ? read(run, done.table.qualifiedName(), null, null, -1, done.moved)
+                        ? read(run, done.table.qualifiedName(), null, null, -1, List.copyOf(now))
                         : read(run, done.table.qualifiedName(), done.after, done.lastOfTable ? null : done.last,
                                 part > 0 ? part : done.lastOfTable ? 0 : -1, null);
                 if (again == null) {
@@ -811,6 +877,9 @@ public final class BackfillRunner implements Runnable {
                 again.since = done.since;
                 warnIfReadOverAndOver(run, done, outcome.why());
                 if (done.moved != null) {
+                    List<Watermarks.Moved> later = new ArrayList<>(again.cut ? unread(now, again) : List.of());
+                    later.addAll(done.moved.subList(now.size(), done.moved.size()));
+                    putBack(run.backfill.id(), later);
                     run.inFlight.pollFirst();
                     run.inFlight.addFirst(again); // rows moved: the table's position is not theirs
                     return true;
@@ -836,6 +905,10 @@ public final class BackfillRunner implements Runnable {
             run.progress.put(table, new Backfill.TableProgress(moves && done.last != null ? done.last : before.cursor(),
                     before.rowsSent() + outcome.sent(), moves && done.lastOfTable || before.done(), done.table.oid(),
                     done.table.keyShape()));
+            if (moves && done.lastOfTable && !run.fromStart.contains(table)) {
+                // read to its end: a row moved in it now was read, or streamed whole, before it moved
+                watermarks.unwatch(run.backfill.id(), done.table.oid());
+            }
             Subscription subscription = inForce.get().stream()
                     .filter(s -> s.id().equals(run.backfill.subscriptionId())).findFirst().orElse(null);
             if (subscription != null && outcome.sent() > 0) {
@@ -1306,16 +1379,17 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
-    /**
-     * A read event's id: the backfill's id and 128 bits of a SHA-256 of the row's table and key, so
-     * the same row of the same backfill has the same id across chunks read again and restarts, and
-     * two rows practically never share one (the durable queue keeps one row per id).
-     */
     /** Where the row at {@code key} moved there (the update's position), as its read's id takes it. */
     private static String movedAt(List<Watermarks.Moved> moved, String[] key) {
         List<String> values = java.util.Arrays.asList(key);
         return moved.stream().filter(m -> m.key().equals(values)).map(m -> m.lsn().toString()).findFirst().orElse("");
     }
+
+    /**
+     * A read event's id: the backfill's id and 128 bits of a SHA-256 of the row's table and key, so
+     * the same row of the same backfill has the same id across chunks read again and restarts, and
+     * two rows practically never share one (the durable queue keeps one row per id).
+     */
 
     static String eventId(UUID backfill, String table, String rowKey) {
         try {

@@ -85,12 +85,22 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     }
 
     /**
-     * The backfill {@code backfill} reads {@code watch}'s table: watched until the backfill ends (a
-     * row moved into the part of a table read already, while the next table's chunks are read
-     * and this one's last is still on its way, was missed once the watch went on to the next).
+     * The backfill {@code backfill} reads {@code watch}'s table: watched until it has read the table
+     * to its end (the last chunk's rows sent: {@link #unwatch(java.util.UUID, long)}) or ends; not
+     * only while it reads it (a row moved into the part read already, while the next table's chunks
+     * were read and this one's last was still on its way, was missed).
      */
     void watch(java.util.UUID backfill, Watch watch) {
         watches.computeIfAbsent(watch.oid(), oid -> new ConcurrentHashMap<>()).put(backfill, watch);
+    }
+
+    /** Stops watching the table {@code oid} for the backfill {@code backfill} (it read the table to its end). */
+    void unwatch(java.util.UUID backfill, long oid) {
+        Map<java.util.UUID, Watch> ofTable = watches.get(oid);
+        if (ofTable != null) {
+            ofTable.remove(backfill);
+            watches.remove(oid, Map.of());
+        }
     }
 
     /** Stops watching for the backfills {@code gone} says so of. */

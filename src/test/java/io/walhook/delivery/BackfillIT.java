@@ -113,10 +113,15 @@ class BackfillIT {
         keys.addAll(table.keySet());
         for (String key : keys) {
             if (!java.util.Objects.equals(replayed.get(key), table.get(key)) && differ.size() < 20) {
-                differ.put(key, "received " + replayed.get(key) + ", table has " + table.get(key));
+                differ.put(key, "received " + shortened(replayed.get(key)) + ", table has " + shortened(table.get(key)));
             }
         }
         return differ;
+    }
+
+    /** A row as a failure shows it: its first 200 characters (a large document's whole text buried the message). */
+    private static String shortened(String row) {
+        return row == null || row.length() <= 200 ? row : row.substring(0, 200) + "... (" + row.length() + " characters)";
     }
 
     private static String compact(String json) throws Exception {
@@ -751,7 +756,9 @@ class BackfillIT {
         String database = pg.createDatabase("backfill_moved_toast");
         pg.execute(database, "CREATE TABLE items (id int PRIMARY KEY, n int NOT NULL, doc text)",
                 "ALTER TABLE items ALTER COLUMN doc SET STORAGE EXTERNAL",
-                "INSERT INTO items SELECT g, 0, repeat(md5(g::text), 200) FROM generate_series(1, 1000) g");
+                "INSERT INTO items SELECT g, 0, repeat(md5(g::text), 200) FROM generate_series(1, 1000) g",
+                // five moved together, read again in one chunk: more than its byte bound (8 MiB as it counts them)
+                "UPDATE items SET doc = repeat(md5(id::text), 50000) WHERE id BETWEEN 900 AND 904");
         Replay replay = new Replay();
         try (WebhookReceiver receiver = WebhookReceiver.start(replay::add);
                 WalhookProcess walhook = WalhookProcess.start(env(pg, database, "WALHOOK_SUBSCRIPTIONS_ALL_URL",
