@@ -267,14 +267,16 @@ public class SubscriptionResource {
         NoBody.refuseAny(request, body);
         readOnly(id);
         UUID uuid = SubscriptionLookup.uuid(id);
-        ParkedEventStore.Held queue = store.delete(uuid, t -> parked.held(t, uuid.toString()))
+        ParkedEventStore.Held queue = store.delete(uuid, t -> {
+            parked.notGone(t, uuid.toString()); // a 410's record goes with it
+            return parked.held(t, uuid.toString());
+        })
                 .orElseThrow(() -> SubscriptionLookup.notFound(id));
         // delivery stops here now, not after the drop (which waits for rows other sessions hold)
         source.deleted(uuid.toString());
         applyHere();
         try {
             parked.deleteAll(uuid.toString(), queue.upTo()); // what its lane has not dropped yet
-            parked.notGone(uuid.toString()); // a 410's record
         } catch (SQLException | RuntimeException e) {
             // deleted all the same: the lane's drop, or the next start's, takes the rest
             LOG.warnf("subscription %s deleted; its durable queue is dropped later (%s)", id, e.getMessage());

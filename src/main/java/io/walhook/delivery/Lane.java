@@ -360,6 +360,12 @@ final class Lane {
     private volatile boolean disabled;
     /** Its 410 in the state ({@link #recordGone}); the lane's. */
     private GoneRecord goneRecord = GoneRecord.NONE;
+    /** Counts the lane's writes of its 410 (and forgets): an answer to an earlier one does not set {@link #goneRecord}. */
+    private long goneGeneration;
+    /** Writes of its 410 that failed in a row (the first is logged). */
+    private int goneRetries;
+    /** A replay was asked while the lane waited for its first look at its queue: a 410 that look read is cleared. */
+    private boolean replayedWhileProbing;
     /** The lane's writes of its 410 to the state, in its order. */
     private java.util.concurrent.CompletableFuture<Void> goneWrites = java.util.concurrent.CompletableFuture.completedFuture(null);
     /** The destination whose 410 disabled the lane: a replacement at another endpoint is not disabled for it. */
@@ -1693,11 +1699,9 @@ final class Lane {
      * ({@link #sameEndpoint}), the same key.
      */
     static String endpointKey(Destination destination) {
-        String endpoint = destination instanceof Destination.Webhook w ? "webhook " + w.url()
-                : destination instanceof Destination.Amqp a ? "amqp " + a.address() : "other " + destination;
         try {
             return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
-                    .digest(endpoint.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+                    .digest(endpoint(destination).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
         } catch (java.security.NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
@@ -1719,25 +1723,45 @@ final class Lane {
         }
         String key = endpointKey(endpoint);
         goneRecord = GoneRecord.WRITING;
+        long generation = ++goneGeneration; // an answer of an earlier write (or forget) is not this one's
         goneWrite(() -> {
             try {
                 context.store().gone(id, key);
                 post(() -> {
-                    if (disabled && goneRecord == GoneRecord.WRITING) {
+                    if (goneGeneration == generation) {
                         goneRecord = GoneRecord.WRITTEN;
+                        goneRetries = 0;
                     }
                 });
             } catch (SQLException | RuntimeException e) {
-                LOG.warnf("subscription %s: its 410 was not recorded (%s); it is tried again once the database is back,"
-                        + " and a restart before that enables the subscription again", subscription.name(),
-                        e instanceof SQLException ? e.getMessage() : e.toString());
+                String why = e instanceof SQLException ? e.getMessage() : e.toString();
                 post(() -> {
-                    if (disabled && goneRecord == GoneRecord.WRITING) {
+                    if (goneRetries++ == 0) {
+                        LOG.warnf("subscription %s: its 410 was not recorded (%s); tried again every %d s, a restart"
+                                + " before that enables the subscription again", subscription.name(), why, GONE_RETRY_SECONDS);
+                    }
+                    if (goneGeneration == generation) {
                         goneRecord = GoneRecord.FAILED;
+                        retryGoneLater(generation);
                     }
                 });
             }
         });
+    }
+
+    /** How often a 410 the state did not take is written again. */
+    static final long GONE_RETRY_SECONDS = 5;
+
+    private void retryGoneLater(long generation) {
+        try {
+            context.timer().schedule(() -> post(() -> {
+                if (disabled && goneGeneration == generation && goneRecord == GoneRecord.FAILED) {
+                    recordGone(disabledBy);
+                }
+            }), GONE_RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            // walhook stops
+        }
     }
 
     /** Runs {@code write} on the durable queue's threads after the lane's earlier ones. */
@@ -1752,23 +1776,33 @@ final class Lane {
     /** Forgets a recorded 410 ({@link #recordGone}), in the lane's order: the subscription was enabled again. */
     private void forgetGone() {
         goneRecord = GoneRecord.NONE;
+        goneGeneration++;
+        goneRetries = 0;
         goneWrite(() -> {
             try {
                 context.store().notGone(id);
             } catch (SQLException | RuntimeException e) {
                 LOG.warnf("subscription %s: enabled again, but its 410 is still recorded (%s); a restart or take-over"
-                        + " disables it again until a replay", subscription.name(),
+                        + " with the same endpoint disables it again until a replay", subscription.name(),
                         e instanceof SQLException ? e.getMessage() : e.toString());
             }
         });
     }
 
+    /**
+     * A destination's endpoint as text: a webhook's URL as written, or an AMQP address template. The
+     * same text, the same endpoint, here and in the state's key ({@link #endpointKey}): compared as
+     * URIs (the host's case ignored), a 410 disabled a subscription whose URL changed only in case
+     * until a restart, which enabled it.
+     */
+    private static String endpoint(Destination destination) {
+        return destination instanceof Destination.Webhook w ? "webhook " + w.url()
+                : destination instanceof Destination.Amqp a ? "amqp " + a.address() : "other " + destination;
+    }
+
     /** Whether two destinations are the same endpoint (a webhook's URL, an AMQP address template), whatever else changed. */
     private static boolean sameEndpoint(Destination a, Destination b) {
-        if (a instanceof Destination.Webhook x && b instanceof Destination.Webhook y) {
-            return x.url().equals(y.url());
-        }
-        return a instanceof Destination.Amqp x && b instanceof Destination.Amqp y && x.address().equals(y.address());
+        return a != null && b != null && endpoint(a).equals(endpoint(b));
     }
 
     /**
@@ -2174,14 +2208,17 @@ final class Lane {
     void probed(boolean queueHasRows, Long rows, String gone) {
         post(() -> {
             probing = false;
-            if (gone != null && gone.equals(endpointKey(subscription.destination()))) {
+            // cleared by a replay asked meanwhile, the record the look read is no more
+            String recorded = replayedWhileProbing ? null : gone;
+            replayedWhileProbing = false;
+            if (recorded != null && recorded.equals(endpointKey(subscription.destination()))) {
                 // recorded by the instance before this one's start (or before a take-over): still gone
                 disabled = true;
                 disabledBy = subscription.destination();
                 goneRecord = GoneRecord.WRITTEN;
                 LOG.infof("subscription %s stays disabled: its destination answered 410 Gone before; its events wait in"
                         + " the durable queue until a replay", subscription.name());
-            } else if (gone != null && !disabled) {
+            } else if (recorded != null && !disabled) {
                 forgetGone(); // of an endpoint it no longer has (changed while no lane of it ran): put back, not disabled
             }
             if (rows != null) {
@@ -2243,11 +2280,11 @@ final class Lane {
      */
     void enableUnlessGone(String recorded) {
         post(() -> {
-            if (!disabled) {
-                return;
+            if (!disabled || goneRecord == GoneRecord.WRITING) {
+                return; // its write lands after what was read: read again at the next look
             }
             if (recorded == null && goneRecord != GoneRecord.WRITTEN) {
-                recordGone(disabledBy); // its 410 was never written (or is being written): it is, now
+                recordGone(disabledBy); // its 410 was never written: it is, now
             } else if (recorded == null || disabledBy == null || !recorded.equals(endpointKey(disabledBy))) {
                 LOG.infof("subscription %s enabled again: a replay was asked while this instance could not hear it",
                         subscription.name());
@@ -2263,7 +2300,12 @@ final class Lane {
 
     /** The API's replay: enabled again after a 410, and every waiting request tried now. */
     void retryNow() {
-        post(this::tryEverythingNow);
+        post(() -> {
+            if (probing) {
+                replayedWhileProbing = true; // the look under way may have read a 410 this replay cleared
+            }
+            tryEverythingNow();
+        });
     }
 
     /** Enabled again after a 410, the failures so far forgotten, and every waiting request and queued event tried now. */

@@ -415,8 +415,14 @@ public final class ParkedEventStore {
 
     /** The subscription is enabled again: no 410 disables it any more ({@link #gone}). */
     public void notGone(String subscriptionId) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-                PreparedStatement s = c.prepareStatement("DELETE FROM " + goneTable + " WHERE subscription_id = ?")) {
+        try (Connection c = dataSource.getConnection()) {
+            notGone(c, subscriptionId);
+        }
+    }
+
+    /** As {@link #notGone(String)}, on {@code c} (in the transaction that deletes the subscription). */
+    public void notGone(Connection c, String subscriptionId) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("DELETE FROM " + goneTable + " WHERE subscription_id = ?")) {
             s.setString(1, subscriptionId);
             s.executeUpdate();
         }

@@ -57,6 +57,15 @@ class SubscriptionApiDeliveryTest {
         }
     }
 
+    /** How many rows {@code query} (a count) gives. */
+    private long count(String query) throws Exception {
+        try (Connection c = TestPostgres.shared().connect(jdbcUrl.substring(jdbcUrl.lastIndexOf('/') + 1));
+             Statement s = c.createStatement(); java.sql.ResultSet rs = s.executeQuery(query)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
     /** The durable-queue store as another instance's API has it: the same tables, its own connections. */
     private io.walhook.delivery.ParkedEventStore anotherInstancesStore() {
         org.postgresql.ds.PGSimpleDataSource its = new org.postgresql.ds.PGSimpleDataSource();
@@ -241,14 +250,27 @@ class SubscriptionApiDeliveryTest {
                     .get("/status").then().statusCode(200)
                     .body("subscriptions.find { it.name == 'gone-tenant' }.disabled", org.hamcrest.Matchers.equalTo(true))
                     .body("subscriptions.find { it.name == 'gone-tenant' }.parked", org.hamcrest.Matchers.equalTo(3)));
+            // kept for a restart or a take-over: a standby that took over found it enabled, and delivered to the endpoint
+            await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM walhook.gone_endpoint"
+                    + " WHERE subscription_id = '" + id + "'") == 1);
             gone.set(false);
             int before = receiver.requests("/g").size();
             anotherInstancesStore().replay(id);
+            assertThat(count("SELECT count(*) FROM walhook.gone_endpoint WHERE subscription_id = '" + id + "'"))
+                    .as("the replay cleared it, wherever it was asked").isZero();
             await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(receiver.requests("/g").stream().skip(before)
                     .map(r -> r.body().replaceAll(".*\"new\":\\{\"id\":(\\d+)}.*", "$1")))
                     .as("the queue delivered here").containsExactlyInAnyOrder("1", "2", "3"));
             given().header("Authorization", "Bearer t").get("/status").then().statusCode(200)
                     .body("subscriptions.find { it.name == 'gone-tenant' }.disabled", org.hamcrest.Matchers.equalTo(false));
+            // gone again, then deleted: its record goes with it
+            gone.set(true);
+            sql("INSERT INTO gone_tenant VALUES (4)");
+            await().atMost(Duration.ofSeconds(30)).until(() -> count("SELECT count(*) FROM walhook.gone_endpoint"
+                    + " WHERE subscription_id = '" + id + "'") == 1);
+            given().header("Authorization", "Bearer t").delete("/subscriptions/" + id).then().statusCode(200);
+            await().atMost(Duration.ofSeconds(10)).until(() -> count("SELECT count(*) FROM walhook.gone_endpoint"
+                    + " WHERE subscription_id = '" + id + "'") == 0);
         }
     }
 

@@ -1256,6 +1256,40 @@ class DispatcherTest {
         assertThat(receiver.requests("/gone")).as("disabled by its one 410, not tried again").hasSize(1);
     }
 
+    /**
+     * A 410 is kept in the state, so that a restart or a take-over does not deliver to the endpoint
+     * that said it was gone; one the state refused to record (its table away here) is written again
+     * once it can be: not written, the next start found the subscription enabled and delivered its
+     * queue to that endpoint.
+     */
+    @Test
+    void a410TheStateRefusedIsRecordedOnceItCanBeAndTheNextStartStaysDisabled() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(5));
+        database.sql("ALTER TABLE walhook.gone_endpoint RENAME TO gone_endpoint_away");
+        WebhookReceiver receiver = receiver(request -> 410);
+        String id = "6f1c2b6e-0000-4000-8000-000000000031";
+        Subscription subscription = signed(id, "gone", receiver);
+        send(dispatcher, subscription, 1, 1);
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).disabled() && store.count(id) == 1);
+        database.sql("ALTER TABLE walhook.gone_endpoint_away RENAME TO gone_endpoint");
+        await().atMost(WAIT).until(() -> store.gone(List.of(id)).containsKey(id));
+        dispatcher.close();
+
+        // started again on the same state: its queue waits, nothing is sent to the endpoint that is gone
+        int answered = receiver.requests("/gone").size();
+        Dispatcher next = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(5), Duration.ofSeconds(1), 4, 4000, 64L << 20,
+                Dispatcher.Settings.HOLD_LIMIT, Dispatcher.Settings.MEMORY_BYTES), store, DeliveryMetrics.NONE,
+                paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(next);
+        next.resumeParked(List.of(subscription));
+        await().atMost(WAIT).until(() -> !next.status().isEmpty() && next.status().get(0).disabled());
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
+                .until(() -> receiver.requests("/gone").size() == answered);
+        assertThat(store.count(id)).isEqualTo(1);
+    }
+
     private static Subscription signed(String id, String name, WebhookReceiver receiver) {
         return new Subscription(id, name, List.of(TablePattern.ALL), Set.of(Operation.values()), java.util.Optional.empty(),
                 new Destination.Webhook(URI.create(receiver.url("/" + name)),
