@@ -77,36 +77,59 @@ public class SubscriptionResource {
     /**
      * Configured subscriptions first, then stored ones oldest first. With {@code limit}, a page of
      * at most that many after the subscription {@code after} names (an id as listed), and a
-     * {@code Link: <...>; rel="next"} header while more follow.
+     * {@code Link: <...>; rel="next"} header while more follow. The link gives the place of the
+     * page's last one too ({@code after_created}): deleted before the next page is asked for (a
+     * tenant leaving while a client pages through thousands), the list goes on from there, where
+     * the next page was a 400 and the client had to start again.
      */
     @GET
     public RestResponse<List<SubscriptionView>> list(@jakarta.ws.rs.core.Context HttpServerRequest request)
             throws SQLException {
-        QueryParameters query = QueryParameters.parse(request.query(), java.util.Set.of("limit", "after"));
+        QueryParameters query = QueryParameters.parse(request.query(), java.util.Set.of("limit", "after", "after_created"));
         Optional<Long> limit = query.number("limit", 1, MAX_PAGE);
         Optional<String> after = query.text("after").map(SubscriptionLookup::canonical);
+        Optional<Long> afterCreated = query.number("after_created", 0, Long.MAX_VALUE);
         if (after.isPresent() && limit.isEmpty()) {
             throw new ApiProblem(400, "Bad Request", "after pages the list: give limit too", "after");
+        }
+        if (afterCreated.isPresent() && after.isEmpty()) {
+            throw new ApiProblem(400, "Bad Request", "after_created goes with after, as the Link header gives them",
+                    "after_created");
         }
         java.util.List<String> ids = new java.util.ArrayList<>();
         for (Subscription s : subscriptions.configured()) {
             ids.add(CONFIGURED + s.name());
         }
-        java.util.List<SubscriptionStore.Stored> stored = store.list(source.registry().known());
+        java.util.List<SubscriptionStore.Written> listed = store.written();
+        java.util.List<SubscriptionStore.Stored> stored = store.list(listed, source.registry().known());
+        java.util.Map<java.util.UUID, Long> created = new java.util.HashMap<>();
+        listed.forEach(w -> created.put(w.id(), w.created()));
         for (SubscriptionStore.Stored s : stored) {
             ids.add(s.id().toString());
         }
         int from = after.isPresent() ? ids.indexOf(after.get()) + 1 : 0;
-        if (after.isPresent()) {
-            if (from == 0) {
+        if (after.isPresent() && from == 0) {
+            if (afterCreated.isEmpty() || after.get().startsWith(CONFIGURED)) {
                 throw new ApiProblem(400, "Bad Request", "after is '" + after.get() + "', which names no subscription"
-                        + " (deleted while paging?): start again without it", "after");
+                        + " (deleted while paging? the Link header's next page goes on from where it was): start again"
+                        + " without it", "after");
+            }
+            // deleted since its page: the list goes on from its place, the first created after it (by time, then id)
+            from = ids.size();
+            for (int i = 0; i < stored.size(); i++) {
+                SubscriptionStore.Stored s = stored.get(i);
+                long at = created.getOrDefault(s.id(), Long.MIN_VALUE);
+                if (at > afterCreated.get() || at == afterCreated.get() && s.id().toString().compareTo(after.get()) > 0) {
+                    from = subscriptions.configured().size() + i;
+                    break;
+                }
             }
         }
-        int to = limit.map(l -> (int) Math.min(ids.size(), from + l)).orElse(ids.size());
+        int start = from;
+        int to = limit.map(l -> (int) Math.min(ids.size(), start + l)).orElse(ids.size());
         List<SubscriptionView> list = new java.util.ArrayList<>();
         java.util.List<Subscription> configured = subscriptions.configured();
-        for (int i = from; i < to; i++) {
+        for (int i = start; i < to; i++) {
             if (i < configured.size()) {
                 list.add(SubscriptionView.of(ids.get(i), configured.get(i), false));
             } else {
@@ -116,8 +139,12 @@ public class SubscriptionResource {
         }
         RestResponse.ResponseBuilder<List<SubscriptionView>> response = RestResponse.ResponseBuilder.ok(list);
         if (limit.isPresent() && to < ids.size()) {
+            // with the place of the page's last one, so that the next page goes on from there if it is deleted meanwhile
+            String last = ids.get(to - 1);
+            String place = to - 1 < configured.size() ? ""
+                    : "&after_created=" + created.getOrDefault(stored.get(to - 1 - configured.size()).id(), 0L);
             response.header("Link", "</subscriptions?limit=" + limit.get() + "&after="
-                    + java.net.URLEncoder.encode(ids.get(to - 1), java.nio.charset.StandardCharsets.UTF_8) + ">; rel=\"next\"");
+                    + java.net.URLEncoder.encode(last, java.nio.charset.StandardCharsets.UTF_8) + place + ">; rel=\"next\"");
         }
         return response.build();
     }

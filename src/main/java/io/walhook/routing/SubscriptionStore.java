@@ -44,8 +44,12 @@ public final class SubscriptionStore {
         this.checkpoint = stateSchema + ".checkpoint";
     }
 
-    /** A stored subscription's id, when it was last written (created, changed, paused or resumed), and whether it is paused. */
-    public record Written(UUID id, String written, boolean paused) {
+    /**
+     * A stored subscription's id, when it was last written (created, changed, paused or resumed),
+     * whether it is paused, and when it was created (microseconds since the epoch: its place in the
+     * list, with its id).
+     */
+    public record Written(UUID id, String written, boolean paused, long created) {
     }
 
     /**
@@ -57,9 +61,10 @@ public final class SubscriptionStore {
     public List<Written> written() throws SQLException {
         List<Written> listed = new ArrayList<>();
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT id, updated_at::text, paused FROM " + table + " ORDER BY created_at, id")) {
+             ResultSet rs = s.executeQuery("SELECT id, updated_at::text, paused, (extract(epoch FROM created_at)"
+                     + " * 1000000)::bigint FROM " + table + " ORDER BY created_at, id")) {
             while (rs.next()) {
-                listed.add(new Written(rs.getObject(1, UUID.class), rs.getString(2), rs.getBoolean(3)));
+                listed.add(new Written(rs.getObject(1, UUID.class), rs.getString(2), rs.getBoolean(3), rs.getLong(4)));
             }
         }
         return listed;
