@@ -86,7 +86,7 @@ public final class BackfillRunner implements Runnable {
 
     /**
      * Rows moved out of reach of a backfill's reads ({@link Watermarks.Moved}) kept for it at most:
-     * past them, the table being read is read again from its start.
+     * past them, the tables they moved in are read again from their start.
      */
     static final int MOVED_MAX = 10_000;
     /**
@@ -217,11 +217,27 @@ public final class BackfillRunner implements Runnable {
         }
     }
 
-    /** Of {@code moved}, those whose rows {@code chunk} did not read (it was cut at its byte bound). */
-    private static List<Watermarks.Moved> unread(List<Watermarks.Moved> moved, Chunk chunk) {
+    /**
+     * A chunk of rows moved ({@code moved}) cut at its byte bound: it keeps those it read (read
+     * again, it reads only them), and the others are returned, to be read next. None matched (the
+     * stream's text of a key other than the query's): the others are let go with a warning, or the
+     * same rows were read over and over.
+     */
+    static List<Watermarks.Moved> cutAt(Chunk chunk, List<Watermarks.Moved> moved) {
         java.util.Set<String> read = new java.util.HashSet<>();
         chunk.rows.forEach(row -> read.add(row.key()));
-        return moved.stream().filter(m -> !read.contains(String.join("\0", m.key()))).toList();
+        List<Watermarks.Moved> taken = new ArrayList<>();
+        List<Watermarks.Moved> rest = new ArrayList<>();
+        for (Watermarks.Moved m : moved) {
+            (read.contains(String.join("\0", m.key())) ? taken : rest).add(m);
+        }
+        if (taken.isEmpty()) {
+            LOG.warnf("backfill %s: rows moved in %s were read under other keys than the stream gave; %d of them are not"
+                    + " read again", chunk.backfillId, chunk.table.qualifiedName(), rest.size());
+            return List.of();
+        }
+        chunk.moved = List.copyOf(taken);
+        return rest;
     }
 
     /** A backfill being run: where it is, and its chunks in flight. */
@@ -377,7 +393,10 @@ public final class BackfillRunner implements Runnable {
     /** Gives up the run's chunks the stream has not met; the rows moved among them wait to be read again. */
     private void giveUp(Run run) {
         for (Chunk chunk : run.inFlight) {
-            if (watermarks.abandon(chunk) && chunk.moved != null) {
+            boolean givenUp = watermarks.abandon(chunk);
+            Chunk.Outcome done = chunk.outcome.getNow(null);
+            // given up now, or back already to be read again (harvested after this, it would have been)
+            if (chunk.moved != null && (givenUp || done != null && (done.again() || done.leftOut()))) {
                 putBack(run.backfill.id(), chunk.moved);
             }
         }
@@ -626,6 +645,21 @@ public final class BackfillRunner implements Runnable {
             LOG.warnf("backfill %s: more than %d rows of %s moved to other keys leaving a TOASTed value out of the"
                     + " stream; read again from their start", run.backfill.id(), MOVED_MAX, again);
             run.fromStart.addAll(again);
+            // their chunks under way are given up (harvested after this, they set the position back where it was), and
+            // the position saved as the start: a pause or a restart from now on reads them again whole too
+            run.inFlight.removeIf(chunk -> {
+                if (!again.contains(chunk.table.qualifiedName())) {
+                    return false;
+                }
+                watermarks.abandon(chunk);
+                return true;
+            });
+            for (String table : again) {
+                Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
+                run.progress.put(table, new Backfill.TableProgress(null, before.rowsSent(), false, before.oid(),
+                        before.key()));
+            }
+            store.saveProgress(run.backfill.id(), tables, run.progress);
             int first = again.stream().mapToInt(tables::indexOf).min().orElse(Integer.MAX_VALUE);
             if (first <= run.table) { // the one read now, or one read already: from there on (later ones as they come)
                 run.table = first;
@@ -667,7 +701,7 @@ public final class BackfillRunner implements Runnable {
                 putBack(run.backfill.id(), move); // to be tried again (a failed backfill's are let go with it)
             } else {
                 if (these.cut) {
-                    putBack(run.backfill.id(), unread(move, these)); // at its byte bound: the rest read next
+                    putBack(run.backfill.id(), cutAt(these, move)); // at its byte bound: the rest read next
                 }
                 run.inFlight.addLast(these);
                 chunkBytes += these.bytes;
@@ -877,7 +911,7 @@ public final class BackfillRunner implements Runnable {
                 again.since = done.since;
                 warnIfReadOverAndOver(run, done, outcome.why());
                 if (done.moved != null) {
-                    List<Watermarks.Moved> later = new ArrayList<>(again.cut ? unread(now, again) : List.of());
+                    List<Watermarks.Moved> later = new ArrayList<>(again.cut ? cutAt(again, now) : List.of());
                     later.addAll(done.moved.subList(now.size(), done.moved.size()));
                     putBack(run.backfill.id(), later);
                     run.inFlight.pollFirst();

@@ -60,8 +60,8 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     private java.util.Set<Long> manyXidTables;
 
     /**
-     * The table each backfill is reading now (by backfill), for {@link #moved}: written by the
-     * runner, read by the routing thread.
+     * The tables backfills have begun and not read to their end, by table oid and backfill, for
+     * {@link #moved}: written by the runner, read by the routing thread.
      */
     private final Map<Long, Map<java.util.UUID, Watch>> watches = new ConcurrentHashMap<>();
     private volatile java.util.function.Consumer<Moved> moved = m -> {

@@ -31,6 +31,27 @@ class BackfillRunnerTest {
                 .isNotEqualTo(BackfillRunner.eventId(BACKFILL, "public.accounts", "acme7"));
     }
 
+    /**
+     * Rows moved read again together, cut at the chunk's byte bound: the rest is read next, and the
+     * chunk keeps only those it read (read again whole, it read the rest a second time, cut again,
+     * and put it back twice).
+     */
+    @Test
+    void aChunkOfRowsMovedCutAtItsByteBoundKeepsWhatItReadAndGivesBackTheRest() {
+        java.util.UUID backfill = java.util.UUID.randomUUID();
+        List<Watermarks.Moved> moved = new java.util.ArrayList<>();
+        for (String key : List.of("1", "2", "3", "4")) {
+            moved.add(new Watermarks.Moved(backfill, "public.items", List.of(key), io.walhook.pgoutput.Lsn.of(0x10)));
+        }
+        Chunk cut = new Chunk("t", backfill, "s", null, null, null);
+        cut.moved = moved;
+        cut.rows = List.of(new Chunk.Row("1", "a", io.walhook.pgoutput.TupleData.builder().text("1").build()),
+                new Chunk.Row("3", "b", io.walhook.pgoutput.TupleData.builder().text("3").build()));
+        assertThat(BackfillRunner.cutAt(cut, moved)).extracting(Watermarks.Moved::key)
+                .containsExactly(List.of("2"), List.of("4"));
+        assertThat(cut.moved).extracting(Watermarks.Moved::key).containsExactly(List.of("1"), List.of("3"));
+    }
+
     @Test
     void anIdleRoundEndsWhenABackfillHeldByItsRateMayReadItsNextChunk() {
         long now = 1_000_000_000_000L;
