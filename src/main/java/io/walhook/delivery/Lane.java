@@ -1714,11 +1714,12 @@ final class Lane {
      * Keeps the 410 in the state, so that a restart or a take-over does not deliver to the endpoint
      * that said it was gone for good (held in memory only, it did). Written on the durable queue's
      * threads, in the lane's order ({@link #goneWrites}): a lane's turn never waits on the database.
-     * Not written (the database away), it is written again when the listening session is back
-     * ({@link #enableUnlessGone}); meanwhile a restart enables the subscription again.
+     * Not written (the database away), it is written again every {@link #GONE_RETRY_SECONDS} s;
+     * meanwhile a restart enables the subscription again. Not for a lane deleted or closed (its
+     * subscription's record went with it, or another instance delivers it now).
      */
     private void recordGone(Destination endpoint) {
-        if (endpoint == null) {
+        if (endpoint == null || isDeleted() || closed) {
             return;
         }
         String key = endpointKey(endpoint);
@@ -1755,7 +1756,7 @@ final class Lane {
     private void retryGoneLater(long generation) {
         try {
             context.timer().schedule(() -> post(() -> {
-                if (disabled && goneGeneration == generation && goneRecord == GoneRecord.FAILED) {
+                if (disabled && goneGeneration == generation && goneRecord == GoneRecord.FAILED && !isDeleted() && !closed) {
                     recordGone(disabledBy);
                 }
             }), GONE_RETRY_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
