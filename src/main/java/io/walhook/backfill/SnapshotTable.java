@@ -88,6 +88,15 @@ public final class SnapshotTable {
         for (int attempt = 1; ; attempt++) {
             try {
                 return describeLocked(c, qualified, publication, schema, table);
+            } catch (RefusedUnlocked e) {
+                // read without the lock, the table may have been dropped and created again between two of the
+                // statements ("not in publication" for a table that is): described again; a refusal that holds
+                // comes back each time
+                if (attempt >= REPLACED_ATTEMPTS) {
+                    throw e.refused;
+                }
+                LOG.debugf("%s was refused while described without its lock (%s): described again", qualified,
+                        e.refused.getMessage());
             } catch (SQLException e) {
                 if (attempt >= REPLACED_ATTEMPTS || !replacedWhileRead(e)) {
                     throw e;
@@ -110,8 +119,18 @@ public final class SnapshotTable {
         return "XX000".equals(e.getSQLState()) && String.valueOf(e.getMessage()).contains("could not open relation with OID");
     }
 
+    /** A refusal of a description read without the table's lock (see {@link #describe}). */
+    private static final class RefusedUnlocked extends Exception {
+        final Refused refused;
+
+        RefusedUnlocked(Refused refused) {
+            super(refused.getMessage(), refused, false, false);
+            this.refused = refused;
+        }
+    }
+
     private static SnapshotTable describeLocked(Connection c, String qualified, String publication, String schema,
-            String table) throws SQLException, Refused {
+            String table) throws SQLException, RefusedUnlocked, Refused {
         // read in several statements: a table dropped and created again between two of them was described half as
         // the one, half as the other ("has no primary key", "is not in publication"). Locked before one snapshot
         // is taken, it is one table throughout. ACCESS SHARE waits only for what ALTER, DROP or TRUNCATE it, and
@@ -129,6 +148,7 @@ public final class SnapshotTable {
         }
         c.setAutoCommit(false);
         SnapshotTable described;
+        boolean locked = false;
         try {
             try (java.sql.Statement s = c.createStatement()) {
                 s.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"); // none of these takes the snapshot
@@ -145,6 +165,7 @@ public final class SnapshotTable {
                         s.execute("SET LOCAL lock_timeout = " + DESCRIBE_LOCK_WAIT_MS);
                         s.execute("LOCK TABLE ONLY " + quoted(qualified) + " IN ACCESS SHARE MODE");
                         s.execute("SET LOCAL lock_timeout = '" + wait.replace("'", "''") + "'");
+                        locked = true;
                     } catch (SQLException e) {
                         c.rollback(unlocked); // the lock_timeout set after the savepoint goes with it
                         LOG.debugf("%s is described without its lock: %s", qualified, e.getMessage());
@@ -155,6 +176,9 @@ public final class SnapshotTable {
             c.commit();
         } catch (SQLException | Refused | RuntimeException e) {
             io.walhook.config.DurableWrite.rollBack(c, true, e);
+            if (e instanceof Refused refused && !locked) {
+                throw new RefusedUnlocked(refused);
+            }
             throw e;
         }
         c.setAutoCommit(true);
