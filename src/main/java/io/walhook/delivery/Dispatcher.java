@@ -697,10 +697,38 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         return all;
     }
 
+    /** How long a stop waits for the 410s being written ({@link #awaitGoneWrites}). */
+    static final Duration GONE_STOP_WAIT = Duration.ofSeconds(5);
+
+    /**
+     * Waits, {@link #GONE_STOP_WAIT} at most, for the 410s the lanes are writing: shutting the
+     * durable queue's threads dropped a write under way, and the next start delivered to the
+     * endpoint that had said it was gone.
+     */
+    private void awaitGoneWrites() {
+        java.util.concurrent.CompletableFuture<?>[] pending = lanes.values().stream().map(Lane::goneWritten)
+                .filter(write -> !write.isDone()).toArray(java.util.concurrent.CompletableFuture[]::new);
+        if (pending.length == 0) {
+            return;
+        }
+        try {
+            java.util.concurrent.CompletableFuture.allOf(pending).get(GONE_STOP_WAIT.toMillis(),
+                    java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            LOG.warnf("stopping without the 410 of %d subscriptions recorded (the state database did not answer"
+                    + " within %d s): the next start delivers to them again", pending.length, GONE_STOP_WAIT.toSeconds());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException cannot) {
+            // each write's failure is its own (logged, tried again)
+        }
+    }
+
     @Override
     public void close() {
         closed = true;
         lanes.values().forEach(Lane::close);
+        awaitGoneWrites();
         context.timer().shutdownNow();
         context.lanes().shutdownNow();
         context.database().shutdownNow();

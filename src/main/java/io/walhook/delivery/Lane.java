@@ -367,7 +367,8 @@ final class Lane {
     /** A replay was asked while the lane waited for its first look at its queue: a 410 that look read is cleared. */
     private boolean replayedWhileProbing;
     /** The lane's writes of its 410 to the state, in its order. */
-    private java.util.concurrent.CompletableFuture<Void> goneWrites = java.util.concurrent.CompletableFuture.completedFuture(null);
+    private volatile java.util.concurrent.CompletableFuture<Void> goneWrites =
+            java.util.concurrent.CompletableFuture.completedFuture(null);
     /** The destination whose 410 disabled the lane: a replacement at another endpoint is not disabled for it. */
     private Destination disabledBy;
     private volatile boolean deleted;
@@ -1772,6 +1773,11 @@ final class Lane {
         } catch (java.util.concurrent.RejectedExecutionException stopping) {
             // walhook stops: the record stays as it was
         }
+    }
+
+    /** Done when the lane's writes of its 410 (and forgets) asked for so far are: a stop waits for them. */
+    java.util.concurrent.CompletableFuture<Void> goneWritten() {
+        return goneWrites;
     }
 
     /** Forgets a recorded 410 ({@link #recordGone}), in the lane's order: the subscription was enabled again. */

@@ -1290,6 +1290,43 @@ class DispatcherTest {
         assertThat(store.count(id)).isEqualTo(1);
     }
 
+    /**
+     * SIGTERM while a 410 is being written: the stop waits for the write (a while, not for ever)
+     * before it shuts the durable queue's threads. It used to shut them at once, dropping the write,
+     * and the next start delivered to the endpoint that had said it was gone.
+     */
+    @Test
+    void a410BeingRecordedWhenWalhookStopsIsRecordedBeforeItStops() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "gone_at_stop");
+        GatedDataSource gated = new GatedDataSource(database.dataSource);
+        store = new ParkedEventStore(gated, "walhook");
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(5), Duration.ofSeconds(1), 4, 4000, 64L << 20,
+                Dispatcher.Settings.HOLD_LIMIT, Dispatcher.Settings.MEMORY_BYTES), store, DeliveryMetrics.NONE,
+                paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(dispatcher);
+        java.util.concurrent.atomic.AtomicBoolean gone = new java.util.concurrent.atomic.AtomicBoolean();
+        WebhookReceiver receiver = receiver(request -> gone.get() ? 410 : 204);
+        String id = "6f1c2b6e-0000-4000-8000-000000000032";
+        Subscription subscription = signed(id, "gone", receiver);
+        send(dispatcher, subscription, 1, 1);
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).delivered() == 1);
+        // the state database slow to answer when the 410 comes, and SIGTERM meanwhile
+        gone.set(true);
+        gated.shut();
+        send(dispatcher, subscription, 1, 1);
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).disabled() && gated.waiting.get() > 0);
+        Thread stop = new Thread(dispatcher::close, "stop");
+        stop.start();
+        await().atMost(WAIT).until(() -> stop.getState() != Thread.State.RUNNABLE && stop.getState() != Thread.State.NEW);
+        gated.open();
+        stop.join(Duration.ofSeconds(30).toMillis());
+
+        assertThat(stop.isAlive()).isFalse();
+        assertThat(new ParkedEventStore(database.dataSource, "walhook").gone(List.of(id))).containsKey(id);
+    }
+
     private static Subscription signed(String id, String name, WebhookReceiver receiver) {
         return new Subscription(id, name, List.of(TablePattern.ALL), Set.of(Operation.values()), java.util.Optional.empty(),
                 new Destination.Webhook(URI.create(receiver.url("/" + name)),
