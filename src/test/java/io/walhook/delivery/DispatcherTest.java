@@ -1277,12 +1277,7 @@ class DispatcherTest {
 
         // started again on the same state: its queue waits, nothing is sent to the endpoint that is gone
         int answered = receiver.requests("/gone").size();
-        Dispatcher next = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), Duration.ofMinutes(5), Duration.ofSeconds(1), 4, 4000, 64L << 20,
-                Dispatcher.Settings.HOLD_LIMIT, Dispatcher.Settings.MEMORY_BYTES), store, DeliveryMetrics.NONE,
-                paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
-                        Duration.ofSeconds(2), false));
-        dispatchers.add(next);
+        Dispatcher next = dispatcherOver(store);
         next.resumeParked(List.of(subscription));
         await().atMost(WAIT).until(() -> !next.status().isEmpty() && next.status().get(0).disabled());
         await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(10))
@@ -1300,12 +1295,7 @@ class DispatcherTest {
         database = new SourceFixture(TestPostgres.shared(), "gone_at_stop");
         GatedDataSource gated = new GatedDataSource(database.dataSource);
         store = new ParkedEventStore(gated, "walhook");
-        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
-                Duration.ofMillis(300), Duration.ofMinutes(5), Duration.ofSeconds(1), 4, 4000, 64L << 20,
-                Dispatcher.Settings.HOLD_LIMIT, Dispatcher.Settings.MEMORY_BYTES), store, DeliveryMetrics.NONE,
-                paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
-                        Duration.ofSeconds(2), false));
-        dispatchers.add(dispatcher);
+        Dispatcher dispatcher = dispatcherOver(store);
         java.util.concurrent.atomic.AtomicBoolean gone = new java.util.concurrent.atomic.AtomicBoolean();
         WebhookReceiver receiver = receiver(request -> gone.get() ? 410 : 204);
         String id = "6f1c2b6e-0000-4000-8000-000000000032";
@@ -1325,6 +1315,17 @@ class DispatcherTest {
 
         assertThat(stop.isAlive()).isFalse();
         assertThat(new ParkedEventStore(database.dataSource, "walhook").gone(List.of(id))).containsKey(id);
+    }
+
+    /** A dispatcher of a 5 min retry window over {@code store} (the state of a dispatcher before it, say). */
+    private Dispatcher dispatcherOver(ParkedEventStore store) {
+        Dispatcher dispatcher = new Dispatcher(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
+                Duration.ofMillis(300), Duration.ofMinutes(5), Duration.ofSeconds(1), 4, 4000, 64L << 20,
+                Dispatcher.Settings.HOLD_LIMIT, Dispatcher.Settings.MEMORY_BYTES), store, DeliveryMetrics.NONE,
+                paused::contains, s -> new WebhookTransport(client, (Destination.Webhook) s.destination(), Clock.systemUTC(),
+                        Duration.ofSeconds(2), false));
+        dispatchers.add(dispatcher);
+        return dispatcher;
     }
 
     private static Subscription signed(String id, String name, WebhookReceiver receiver) {
