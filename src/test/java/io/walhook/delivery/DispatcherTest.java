@@ -1448,12 +1448,56 @@ class DispatcherTest {
     private Dispatcher.Context pausedContext(java.util.concurrent.ExecutorService lanes,
             java.util.concurrent.ScheduledExecutorService timer, java.util.concurrent.ExecutorService durable,
             MemoryBudget memory) {
+        return context(lanes, timer, durable, memory, subscriptionId -> true);
+    }
+
+    private Dispatcher.Context context(java.util.concurrent.ExecutorService lanes,
+            java.util.concurrent.ScheduledExecutorService timer, java.util.concurrent.ExecutorService durable,
+            MemoryBudget memory, java.util.function.Predicate<String> paused) {
         return new Dispatcher.Context(Clock.systemUTC(), new Dispatcher.Settings(Duration.ofSeconds(2),
                 Duration.ofMillis(300), Duration.ofSeconds(30), Duration.ofSeconds(1), 4, 4000, 64L << 20), store,
-                DeliveryMetrics.NONE, subscriptionId -> true,
+                DeliveryMetrics.NONE, paused,
                 sub -> new WebhookTransport(client, (Destination.Webhook) sub.destination(), Clock.systemUTC(),
                         Duration.ofSeconds(2), false), lanes, timer, durable, new Random(3), other -> false, memory,
                 new MemoryBudget(64L << 20));
+    }
+
+    /**
+     * A 410 answered to a lane closed meanwhile (walhook stopping, or another instance delivering the
+     * subscription now, where a replay may have cleared the record since) is not recorded: written
+     * late, it would disable the subscription again on the instance that delivers it.
+     */
+    @Test
+    void a410AnsweredAfterTheLaneClosedIsNotRecorded() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "gone_closed");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ExecutorService durable = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+        try (io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(Lane.class)) {
+            WebhookReceiver receiver = receiver(request -> {
+                hold(released, 30);
+                return 410;
+            });
+            Dispatcher.Context context = context(lanes, timer, durable, new MemoryBudget(64L << 20), other -> false);
+            String id = "6f1c2b6e-0000-4000-8000-000000000033";
+            Lane lane = new Lane(signed(id, "gone", receiver), context, false);
+            hand(lane, 1);
+            await().atMost(WAIT).until(() -> receiver.requests("/gone").size() == 1);
+            lane.close();
+            released.countDown();
+
+            // the answer was taken (the lane says so), and nothing is written
+            await().atMost(WAIT).until(() -> log.lines().stream().anyMatch(m -> m.contains("disabled: ")));
+            await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5))
+                    .until(() -> store.gone(List.of(id)).isEmpty());
+        } finally {
+            released.countDown();
+            lanes.shutdownNow();
+            durable.shutdownNow();
+            timer.shutdownNow();
+        }
     }
 
     @Test
