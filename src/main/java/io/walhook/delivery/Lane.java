@@ -809,25 +809,42 @@ final class Lane {
             // slower than the stream by the operator's choice: holding every subscription back to its rate is not back-pressure
             return pressedBudget() + " is full behind its rate limit of " + subscription.limits().rate().get();
         }
-        if (failing.isEmpty()) {
-            return null;
-        }
-        Outgoing first = firstFailing();
         Duration window = subscription.retry().window().orElse(context.settings().retryWindow());
-        if (!now.isBefore(first.firstFailure.plus(window))) {
-            return first.id + " still failing after its retry window of " + window + " (" + lastError + ")";
+        if (!failing.isEmpty()) {
+            Outgoing first = firstFailing();
+            if (!now.isBefore(first.firstFailure.plus(window))) {
+                return first.id + " still failing after its retry window of " + window + " (" + lastError + ")";
+            }
+            if (pressed()) {
+                // full while the destination takes some events is back-pressure; full of what cannot move is not
+                if (schedule.everyAttemptFailing(now)) {
+                    return pressedBudget() + " is full and its destination takes nothing (" + lastError + ")";
+                }
+                long stuck = queue.heldBack() + retryingJobs();
+                if (stuck * 2 >= volatileJobs.get() && !now.isBefore(first.firstFailure.plus(STUCK_AFTER))) {
+                    return pressedBudget() + " is full and most of its events wait behind failing requests (" + lastError
+                            + ")";
+                }
+            }
         }
-        if (pressed()) {
-            // full while the destination takes some events is back-pressure; full of what cannot move is not
-            if (schedule.everyAttemptFailing(now)) {
-                return pressedBudget() + " is full and its destination takes nothing (" + lastError + ")";
-            }
-            long stuck = queue.heldBack() + retryingJobs();
-            if (stuck * 2 >= volatileJobs.get() && !now.isBefore(first.firstFailure.plus(STUCK_AFTER))) {
-                return pressedBudget() + " is full and most of its events wait behind failing requests (" + lastError + ")";
-            }
+        long waited = oldestWaitNanos();
+        if (waited >= window.toNanos()) {
+            // nothing fails, and nothing is full: the destination answers, slowly (a receiver that trickles its answer
+            // takes the request timeout each time), or at a rate limit under the stream's; unacknowledged, its events
+            // held the slot's position, and the WAL behind it, for as long as it took
+            return "its oldest event waited its retry window of " + window + " undelivered: its destination takes"
+                    + " events more slowly than they come";
         }
         return null;
+    }
+
+    /**
+     * How long the oldest event routed to it and not delivered has waited (nanoseconds; -1 for
+     * none): past the retry window, what it holds goes to the durable queue ({@link #reasonToQueue}).
+     */
+    private long oldestWaitNanos() {
+        Job oldest = queue.oldest();
+        return oldest == null || oldest.durable ? -1 : System.nanoTime() - oldest.handedOverNanos;
     }
 
     /** The failing request that first failed (split batches keep their first failure, so the set is nearly in order). */
@@ -2138,9 +2155,15 @@ final class Lane {
         if (underWay == 0 && queue.hasReady() && now.isBefore(nextProbe) && failingAll) {
             next = earlier(next, nextProbe); // a new event's turn to probe the destination
         }
-        if (mode == Mode.DIRECT && !failing.isEmpty()) {
+        if (mode == Mode.DIRECT) {
             Duration window = subscription.retry().window().orElse(context.settings().retryWindow());
-            next = earlier(next, firstFailing().firstFailure.plus(window));
+            if (!failing.isEmpty()) {
+                next = earlier(next, firstFailing().firstFailure.plus(window));
+            }
+            long waited = oldestWaitNanos();
+            if (waited >= 0) {
+                next = earlier(next, now.plusNanos(Math.max(0, window.toNanos() - waited)));
+            }
         }
         if (mode == Mode.DURABLE || held()) {
             next = earlier(next, now.plusSeconds(1)); // pause, resume and replay take effect within a second

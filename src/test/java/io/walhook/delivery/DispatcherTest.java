@@ -220,6 +220,32 @@ class DispatcherTest {
         return request.body().contains("\"new\":{\"id\":" + row + ",");
     }
 
+    /**
+     * A destination that answers every request, each slowly (a second here, the 30 s request timeout
+     * for a receiver that trickles its answer's body): events queued in memory behind it waited for
+     * it, unacknowledged, however long; a burst under the lane's budget held the slot's position for
+     * hours. Once the oldest event waited its retry window undelivered, they go to the durable queue,
+     * the slot advances, and the destination gets them from there, each once, in order.
+     */
+    @Test
+    void aDestinationSlowerThanTheStreamHasItsEventsQueuedDurablyOnceTheOldestWaitedItsRetryWindow() throws Exception {
+        Dispatcher dispatcher = dispatcher(Duration.ofSeconds(2));
+        java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+        WebhookReceiver receiver = receiver(request -> {
+            hold(never, 1);
+            return 204;
+        });
+        String id = "6f1c2b6e-0000-4000-8000-000000000034";
+        List<ChangeEvent> sent = send(dispatcher, webhook(id, "slow", receiver, 1), 60, 1);
+
+        // 4 requests under way, a second each: 15 s for all of them; acknowledged (queued) after about 2
+        await().atMost(WAIT).until(() -> acknowledged.get() == 60);
+        assertThat(receiver.requests("/slow").size()).isLessThan(60);
+        await().atMost(WAIT).until(() -> dispatcher.status().get(0).delivered() == 60 && store.count(id) == 0);
+        assertThat(receiver.requests("/slow")).extracting(r -> JSON.readTree(r.body()).get("id").asText())
+                .containsExactlyInAnyOrderElementsOf(sent.stream().map(ChangeEvent::id).toList());
+    }
+
     @Test
     void aFailingRowHoldsBackOnlyItsOwnLaterChanges() throws Exception {
         Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
