@@ -41,6 +41,11 @@ public final class WebhookClient implements AutoCloseable {
     /** Connections kept per destination host: enough for every lane of several subscriptions. */
     static final int POOL_SIZE = 64;
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+    /**
+     * How long a response's body may take to end once its status line came (it is read and dropped):
+     * longer, its connection is closed and the status stands.
+     */
+    static final Duration BODY_WAIT = Duration.ofSeconds(1);
     /** A response body longer than this (read and dropped) closes its connection rather than be read to its end. */
     static final long DRAINED_BYTES = 1 << 20;
 
@@ -383,8 +388,9 @@ public final class WebhookClient implements AutoCloseable {
      * Sends the request; {@code answered} gets the status line's outcome as soon as it comes. The
      * status is the outcome: a 2xx was taken, whatever its body does next (a Content-Length larger
      * than what comes, an endless stream, a connection broken off). The body is read and dropped
-     * until it ends, the request's timeout runs out or it passes {@link #DRAINED_BYTES}; cut short,
-     * its connection is closed. The result, and the destination's place, wait for that.
+     * until it ends, {@link #BODY_WAIT} or the request's timeout runs out, or it passes
+     * {@link #DRAINED_BYTES}; cut short, its connection is closed. The result, and the destination's
+     * place, wait for that.
      */
     private void send(DestinationGate gate, Destination.Webhook destination, HttpClient client, RequestOptions options,
             byte[] body, java.util.concurrent.atomic.AtomicReference<Response> answered, CompletableFuture<Response> result) {
@@ -420,6 +426,10 @@ public final class WebhookClient implements AutoCloseable {
             }
             Response status = new Response(r.statusCode(), r.getHeader("retry-after"));
             answered.set(status);
+            // a body still coming after BODY_WAIT (trickled, endless) is cut short: waited for until the request's
+            // timeout, each request of a receiver that trickles its answers took that long, its events waiting
+            long bodyWait = vertx.setTimer(BODY_WAIT.toMillis(), late -> result.complete(status));
+            result.whenComplete((done, e) -> vertx.cancelTimer(bodyWait));
             if (r.version() != HttpVersion.HTTP_2 && keptForGood(r.getHeader("keep-alive"))) {
                 // Vert.x keeps such a connection in its pool for good: closed once this response ends, as after
                 // "Connection: close" (the receiver said it may close it the moment it is idle anyway)

@@ -233,6 +233,30 @@ class WebhookClientTest {
     }
 
     /**
+     * A receiver that answers at once and trickles its body, a few bytes at a time, for longer than
+     * the request's timeout: the attempt is a success as soon as the body has had a second to end,
+     * not at the timeout. Before, each such request took the whole timeout (30 s by default), and a
+     * subscription's events waited behind four of them at a time, holding the slot's position.
+     */
+    @Test
+    void aSuccessWhoseBodyTricklesIsASuccessWithoutWaitingForItsTimeout() throws Exception {
+        HttpServer server = listen(new HttpServerOptions(), request -> {
+            io.vertx.core.http.HttpServerResponse response = request.response();
+            response.setStatusCode(200).putHeader("content-length", "100000").write("a");
+            long timer = vertx.setPeriodic(200, tick -> response.write("b"));
+            response.closeHandler(gone -> vertx.cancelTimer(timer));
+        }, new AtomicInteger());
+        try {
+            java.util.concurrent.CompletableFuture<WebhookClient.Response> answer = client.postAsync(webhook(server, "http", "/slow"), "evt_1",
+                    new byte[0], "application/json", Map.of(), 1, Duration.ofMinutes(2), false);
+            await().atMost(Duration.ofSeconds(30)).until(answer::isDone);
+            assertThat(answer.get().status()).isEqualTo(200);
+        } finally {
+            close(server);
+        }
+    }
+
+    /**
      * A receiver answering {@code Keep-Alive: timeout=0}: Vert.x keeps such a connection in its pool
      * for good (it reads 0 as "never expires"), so each address a rotating host name gave left one
      * more open for as long as walhook ran. It is closed once its response ends; the next request
