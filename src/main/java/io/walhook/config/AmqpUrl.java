@@ -25,7 +25,7 @@ public record AmqpUrl(boolean tls, String host, int port, String user, String pa
         if (!"amqp".equals(uri.getScheme()) && !"amqps".equals(uri.getScheme())) {
             // the scheme only: the rest may hold the password
             throw new ConfigException(VARIABLE, "must start with amqp:// or amqps://, not "
-                    + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
+                    + UrlAuthority.schemeShown(uri));
         }
         String host = UrlAuthority.host(uri);
         String userInfo = UrlAuthority.rawUserInfo(uri);

@@ -40,7 +40,8 @@ public record SourceUrl(String host, int port, String database, String user, Str
                     + "); expected postgresql://user:password@host:port/database");
         }
         if (!"postgresql".equals(uri.getScheme()) && !"postgres".equals(uri.getScheme())) {
-            throw new ConfigException(VARIABLE, "must start with postgresql://, not " + uri.getScheme() + ":");
+            throw new ConfigException(VARIABLE, "must start with postgresql://, not "
+                    + UrlAuthority.schemeShown(uri));
         }
         String host = UrlAuthority.host(uri);
         String userInfo = UrlAuthority.rawUserInfo(uri);

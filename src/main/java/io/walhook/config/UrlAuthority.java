@@ -53,9 +53,22 @@ public final class UrlAuthority {
                 throw new ConfigException(variable, "has a port outside 1 to 65535, or a password holding '/', '?' or"
                         + " '#': percent-encode '/', '?', '#' and '@' in a user name or password (%2F, %3F, %23, %40)");
             }
-            throw new ConfigException(variable, "has port " + port + "; a port is 1 to 65535");
+            // not repeated: "amqp://walhook:84736251", its "@host" left out, has the password where the port goes
+            throw new ConfigException(variable, "has a port outside 1 to 65535 (or, its @host left out, a password"
+                    + " where the port goes)");
         }
         return port;
+    }
+
+    /**
+     * What a refusal of {@code uri}'s scheme says it is: its scheme, shown only when "//" follows
+     * it. "APIKEY123:X@host/path" (a URL without its scheme) reads as scheme "APIKEY123", the user
+     * name, which can be the credential.
+     */
+    public static String schemeShown(java.net.URI uri) {
+        String part = uri.getRawSchemeSpecificPart();
+        return uri.getScheme() == null || part == null || !part.startsWith("//") ? "a URL without a scheme"
+                : uri.getScheme() + "://";
     }
 
     /** The raw user info of {@code uri}, as {@link java.net.URI#getRawUserInfo()}, also before a host {@link #host} read. */

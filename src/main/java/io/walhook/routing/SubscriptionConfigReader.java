@@ -296,7 +296,7 @@ public final class SubscriptionConfigReader {
         }
         if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme())) {
             throw new ConfigException(variable, "must be an http:// or https:// URL, not "
-                    + (uri.getScheme() == null ? "a URL without a scheme" : uri.getScheme() + ":"));
+                    + UrlAuthority.schemeShown(uri));
         }
         String host = UrlAuthority.host(uri);
         String userInfo = UrlAuthority.rawUserInfo(uri);

@@ -43,8 +43,11 @@ class AmqpUrlTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-        "http://broker:5672      | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not http:",
-        "broker:5672             | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not broker:",
+        "http://broker:5672      | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not http://",
+        "broker:5672             | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not a URL without a scheme",
+        // its scheme left out: the user name read as the scheme, and the password as the port, are not repeated
+        "pa55:x@broker           | WALHOOK_AMQP_URL must start with amqp:// or amqps://, not a URL without a scheme",
+        "amqp://walhook:70000556 | WALHOOK_AMQP_URL has a port outside 1 to 65535 (or, its @host left out, a password",
         "amqp://                 | WALHOOK_AMQP_URL is not a URL",
         "amqp://broker/orders    | WALHOOK_AMQP_URL has a path (/orders); addresses belong in WALHOOK_SUBSCRIPTIONS_<NAME>_AMQP_ADDRESS",
         "amqp://broker?x=1       | WALHOOK_AMQP_URL has parameters (after '?'), which walhook does not read",
@@ -57,6 +60,6 @@ class AmqpUrlTest {
     })
     void namesTheVariableAndTheProblem(String text, String message) {
         assertThatThrownBy(() -> AmqpUrl.parse(text)).isInstanceOf(ConfigException.class).hasMessageStartingWith(message)
-                .hasMessageNotContaining("pa55");
+                .hasMessageNotContaining("pa55").hasMessageNotContaining("70000556");
     }
 }

@@ -89,6 +89,20 @@ class SourceUrlTest {
     }
 
     /**
+     * A URL whose scheme, or whose "@host", was left out reads its user name as the scheme, or its
+     * password as the port: neither is repeated.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "Zq9xW:secret@db/orders                 | must start with postgresql://, not a URL without a scheme",
+        "postgresql://app:70000556              | has a port outside 1 to 65535 (or, its @host left out, a password",
+    })
+    void aUserNameOrPasswordReadAsTheSchemeOrThePortIsNotRepeated(String url, String problem) {
+        assertThatThrownBy(() -> parse(url)).isInstanceOf(ConfigException.class).hasMessageContaining(problem)
+                .hasMessageNotContaining("Zq9").hasMessageNotContaining("70000556");
+    }
+
+    /**
      * A host name holding '_' (RFC 3986 allows it; Docker Compose's service names have it) is a
      * host, though java.net.URI reads such an authority as no host at all: it was refused.
      */

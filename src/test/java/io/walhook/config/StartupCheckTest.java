@@ -34,13 +34,13 @@ class StartupCheckTest {
         "walhook.api-token=s3cr3t-aaaa;walhook.api-read-token=s3cr3t-aaaa | WALHOOK_API_READ_TOKEN is the same as WALHOOK_API_TOKEN",
         "walhook.source.spill-directory=/etc/passwd | WALHOOK_SOURCE_SPILL_DIRECTORY is /etc/passwd, which is a file",
         "walhook.source.spill-directory=/proc/walhook-spill | WALHOOK_SOURCE_SPILL_DIRECTORY is /proc/walhook-spill, where walhook cannot write",
-        "walhook.source.url=postgresql://app@db.internal:70000/app | WALHOOK_SOURCE_URL has port 70000; a port is 1 to 65535",
+        "walhook.source.url=postgresql://app@db.internal:70000/app | WALHOOK_SOURCE_URL has a port outside 1 to 65535",
         // a password holding '/' whose digits before it were read as the port: they are not shown
         "walhook.source.url=postgresql://app:20240611/s3cr3t@db/orders | WALHOOK_SOURCE_URL has a port outside 1 to 65535, or a password holding",
         "walhook.source.url=postgresql://app:20240611?s3cr3t@db/orders | WALHOOK_SOURCE_URL has a port outside 1 to 65535, or a password holding",
         "walhook.source.url=postgresql://app@ops:20240611/s3cr3t@db/orders | WALHOOK_SOURCE_URL has a port outside 1 to 65535, or a password holding",
-        "walhook.amqp-url=amqp://broker:70000 | WALHOOK_AMQP_URL has port 70000; a port is 1 to 65535",
-        "walhook.amqp-url=amqp://broker:0 | WALHOOK_AMQP_URL has port 0",
+        "walhook.amqp-url=amqp://broker:70000 | WALHOOK_AMQP_URL has a port outside 1 to 65535",
+        "walhook.amqp-url=amqp://broker:0 | WALHOOK_AMQP_URL has a port outside 1 to 65535",
         // set to blanks only: each was taken as set and as unset in turn (an AMQP subscription passed the check that a
         // broker is configured, and had none; a spill directory " " went unchecked, then was a folder named " ")
         "'walhook.amqp-url=   '           | WALHOOK_AMQP_URL is blank",

@@ -174,8 +174,9 @@ class SubscriptionConfigReaderTest {
     @CsvSource(delimiter = '|', value = {
         "http://my*svc:8080/hook?token=Zq9xW      | has 'my*svc' where a host[:port] belongs",
         "http://my_svc:2024/Zq9xW@receiver/hook   | cut short by a '/', '?' or '#'",
-        "http://hooks_v2:99999/h?k=Zq9xW          | has port 99999; a port is 1 to 65535",
-        "ftp://user:Zq9xW@files/                  | must be an http:// or https:// URL, not ftp:",
+        "http://hooks_v2:99999/h?k=Zq9xW          | has a port outside 1 to 65535",
+        "ftp://user:Zq9xW@files/                  | must be an http:// or https:// URL, not ftp://",
+        "Zq9xW:x@acme.freshdesk.com/api           | must be an http:// or https:// URL, not a URL without a scheme",
         "https//hooks.example.com/h?token=Zq9xW   | must be an http:// or https:// URL, not a URL without a scheme",
         "http://user:Zq9/xW@hooks.example.com/    | has '@' in its path followed by what looks like a host",
         "http://user:2024/Zq9xW@hooks.example.com/ | has '@' in its path followed by what looks like a host",
@@ -196,8 +197,8 @@ class SubscriptionConfigReaderTest {
         "https://me@corp.com:Zq9?xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
         "https://me@corp.com:Zq9#xW@hooks.example.com/x | cut short by a '/', '?' or '#'",
         "https:///h?token=Zq9xW                   | names no host",
-        "http://hooks.example.com:0/h?token=Zq9xW | has port 0; a port is 1 to 65535",
-        "http://hooks.example.com:99999/h?k=Zq9xW | has port 99999; a port is 1 to 65535",
+        "http://hooks.example.com:0/h?token=Zq9xW | has a port outside 1 to 65535",
+        "http://hooks.example.com:99999/h?k=Zq9xW | has a port outside 1 to 65535",
         // a password's digits read as a port out of range, the rest of it in the path: the port is not shown
         "http://svc:209998/Zq9xW/b@receiver/hook  | has a port outside 1 to 65535, or a password holding",
         "http://svc:209998?Zq9xW@receiver/hook    | has a port outside 1 to 65535, or a password holding",
