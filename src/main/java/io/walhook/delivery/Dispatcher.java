@@ -316,25 +316,20 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
         }
         List<String> ids = new ArrayList<>(probed.size());
         probed.forEach(lane -> ids.add(lane.subscription().id()));
-        Map<String, String> gone;
+        ParkedEventStore.FirstLook look;
         try {
-            gone = context.store().gone(ids); // a 410 recorded before this start (or take-over): still disabled
-        } catch (SQLException | RuntimeException e) {
-            LOG.warnf("cannot read which of %d new lanes a 410 disabled (%s): they deliver", probed.size(),
-                    e instanceof SQLException ? e.getMessage() : e.toString());
-            gone = Map.of();
-        }
-        Map<String, String> recorded = gone;
-        Set<String> withRows;
-        try {
-            withRows = context.store().withRows(ids);
+            // the 410s recorded before this start (or take-over): still disabled
+            look = context.store().firstLook(ids);
         } catch (SQLException | RuntimeException e) {
             // not asked again: each lane reads its own queue (retried from the timer), which is always right
-            LOG.warnf("cannot ask whether %d new lanes' durable queues hold rows (%s); each reads its own",
-                    probed.size(), e instanceof SQLException ? e.getMessage() : e.toString());
-            probed.forEach(lane -> lane.probed(true, null, recorded.get(lane.subscription().id())));
+            LOG.warnf("cannot ask whether %d new lanes' durable queues hold rows, nor which a 410 disabled (%s); each"
+                    + " reads its own queue, and delivers", probed.size(),
+                    e instanceof SQLException ? e.getMessage() : e.toString());
+            probed.forEach(lane -> lane.probed(true, null, null));
             return;
         }
+        Set<String> withRows = look.withRows();
+        Map<String, String> recorded = look.gone();
         // counted before any of them reads, writes or deletes a row: each lane's count of its queue starts right
         Map<String, Long> counts = context.store().countsWithin(withRows, QUEUE_COUNT_LIMIT);
         probed.forEach(lane -> lane.probed(withRows.contains(lane.subscription().id()),

@@ -854,6 +854,40 @@ public final class ParkedEventStore {
     }
 
     /** Those of these subscriptions (by id) with rows in their queue: one probe of the queue's index each. */
+    /**
+     * New lanes' first look ({@link Dispatcher}): which of these subscriptions' queues hold rows,
+     * and the endpoint of each one's recorded 410 ({@link #gone}), in one round trip: asked
+     * apart, the two doubled the state database's round trips of a drain that makes lanes.
+     */
+    public FirstLook firstLook(java.util.Collection<String> subscriptionIds) throws SQLException {
+        Set<String> withRows = new TreeSet<>();
+        Map<String, String> gone = new java.util.HashMap<>();
+        if (subscriptionIds.isEmpty()) {
+            return new FirstLook(withRows, gone);
+        }
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement s = c.prepareStatement("SELECT s, EXISTS (SELECT 1 FROM " + table
+                     + " WHERE subscription_id = s), (SELECT endpoint FROM " + goneTable + " WHERE subscription_id = s)"
+                     + " FROM unnest(?::text[]) s")) {
+            s.setArray(1, c.createArrayOf("text", subscriptionIds.toArray()));
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    if (rs.getBoolean(2)) {
+                        withRows.add(rs.getString(1));
+                    }
+                    if (rs.getString(3) != null) {
+                        gone.put(rs.getString(1), rs.getString(3));
+                    }
+                }
+            }
+        }
+        return new FirstLook(withRows, gone);
+    }
+
+    /** {@link #firstLook}: the subscriptions whose queues hold rows, and the recorded 410s' endpoints by subscription. */
+    public record FirstLook(Set<String> withRows, Map<String, String> gone) {
+    }
+
     public Set<String> withRows(java.util.Collection<String> subscriptionIds) throws SQLException {
         Set<String> ids = new TreeSet<>();
         if (subscriptionIds.isEmpty()) {
