@@ -3,6 +3,7 @@ package io.walhook.delivery;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -28,6 +29,10 @@ import java.util.function.Consumer;
  * failed asks as one holding some, whatever it holds: many tenants whose endpoints hang, each
  * probing one request at a time and holding no place between probes, would otherwise take the
  * kept places and queue before healthy tenants, which then waited for their probes to time out.
+ * Such a lane holding none that has waited {@link #STARVED_AFTER} takes the next place that frees,
+ * whoever else waits, though never more than {@link #starvedLimit} of them at once: behind a drain
+ * whose lanes always wait for their first place, a tenant that failed once, which could not succeed
+ * without a place, waited for as long as the drain lasted.
  *
  * <p>A lane is known by its {@code granted} callback, the same object on every call.
  */
@@ -61,12 +66,29 @@ public final class DestinationGate {
     private final java.util.Set<Consumer<DestinationGate>> gone = new java.util.HashSet<>();
     /** Requests under way through each channel of the client (its event loops and pools), for {@link #channel}. */
     private final int[] byChannel;
+    /**
+     * Lanes waiting as lanes holding some because their last attempt failed, while holding none,
+     * with when they began to (System.nanoTime), oldest first; an entry whose lane no longer waits
+     * so is dropped when met ({@link #starved}).
+     */
+    private final LinkedHashMap<Consumer<DestinationGate>, Long> demoted = new LinkedHashMap<>();
+    /** Lanes holding a place given them for having waited {@link #STARVED_AFTER} ({@link #starved}). */
+    private final java.util.Set<Consumer<DestinationGate>> rescued = new java.util.HashSet<>();
+    private final java.util.function.LongSupplier nanoTime;
+
+    /** How long a lane that failed and holds no place waits before the next place that frees is its. */
+    static final java.time.Duration STARVED_AFTER = java.time.Duration.ofSeconds(1);
 
     DestinationGate(int limit) {
         this(limit, 1);
     }
 
     DestinationGate(int limit, int channels) {
+        this(limit, channels, System::nanoTime);
+    }
+
+    DestinationGate(int limit, int channels, java.util.function.LongSupplier nanoTime) {
+        this.nanoTime = nanoTime;
         if (limit < 1) {
             throw new IllegalArgumentException("a destination takes at least one request at a time, not " + limit);
         }
@@ -104,6 +126,7 @@ public final class DestinationGate {
             waitingFirst.remove(lane);
             waitingMore.remove(lane);
             failing.remove(lane);
+            demoted.remove(lane);
         }
         if (waitingFirst.isEmpty() && (holdsNone ? inUse < limit : waitingMore.isEmpty() && inUse < limit - reserve)) {
             inUse++;
@@ -113,6 +136,10 @@ public final class DestinationGate {
         (holdsNone ? waitingFirst : waitingMore).add(lane);
         if (lastFailed) {
             failing.add(lane);
+            if (!held.containsKey(lane)) {
+                demoted.remove(lane);
+                demoted.put(lane, nanoTime.getAsLong());
+            }
         }
         return false;
     }
@@ -132,6 +159,7 @@ public final class DestinationGate {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
+            rescued.remove(lane);
             boolean over = inUse - 1 >= limit; // the limit came down (fitTo) below what was under way
             if (gone.contains(lane)) {
                 if (!held.containsKey(lane)) {
@@ -144,6 +172,9 @@ public final class DestinationGate {
             }
             if (!held.containsKey(lane) && !failing.contains(lane) && waitingMore.remove(lane)) {
                 waitingFirst.add(lane); // it holds none now: it waits for its first again
+            }
+            if (!held.containsKey(lane) && failing.contains(lane) && waitingMore.contains(lane)) {
+                demoted.putIfAbsent(lane, nanoTime.getAsLong()); // it holds none now, and waits as a lane that failed
             }
             if (over) {
                 inUse--;
@@ -197,6 +228,7 @@ public final class DestinationGate {
         waitingMore.remove(lane);
         failing.remove(lane);
         failedUnseen.remove(lane);
+        demoted.remove(lane);
         if (held.containsKey(lane)) {
             gone.add(lane);
         }
@@ -242,12 +274,51 @@ public final class DestinationGate {
      * for lanes holding none; null when none may have it.
      */
     private Consumer<DestinationGate> nextWaiting(int others) {
+        Consumer<DestinationGate> starved = starved();
+        if (starved != null) {
+            waitingMore.remove(starved);
+            failing.remove(starved);
+            demoted.remove(starved);
+            rescued.add(starved);
+            return starved;
+        }
         Consumer<DestinationGate> next = first(waitingFirst);
         if (next == null && others < limit - reserve) {
             next = first(waitingMore);
             failing.remove(next);
+            demoted.remove(next);
         }
         return next;
+    }
+
+    /**
+     * The lane that failed, holds no place and has waited {@link #STARVED_AFTER} the longest, while
+     * fewer than {@link #starvedLimit} places are held so; or null.
+     */
+    private Consumer<DestinationGate> starved() {
+        if (rescued.size() >= starvedLimit()) {
+            return null;
+        }
+        long now = nanoTime.getAsLong();
+        for (Iterator<Map.Entry<Consumer<DestinationGate>, Long>> it = demoted.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<Consumer<DestinationGate>, Long> waited = it.next();
+            Consumer<DestinationGate> lane = waited.getKey();
+            if (!waitingMore.contains(lane) || !failing.contains(lane) || held.containsKey(lane)) {
+                it.remove(); // no longer waits so (granted, forgotten, or it holds a place)
+                continue;
+            }
+            return now - waited.getValue() >= STARVED_AFTER.toNanos() ? lane : null;
+        }
+        return null;
+    }
+
+    /**
+     * How many places lanes given one for having starved may hold at once: the places kept for lanes
+     * holding none (at least one). Many tenants whose endpoints hang, each given a place so, take no
+     * more than that from the healthy ones.
+     */
+    private int starvedLimit() {
+        return Math.max(1, reserve);
     }
 
     private static Consumer<DestinationGate> first(LinkedHashSet<Consumer<DestinationGate>> waiting) {
@@ -272,6 +343,8 @@ public final class DestinationGate {
         kept.addAll(failing);
         kept.addAll(failedUnseen);
         kept.addAll(gone);
+        kept.addAll(demoted.keySet());
+        kept.addAll(rescued);
         return kept.size();
     }
 

@@ -47,6 +47,57 @@ class DestinationGateTest {
         assertThat(gate.tryEnter(b)).isTrue();
     }
 
+    /**
+     * A tenant whose request failed, holding no place, behind a drain of tenants that always wait
+     * for their first: the first place that frees once it has waited {@link DestinationGate#STARVED_AFTER}
+     * is its. It waited as a lane holding some for as long as any lane waited for its first place,
+     * and, holding none, could not succeed to be judged afresh: its every row waited out the drain.
+     * Lanes so rescued hold no more than the kept places (one of 8) at once.
+     */
+    @Test
+    void aLaneThatFailedAndHoldsNoneIsNotStarvedByADrainOfLanesWaitingForTheirFirst() {
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        DestinationGate gate = new DestinationGate(8, 1, now::get);
+        java.util.ArrayDeque<Consumer<DestinationGate>> holders = new java.util.ArrayDeque<>();
+        List<String> grants = new ArrayList<>();
+        java.util.function.Function<String, Consumer<DestinationGate>> lane = name -> new Consumer<>() {
+            @Override
+            public void accept(DestinationGate g) {
+                grants.add(name);
+                holders.add(this);
+            }
+        };
+        for (int i = 0; i < 8; i++) {
+            Consumer<DestinationGate> healthy = lane.apply("healthy");
+            assertThat(gate.tryEnter(healthy)).isTrue();
+            holders.add(healthy);
+        }
+        Consumer<DestinationGate> failed = lane.apply("failed");
+        Consumer<DestinationGate> failedToo = lane.apply("failed too");
+        assertThat(gate.tryEnter(failed, true)).isFalse();
+        assertThat(gate.tryEnter(failedToo, true)).isFalse();
+        // the drain: a newcomer waits for its first place, and each place that frees is a newcomer's
+        for (int i = 0; i < 50; i++) {
+            assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
+            gate.leave(holders.poll());
+            now.addAndGet(java.time.Duration.ofMillis(10).toNanos());
+        }
+        assertThat(grants).as("before either waited a second").containsOnly("newcomer");
+
+        now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
+        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
+        gate.leave(holders.poll());
+        assertThat(grants.get(grants.size() - 1)).isEqualTo("failed");
+        // the other waits while the rescued one holds its place (one of 8 kept): newcomers meanwhile
+        gate.leave(holders.poll());
+        assertThat(grants.get(grants.size() - 1)).isEqualTo("newcomer");
+        Consumer<DestinationGate> rescued = holders.stream().filter(h -> h == failed).findFirst().orElseThrow();
+        holders.remove(rescued);
+        gate.leave(rescued, true);
+        assertThat(grants.get(grants.size() - 1)).isEqualTo("failed too");
+        assertThat(gate.inUse()).isEqualTo(8);
+    }
+
     @Test
     void aNewcomerDoesNotOvertakeALaneThatWaits() {
         DestinationGate gate = new DestinationGate(1);
