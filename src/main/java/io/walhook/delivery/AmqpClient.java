@@ -77,6 +77,16 @@ public final class AmqpClient implements AutoCloseable {
     private long attempts;
     private boolean anonymousRelay;
     private String lastProblem;
+    /**
+     * After a connection attempt failed, none is made before this (System.nanoTime): the messages
+     * sent meanwhile fail at once with its problem. Each lane probing a broker that is down asked for
+     * a connection of its own: a thousand AMQP subscriptions made two hundred attempts a second.
+     */
+    private long connectAgainAt = System.nanoTime();
+    private long connectBackoffNanos = CONNECT_BACKOFF_MIN.toNanos();
+    /** The wait after a failed connection attempt: doubled after each that fails, up to {@link #CONNECT_BACKOFF_MAX}. */
+    static final Duration CONNECT_BACKOFF_MIN = Duration.ofMillis(250);
+    static final Duration CONNECT_BACKOFF_MAX = Duration.ofSeconds(5);
     private final List<Waiting> waiting = new ArrayList<>();
     private final Map<String, ProtonSender> senders = new HashMap<>();
     private final Map<ProtonSender, Set<CompletableFuture<Transport.Attempt>>> unsettled = new HashMap<>();
@@ -165,6 +175,11 @@ public final class AmqpClient implements AutoCloseable {
             send.send().run();
             return;
         }
+        if (!connecting && System.nanoTime() - connectAgainAt < 0) {
+            String problem = lastProblem != null ? lastProblem : "the AMQP broker at " + url + " is not connected";
+            send.outcomes().forEach(f -> f.complete(Transport.Attempt.retry(problem)));
+            return;
+        }
         waiting.add(send);
         if (!connecting) {
             connect();
@@ -247,6 +262,7 @@ public final class AmqpClient implements AutoCloseable {
     private void opened(ProtonConnection opened) {
         connection = opened;
         connecting = false;
+        connectBackoffNanos = CONNECT_BACKOFF_MIN.toNanos();
         Symbol[] offered = opened.getRemoteOfferedCapabilities();
         anonymousRelay = offered != null && List.of(offered).contains(ANONYMOUS_RELAY);
         LOG.infof("connected to AMQP broker %s (%s)", url,
@@ -265,6 +281,8 @@ public final class AmqpClient implements AutoCloseable {
     private void failWaiting(String text) {
         String problem = Transport.Attempt.shown(url.redact(text));
         connecting = false;
+        connectAgainAt = System.nanoTime() + connectBackoffNanos;
+        connectBackoffNanos = Math.min(connectBackoffNanos * 2, CONNECT_BACKOFF_MAX.toNanos());
         if (!problem.equals(lastProblem)) {
             LOG.warn(problem);
             lastProblem = problem;

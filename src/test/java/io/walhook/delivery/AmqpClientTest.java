@@ -29,7 +29,7 @@ import io.walhook.routing.Destination;
  * real AMQP peer (a vertx-proton server in the test) provokes: no settlement, a detached link,
  * nobody listening. Delivery to a real broker is in AmqpDeliveryIT.
  */
-class AmqpBrokerTest {
+class AmqpClientTest {
 
     /** How the test's AMQP peer treats the links walhook opens to it. */
     private enum Peer { NEVER_SETTLES, DETACHES }
@@ -201,13 +201,16 @@ class AmqpBrokerTest {
                     Duration.ofSeconds(2));
             try {
                 Transport transport = broker.transport(new Destination.Amqp("orders"));
-                // messages one after another, each retried at its timeout, until one connects again (at most 6)
-                for (int message = 1; message <= 6 && accepted.get() < 2; message++) {
-                    Transport.Attempt attempt = transport.attempt(new Transport.Request("000000000000000" + message + "-0001",
-                            "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"), timeout);
+                // messages one after another, each retried at its timeout (or at once, while the client waits to
+                // connect again), until one connects again
+                java.util.concurrent.atomic.AtomicInteger message = new java.util.concurrent.atomic.AtomicInteger();
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> {
+                    Transport.Attempt attempt = transport.attempt(new Transport.Request(String.format("%016d-0001",
+                            message.incrementAndGet()), "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(),
+                            "orders"), timeout);
                     assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
-                }
-                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> accepted.get() >= 2);
+                    return accepted.get() >= 2;
+                });
                 // the socket given up on is closed once silent (it was left open for good): the AMQP header walhook
                 // wrote, then the end
                 held.get(0).setSoTimeout(10_000);
@@ -465,6 +468,51 @@ class AmqpBrokerTest {
             assertThat(attempt.problem()).isEqualTo("the broker detached the link to its anonymous relay: amqp:not-found no such address");
         } finally {
             server.close();
+        }
+    }
+
+    /**
+     * A broker that is down (it takes each connection and closes it) while many AMQP subscriptions
+     * send: each message failed by its own connection attempt, and a thousand subscriptions probing
+     * every 5 s made two hundred attempts a second. After a failed attempt, messages fail at once
+     * with its problem for a while (a quarter of a second, doubling up to 5 s), then it connects again.
+     */
+    @Test
+    void messagesSentWhileTheBrokerIsDownShareItsConnectionAttempts() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
+        try (java.net.ServerSocket down = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            Thread acceptor = new Thread(() -> {
+                while (!down.isClosed()) {
+                    try (java.net.Socket socket = down.accept()) {
+                        accepted.incrementAndGet(); // and closed at once
+                    } catch (java.io.IOException closed) {
+                        return;
+                    }
+                }
+            });
+            acceptor.setDaemon(true);
+            acceptor.start();
+            Duration timeout = Duration.ofSeconds(5);
+            AmqpClient broker = new AmqpClient(vertx, AmqpUrl.parse("amqp://127.0.0.1:" + down.getLocalPort()), timeout);
+            try {
+                Transport transport = broker.transport(new Destination.Amqp("orders"));
+                for (int message = 1; message <= 30; message++) {
+                    Transport.Attempt attempt = transport.attempt(new Transport.Request(String.format("%016d-0001", message),
+                            "{}".getBytes(StandardCharsets.UTF_8), "application/json", Map.of(), "orders"), timeout);
+                    assertThat(attempt.outcome()).isEqualTo(Transport.Outcome.RETRY);
+                    assertThat(attempt.problem()).contains("amqp://127.0.0.1:" + down.getLocalPort());
+                }
+                assertThat(accepted.get()).as("connection attempts for 30 messages").isBetween(1, 10);
+                // and it tries again: a message sent later connects
+                int before = accepted.get();
+                org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(15)).until(() -> {
+                    transport.attempt(new Transport.Request("0000000000000099-0001", "{}".getBytes(StandardCharsets.UTF_8),
+                            "application/json", Map.of(), "orders"), timeout);
+                    return accepted.get() > before;
+                });
+            } finally {
+                broker.close();
+            }
         }
     }
 
