@@ -828,24 +828,52 @@ final class Lane {
             }
         }
         long waited = oldestWaitNanos();
-        if (waited >= window.toNanos()) {
-            // nothing fails, and nothing is full: the destination answers, slowly (a receiver that trickles its answer
-            // takes the request timeout each time), or at a rate limit under the stream's; unacknowledged, its events
-            // held the slot's position, and the WAL behind it, for as long as it took
-            return "its oldest event waited its retry window of " + window + " undelivered: its destination takes"
-                    + " events more slowly than they come";
+        Duration slow = slowAfter(window);
+        if (waited >= slow.toNanos()) {
+            // nothing of it fails, and nothing is full: the destination answers, slowly (a receiver that trickles its
+            // answer takes the request timeout each time), or at a rate limit under the stream's; unacknowledged, its
+            // events held the slot's position, and the WAL behind it, for as long as it took
+            return "its oldest event waited " + slow + " undelivered: its destination takes events more slowly than"
+                    + " they come";
         }
         return null;
     }
 
     /**
-     * How long the oldest event routed to it and not delivered has waited (nanoseconds; -1 for
-     * none): past the retry window, what it holds goes to the durable queue ({@link #reasonToQueue}).
+     * How long an event may wait in memory, nothing of it failing, before what the lane holds goes to
+     * the durable queue: its retry window, and no less than two request timeouts nor 10 s (a window
+     * of a second, or one request taking longer than it, would send healthy bursts there).
+     */
+    private Duration slowAfter(Duration window) {
+        Duration floor = context.settings().requestTimeout().multipliedBy(2);
+        floor = floor.compareTo(SLOW_AFTER_LEAST) < 0 ? SLOW_AFTER_LEAST : floor;
+        return window.compareTo(floor) < 0 ? floor : window;
+    }
+
+    static final Duration SLOW_AFTER_LEAST = Duration.ofSeconds(10);
+
+    /**
+     * How long the oldest event routed to it has waited undelivered, never attempted, nanoseconds
+     * (-1 for none): past {@link #slowAfter}, what it holds goes to the durable queue
+     * ({@link #reasonToQueue}). A backfill's row does not count (its chunk waits for it, not the
+     * slot's position; counted, a slow destination copied a backfill's table into the queue), nor one
+     * whose request failed (its retry window, from its first failure, says when it goes).
      */
     private long oldestWaitNanos() {
-        Job oldest = queue.oldest();
-        return oldest == null || oldest.durable ? -1 : System.nanoTime() - oldest.handedOverNanos;
+        int looked = 0;
+        for (Job job = queue.oldest(); job != null && looked < OLDEST_LOOKED; job = job.next, looked++) {
+            if (job.durable) {
+                return -1;
+            }
+            if (!job.background) {
+                return job.attempts > 0 ? -1 : System.nanoTime() - job.handedOverNanos;
+            }
+        }
+        return -1; // only backfill rows first (or as many as are looked at)
     }
+
+    /** How many of the oldest events {@link #oldestWaitNanos} looks past backfill rows at, at most. */
+    private static final int OLDEST_LOOKED = 64;
 
     /** The failing request that first failed (split batches keep their first failure, so the set is nearly in order). */
     private Outgoing firstFailing() {
@@ -2162,7 +2190,7 @@ final class Lane {
             }
             long waited = oldestWaitNanos();
             if (waited >= 0) {
-                next = earlier(next, now.plusNanos(Math.max(0, window.toNanos() - waited)));
+                next = earlier(next, now.plusNanos(Math.max(0, slowAfter(window).toNanos() - waited)));
             }
         }
         if (mode == Mode.DURABLE || held()) {
