@@ -84,6 +84,10 @@ public final class AmqpClient implements AutoCloseable {
      */
     private long connectAgainAt = System.nanoTime();
     private long connectBackoffNanos = CONNECT_BACKOFF_MIN.toNanos();
+    /** A connection attempt is set for when {@link #connectAgainAt} comes (a message failed at once meanwhile). */
+    private boolean reconnectDue;
+    /** Counts {@link #close}s: an attempt set before one is not made. */
+    private long closes;
     /** The wait after a failed connection attempt: doubled after each that fails, up to {@link #CONNECT_BACKOFF_MAX}. */
     static final Duration CONNECT_BACKOFF_MIN = Duration.ofMillis(250);
     static final Duration CONNECT_BACKOFF_MAX = Duration.ofSeconds(5);
@@ -175,9 +179,25 @@ public final class AmqpClient implements AutoCloseable {
             send.send().run();
             return;
         }
-        if (!connecting && System.nanoTime() - connectAgainAt < 0) {
+        long wait = connectAgainAt - System.nanoTime();
+        if (!connecting && wait > 0) {
             String problem = lastProblem != null ? lastProblem : "the AMQP broker at " + url + " is not connected";
             send.outcomes().forEach(f -> f.complete(Transport.Attempt.retry(problem)));
+            if (!reconnectDue) {
+                // connected again when the wait ends, whoever sends next: the lane that sent this one probes again
+                // only at its own pace (up to the parked retry interval), which the wait would add to
+                reconnectDue = true;
+                long closedBefore = closes;
+                vertx.setTimer(Math.max(1, TimeUnit.NANOSECONDS.toMillis(wait)), due -> {
+                    if (closes != closedBefore) {
+                        return; // closed since: a send after the close connects on its own
+                    }
+                    reconnectDue = false;
+                    if (connection == null && !connecting) {
+                        connect();
+                    }
+                });
+            }
             return;
         }
         waiting.add(send);
@@ -527,6 +547,8 @@ public final class AmqpClient implements AutoCloseable {
     public void close() {
         CompletableFuture<Void> closed = new CompletableFuture<>();
         context.runOnContext(v -> {
+            closes++;
+            reconnectDue = false;
             ProtonConnection open = connection;
             connection = null;
             senders.clear(); // a send after the close opens a connection of its own, and links on it
