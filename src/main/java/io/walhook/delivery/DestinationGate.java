@@ -30,7 +30,7 @@ import java.util.function.Consumer;
  * probing one request at a time and holding no place between probes, would otherwise take the
  * kept places and queue before healthy tenants, which then waited for their probes to time out.
  * Such a lane holding none that has waited {@link #STARVED_AFTER} takes the next place that frees,
- * whoever else waits, though never more than {@link #starvedLimit} of them at once: behind a drain
+ * whoever else waits, though no more than {@link #starvedLimit} such lanes hold places at once: behind a drain
  * whose lanes always wait for their first place, a tenant that failed once, which could not succeed
  * without a place, waited for as long as the drain lasted.
  *
@@ -159,7 +159,9 @@ public final class DestinationGate {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
-            rescued.remove(lane);
+            if (!held.containsKey(lane)) {
+                rescued.remove(lane); // counted until it holds none: places it took since as a lane holding some too
+            }
             boolean over = inUse - 1 >= limit; // the limit came down (fitTo) below what was under way
             if (gone.contains(lane)) {
                 if (!held.containsKey(lane)) {
@@ -313,12 +315,12 @@ public final class DestinationGate {
     }
 
     /**
-     * How many places lanes given one for having starved may hold at once: the places kept for lanes
-     * holding none (at least one). Many tenants whose endpoints hang, each given a place so, take no
-     * more than that from the healthy ones.
+     * How many lanes given a place for having starved may hold places at once: half the places kept
+     * for lanes holding none (at least one). Many tenants whose endpoints hang, each given a place
+     * so, take no more than that from the healthy ones, who keep the other half.
      */
     private int starvedLimit() {
-        return Math.max(1, reserve);
+        return Math.max(1, reserve / 2);
     }
 
     private static Consumer<DestinationGate> first(LinkedHashSet<Consumer<DestinationGate>> waiting) {
