@@ -67,8 +67,15 @@ public final class UrlAuthority {
      */
     public static String schemeShown(java.net.URI uri) {
         String part = uri.getRawSchemeSpecificPart();
-        return uri.getScheme() == null || part == null || !part.startsWith("//") ? "a URL without a scheme"
-                : uri.getScheme() + "://";
+        if (uri.getScheme() == null || part == null) {
+            return "a URL without a scheme";
+        }
+        if (part.startsWith("//")) {
+            return uri.getScheme() + "://";
+        }
+        // jdbc:postgresql://... pasted from a Java application's settings: its two schemes
+        java.util.regex.Matcher inner = java.util.regex.Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*)://").matcher(part);
+        return inner.find() ? uri.getScheme() + ":" + inner.group(1) + "://" : "a URL without a scheme";
     }
 
     /** The raw user info of {@code uri}, as {@link java.net.URI#getRawUserInfo()}, also before a host {@link #host} read. */

@@ -853,7 +853,6 @@ public final class ParkedEventStore {
         }
     }
 
-    /** Those of these subscriptions (by id) with rows in their queue: one probe of the queue's index each. */
     /**
      * New lanes' first look ({@link Dispatcher}): which of these subscriptions' queues hold rows,
      * and the endpoint of each one's recorded 410 ({@link #gone}), in one round trip: asked
@@ -888,6 +887,7 @@ public final class ParkedEventStore {
     public record FirstLook(Set<String> withRows, Map<String, String> gone) {
     }
 
+    /** Those of these subscriptions (by id) with rows in their queue: one probe of the queue's index each. */
     public Set<String> withRows(java.util.Collection<String> subscriptionIds) throws SQLException {
         Set<String> ids = new TreeSet<>();
         if (subscriptionIds.isEmpty()) {

@@ -96,6 +96,7 @@ class SourceUrlTest {
     @CsvSource(delimiter = '|', value = {
         "Zq9xW:secret@db/orders                 | must start with postgresql://, not a URL without a scheme",
         "postgresql://app:70000556              | has a port outside 1 to 65535 (or, its @host left out, a password",
+        "jdbc:postgresql://app:Zq9xW@db/orders  | must start with postgresql://, not jdbc:postgresql://",
     })
     void aUserNameOrPasswordReadAsTheSchemeOrThePortIsNotRepeated(String url, String problem) {
         assertThatThrownBy(() -> parse(url)).isInstanceOf(ConfigException.class).hasMessageContaining(problem)
