@@ -134,7 +134,7 @@ public final class SubscriptionConfigReader {
         }
         if (c.url().isPresent()) {
             destination = new Destination.Webhook(writtenUrl(prefix + "URL", c.url().get()),
-                    secrets(prefix + "SECRET", c.secret()), Map.of());
+                    secrets(prefix + "SECRET", c.secret(), true), Map.of());
         } else {
             if (!amqpConfigured) {
                 throw new ConfigException(prefix + "AMQP_ADDRESS", "needs a broker: set WALHOOK_AMQP_URL");
@@ -397,8 +397,19 @@ public final class SubscriptionConfigReader {
     private static final java.util.regex.Pattern HOST_THEN = java.util.regex.Pattern.compile(
             "[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?(?:[/?#].*)?");
 
-    /** One or more {@code whsec_<base64>} secrets, separated by spaces or commas (key rotation). */
-    static List<byte[]> secrets(String variable, Optional<String> value) {
+    /**
+     * The secret the Standard Webhooks specification prints as its example (its test vectors'),
+     * which docs everywhere copy: anyone can sign with it, so a receiver checking a signature made
+     * with it checks nothing.
+     */
+    private static final byte[] PUBLISHED = Base64.getDecoder().decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+
+    /**
+     * One or more {@code whsec_<base64>} secrets, separated by spaces or commas (key rotation);
+     * {@code refusePublished}: the specification's example ({@link #PUBLISHED}) is refused (a secret
+     * written now; one stored by an earlier walhook is read as it was).
+     */
+    static List<byte[]> secrets(String variable, Optional<String> value, boolean refusePublished) {
         List<byte[]> secrets = new ArrayList<>();
         if (value.isEmpty() || value.get().isBlank()) {
             return secrets;
@@ -415,6 +426,11 @@ public final class SubscriptionConfigReader {
                 if (key.length < 16) {
                     throw new ConfigException(variable, "secret " + index + " is " + key.length
                             + " bytes; use at least 16 random bytes (24 to 64 recommended)");
+                }
+                if (refusePublished && Arrays.equals(PUBLISHED, key)) {
+                    throw new ConfigException(variable, "secret " + index + " is the example the Standard Webhooks"
+                            + " specification prints: anyone can sign with it; make one of your own"
+                            + " (\"whsec_$(openssl rand -base64 32)\")");
                 }
                 secrets.add(key);
             } catch (IllegalArgumentException e) {

@@ -281,7 +281,7 @@ public final class SubscriptionJson {
                             + " PATCH) or leave it out to send webhooks unsigned");
                 }
                 try {
-                    secrets = SubscriptionConfigReader.secrets("secret", Optional.ofNullable(secret));
+                    secrets = SubscriptionConfigReader.secrets("secret", Optional.ofNullable(secret), written);
                 } catch (ConfigException e) {
                     throw new SubscriptionException("/destination/secret", e.getMessage().substring("secret ".length()));
                 }

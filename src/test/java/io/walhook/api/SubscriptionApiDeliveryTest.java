@@ -580,7 +580,7 @@ class SubscriptionApiDeliveryTest {
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             receiver.respond(request -> request.path().equals("/down") ? 503 : 202);
             String id = create("{\"name\": \"fire\", \"tables\": [\"nomatch.nomatch\"], \"destination\": {\"type\": \"webhook\","
-                            + " \"url\": \"" + receiver.url("/fire") + "\", \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}");
+                            + " \"url\": \"" + receiver.url("/fire") + "\", \"secret\": \"whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=\"}}");
             // right after the create, not once routing has caught up
             given().header("Authorization", "Bearer t").post("/subscriptions/" + id + "/test").then().statusCode(200)
                     .body("delivered", org.hamcrest.Matchers.equalTo(true))
@@ -621,7 +621,7 @@ class SubscriptionApiDeliveryTest {
     @Test
     void aPatchedSubscriptionDeliversWithWhatThePatchLeftAsItWas() throws Exception {
         sql("CREATE TABLE IF NOT EXISTS patched (id int PRIMARY KEY)");
-        String secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        String secret = "whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=";
         try (WebhookReceiver receiver = WebhookReceiver.start()) {
             String id = create("{\"name\": \"patched\", \"tables\": [\"public.patched\"], \"filter\": \"new.id > 0\","
                     + " \"destination\": {\"type\": \"webhook\", \"url\": \"" + receiver.url("/p?token=t0k") + "\","

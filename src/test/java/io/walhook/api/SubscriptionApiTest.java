@@ -33,7 +33,7 @@ class SubscriptionApiTest {
     static final String READ_TOKEN = "re4d-only-token";
     private static final String BODY = "{\"name\": \"orders\", \"tables\": [\"public.orders\"], \"operations\": [\"insert\"],"
             + " \"destination\": {\"type\": \"webhook\", \"url\": \"https://93.184.216.34/hook\","
-            + " \"secret\": \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}}";
+            + " \"secret\": \"whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=\"}}";
 
     /** A database, the tokens, and one configured subscription that matches nothing. */
     public static class Resource implements QuarkusTestResourceLifecycleManager {
@@ -385,7 +385,7 @@ class SubscriptionApiTest {
                     .body("{\"destination\": {\"url\": \"http://93.184.216.34/hook\", \"secret\": null}}")
                     .patch("/subscriptions/" + id).then().statusCode(400).body("field", equalTo("/destination/headers"));
             patching().body("{\"destination\": {\"url\": \"https://93.184.216.35/hook\", \"secret\":"
-                    + " \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\", \"headers\": {\"X-New\": \"n\"}}}")
+                    + " \"whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=\", \"headers\": {\"X-New\": \"n\"}}}")
                     .patch("/subscriptions/" + id).then().statusCode(200).body("destination.secret_set", equalTo(true))
                     .body("destination.headers_set", contains("X-New"));
             patching().body("{\"destination\": {\"secret\": null}}").patch("/subscriptions/" + id).then().statusCode(200)

@@ -32,7 +32,7 @@ class StreamDeliveryIT {
 
     private static final Duration WAIT = Duration.ofMinutes(3);
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    private static final String SECRET = "whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=";
     private static final int ROWS = 10_000;
     private static final int UPDATES = 4;
 

@@ -30,7 +30,7 @@ import io.walhook.testing.WebhookReceiver;
 class WebhookDeliveryIT {
 
     private static final Duration WAIT = Duration.ofSeconds(90);
-    private static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    private static final String SECRET = "whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=";
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private static boolean signatureVerifies(WebhookReceiver.Request request) throws Exception {

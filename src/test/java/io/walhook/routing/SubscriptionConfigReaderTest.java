@@ -26,7 +26,7 @@ class SubscriptionConfigReaderTest {
     void readsEveryFieldOfAConfiguredSubscription() {
         Subscription s = SubscriptionConfigReader.read("orders", config(Map.of("URL", "https://example.com/hook",
                 "TABLES", "public.orders, sales.*", "OPERATIONS", "insert,update", "FILTER", "new.amount > 100",
-                "SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "FORMAT", "cloudevents",
+                "SECRET", "whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=", "FORMAT", "cloudevents",
                 "BATCH_MAX_EVENTS", "50", "EXCLUDE_COLUMNS", "notes")), false);
         assertThat(s.name()).isEqualTo("orders");
         assertThat(s.tables()).extracting(TablePattern::text).containsExactly("public.orders", "sales.*");
@@ -101,6 +101,9 @@ class SubscriptionConfigReaderTest {
         "SECRET=whsec_!!!                  | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET secret 1 is not base64 after whsec_: its character 1 is not",
         "SECRET=whsec_MfKQ9r8GKYq~TwjUPD8ILPZIo2LaLaSw | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET secret 1 is not base64 after whsec_: its character 12 is not one of base64's (A-Z, a-z, 0-9, + and /, = to pad)",
         "SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET secret 1 is not base64 after whsec_: its length or padding",
+        // the example the Standard Webhooks specification prints (docs everywhere copy it): anyone can sign with it
+        "SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET secret 1 is the example the Standard Webhooks specification prints",
+        "SECRET=whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE= whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET secret 2 is the example",
         "BATCH_MAX_EVENTS=0                | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 0; it must be between 1 and 10000",
         "BATCH_MAX_EVENTS=many             | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_EVENTS is 'many', not a whole number",
         "AMQP_ADDRESS=orders               | WALHOOK_SUBSCRIPTIONS_DEMO_URL and WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS are both set",
@@ -153,7 +156,7 @@ class SubscriptionConfigReaderTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "AMQP_ADDRESS=cdc.{tabel}          | WALHOOK_SUBSCRIPTIONS_DEMO_AMQP_ADDRESS has {tabel}, which is not replaced",
-        "AMQP_ADDRESS=q;SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET is set, but an AMQP destination's messages are not signed",
+        "AMQP_ADDRESS=q;SECRET=whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE= | WALHOOK_SUBSCRIPTIONS_DEMO_SECRET is set, but an AMQP destination's messages are not signed",
         "AMQP_ADDRESS=q;BATCH_MAX_WAIT_MS=500 | WALHOOK_SUBSCRIPTIONS_DEMO_BATCH_MAX_WAIT_MS is 500, but each event is one AMQP message, sent at once",
     })
     void aBadValueOfAnAmqpSubscriptionNamesItsVariable(String field, String problem) {

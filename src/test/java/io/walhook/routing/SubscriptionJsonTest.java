@@ -235,6 +235,24 @@ class SubscriptionJsonTest {
     }
 
     /**
+     * The secret the Standard Webhooks specification prints as its example (docs everywhere copy
+     * it) is refused when written: anyone could sign with it. One stored by an earlier walhook
+     * is read as it was, its subscription delivering as before.
+     */
+    @Test
+    void aPublishedExampleSecretIsRefusedWhenWrittenAndReadWhenStored() throws Exception {
+        for (String published : java.util.List.of("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\u0020")) {
+            com.fasterxml.jackson.databind.JsonNode body = JSON.readTree("{\"name\": \"a\", \"destination\": {\"type\": \"webhook\", \"url\":"
+                    + " \"https://hooks.example.com/a\", \"secret\": \"" + published + "\"}}");
+            assertThatThrownBy(() -> SubscriptionJson.parse(body)).isInstanceOfSatisfying(SubscriptionException.class,
+                    e -> assertThat(e.field() + " " + e.getMessage()).startsWith("/destination/secret")
+                            .contains("the example the Standard Webhooks specification prints").doesNotContain("MfKQ9r8"));
+            assertThat(((Destination.Webhook) SubscriptionJson.parseStored(body).destination()).secrets()).hasSize(1);
+        }
+    }
+
+    /**
      * A URL is read without the blanks around it: the check that keeps the old host's secret and
      * headers from a patch's other host reads it the same way, stored or patched (a blank made it
      * "no URL" there, and the old host's Authorization went to the new one).
@@ -249,7 +267,7 @@ class SubscriptionJsonTest {
             String patched) throws Exception {
         com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
         body.put("name", "a");
-        body.putObject("destination").put("url", stored.translateEscapes()).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        body.putObject("destination").put("url", stored.translateEscapes()).put("secret", "whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=")
                 .putObject("headers").put("Authorization", "Bearer tenant-token");
         com.fasterxml.jackson.databind.node.ObjectNode patch = JSON.createObjectNode();
         patch.putObject("destination").put("url", patched.translateEscapes());
@@ -313,7 +331,7 @@ class SubscriptionJsonTest {
     private static com.fasterxml.jackson.databind.node.ObjectNode tenantHook(String url) {
         com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode();
         body.put("name", "a");
-        body.putObject("destination").put("url", url).put("secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        body.putObject("destination").put("url", url).put("secret", "whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=")
                 .putObject("headers").put("Authorization", "Bearer tenant-token");
         return body;
     }
@@ -330,7 +348,7 @@ class SubscriptionJsonTest {
         patch.putObject("destination").put("url", patched);
         com.fasterxml.jackson.databind.JsonNode moved = SubscriptionJson.patched(body, patch);
         assertThat(moved.at("/destination/headers/Authorization").asText()).isEqualTo("Bearer tenant-token");
-        assertThat(moved.at("/destination/secret").asText()).isEqualTo("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        assertThat(moved.at("/destination/secret").asText()).isEqualTo("whsec_d2FsaG9vay10ZXN0LXNlY3JldC1ub3QtZm9yLXVzZSE=");
     }
 
     /**
