@@ -272,9 +272,13 @@ public final class BackfillRunner implements Runnable {
         /** The largest row read of each table, in bytes as {@link #CHUNK_BYTES} counts them: never lowered. */
         final Map<String, Long> largestRow = new HashMap<>();
 
-        Run(Backfill backfill, CelFilter filter) {
+        /** The MAC of its read events' ids, under its key ({@link #eventId}); null for a backfill from before keys. */
+        final javax.crypto.Mac idMac;
+
+        Run(Backfill backfill, CelFilter filter, byte[] idKey) {
             this.backfill = backfill;
             this.filter = filter;
+            this.idMac = idKey == null ? null : idMac(idKey);
             this.progress = new LinkedHashMap<>(backfill.progress());
             this.size = backfill.chunkSize();
             while (table < backfill.tables().size() && backfill.progressOf(backfill.tables().get(table)).done()) {
@@ -474,7 +478,7 @@ public final class BackfillRunner implements Runnable {
                     fail(backfill, "its filter no longer compiles: " + e.getMessage());
                     continue;
                 }
-                run = new Run(backfill, filter);
+                run = new Run(backfill, filter, store.idKey(backfill.id()));
                 runs.put(backfill.id(), run);
             }
             run.backfill = backfill;
@@ -1150,7 +1154,7 @@ public final class BackfillRunner implements Runnable {
                         String rowKey = k.toString();
                         // a moved row's own id: a read of its key before (another row, deleted since) may have been
                         // taken in by a consumer that skips an id it has seen
-                        rows.add(new Chunk.Row(rowKey, eventId(backfill.id(), name, moved == null ? rowKey
+                        rows.add(new Chunk.Row(rowKey, idUnder(backfill.id(), run.idMac, name, moved == null ? rowKey
                                 : rowKey + "\0moved at " + movedAt(moved, last)), tuple.build()));
                     }
                     chunk.last = last == null ? null : List.of(last);
@@ -1420,19 +1424,45 @@ public final class BackfillRunner implements Runnable {
     }
 
     /**
-     * A read event's id: the backfill's id and 128 bits of a SHA-256 of the row's table and key, so
-     * the same row of the same backfill has the same id across chunks read again and restarts, and
-     * two rows practically never share one (the durable queue keeps one row per id).
+     * A read event's id: the backfill's id and 128 bits of an HMAC-SHA256, under the backfill's own
+     * key, of the row's table and key, so the same row of the same backfill has the same id across
+     * chunks read again and restarts, two rows practically never share one (the durable queue keeps
+     * one row per id), and an id shown (a log line, /status) says nothing of the row's key. A
+     * backfill from before it had a key ({@code idKey} null) hashes them with SHA-256, as it did,
+     * which a guessed key could be matched to.
      */
+    static String eventId(UUID backfill, byte[] idKey, String table, String rowKey) {
+        return idUnder(backfill, idKey == null ? null : idMac(idKey), table, rowKey);
+    }
 
-    static String eventId(UUID backfill, String table, String rowKey) {
+    /** {@link #eventId(UUID, byte[], String, String)} with the key's MAC made (once per run: it is the runner's). */
+    private static String idUnder(UUID backfill, javax.crypto.Mac idMac, String table, String rowKey) {
+        byte[] tableBytes = table.getBytes(StandardCharsets.UTF_8);
+        byte[] keyBytes = rowKey.getBytes(StandardCharsets.UTF_8);
+        byte[] digest;
+        if (idMac == null) {
+            try {
+                MessageDigest sha = MessageDigest.getInstance("SHA-256");
+                sha.update(tableBytes);
+                sha.update((byte) 0);
+                digest = sha.digest(keyBytes);
+            } catch (NoSuchAlgorithmException e) {
+                throw new IllegalStateException(e);
+            }
+        } else {
+            idMac.update(tableBytes);
+            idMac.update((byte) 0);
+            digest = idMac.doFinal(keyBytes); // and the MAC is ready for the next id
+        }
+        return backfill + "-" + HexFormat.of().formatHex(digest, 0, 16);
+    }
+
+    private static javax.crypto.Mac idMac(byte[] idKey) {
         try {
-            MessageDigest sha = MessageDigest.getInstance("SHA-256");
-            sha.update(table.getBytes(StandardCharsets.UTF_8));
-            sha.update((byte) 0);
-            byte[] digest = sha.digest(rowKey.getBytes(StandardCharsets.UTF_8));
-            return backfill + "-" + HexFormat.of().formatHex(digest, 0, 16);
-        } catch (NoSuchAlgorithmException e) {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(idKey, "HmacSHA256"));
+            return mac;
+        } catch (NoSuchAlgorithmException | java.security.InvalidKeyException e) {
             throw new IllegalStateException(e);
         }
     }

@@ -262,6 +262,20 @@ public final class BackfillStore {
         return found;
     }
 
+    /**
+     * The key of a backfill's read events' ids ({@link BackfillRunner#eventId}); null for one made
+     * before backfills had one (its ids stay as they were) or one that is gone.
+     */
+    public byte[] idKey(UUID id) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT id_key FROM " + table + " WHERE id = ?")) {
+            s.setObject(1, id);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next() ? rs.getBytes(1) : null;
+            }
+        }
+    }
+
     private static Backfill read(ResultSet rs) throws SQLException {
         Array tables = rs.getArray(5);
         List<String> names = Arrays.asList((String[]) tables.getArray());

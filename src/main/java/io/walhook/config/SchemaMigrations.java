@@ -42,7 +42,8 @@ public final class SchemaMigrations {
             "V8__activation.sql", "V9__activation_token.sql",
             "V10__parked_event_address_parts.sql", "V11__activation_released.sql",
             "V12__subscription_matched_before.sql", "V13__dropped_event.sql",
-            "V14__checkpoint_timeline.sql", "V15__queue_run.sql", "V16__gone_endpoint.sql");
+            "V14__checkpoint_timeline.sql", "V15__queue_run.sql", "V16__gone_endpoint.sql",
+            "V17__backfill_id_key.sql");
     /** The history table's name, Flyway's default. */
     public static final String HISTORY = "flyway_schema_history";
     /** The placeholder the files write for the schema, as Flyway spells it. */

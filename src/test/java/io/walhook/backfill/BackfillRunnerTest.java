@@ -18,17 +18,35 @@ class BackfillRunnerTest {
 
     private static final UUID BACKFILL = UUID.fromString("5f0c2a8e-1111-4222-8333-944455556666");
 
+    /**
+     * A read event's id: the backfill's id and 128 bits of an HMAC of the row's table and key under
+     * the backfill's own key. It was a plain SHA-256, which anyone reading an id in a log could match
+     * to a guessed key (SHA-256("public.users\0alice@example.com")): under another key, or none, the
+     * same row has another id. A backfill from before keys (none) keeps its SHA-256 ids.
+     */
     @Test
-    void aRowsIdIsItsBackfillAnd128BitsOfItsTableAndKeyTheSameEveryTime() {
-        String id = BackfillRunner.eventId(BACKFILL, "public.orders", "42");
+    void aRowsIdIsItsBackfillAnd128BitsOfAnHmacOfItsTableAndKeyTheSameEveryTime() throws Exception {
+        byte[] key = "0123456789abcdef0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        String id = BackfillRunner.eventId(BACKFILL, key, "public.orders", "42");
         assertThat(id).matches(BACKFILL + "-[0-9a-f]{32}");
-        assertThat(BackfillRunner.eventId(BACKFILL, "public.orders", "42")).isEqualTo(id);
-        assertThat(BackfillRunner.eventId(BACKFILL, "public.orders", "43")).isNotEqualTo(id);
-        assertThat(BackfillRunner.eventId(BACKFILL, "public.order", "s42")).as("table and key kept apart")
+        assertThat(BackfillRunner.eventId(BACKFILL, key.clone(), "public.orders", "42")).isEqualTo(id);
+        assertThat(BackfillRunner.eventId(BACKFILL, key, "public.orders", "43")).isNotEqualTo(id);
+        assertThat(BackfillRunner.eventId(BACKFILL, key, "public.order", "s42")).as("table and key kept apart")
                 .isNotEqualTo(id);
-        assertThat(BackfillRunner.eventId(UUID.randomUUID(), "public.orders", "42")).doesNotStartWith(BACKFILL.toString());
-        assertThat(BackfillRunner.eventId(BACKFILL, "public.accounts", "acme\0" + "7"))
-                .isNotEqualTo(BackfillRunner.eventId(BACKFILL, "public.accounts", "acme7"));
+        assertThat(BackfillRunner.eventId(UUID.randomUUID(), key, "public.orders", "42")).doesNotStartWith(BACKFILL.toString());
+        assertThat(BackfillRunner.eventId(BACKFILL, key, "public.accounts", "acme\0" + "7"))
+                .isNotEqualTo(BackfillRunner.eventId(BACKFILL, key, "public.accounts", "acme7"));
+
+        // what a guess at the key computes is not the id
+        byte[] sha = java.security.MessageDigest.getInstance("SHA-256")
+                .digest("public.orders\0" .concat("42").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String guessed = BACKFILL + "-" + java.util.HexFormat.of().formatHex(sha, 0, 16);
+        assertThat(id).isNotEqualTo(guessed);
+        byte[] another = key.clone();
+        another[0] ^= 1;
+        assertThat(BackfillRunner.eventId(BACKFILL, another, "public.orders", "42")).isNotEqualTo(id);
+        // a backfill from before keys keeps the ids it had
+        assertThat(BackfillRunner.eventId(BACKFILL, null, "public.orders", "42")).isEqualTo(guessed);
     }
 
     /**

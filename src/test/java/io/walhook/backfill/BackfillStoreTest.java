@@ -3,6 +3,7 @@ package io.walhook.backfill;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
+import java.util.UUID;
 
 import org.junit.jupiter.api.Test;
 
@@ -30,6 +31,28 @@ class BackfillStoreTest {
             assertThat(store.list(SUBSCRIPTION)).filteredOn(b -> Backfill.INITIAL.equals(b.origin())).singleElement()
                     .satisfies(initial -> assertThat(initial.tables()).containsExactly("public.lines"));
             assertThat(store.insertInitial(SUBSCRIPTION, List.of("public.lines"))).as("once ever").isFalse();
+        }
+    }
+
+    /**
+     * Each backfill has a key of its own for its read events' ids, random (two backfills, two keys)
+     * and kept (read again, the same); a backfill from before keys has none, and keeps its ids.
+     */
+    @Test
+    void eachBackfillHasARandomKeyOfItsOwnForItsIds() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "backfill_key")) {
+            BackfillStore store = new BackfillStore(source.dataSource, "walhook");
+            Backfill first = store.insertUnlessBusy(SUBSCRIPTION, Backfill.API, List.of("public.orders"), null, 100, null)
+                    .backfill();
+            assertThat(store.insertInitial("config:other", List.of("public.lines"))).isTrue();
+            Backfill second = store.list("config:other").get(0);
+            byte[] key = store.idKey(first.id());
+            assertThat(key).hasSize(32);
+            assertThat(store.idKey(first.id())).isEqualTo(key);
+            assertThat(store.idKey(second.id())).hasSize(32).isNotEqualTo(key);
+            assertThat(store.idKey(UUID.randomUUID())).isNull();
+            source.sql("UPDATE walhook.backfill SET id_key = NULL WHERE id = '" + second.id() + "'");
+            assertThat(store.idKey(second.id())).isNull();
         }
     }
 }

@@ -61,8 +61,17 @@ class BackfillTimeZoneIT {
             UUID backfill = UUID.fromString(started.body().get("id").asText());
             await().atMost(WAIT).until(() -> ids.size() == 2);
             // the key as PostgreSQL prints it in UTC: what every walhook hashes, wherever it runs
-            assertThat(ids).containsEntry("1", BackfillRunner.eventId(backfill, "public.moments", "2026-01-01 00:00:00+00"))
-                    .containsEntry("2", BackfillRunner.eventId(backfill, "public.moments", "2026-07-01 12:30:00.25+00"));
+            byte[] key;
+            try (java.sql.Connection c = pg.connect(database);
+                    java.sql.PreparedStatement s = c.prepareStatement("SELECT id_key FROM walhook.backfill WHERE id = ?")) {
+                s.setObject(1, backfill);
+                try (java.sql.ResultSet rs = s.executeQuery()) {
+                    assertThat(rs.next()).isTrue();
+                    key = rs.getBytes(1);
+                }
+            }
+            assertThat(ids).containsEntry("1", BackfillRunner.eventId(backfill, key, "public.moments", "2026-01-01 00:00:00+00"))
+                    .containsEntry("2", BackfillRunner.eventId(backfill, key, "public.moments", "2026-07-01 12:30:00.25+00"));
         }
     }
 }

@@ -49,7 +49,8 @@ class SchemaMigrationsTest {
             "13|13|dropped event|SQL|db/migration/V13__dropped_event.sql|-1248673008|true",
             "14|14|checkpoint timeline|SQL|db/migration/V14__checkpoint_timeline.sql|-1678512213|true",
             "15|15|queue run|SQL|db/migration/V15__queue_run.sql|2005555190|true",
-            "16|16|gone endpoint|SQL|db/migration/V16__gone_endpoint.sql|1364916993|true");
+            "16|16|gone endpoint|SQL|db/migration/V16__gone_endpoint.sql|1364916993|true",
+            "17|17|backfill id key|SQL|db/migration/V17__backfill_id_key.sql|1008638106|true");
 
     private static PGSimpleDataSource database(String prefix) throws SQLException {
         PostgresServer server = TestPostgres.shared();
@@ -130,8 +131,8 @@ class SchemaMigrationsTest {
         sql(dataSource, "DROP TABLE walhook.queue_run");
         sql(dataSource, "DROP TABLE walhook.gone_endpoint");
         sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16')");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(10);
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17')");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(11);
         assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
         sql(dataSource, "SELECT system_id, timeline, earlier_history_up_to FROM walhook.checkpoint");
         sql(dataSource, "SELECT count(*) FROM walhook.backfill");
@@ -169,8 +170,8 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_newer");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (17, '17', 'later', 'SQL',"
-                + " 'db/migration/V17__later.sql', 5, current_user, 1, true)");
+                + " checksum, installed_by, execution_time, success) VALUES (18, '18', 'later', 'SQL',"
+                + " 'db/migration/V18__later.sql', 5, current_user, 1, true)");
         assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isZero();
     }
 
@@ -186,16 +187,16 @@ class SchemaMigrationsTest {
         sql(dataSource, "DROP TABLE walhook.queue_run");
         sql(dataSource, "DROP TABLE walhook.gone_endpoint");
         sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16')");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17')");
         // V7's last statement creates the index backfill_initial: a table of that name makes it fail
         sql(dataSource, "CREATE TABLE walhook.backfill_initial ()");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("backfill_initial");
         assertThat(exists(dataSource, "walhook.backfill")).as("the file's first statements are undone too").isFalse();
-        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 10);
+        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 11);
         assertThat(exists(dataSource, "walhook.activation")).isFalse();
         sql(dataSource, "DROP TABLE walhook.backfill_initial");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(10);
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(11);
     }
 
     private static boolean exists(PGSimpleDataSource dataSource, String relation) throws SQLException {
@@ -316,7 +317,7 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_dotted");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (17, '7.1', 'hotfix', 'SQL',"
+                + " checksum, installed_by, execution_time, success) VALUES (18, '7.1', 'hotfix', 'SQL',"
                 + " 'V7_1__hotfix.sql', 5, current_user, 1, true)");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("version '7.1' (V7_1__hotfix.sql)");
