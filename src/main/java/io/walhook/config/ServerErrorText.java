@@ -16,7 +16,9 @@ import org.postgresql.util.ServerErrorMessage;
  * alone, on one line, with every double-quoted text replaced by {@code "…"} but the names of things
  * ({@code relation "orders"}, {@code column "n"}), then the SQLSTATE; cut at 500 characters. A value
  * holding quotes itself (JSON, an array literal) is not escaped by PostgreSQL: from the first quote
- * that opens no name to the message's last quote, all of it is taken as the value.
+ * that opens no name to the message's last quote, all of it is taken as the value. The words of an
+ * error a function raised ({@code RAISE EXCEPTION 'no access to %', row.email} in a row security
+ * policy's function, an {@code ASSERT}) are its author's, values unquoted among them: left out.
  */
 public final class ServerErrorText {
 
@@ -30,6 +32,9 @@ public final class ServerErrorText {
             "parameter", "aggregate", "rule", "subscription", "user", "language", "server", "conversion", "family",
             "class", "partition", "enum");
 
+    /** PL/pgSQL's routines that raise an error with its author's words: RAISE and ASSERT. */
+    private static final Set<String> RAISED = Set.of("exec_stmt_raise", "exec_stmt_assert");
+
     private ServerErrorText() {
     }
 
@@ -38,6 +43,11 @@ public final class ServerErrorText {
         ServerErrorMessage server = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
         String message = server != null && server.getMessage() != null ? server.getMessage()
                 : e.getMessage() == null ? "" : e.getMessage().lines().findFirst().orElse("");
+        if (server != null && RAISED.contains(String.valueOf(server.getRoutine()))
+                || e.getSQLState() != null && e.getSQLState().startsWith("P0")) {
+            message = "a function raised an error (its words are left out, as they may quote a row; the server's log"
+                    + " has them)";
+        }
         StringBuilder shown = new StringBuilder(Math.min(message.length(), LENGTH) + 24);
         int at = 0;
         while (at < message.length()) {
