@@ -37,6 +37,11 @@ final class KeyedQueue {
     /** Every unfinished job in arrival order (a list through the jobs themselves). */
     private Job first;
     private Job last;
+    /**
+     * The first unfinished job of the stream ({@link Job#background} false) in that list: a backfill's
+     * rows go when no live change is ready, and may lie before it by the thousand.
+     */
+    private Job firstLive;
     private int size;
     private int taken;
 
@@ -97,6 +102,9 @@ final class KeyedQueue {
             last.next = job;
         }
         last = job;
+        if (firstLive == null && !job.background) {
+            firstLive = job; // every unfinished one before it is a backfill's row
+        }
         size++;
     }
 
@@ -190,6 +198,7 @@ final class KeyedQueue {
         lastBarrier = null;
         first = null;
         last = null;
+        firstLive = null;
         size = 0;
         taken = 0;
         for (Job job : removed) {
@@ -218,6 +227,13 @@ final class KeyedQueue {
     }
 
     private void unlink(Job job) {
+        if (job == firstLive) {
+            Job next = job.next;
+            while (next != null && next.background) {
+                next = next.next; // each row passed once: the next first live job lies after it
+            }
+            firstLive = next;
+        }
         if (job.previous == null) {
             first = job.next;
         } else {
@@ -293,5 +309,10 @@ final class KeyedQueue {
     /** The oldest unfinished job, or null. */
     Job oldest() {
         return first;
+    }
+
+    /** The oldest unfinished job of the stream (not a backfill's row), or null. */
+    Job oldestLive() {
+        return firstLive;
     }
 }

@@ -860,20 +860,9 @@ final class Lane {
      * whose request failed (its retry window, from its first failure, says when it goes).
      */
     private long oldestWaitNanos() {
-        int looked = 0;
-        for (Job job = queue.oldest(); job != null && looked < OLDEST_LOOKED; job = job.next, looked++) {
-            if (job.durable) {
-                return -1;
-            }
-            if (!job.background) {
-                return job.attempts > 0 ? -1 : System.nanoTime() - job.handedOverNanos;
-            }
-        }
-        return -1; // only backfill rows first (or as many as are looked at)
+        Job oldest = queue.oldestLive();
+        return oldest == null || oldest.durable || oldest.attempts > 0 ? -1 : System.nanoTime() - oldest.handedOverNanos;
     }
-
-    /** How many of the oldest events {@link #oldestWaitNanos} looks past backfill rows at, at most. */
-    private static final int OLDEST_LOOKED = 64;
 
     /** The failing request that first failed (split batches keep their first failure, so the set is nearly in order). */
     private Outgoing firstFailing() {

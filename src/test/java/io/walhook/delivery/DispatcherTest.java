@@ -1571,6 +1571,43 @@ class DispatcherTest {
         }
     }
 
+    /**
+     * Live changes behind a backfill's rows (a chunk handed over first), waiting for a slow
+     * destination: the wait that sends them to the durable queue counts from the oldest of them,
+     * however many rows lie before it. It looked at the oldest 64 events only, all rows, and the
+     * live ones waited with no bound, holding the slot's position.
+     */
+    @Test
+    void liveChangesBehindABackfillsRowsWaitingForASlowDestinationGoToTheDurableQueue() throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), "slow_behind_rows");
+        store = new ParkedEventStore(database.dataSource, "walhook");
+        java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ExecutorService durable = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+        try (io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(Lane.class)) {
+            WebhookReceiver receiver = receiver(request -> {
+                hold(never, 1);
+                return 204;
+            });
+            Dispatcher.Context context = context(lanes, timer, durable, new MemoryBudget(64L << 20), other -> false,
+                    Duration.ofSeconds(2));
+            String id = "6f1c2b6e-0000-4000-8000-000000000036";
+            Lane lane = new Lane(webhook(id, "behind", receiver, 1), context, false);
+            hand(lane, 100, true, 1001);
+            // other rows, which go first, 4 a second: the last of them wait 10 s (the least a lane lets events wait)
+            hand(lane, 60, false);
+
+            await().atMost(WAIT).until(() -> log.lines().stream().anyMatch(line -> line.contains("more slowly than they come")));
+            await().atMost(WAIT).until(() -> acknowledged.get() == 160);
+            assertThat(receiver.requests("/behind").size()).as("delivered when all were acknowledged").isLessThan(160);
+        } finally {
+            lanes.shutdownNow();
+            durable.shutdownNow();
+            timer.shutdownNow();
+        }
+    }
+
     @Test
     void aLaneClosedAtShutdownWhileItWritesItsDurableQueueDiscardsNothing() throws Exception {
         database = new SourceFixture(TestPostgres.shared(), "closing");
@@ -1686,8 +1723,13 @@ class DispatcherTest {
 
     /** Hands {@code count} inserts to {@code lane}; {@code background}: as a backfill's rows. */
     private void hand(Lane lane, int count, boolean background) throws InterruptedException {
+        hand(lane, count, background, 1);
+    }
+
+    /** As {@link #hand(Lane, int, boolean)}, of rows {@code firstRow} on. */
+    private void hand(Lane lane, int count, boolean background, int firstRow) throws InterruptedException {
         for (int i = 0; i < count; i++) {
-            ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(i + 1), "0");
+            ChangeEvent event = ITEMS.insertAt(nextLsn += 0x100, Integer.toString(firstRow + i), "0");
             EventEncoder.Encoded body = encoder.encode(event, EventFormat.JSON, Projection.ALL);
             Job job = new Job(event.id(), event.tx().commitLsn(), event.tx().commitTime(), body.body(), body.contentType(),
                     body.headers(), null, Ordering.of(event));

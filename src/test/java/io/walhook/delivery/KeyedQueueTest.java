@@ -105,6 +105,39 @@ class KeyedQueueTest {
         assertThat(queue.take(10, false)).containsExactly(read5);
     }
 
+    /**
+     * The oldest live change (not a backfill's row), however many rows lie before it: what a lane
+     * counts how long its events waited by. Looked for among the oldest few, it was missed behind a
+     * backfill's chunks, and live changes waited for a slow destination with no bound.
+     */
+    @Test
+    void theOldestLiveChangeIsKnownBehindABackfillsRows() {
+        KeyedQueue queue = new KeyedQueue();
+        List<Job> reads = new java.util.ArrayList<>();
+        for (int i = 0; i < 3000; i++) {
+            reads.add(read(row(1, 100 + i)));
+        }
+        reads.forEach(queue::add);
+        assertThat(queue.oldestLive()).isNull();
+        Job live1 = job(row(1, 1));
+        Job read2 = read(row(1, 2));
+        Job live3 = job(row(1, 3));
+        List.of(live1, read2, live3).forEach(queue::add);
+        assertThat(queue.oldest()).isSameAs(reads.get(0));
+        assertThat(queue.oldestLive()).isSameAs(live1);
+        assertThat(queue.take(1, false)).containsExactly(live1);
+        queue.finish(live1);
+        assertThat(queue.oldestLive()).as("past the read between them").isSameAs(live3);
+        assertThat(queue.take(1, false)).containsExactly(live3);
+        queue.finish(live3);
+        assertThat(queue.oldestLive()).isNull();
+        Job live4 = job(row(1, 4));
+        queue.add(live4);
+        assertThat(queue.oldestLive()).isSameAs(live4);
+        assertThat(queue.removeUntaken()).contains(live4);
+        assertThat(queue.oldestLive()).isNull();
+    }
+
     @Test
     void aTruncateWaitsForItsTableAndTheTableWaitsForIt() {
         KeyedQueue queue = new KeyedQueue();
