@@ -71,8 +71,8 @@ public final class BackfillStore {
                     }
                 }
                 try (PreparedStatement s = t.prepareStatement("INSERT INTO " + table
-                        + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
-                        + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) RETURNING " + COLUMNS)) {
+                        + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second, id_key)"
+                        + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING " + COLUMNS)) {
                     bind(t, s, UUID.randomUUID(), subscriptionId, origin, tables, filter, chunkSize, maxRowsPerSecond);
                     try (ResultSet rs = s.executeQuery()) {
                         rs.next();
@@ -126,8 +126,8 @@ public final class BackfillStore {
                     }
                 }
                 try (PreparedStatement s = t.prepareStatement("INSERT INTO " + table
-                        + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second)"
-                        + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (subscription_id) WHERE origin = 'initial'"
+                        + " (id, subscription_id, origin, state, tables, filter, chunk_size, max_rows_per_second, id_key)"
+                        + " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?) ON CONFLICT (subscription_id) WHERE origin = 'initial'"
                         + " DO NOTHING")) {
                     bind(t, s, UUID.randomUUID(), subscriptionId, Backfill.INITIAL, left, null, Backfill.DEFAULT_CHUNK_SIZE,
                             null);
@@ -155,6 +155,12 @@ public final class BackfillStore {
         } else {
             s.setInt(7, maxRowsPerSecond);
         }
+        // the key of its ids (idKey), written here rather than a default of the column: a backfill an older walhook
+        // inserts (a rolling upgrade) has none, and keeps the ids it runs with, whichever walhook runs it (a random
+        // generator made here, not held in a static field: a native image would hold it, seeded, in its heap)
+        byte[] idKey = new byte[32];
+        new java.security.SecureRandom().nextBytes(idKey);
+        s.setBytes(8, idKey);
     }
 
     /**

@@ -36,7 +36,8 @@ class BackfillStoreTest {
 
     /**
      * Each backfill has a key of its own for its read events' ids, random (two backfills, two keys)
-     * and kept (read again, the same); a backfill from before keys has none, and keeps its ids.
+     * and kept (read again, the same); a backfill an older walhook inserted has none, and keeps its
+     * ids, rather than one the column's default gave it, which the older walhook running it ignored.
      */
     @Test
     void eachBackfillHasARandomKeyOfItsOwnForItsIds() throws Exception {
@@ -51,8 +52,11 @@ class BackfillStoreTest {
             assertThat(store.idKey(first.id())).isEqualTo(key);
             assertThat(store.idKey(second.id())).hasSize(32).isNotEqualTo(key);
             assertThat(store.idKey(UUID.randomUUID())).isNull();
-            source.sql("UPDATE walhook.backfill SET id_key = NULL WHERE id = '" + second.id() + "'");
-            assertThat(store.idKey(second.id())).isNull();
+            // inserted by a walhook from before keys (a rolling upgrade): none, whichever walhook runs it
+            UUID older = UUID.randomUUID();
+            source.sql("INSERT INTO walhook.backfill (id, subscription_id, state, tables, chunk_size) VALUES ('" + older
+                    + "', 'config:older', 'running', '{public.orders}', 100)");
+            assertThat(store.idKey(older)).isNull();
         }
     }
 }

@@ -50,7 +50,7 @@ class SchemaMigrationsTest {
             "14|14|checkpoint timeline|SQL|db/migration/V14__checkpoint_timeline.sql|-1678512213|true",
             "15|15|queue run|SQL|db/migration/V15__queue_run.sql|2005555190|true",
             "16|16|gone endpoint|SQL|db/migration/V16__gone_endpoint.sql|1364916993|true",
-            "17|17|backfill id key|SQL|db/migration/V17__backfill_id_key.sql|1008638106|true");
+            "17|17|backfill id key|SQL|db/migration/V17__backfill_id_key.sql|-901254334|true");
 
     private static PGSimpleDataSource database(String prefix) throws SQLException {
         PostgresServer server = TestPostgres.shared();
