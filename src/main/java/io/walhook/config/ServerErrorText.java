@@ -44,7 +44,7 @@ public final class ServerErrorText {
         String message = server != null && server.getMessage() != null ? server.getMessage()
                 : e.getMessage() == null ? "" : e.getMessage().lines().findFirst().orElse("");
         if (server != null && RAISED.contains(String.valueOf(server.getRoutine()))
-                || e.getSQLState() != null && e.getSQLState().startsWith("P0")) {
+                || "P0001".equals(e.getSQLState()) || "P0004".equals(e.getSQLState())) {
             message = "a function raised an error (its words are left out, as they may quote a row; the server's log"
                     + " has them)";
         }

@@ -159,8 +159,9 @@ public final class DestinationGate {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
-            if (!held.containsKey(lane)) {
-                rescued.remove(lane); // counted until it holds none: places it took since as a lane holding some too
+            if (!failed || !held.containsKey(lane)) {
+                // counted until a request of it succeeds (healthy again, it is a lane like any other) or it holds none
+                rescued.remove(lane);
             }
             boolean over = inUse - 1 >= limit; // the limit came down (fitTo) below what was under way
             if (gone.contains(lane)) {
