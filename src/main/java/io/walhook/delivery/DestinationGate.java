@@ -146,7 +146,7 @@ public final class DestinationGate {
 
     /** {@code lane}'s request ended, or it does not need a place it was granted: a lane waiting gets it. */
     void leave(Consumer<DestinationGate> lane) {
-        leave(lane, false);
+        leave(lane, false, false);
     }
 
     /**
@@ -156,11 +156,17 @@ public final class DestinationGate {
      * meanwhile, holding none, it took the place it left as a healthy lane, a kept one included.
      */
     void leave(Consumer<DestinationGate> lane, boolean failed) {
+        leave(lane, failed, !failed);
+    }
+
+    /** {@code delivered}: the place's request was delivered (a place handed back unused was not). */
+    private void leave(Consumer<DestinationGate> lane, boolean failed, boolean delivered) {
         Consumer<DestinationGate> next;
         synchronized (this) {
             hold(lane, -1);
-            if (!failed || !held.containsKey(lane)) {
-                // counted until a request of it succeeds (healthy again, it is a lane like any other) or it holds none
+            if (delivered || !held.containsKey(lane)) {
+                // counted until a request of it is delivered (healthy again, it is a lane like any other; a place handed
+                // back unused says nothing of it) or it holds none
                 rescued.remove(lane);
             }
             boolean over = inUse - 1 >= limit; // the limit came down (fitTo) below what was under way

@@ -98,6 +98,62 @@ class DestinationGateTest {
         assertThat(gate.inUse()).isEqualTo(8);
     }
 
+    /**
+     * A rescued lane whose request still hangs, handing back a second place it did not use, is still
+     * counted as holding a rescued place: another starved lane waits. Counted as delivered, the hand-
+     * back let lanes whose endpoints hang take more than their share of the kept places.
+     */
+    @Test
+    void aRescuedLaneHandingBackAPlaceItDidNotUseIsStillCounted() {
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        DestinationGate gate = new DestinationGate(8, 1, now::get);
+        java.util.ArrayDeque<Consumer<DestinationGate>> holders = new java.util.ArrayDeque<>();
+        List<String> grants = new ArrayList<>();
+        java.util.function.Function<String, Consumer<DestinationGate>> lane = name -> new Consumer<>() {
+            @Override
+            public void accept(DestinationGate g) {
+                grants.add(name);
+                if (!name.startsWith("hanging")) {
+                    holders.add(this);
+                }
+            }
+        };
+        for (int i = 0; i < 8; i++) {
+            Consumer<DestinationGate> healthy = lane.apply("healthy");
+            assertThat(gate.tryEnter(healthy)).isTrue();
+            holders.add(healthy);
+        }
+        Consumer<DestinationGate> hanging = lane.apply("hanging");
+        Consumer<DestinationGate> other = lane.apply("hanging too");
+        assertThat(gate.tryEnter(hanging, true)).isFalse();
+        now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
+        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
+        gate.leave(holders.poll());
+        assertThat(grants).containsExactly("hanging"); // rescued: its probe hangs
+        // it asks for one more place, gets it when two healthy ones end with nobody else waiting, and hands it back
+        assertThat(gate.tryEnter(hanging, true)).isFalse();
+        gate.leave(holders.poll()); // the newcomer waiting for its first
+        gate.leave(holders.poll());
+        gate.leave(holders.poll());
+        assertThat(grants).containsExactly("hanging", "newcomer", "hanging");
+        Consumer<DestinationGate> filling = lane.apply("healthy");
+        assertThat(gate.tryEnter(filling)).as("the place left free").isTrue();
+        holders.add(filling);
+        // another tenant whose endpoint hangs starves a second meanwhile
+        assertThat(gate.tryEnter(other, true)).isFalse();
+        now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
+        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
+        gate.leave(hanging); // the place it did not use, to the newcomer
+        assertThat(grants.get(grants.size() - 1)).isEqualTo("newcomer");
+        // a place frees: the other starved lane waits while the first holds its rescued place
+        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
+        gate.leave(holders.poll());
+        assertThat(grants.get(grants.size() - 1)).isEqualTo("newcomer");
+        // its probe fails, and it holds none: the other's turn
+        gate.leave(hanging, true);
+        assertThat(grants.get(grants.size() - 1)).isEqualTo("hanging too");
+    }
+
     @Test
     void aNewcomerDoesNotOvertakeALaneThatWaits() {
         DestinationGate gate = new DestinationGate(1);
