@@ -56,22 +56,12 @@ class DestinationGateTest {
      */
     @Test
     void aLaneThatFailedAndHoldsNoneIsNotStarvedByADrainOfLanesWaitingForTheirFirst() {
-        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
-        DestinationGate gate = new DestinationGate(8, 1, now::get);
-        java.util.ArrayDeque<Consumer<DestinationGate>> holders = new java.util.ArrayDeque<>();
-        List<String> grants = new ArrayList<>();
-        java.util.function.Function<String, Consumer<DestinationGate>> lane = name -> new Consumer<>() {
-            @Override
-            public void accept(DestinationGate g) {
-                grants.add(name);
-                holders.add(this);
-            }
-        };
-        for (int i = 0; i < 8; i++) {
-            Consumer<DestinationGate> healthy = lane.apply("healthy");
-            assertThat(gate.tryEnter(healthy)).isTrue();
-            holders.add(healthy);
-        }
+        Drain drain = new Drain(name -> true);
+        java.util.concurrent.atomic.AtomicLong now = drain.now;
+        DestinationGate gate = drain.gate;
+        java.util.ArrayDeque<Consumer<DestinationGate>> holders = drain.holders;
+        List<String> grants = drain.grants;
+        java.util.function.Function<String, Consumer<DestinationGate>> lane = drain::lane;
         Consumer<DestinationGate> failed = lane.apply("failed");
         Consumer<DestinationGate> failedToo = lane.apply("failed too");
         assertThat(gate.tryEnter(failed, true)).isFalse();
@@ -105,24 +95,12 @@ class DestinationGateTest {
      */
     @Test
     void aRescuedLaneHandingBackAPlaceItDidNotUseIsStillCounted() {
-        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
-        DestinationGate gate = new DestinationGate(8, 1, now::get);
-        java.util.ArrayDeque<Consumer<DestinationGate>> holders = new java.util.ArrayDeque<>();
-        List<String> grants = new ArrayList<>();
-        java.util.function.Function<String, Consumer<DestinationGate>> lane = name -> new Consumer<>() {
-            @Override
-            public void accept(DestinationGate g) {
-                grants.add(name);
-                if (!name.startsWith("hanging")) {
-                    holders.add(this);
-                }
-            }
-        };
-        for (int i = 0; i < 8; i++) {
-            Consumer<DestinationGate> healthy = lane.apply("healthy");
-            assertThat(gate.tryEnter(healthy)).isTrue();
-            holders.add(healthy);
-        }
+        Drain drain = new Drain(name -> !name.startsWith("hanging"));
+        java.util.concurrent.atomic.AtomicLong now = drain.now;
+        DestinationGate gate = drain.gate;
+        java.util.ArrayDeque<Consumer<DestinationGate>> holders = drain.holders;
+        List<String> grants = drain.grants;
+        java.util.function.Function<String, Consumer<DestinationGate>> lane = drain::lane;
         Consumer<DestinationGate> hanging = lane.apply("hanging");
         Consumer<DestinationGate> other = lane.apply("hanging too");
         assertThat(gate.tryEnter(hanging, true)).isFalse();
@@ -152,6 +130,41 @@ class DestinationGateTest {
         // its probe fails, and it holds none: the other's turn
         gate.leave(hanging, true);
         assertThat(grants.get(grants.size() - 1)).isEqualTo("hanging too");
+    }
+
+    /**
+     * A gate of 8 places (one kept for lanes holding none) on a clock of the test's, held by 8
+     * healthy lanes; {@code holds}: whether a lane granted a place is put among the {@code holders}
+     * (those the test makes leave, oldest first).
+     */
+    private static final class Drain {
+        final java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        final DestinationGate gate = new DestinationGate(8, 1, now::get);
+        final java.util.ArrayDeque<Consumer<DestinationGate>> holders = new java.util.ArrayDeque<>();
+        final List<String> grants = new ArrayList<>();
+        private final java.util.function.Predicate<String> holds;
+
+        Drain(java.util.function.Predicate<String> holds) {
+            this.holds = holds;
+            for (int i = 0; i < 8; i++) {
+                Consumer<DestinationGate> healthy = lane("healthy");
+                assertThat(gate.tryEnter(healthy)).isTrue();
+                holders.add(healthy);
+            }
+        }
+
+        /** A lane named {@code name}, whose grants are recorded. */
+        Consumer<DestinationGate> lane(String name) {
+            return new Consumer<>() {
+                @Override
+                public void accept(DestinationGate g) {
+                    grants.add(name);
+                    if (holds.test(name)) {
+                        holders.add(this);
+                    }
+                }
+            };
+        }
     }
 
     @Test

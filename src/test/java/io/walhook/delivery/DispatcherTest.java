@@ -1543,32 +1543,15 @@ class DispatcherTest {
      */
     @Test
     void aBackfillsRowsWaitingForASlowDestinationStayInMemory() throws Exception {
-        database = new SourceFixture(TestPostgres.shared(), "slow_backfill");
-        store = new ParkedEventStore(database.dataSource, "walhook");
-        java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(2);
-        java.util.concurrent.ExecutorService durable = java.util.concurrent.Executors.newFixedThreadPool(2);
-        java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
-        java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
-        try (io.walhook.testing.LogLines log = new io.walhook.testing.LogLines(Lane.class)) {
-            WebhookReceiver receiver = receiver(request -> {
-                hold(never, 1);
-                return 204;
-            });
-            Dispatcher.Context context = context(lanes, timer, durable, new MemoryBudget(64L << 20), other -> false,
-                    Duration.ofSeconds(2));
-            String id = "6f1c2b6e-0000-4000-8000-000000000035";
-            Lane lane = new Lane(webhook(id, "rows", receiver, 1), context, false);
+        String id = "6f1c2b6e-0000-4000-8000-000000000035";
+        slowLane("slow_backfill", id, (lane, receiver, log) -> {
             hand(lane, 60, true); // 15 s at 4 a second: the first waited 10 s (the least a lane lets events wait) by 14
 
             await().atMost(WAIT).until(() -> acknowledged.get() == 60);
-            assertThat(receiver.requests("/rows")).hasSize(60);
+            assertThat(receiver.requests("/slow")).hasSize(60);
             assertThat(log.lines()).noneMatch(line -> line.contains("more slowly than they come"));
             assertThat(store.count(id)).isZero();
-        } finally {
-            lanes.shutdownNow();
-            durable.shutdownNow();
-            timer.shutdownNow();
-        }
+        });
     }
 
     /**
@@ -1579,7 +1562,28 @@ class DispatcherTest {
      */
     @Test
     void liveChangesBehindABackfillsRowsWaitingForASlowDestinationGoToTheDurableQueue() throws Exception {
-        database = new SourceFixture(TestPostgres.shared(), "slow_behind_rows");
+        slowLane("slow_behind_rows", "6f1c2b6e-0000-4000-8000-000000000036", (lane, receiver, log) -> {
+            hand(lane, 100, true, 1001);
+            // other rows, which go first, 4 a second: the last of them wait 10 s (the least a lane lets events wait)
+            hand(lane, 60, false);
+
+            await().atMost(WAIT).until(() -> log.lines().stream().anyMatch(line -> line.contains("more slowly than they come")));
+            await().atMost(WAIT).until(() -> acknowledged.get() == 160);
+            assertThat(receiver.requests("/slow").size()).as("delivered when all were acknowledged").isLessThan(160);
+        });
+    }
+
+    /** What a test does with a lane of its own whose destination takes a second a request ({@link #slowLane}). */
+    private interface SlowLane {
+        void run(Lane lane, WebhookReceiver receiver, io.walhook.testing.LogLines log) throws Exception;
+    }
+
+    /**
+     * Runs {@code test} with a lane of subscription {@code id} (its path /slow) whose destination
+     * answers after a second, 4 requests at a time, of a 2 s retry window (so events may wait 10 s).
+     */
+    private void slowLane(String prefix, String id, SlowLane test) throws Exception {
+        database = new SourceFixture(TestPostgres.shared(), prefix);
         store = new ParkedEventStore(database.dataSource, "walhook");
         java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(2);
         java.util.concurrent.ExecutorService durable = java.util.concurrent.Executors.newFixedThreadPool(2);
@@ -1592,15 +1596,7 @@ class DispatcherTest {
             });
             Dispatcher.Context context = context(lanes, timer, durable, new MemoryBudget(64L << 20), other -> false,
                     Duration.ofSeconds(2));
-            String id = "6f1c2b6e-0000-4000-8000-000000000036";
-            Lane lane = new Lane(webhook(id, "behind", receiver, 1), context, false);
-            hand(lane, 100, true, 1001);
-            // other rows, which go first, 4 a second: the last of them wait 10 s (the least a lane lets events wait)
-            hand(lane, 60, false);
-
-            await().atMost(WAIT).until(() -> log.lines().stream().anyMatch(line -> line.contains("more slowly than they come")));
-            await().atMost(WAIT).until(() -> acknowledged.get() == 160);
-            assertThat(receiver.requests("/behind").size()).as("delivered when all were acknowledged").isLessThan(160);
+            test.run(new Lane(webhook(id, "slow", receiver, 1), context, false), receiver, log);
         } finally {
             lanes.shutdownNow();
             durable.shutdownNow();
