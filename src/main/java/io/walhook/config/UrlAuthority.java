@@ -74,9 +74,12 @@ public final class UrlAuthority {
             return uri.getScheme() + "://";
         }
         // jdbc:postgresql://... pasted from a Java application's settings: its two schemes
-        java.util.regex.Matcher inner = java.util.regex.Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*)://").matcher(part);
+        java.util.regex.Matcher inner = INNER_SCHEME.matcher(part);
         return inner.find() ? uri.getScheme() + ":" + inner.group(1) + "://" : "a URL without a scheme";
     }
+
+    /** A scheme and "//" opening what follows an outer scheme ({@code jdbc:postgresql://}). */
+    private static final java.util.regex.Pattern INNER_SCHEME = java.util.regex.Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*)://");
 
     /** The raw user info of {@code uri}, as {@link java.net.URI#getRawUserInfo()}, also before a host {@link #host} read. */
     public static String rawUserInfo(java.net.URI uri) {

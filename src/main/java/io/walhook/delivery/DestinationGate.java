@@ -305,7 +305,7 @@ public final class DestinationGate {
      * fewer than {@link #starvedLimit} places are held so; or null.
      */
     private Consumer<DestinationGate> starved() {
-        if (rescued.size() >= starvedLimit()) {
+        if (demoted.isEmpty() || rescued.size() >= starvedLimit()) {
             return null;
         }
         long now = nanoTime.getAsLong();

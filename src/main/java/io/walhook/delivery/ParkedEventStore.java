@@ -887,25 +887,6 @@ public final class ParkedEventStore {
     public record FirstLook(Set<String> withRows, Map<String, String> gone) {
     }
 
-    /** Those of these subscriptions (by id) with rows in their queue: one probe of the queue's index each. */
-    public Set<String> withRows(java.util.Collection<String> subscriptionIds) throws SQLException {
-        Set<String> ids = new TreeSet<>();
-        if (subscriptionIds.isEmpty()) {
-            return ids;
-        }
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement s = c.prepareStatement("SELECT s FROM unnest(?::text[]) s WHERE EXISTS (SELECT 1 FROM "
-                     + table + " WHERE subscription_id = s)")) {
-            s.setArray(1, c.createArrayOf("text", subscriptionIds.toArray()));
-            try (ResultSet rs = s.executeQuery()) {
-                while (rs.next()) {
-                    ids.add(rs.getString(1));
-                }
-            }
-        }
-        return ids;
-    }
-
     /**
      * Marks the start of this run's writes (an instance starting or taking over, fenced from the one
      * before): rows up to the queues' newest id now were written before; see {@link #writtenBefore}.
