@@ -364,8 +364,9 @@ class AmqpClientTest {
             link.setPrefetch(0);
             link.handler((delivery, message) -> {
                 received.put(String.valueOf(message.getMessageId()), System.nanoTime());
-                // credit at 350 ms intervals: none comes near the timeouts (at 500 ms)
-                vertx.setTimer(350, t -> {
+                // the first (the link's warm-up) at once, then credit at 1.5 s intervals: none comes near the timeouts
+                // (at 500 ms), even on a machine that stalls (at 350 ms, a stall of 150 ms made both due together)
+                vertx.setTimer(received.size() == 1 ? 1 : 1_500, t -> {
                     delivery.disposition(Accepted.getInstance(), true);
                     link.flow(1);
                 });
@@ -398,7 +399,7 @@ class AmqpClientTest {
             assertThat(givenUp).as("most wait past their timeout for credit").hasSizeGreaterThanOrEqualTo(5);
             // the broker's credit goes on coming: a message still held would be sent with it
             java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger(-1);
-            org.awaitility.Awaitility.await().during(Duration.ofMillis(1_000)).atMost(Duration.ofSeconds(15))
+            org.awaitility.Awaitility.await().during(Duration.ofMillis(2_500)).atMost(Duration.ofSeconds(20))
                     .until(() -> received.size() == seen.getAndSet(received.size()));
             givenUp.forEach((id, at) -> assertThat(received.get(id)).as("%s, given up on, then received", id)
                     .satisfiesAnyOf(time -> assertThat(time).isNull(), time -> assertThat(time).isLessThan(at)));

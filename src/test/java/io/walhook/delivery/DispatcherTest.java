@@ -762,6 +762,8 @@ class DispatcherTest {
         java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
         AtomicInteger hung = new AtomicInteger();
         List<WebhookReceiver.Request> accepted = new CopyOnWriteArrayList<>();
+        Set<Integer> flowed = ConcurrentHashMap.newKeySet();
+        AtomicInteger hungWhenAllFlowed = new AtomicInteger(-1);
         Subscription one = webhook("config:one", "one", receiver(request -> {
             for (int row = 1; row <= 16; row++) {
                 if (mentionsRow(request, row)) {
@@ -771,6 +773,15 @@ class DispatcherTest {
                 }
             }
             accepted.add(request);
+            for (int row = 17; row <= 28; row++) {
+                if (mentionsRow(request, row)) {
+                    flowed.add(row);
+                }
+            }
+            if (flowed.size() == 12) {
+                // counted here: the hanging rows' retries go on after, as long as the test takes to look
+                hungWhenAllFlowed.compareAndSet(-1, hung.get());
+            }
             return 204;
         }), 1);
         sendRows(dispatcher, one, 1, 16, "hangs");
@@ -778,10 +789,10 @@ class DispatcherTest {
         int before = hung.get();
         sendRows(dispatcher, one, 17, 28, "flows");
         List<Integer> flowing = java.util.stream.IntStream.rangeClosed(17, 28).boxed().toList();
-        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(flowing));
+        await().atMost(WAIT).until(() -> acceptedByRow(accepted).keySet().containsAll(flowing) && hungWhenAllFlowed.get() >= 0);
         // the hanging rows' retries under way then, and a few as the first new event's success ends their backoff (23
         // before: the other rows' changes waited for cycles of them)
-        assertThat(hung.get() - before).as("requests that hung before the other rows' changes were delivered")
+        assertThat(hungWhenAllFlowed.get() - before).as("requests that hung before the other rows' changes were delivered")
                 .isLessThanOrEqualTo(8);
     }
 
@@ -1790,14 +1801,16 @@ class DispatcherTest {
         await().atMost(WAIT).until(() -> acknowledged.get() == 4 + 15);
         List<WebhookReceiver.Request> requests = receiver.requests("/limited");
         assertThat(requests).hasSize(30);
-        // 20 per second is one start every 50 ms: 30 requests span at least 29 gaps (less the jitter of one arrival)
+        // 20 per second is one start every 50 ms: 30 requests span at least 29 gaps. Arrivals, not starts, are seen
+        // here: a stall of the receiver (a loaded machine) of up to 300 ms bunches a few together, within these
+        // margins; without the limit the 30 arrive within a few hundred milliseconds
         Duration span = Duration.between(requests.get(0).receivedAt(), requests.get(requests.size() - 1).receivedAt());
-        assertThat(span).isGreaterThanOrEqualTo(Duration.ofMillis(29 * 50 - 100));
-        // and no second of it saw more than 20 (+1 for a window that catches both ends)
+        assertThat(span).isGreaterThanOrEqualTo(Duration.ofMillis(29 * 50 - 300));
+        // and no second of it saw more than 20 (+1 for a window that catches both ends, +2 for a bunch)
         for (WebhookReceiver.Request first : requests) {
             long inSecond = requests.stream().filter(r -> !r.receivedAt().isBefore(first.receivedAt())
                     && r.receivedAt().isBefore(first.receivedAt().plusSeconds(1))).count();
-            assertThat(inSecond).isLessThanOrEqualTo(21);
+            assertThat(inSecond).isLessThanOrEqualTo(23);
         }
     }
 
@@ -2292,6 +2305,7 @@ class DispatcherTest {
     private void assertSlowSubscriptionDoesNotHoldTheFastOneToItsPace(Dispatcher dispatcher) throws Exception {
         List<WebhookReceiver.Request> slowAccepted = new CopyOnWriteArrayList<>();
         List<WebhookReceiver.Request> fastAccepted = new CopyOnWriteArrayList<>();
+        AtomicInteger slowWhenFastHadAll = new AtomicInteger(-1);
         WebhookReceiver receiver = receiver(request -> {
             if (request.path().equals("/slow")) {
                 try {
@@ -2300,8 +2314,8 @@ class DispatcherTest {
                     Thread.currentThread().interrupt();
                 }
                 slowAccepted.add(request);
-            } else {
-                fastAccepted.add(request);
+            } else if (fastAccepted.add(request) && fastAccepted.size() >= 400) {
+                slowWhenFastHadAll.compareAndSet(-1, slowAccepted.size()); // counted here, not at the test's next look
             }
             return 204;
         });
@@ -2326,8 +2340,8 @@ class DispatcherTest {
             }
         });
         // the fast one gets all 400 while the slow one, held to 40 a second, is far from done
-        await().atMost(WAIT).until(() -> fastAccepted.size() == 400);
-        assertThat(slowAccepted.size()).as("delivered to the slow one when the fast one had all").isLessThan(300);
+        await().atMost(WAIT).until(() -> fastAccepted.size() == 400 && slowWhenFastHadAll.get() >= 0);
+        assertThat(slowWhenFastHadAll.get()).as("delivered to the slow one when the fast one had all").isLessThan(300);
         assertThat(dispatcher.status()).filteredOn(s -> s.name().equals("slow")).singleElement()
                 .satisfies(s -> assertThat(s.mode()).isEqualTo("durable"));
         // and the slow one still gets every change, each row in order
@@ -3018,7 +3032,9 @@ class DispatcherTest {
         }
         dispatcher.flush();
         counted.open();
-        await().atMost(WAIT).until(() -> acknowledged.get() == 40 && accepted.size() == 41 && store.count("config:t7") == 0);
+        // looked at through a store of its own: each look of the wait's would count as a round trip of the lanes'
+        ParkedEventStore uncounted = new ParkedEventStore(database.dataSource, "walhook");
+        await().atMost(WAIT).until(() -> acknowledged.get() == 40 && accepted.size() == 41 && uncounted.count("config:t7") == 0);
         // asked one lane at a time (each reading its queue first), that was 40 round trips and more
         assertThat(counted.connections.get() - before).as("state database round trips for 40 new lanes").isLessThan(10);
         assertThat(accepted.stream().filter(r -> r.path().equals("/t7")).map(WebhookReceiver.Request::body))

@@ -263,7 +263,7 @@ class HighAvailabilityIT {
                     return same;
                 });
                 int sent = settled[0];
-                await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4))
+                await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
                         .until(() -> receiver.requests("/jobs").size() == sent);
                 assertThat(active.awaitExit(Duration.ofSeconds(30))).as(active.output()).isEqualTo(1);
             }
@@ -309,10 +309,10 @@ class HighAvailabilityIT {
                     await().atMost(WAIT).until(() -> "active".equals(status(standby).get("role").asText()));
                     assertThat(standby.output()).contains("not now");
                     up.set(true);
-                    await().atMost(WAIT).until(() -> parked(pg, database) == 0 && !accepted.isEmpty());
-                    // the queued change once: one lane delivered it, not one of each take-over (the initial backfill's
-                    // read event of the row comes too, with an id of its own)
-                    await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4))
+                    // the queued change and the initial backfill's read event of the row (an id of its own)
+                    await().atMost(WAIT).until(() -> parked(pg, database) == 0 && accepted.size() >= 2);
+                    // the queued change once: one lane delivered it, not one of each take-over
+                    await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10))
                             .until(() -> accepted.size() == new HashSet<>(accepted).size());
                     assertThat(accepted).as(standby.output()).hasSize(2);
                 }
