@@ -37,12 +37,16 @@ public record Backfill(UUID id, String subscriptionId, String origin, State stat
     /**
      * @param key the chunk key's shape the cursor was saved under ({@link SnapshotTable#keyShape}); null
      *     before a chunk was read, or when saved by an earlier walhook
+     * @param keyNames the chunk key's column names, in key order, to watch the table by for rows moved
+     *     after a restart ({@link BackfillRunner#watchTablesUnderWay}); null as {@code key} is
      */
-    public record TableProgress(List<String> cursor, long rowsSent, boolean done, long oid, String key) {
-        public static final TableProgress NONE = new TableProgress(null, 0, false, 0, null);
+    public record TableProgress(List<String> cursor, long rowsSent, boolean done, long oid, String key,
+            List<String> keyNames) {
+        public static final TableProgress NONE = new TableProgress(null, 0, false, 0, null, null);
 
         public TableProgress {
             cursor = cursor == null ? null : List.copyOf(cursor);
+            keyNames = keyNames == null ? null : List.copyOf(keyNames);
         }
     }
 

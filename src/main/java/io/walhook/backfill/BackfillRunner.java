@@ -129,6 +129,18 @@ public final class BackfillRunner implements Runnable {
      */
     private final Map<UUID, java.util.concurrent.BlockingDeque<Watermarks.Moved>> movedRows =
             new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * Rows moved the routing thread met, each with the hold on its update's acknowledgement: saved
+     * ({@link BackfillStore#saveMoved}) by the runner, then let go to be acknowledged and queued in
+     * {@link #movedRows}. Kept in memory alone, one waiting for its backfill to resume (or read later
+     * than its update was acknowledged) was never read after a restart.
+     */
+    private final java.util.concurrent.ConcurrentLinkedQueue<MovedRow> unsaved =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    private record MovedRow(Watermarks.Moved moved, Runnable saved) {
+    }
+
     /** Backfills that had more than {@link #MOVED_MAX} rows moved, with the tables they moved in. */
     private final Map<UUID, java.util.Set<String>> movedTooMany = new java.util.concurrent.ConcurrentHashMap<>();
     /**
@@ -188,12 +200,90 @@ public final class BackfillRunner implements Runnable {
         watermarks.onMoved(this::rowMoved);
     }
 
-    /** The routing thread met a row moved out of reach of {@code m}'s backfill: it is read again (see {@link #step}). */
-    private void rowMoved(Watermarks.Moved m) {
-        if (!moves(m.backfillId()).offerLast(m)) {
-            tooMany(m.backfillId(), m.table());
+    /**
+     * Watches the tables backfills (running or paused) have begun and not read to their end, as their
+     * progress was saved, for rows moved out of reach of their reads: before the stream starts after a
+     * restart or a take-over. Watched only once a chunk of them was read again, a row moved before
+     * then (any, while the backfill stayed paused) was missed.
+     */
+    public void watchTablesUnderWay() throws SQLException {
+        for (Backfill backfill : store.unfinished()) {
+            backfill.progress().forEach((table, progress) -> {
+                if (progress.cursor() != null && !progress.done() && progress.oid() != 0 && progress.keyNames() != null) {
+                    watermarks.watch(backfill.id(), new Watermarks.Watch(progress.oid(), table, progress.keyNames()));
+                }
+            });
+        }
+    }
+
+    /**
+     * The routing thread met a row moved out of reach of {@code m}'s backfill: it is saved, then read
+     * again (see {@link #step}); its update is acknowledged once it is saved ({@code saved}).
+     */
+    private void rowMoved(Watermarks.Moved m, Runnable saved) {
+        unsaved.add(new MovedRow(m, saved));
+        if (stopped) {
+            // no round will save it: the stream stops, and its update waits to be acknowledged until it is saved
+            saveMovedQuietly();
         }
         wake();
+    }
+
+    /**
+     * Saves the rows moved the routing thread met, then lets their updates be acknowledged and
+     * queues them to be read again. A failure keeps them (and their updates unacknowledged) for the
+     * next try.
+     */
+    private synchronized void saveMoved() throws SQLException {
+        while (!unsaved.isEmpty()) {
+            List<MovedRow> batch = new ArrayList<>();
+            for (java.util.Iterator<MovedRow> rows = unsaved.iterator(); rows.hasNext() && batch.size() < MOVED_BATCH;) {
+                batch.add(rows.next());
+            }
+            store.saveMoved(batch.stream().map(MovedRow::moved).toList());
+            for (MovedRow row : batch) {
+                unsaved.poll(); // the same, in order: only this method takes them
+                if (!moves(row.moved().backfillId()).offerLast(row.moved())) {
+                    tooMany(row.moved().backfillId(), row.moved().table());
+                }
+                row.saved().run();
+            }
+        }
+    }
+
+    /** {@link #saveMoved} when stopping, the thread's interrupt aside: what is not saved stays unacknowledged. */
+    private void saveMovedQuietly() {
+        boolean interrupted = Thread.interrupted();
+        try {
+            saveMoved();
+        } catch (SQLException | RuntimeException e) {
+            LOG.warnf("backfills: %d rows moved to other keys were not saved (%s); the updates that moved them are not"
+                    + " acknowledged, and are read again from the stream", unsaved.size(), e.getMessage());
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * The backfill's rows moved that were saved (before a restart, a take-over, or since it paused) and
+     * are not queued here: queued first, in the order they moved.
+     */
+    private void loadMoved(UUID backfill) throws SQLException {
+        List<Watermarks.Moved> saved = store.moved(backfill, MOVED_MAX + 1);
+        if (saved.isEmpty()) {
+            return;
+        }
+        if (saved.size() > MOVED_MAX) {
+            // more than are kept: the tables they moved in are read again from their start (see step)
+            for (String table : store.movedTables(backfill)) {
+                tooMany(backfill, table);
+            }
+            return;
+        }
+        java.util.Set<Watermarks.Moved> queued = new java.util.HashSet<>(moves(backfill));
+        putBack(backfill, saved.stream().filter(m -> !queued.contains(m)).toList());
     }
 
     private java.util.concurrent.BlockingDeque<Watermarks.Moved> moves(UUID backfill) {
@@ -347,6 +437,18 @@ public final class BackfillRunner implements Runnable {
 
     @Override
     public void run() {
+        try {
+            work();
+        } finally {
+            // ended however (stopped, interrupted, an Error): a row moved from now on is saved where it is met, or its
+            // update held for good would hold every later acknowledgement
+            stopped = true;
+            saveMovedQuietly();
+            closeConnection();
+        }
+    }
+
+    private void work() {
         while (!stopped && !Thread.currentThread().isInterrupted()) {
             try {
                 boolean worked = round();
@@ -380,7 +482,6 @@ public final class BackfillRunner implements Runnable {
                 }
             }
         }
-        closeConnection();
     }
 
     /** Sleeps {@link #backoffMillis}; false when interrupted (stopping). */
@@ -409,6 +510,7 @@ public final class BackfillRunner implements Runnable {
     /** One chunk's worth of work on every running backfill; false when there was nothing to do. */
     boolean round() throws SQLException, InterruptedException {
         long began = System.nanoTime(); // before step() looks at a rate: a due it was held for is not missed
+        saveMoved();
         List<Backfill> unfinished = store.unfinished();
         Map<UUID, Backfill> current = new HashMap<>();
         unfinished.forEach(b -> current.put(b.id(), b));
@@ -479,6 +581,7 @@ public final class BackfillRunner implements Runnable {
                     continue;
                 }
                 run = new Run(backfill, filter, store.idKey(backfill.id()));
+                loadMoved(backfill.id());
                 runs.put(backfill.id(), run);
             }
             run.backfill = backfill;
@@ -508,10 +611,22 @@ public final class BackfillRunner implements Runnable {
                 due.add(head.againAt); // to be read again after its pause
             }
         }
+        for (UUID id : movedTooMany.keySet()) {
+            Backfill waiting = current.get(id);
+            if (waiting != null && !runs.containsKey(id)) {
+                readAgainFromStart(waiting, movedTooMany.remove(id));
+                worked = true;
+            }
+        }
         worked |= lookAfterLateChunks();
         // ended (done, cancelled, failed), or gone: what the stream still tells of them is let go
         watermarks.unwatch(id -> !current.containsKey(id));
-        movedRows.keySet().removeIf(id -> !current.containsKey(id));
+        for (UUID ended : movedRows.keySet()) {
+            if (!current.containsKey(ended)) {
+                store.forgetMoved(ended, null);
+                movedRows.remove(ended);
+            }
+        }
         movedTooMany.keySet().removeIf(id -> !current.containsKey(id));
         chunkBytes = allInFlightBytes();
         List<Running> now = new ArrayList<>();
@@ -629,9 +744,42 @@ public final class BackfillRunner implements Runnable {
         return taken;
     }
 
+    /**
+     * A backfill not running now (paused, held) had more rows moved than are kept: the tables they
+     * moved in are to be read again from their start, saved so (and their rows moved let go), or its
+     * rows moved would pile up, in memory and in the state, for as long as it waits.
+     */
+    private void readAgainFromStart(Backfill backfill, java.util.Set<String> moved) throws SQLException {
+        if (moved == null) {
+            return;
+        }
+        java.util.Set<String> again = new java.util.TreeSet<>(moved);
+        java.util.Queue<Watermarks.Moved> waiting = movedRows.get(backfill.id());
+        if (waiting != null) {
+            waiting.forEach(m -> again.add(m.table()));
+        }
+        again.retainAll(backfill.tables());
+        Map<String, Backfill.TableProgress> progress = new LinkedHashMap<>(backfill.progress());
+        for (String table : again) {
+            Backfill.TableProgress before = progress.getOrDefault(table, Backfill.TableProgress.NONE);
+            progress.put(table, new Backfill.TableProgress(null, before.rowsSent(), false, before.oid(), before.key(),
+                    before.keyNames()));
+        }
+        store.saveProgress(backfill.id(), backfill.tables(), progress);
+        store.forgetMoved(backfill.id(), again);
+        if (waiting != null) {
+            waiting.removeIf(m -> again.contains(m.table()));
+        }
+        LOG.warnf("backfill %s: more than %d rows of %s moved to other keys leaving a TOASTed value out of the stream"
+                + " while it waited; read again from their start when it goes on", backfill.id(), MOVED_MAX, again);
+    }
+
     /** Takes in what finished, then reads the next chunk if there is room; true when it did something. */
     private boolean step(Run run) throws SQLException, InterruptedException {
         boolean worked = harvest(run);
+        // rows moved before the high watermarks of the chunks just taken in were met before them: queued now, before
+        // the backfill is found to be done without them
+        saveMoved();
         if (run.backfill.state() != Backfill.State.RUNNING || !runs.containsKey(run.backfill.id())) {
             return worked;
         }
@@ -661,9 +809,10 @@ public final class BackfillRunner implements Runnable {
             for (String table : again) {
                 Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
                 run.progress.put(table, new Backfill.TableProgress(null, before.rowsSent(), false, before.oid(),
-                        before.key()));
+                        before.key(), before.keyNames()));
             }
             store.saveProgress(run.backfill.id(), tables, run.progress);
+            store.forgetMoved(run.backfill.id(), again);
             int first = again.stream().mapToInt(tables::indexOf).min().orElse(Integer.MAX_VALUE);
             if (first <= run.table) { // the one read now, or one read already: from there on (later ones as they come)
                 run.table = first;
@@ -677,6 +826,7 @@ public final class BackfillRunner implements Runnable {
                 movedRows.remove(run.backfill.id());
                 store.saveProgress(run.backfill.id(), tables, run.progress);
                 store.transition(run.backfill.id(), List.of(Backfill.State.RUNNING), Backfill.State.DONE, null);
+                store.forgetMoved(run.backfill.id(), null);
                 runs.remove(run.backfill.id());
                 LOG.infof("backfill %s done: %d rows sent", run.backfill.id(),
                         run.progress.values().stream().mapToLong(Backfill.TableProgress::rowsSent).sum());
@@ -745,7 +895,7 @@ public final class BackfillRunner implements Runnable {
         List<String> tables = run.backfill.tables();
         Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
         run.progress.put(table, new Backfill.TableProgress(before.cursor(), before.rowsSent(), true, before.oid(),
-                before.key()));
+                before.key(), before.keyNames()));
         store.saveProgress(run.backfill.id(), tables, run.progress);
         LOG.infof("backfill %s: its subscription no longer takes table %s, which counts as done", run.backfill.id(), table);
         run.inFlight.removeIf(chunk -> {
@@ -829,7 +979,7 @@ public final class BackfillRunner implements Runnable {
                     String table = chunk.table.qualifiedName();
                     Backfill.TableProgress before = progress.getOrDefault(table, Backfill.TableProgress.NONE);
                     progress.put(table, new Backfill.TableProgress(before.cursor(), before.rowsSent() + rows,
-                            before.done(), chunk.table.oid(), chunk.table.keyShape()));
+                            before.done(), chunk.table.oid(), chunk.table.keyShape(), chunk.table.chunkKeyNames()));
                     sent += rows;
                 }
             }
@@ -865,6 +1015,7 @@ public final class BackfillRunner implements Runnable {
     /** Chunks done, oldest first, become progress; one to read again is read again now. */
     private boolean harvest(Run run) throws SQLException, InterruptedException {
         boolean changed = false;
+        List<Watermarks.Moved> read = new ArrayList<>(); // rows moved read again: forgotten once the progress is saved
         while (!run.inFlight.isEmpty() && run.inFlight.peekFirst().outcome.isDone()) {
             Chunk done = run.inFlight.peekFirst();
             Chunk.Outcome outcome = done.outcome.join();
@@ -894,6 +1045,7 @@ public final class BackfillRunner implements Runnable {
                 if (changed) {
                     store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
                 }
+                forgetRead(read);
                 // whole the first time again, then its first half, of that its first half, and so on down to one
                 // row (the rest read after it): a row changed between the watermarks at every reading (updated
                 // over and over, its TOASTed value left out of the stream) falls, in a part read fast, between
@@ -940,9 +1092,12 @@ public final class BackfillRunner implements Runnable {
             String table = done.table.qualifiedName();
             Backfill.TableProgress before = run.progress.getOrDefault(table, Backfill.TableProgress.NONE);
             boolean moves = done.moved == null; // a moved row's reading counts its row, and does not move the position
+            if (!moves) {
+                read.addAll(done.moved);
+            }
             run.progress.put(table, new Backfill.TableProgress(moves && done.last != null ? done.last : before.cursor(),
                     before.rowsSent() + outcome.sent(), moves && done.lastOfTable || before.done(), done.table.oid(),
-                    done.table.keyShape()));
+                    done.table.keyShape(), done.table.chunkKeyNames()));
             if (moves && done.lastOfTable && !run.fromStart.contains(table)) {
                 // read to its end: a row moved in it now was read, or streamed whole, before it moved
                 watermarks.unwatch(run.backfill.id(), done.table.oid());
@@ -957,7 +1112,16 @@ public final class BackfillRunner implements Runnable {
         if (changed) {
             store.saveProgress(run.backfill.id(), run.backfill.tables(), run.progress);
         }
+        forgetRead(read);
         return changed;
+    }
+
+    /** Forgets the rows moved that were read again (their progress saved), and clears {@code read}. */
+    private void forgetRead(List<Watermarks.Moved> read) throws SQLException {
+        if (!read.isEmpty()) {
+            store.forgetMoved(read);
+            read.clear();
+        }
     }
 
     /**

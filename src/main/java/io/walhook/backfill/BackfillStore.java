@@ -33,14 +33,104 @@ public final class BackfillStore {
 
     private final DataSource dataSource;
     private final String table;
+    private final String movedTable;
 
-    /** @param stateSchema a validated plain identifier */
     /** What every instance's backfill writes notify, so that the active one starts or controls them at once. */
     public static final String CHANNEL = "walhook_backfills";
 
     public BackfillStore(DataSource dataSource, String stateSchema) {
         this.dataSource = dataSource;
         this.table = stateSchema + ".backfill";
+        this.movedTable = stateSchema + ".backfill_moved";
+    }
+
+    /**
+     * Keeps rows moved out of reach of their backfills' reads ({@link Watermarks.Moved}) until they
+     * are read again, across a restart or a take-over: written before the updates that moved them are
+     * acknowledged. One written already (its update sent again after a restart) is kept once.
+     */
+    public void saveMoved(List<Watermarks.Moved> moved) throws SQLException {
+        // durable: the updates are acknowledged once it returns. A backfill gone meanwhile (deleted by hand) is no
+        // foreign-key error failing every later save
+        try (Connection c = dataSource.getConnection()) {
+            io.walhook.config.DurableWrite.run(c, t -> {
+                try (PreparedStatement s = t.prepareStatement("INSERT INTO " + movedTable + " (backfill_id, table_name,"
+                        + " row_key, moved_at) SELECT ?, ?, ?, ?::pg_lsn WHERE EXISTS (SELECT 1 FROM " + table
+                        + " WHERE id = ?) ON CONFLICT DO NOTHING")) {
+                    for (Watermarks.Moved m : moved) {
+                        bind(t, s, m);
+                        s.setObject(5, m.backfillId());
+                        s.addBatch();
+                    }
+                    return s.executeBatch();
+                }
+            });
+        }
+    }
+
+    /** The rows of the backfill {@code id} waiting to be read again, in the order they moved: the first {@code limit}. */
+    public List<Watermarks.Moved> moved(UUID id, int limit) throws SQLException {
+        List<Watermarks.Moved> moved = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("SELECT table_name,"
+                + " row_key, moved_at::text FROM " + movedTable + " WHERE backfill_id = ? ORDER BY moved_at, table_name"
+                + " LIMIT ?")) {
+            s.setObject(1, id);
+            s.setInt(2, limit);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    moved.add(new Watermarks.Moved(id, rs.getString(1), List.of((String[]) rs.getArray(2).getArray()),
+                            io.walhook.pgoutput.Lsn.parse(rs.getString(3))));
+                }
+            }
+        }
+        return moved;
+    }
+
+    /** The tables the backfill {@code id} has rows moved in. */
+    public java.util.Set<String> movedTables(UUID id) throws SQLException {
+        java.util.Set<String> tables = new java.util.TreeSet<>();
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("SELECT DISTINCT table_name"
+                + " FROM " + movedTable + " WHERE backfill_id = ?")) {
+            s.setObject(1, id);
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    tables.add(rs.getString(1));
+                }
+            }
+        }
+        return tables;
+    }
+
+    /** Forgets rows moved that were read again. */
+    public void forgetMoved(List<Watermarks.Moved> read) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("DELETE FROM " + movedTable
+                + " WHERE backfill_id = ? AND table_name = ? AND row_key = ? AND moved_at = ?::pg_lsn")) {
+            for (Watermarks.Moved m : read) {
+                bind(c, s, m);
+                s.addBatch();
+            }
+            s.executeBatch();
+        }
+    }
+
+    /** Binds a row moved as {@code backfill_moved}'s four columns, in order, from the first parameter. */
+    private static void bind(Connection c, PreparedStatement s, Watermarks.Moved m) throws SQLException {
+        s.setObject(1, m.backfillId());
+        s.setString(2, m.table());
+        s.setArray(3, c.createArrayOf("text", m.key().toArray()));
+        s.setString(4, m.lsn().toString());
+    }
+
+    /** Forgets the backfill {@code id}'s rows moved in {@code tables} (read again from their start), or all of them when null (it ended). */
+    public void forgetMoved(UUID id, java.util.Collection<String> tables) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement("DELETE FROM " + movedTable
+                + " WHERE backfill_id = ?" + (tables == null ? "" : " AND table_name = ANY (?)"))) {
+            s.setObject(1, id);
+            if (tables != null) {
+                s.setArray(2, c.createArrayOf("text", tables.toArray()));
+            }
+            s.executeUpdate();
+        }
     }
 
     /** What {@link #insertUnlessBusy} did: the backfill written, or the unfinished one holding a table and which table. */
@@ -210,8 +300,18 @@ public final class BackfillStore {
                     s.setBoolean(3, to.ended());
                     s.setObject(4, id);
                     s.setArray(5, t.createArrayOf("text", from.stream().map(Backfill.State::wireName).toArray()));
-                    return s.executeUpdate() == 1;
+                    if (s.executeUpdate() != 1) {
+                        return false;
+                    }
                 }
+                if (to.ended()) {
+                    // its rows moved are read by no one now (a paused one's, after a restart, were never loaded)
+                    try (PreparedStatement s = t.prepareStatement("DELETE FROM " + movedTable + " WHERE backfill_id = ?")) {
+                        s.setObject(1, id);
+                        s.executeUpdate();
+                    }
+                }
+                return true;
             });
         }
     }
@@ -248,6 +348,10 @@ public final class BackfillStore {
             }
             if (p.key() != null) {
                 t.put("key", p.key());
+            }
+            if (p.keyNames() != null) {
+                ArrayNode names = t.putArray("key_names");
+                p.keyNames().forEach(names::add);
             }
         }
         return json.toString();
@@ -306,9 +410,16 @@ public final class BackfillStore {
                         values.add(v.asText());
                     }
                 }
+                List<String> keyNames = null;
+                if (e.getValue().path("key_names").isArray()) {
+                    keyNames = new ArrayList<>();
+                    for (JsonNode name : e.getValue().path("key_names")) {
+                        keyNames.add(name.asText());
+                    }
+                }
                 progress.put(e.getKey(), new Backfill.TableProgress(values, e.getValue().path("rows_sent").asLong(),
                         e.getValue().path("done").asBoolean(), e.getValue().path("oid").asLong(0),
-                        e.getValue().path("key").isTextual() ? e.getValue().path("key").asText() : null));
+                        e.getValue().path("key").isTextual() ? e.getValue().path("key").asText() : null, keyNames));
             });
         } catch (JsonProcessingException e) {
             throw new SQLException("a backfill's progress is not JSON: " + e.getOriginalMessage());

@@ -64,8 +64,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
      * {@link #moved}: written by the runner, read by the routing thread.
      */
     private final Map<Long, Map<java.util.UUID, Watch>> watches = new ConcurrentHashMap<>();
-    private volatile java.util.function.Consumer<Moved> moved = m -> {
-    };
+    private volatile java.util.function.BiConsumer<Moved, Runnable> moved = (m, saved) -> saved.run();
 
     /** A table a backfill is reading: its oid, its name and its chunk key's columns. */
     record Watch(long oid, String table, List<String> keyNames) {
@@ -79,8 +78,11 @@ public final class Watermarks implements RoutingLoop.Snapshots {
     record Moved(java.util.UUID backfillId, String table, List<String> key, io.walhook.pgoutput.Lsn lsn) {
     }
 
-    /** Who is told of {@link Moved} rows (the runner). */
-    void onMoved(java.util.function.Consumer<Moved> moved) {
+    /**
+     * Who is told of {@link Moved} rows (the runner), each with the hold on its update's
+     * acknowledgement, to run once the row is saved ({@link RoutingLoop.Reads#hold}).
+     */
+    void onMoved(java.util.function.BiConsumer<Moved, Runnable> moved) {
         this.moved = moved;
     }
 
@@ -158,7 +160,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             return true;
         }
         if (event.op() == Operation.UPDATE && !watches.isEmpty() && event.relation() != null) {
-            movedLeavingToastOut(event);
+            movedLeavingToastOut(event, reads);
         }
         if (open.isEmpty() || event.relation() == null) {
             return false;
@@ -184,7 +186,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
      * again, at its new key. Any row moved so is, wherever it moved from and to: a read more than
      * needed costs one event.
      */
-    private void movedLeavingToastOut(ChangeEvent event) {
+    private void movedLeavingToastOut(ChangeEvent event, RoutingLoop.Reads reads) {
         Map<java.util.UUID, Watch> ofTable = watches.get(event.relation().oid());
         TupleData row = event.newRow();
         TupleData before = event.keyTuple() != null ? event.keyTuple() : event.oldRow();
@@ -195,7 +197,7 @@ public final class Watermarks implements RoutingLoop.Snapshots {
             Watch watch = watched.getValue();
             List<String> to = keyOf(event.relation(), row, before, watch.keyNames());
             if (to != null && !to.equals(keyOf(event.relation(), before, null, watch.keyNames()))) {
-                moved.accept(new Moved(watched.getKey(), watch.table(), to, event.lsn()));
+                moved.accept(new Moved(watched.getKey(), watch.table(), to, event.lsn()), reads.hold());
             }
         }
     }

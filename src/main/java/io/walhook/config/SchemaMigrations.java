@@ -43,7 +43,7 @@ public final class SchemaMigrations {
             "V10__parked_event_address_parts.sql", "V11__activation_released.sql",
             "V12__subscription_matched_before.sql", "V13__dropped_event.sql",
             "V14__checkpoint_timeline.sql", "V15__queue_run.sql", "V16__gone_endpoint.sql",
-            "V17__backfill_id_key.sql");
+            "V17__backfill_id_key.sql", "V18__backfill_moved.sql");
     /** The history table's name, Flyway's default. */
     public static final String HISTORY = "flyway_schema_history";
     /** The placeholder the files write for the schema, as Flyway spells it. */
@@ -60,7 +60,7 @@ public final class SchemaMigrations {
      */
     public static final java.util.Set<String> TABLE_NAMES = java.util.Set.of(HISTORY, "checkpoint", "subscription",
             "parked_event", "backfill", "activation", "subscription_matched_before", "dropped_event", "queue_run",
-            "gone_endpoint");
+            "gone_endpoint", "backfill_moved");
 
     /** What the catalog says of a schema: whether it holds a walhook deployment's state. */
     public enum StateVerdict {

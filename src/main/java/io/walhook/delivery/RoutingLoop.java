@@ -64,6 +64,12 @@ public final class RoutingLoop implements Runnable {
 
         /** Writes the event as the subscription wants it and hands it to its sender; {@code done} as for {@link Sender#send}. */
         void send(Subscription subscription, ChangeEvent event, Runnable done) throws InterruptedException;
+
+        /**
+         * Holds the acknowledgement of the event being observed (its transaction's position) until
+         * the returned {@code Runnable} runs, once: for what must be made durable first.
+         */
+        Runnable hold();
     }
 
     private record Shape(EventFormat format, Projection projection) {
@@ -111,7 +117,15 @@ public final class RoutingLoop implements Runnable {
                     done);
             routedInChunk.computeIfAbsent(subscription, s -> new int[1])[0]++;
         }
+
+        @Override
+        public Runnable hold() {
+            tracker.add(observing, 1); // the event's own share is still outstanding: its transaction is not complete
+            return new AckTracker.Completion(tracker, observing);
+        }
     };
+    /** The transaction of the event {@link #snapshots} observes. */
+    private AckTracker.Ticket observing;
     /** The routing thread's own: the router of the current transaction, and each shape written for one event. */
     private Router router;
     /** What each subscription {@link #router} returns stands for now, when it routes as subscriptions matched before an edit. */
@@ -183,6 +197,7 @@ public final class RoutingLoop implements Runnable {
             transaction = event.tx().commitLsn();
         }
         AckTracker.Ticket ticket = pending.ticket();
+        observing = ticket;
         if (snapshots.observe(event, reads)) {
             tracker.complete(ticket, 1); // a watermark: walhook's own, never routed
             return;

@@ -373,6 +373,12 @@ public class ReplicationSource {
                 backfills.store(), watermarks, () -> registry.router().subscriptions(), id -> registry.held().contains(id),
                 (subscription, rows) -> metrics.counter("walhook.backfill.rows", "subscription", subscription.name(),
                         "subscription_id", subscription.id()).increment(rows));
+        // before the stream starts: a row moved in a table a backfill is reading is read again, even if the backfill is
+        // paused, or the update that moved it is one sent again that the last run had not saved
+        patiently(() -> {
+            runner.watchTablesUnderWay();
+            return null;
+        });
         backfills.onChange(runner::wake);
         Thread backfilling = new Thread(runner, "walhook-backfill");
         backfilling.setDaemon(true);

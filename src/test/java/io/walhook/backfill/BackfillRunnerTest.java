@@ -282,6 +282,77 @@ class BackfillRunnerTest {
         }
     }
 
+    /**
+     * A row moved out of a backfill's reach holds the update that moved it unacknowledged until the
+     * row is saved, and a save the state database refuses is tried again, the update still held.
+     * Let go at once, the update was acknowledged while the row lived in memory alone, and a restart
+     * before the row was read again lost it.
+     */
+    @Test
+    void aRowMovedHoldsItsUpdateUnacknowledgedUntilItIsSaved() throws Exception {
+        try (io.walhook.source.SourceFixture source = new io.walhook.source.SourceFixture(
+                io.walhook.testing.TestPostgres.shared(), "runner_moved")) {
+            source.sql("CREATE TABLE items (id int PRIMARY KEY, doc text)");
+            source.prepare("*");
+            BackfillStore store = new BackfillStore(source.dataSource, "walhook");
+            assertThat(store.insertInitial("config:items", List.of("public.items"))).isTrue();
+            UUID backfill = store.unfinished().get(0).id();
+            // paused: nothing is read, its moves wait for it
+            assertThat(store.transition(backfill, List.of(Backfill.State.RUNNING), Backfill.State.PAUSED, null)).isTrue();
+            SnapshotTable items;
+            try (java.sql.Connection c = source.dataSource.getConnection()) {
+                items = SnapshotTable.describe(c, "public.items", "walhook", "walhook");
+            }
+            Watermarks watermarks = new Watermarks();
+            watermarks.watch(backfill, new Watermarks.Watch(items.oid(), "public.items", List.of("id")));
+            java.util.concurrent.atomic.AtomicInteger released = new java.util.concurrent.atomic.AtomicInteger();
+            io.walhook.delivery.RoutingLoop.Reads reads = new io.walhook.delivery.RoutingLoop.Reads() {
+                @Override
+                public io.walhook.routing.Subscription subscription(String id) {
+                    return null;
+                }
+
+                @Override
+                public void send(io.walhook.routing.Subscription subscription, io.walhook.change.ChangeEvent event,
+                        Runnable done) {
+                    throw new AssertionError("nothing to send");
+                }
+
+                @Override
+                public Runnable hold() {
+                    return released::incrementAndGet;
+                }
+            };
+            source.sql("ALTER TABLE walhook.backfill_moved RENAME TO backfill_moved_away");
+            BackfillRunner runner = new BackfillRunner(new BackfillRunner.Settings(
+                    source.server.jdbcUrl(source.database), source.server.user(), source.server.password(), "walhook",
+                    "walhook", java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(30)),
+                    store, watermarks, List::of, id -> true, BackfillRunner.Counter.NONE);
+            Thread thread = new Thread(runner, "test-backfill");
+            thread.start();
+            try {
+                // UPDATE items SET id = 2 WHERE id = 1, doc TOASTed and unchanged
+                io.walhook.change.RelationInfo relation = io.walhook.change.RelationInfo.described(items.relation(),
+                        new io.walhook.change.ValueConverters(), items.userTypes()::get, null);
+                watermarks.observe(io.walhook.change.TestEvents.update(relation,
+                        io.walhook.pgoutput.TupleData.builder().text("1").nullValue().build(), null,
+                        io.walhook.pgoutput.TupleData.builder().text("2").unchangedToast().build(),
+                        new io.walhook.change.TxInfo(900, io.walhook.pgoutput.Lsn.of(0x2000), java.time.Instant.EPOCH)), reads);
+                await().during(java.time.Duration.ofSeconds(2)).atMost(java.time.Duration.ofSeconds(10))
+                        .until(() -> released.get() == 0);
+
+                source.sql("ALTER TABLE walhook.backfill_moved_away RENAME TO backfill_moved");
+                await().atMost(java.time.Duration.ofSeconds(30)).until(() -> released.get() == 1);
+                assertThat(store.moved(backfill, 10)).containsExactly(new Watermarks.Moved(backfill, "public.items", List.of("2"),
+                        io.walhook.pgoutput.Lsn.of(0x2000)));
+            } finally {
+                runner.stop();
+                thread.interrupt();
+                thread.join(30_000);
+            }
+        }
+    }
+
     @Test
     void itsSettingsNeverShowThePassword() {
         BackfillRunner.Settings settings = new BackfillRunner.Settings("jdbc:postgresql://db:5432/orders", "app",

@@ -69,7 +69,7 @@ class WatermarksTest {
     void aRowMovedToAnotherKeyLeavingItsToastedValueOutIsToBeReadAgainThere() throws Exception {
         Watermarks watermarks = new Watermarks();
         List<Watermarks.Moved> moved = new ArrayList<>();
-        watermarks.onMoved(moved::add);
+        watermarks.onMoved((m, saved) -> moved.add(m));
         UUID backfill = UUID.randomUUID();
         io.walhook.change.RelationInfo items = relation(table);
         io.walhook.change.TxInfo tx = new io.walhook.change.TxInfo(900, io.walhook.pgoutput.Lsn.of(0x2000),
@@ -123,6 +123,11 @@ class WatermarksTest {
         public void send(Subscription to, ChangeEvent event, Runnable delivered) {
             sent.add(event);
             done.add(delivered);
+        }
+
+        @Override
+        public Runnable hold() {
+            return () -> { };
         }
     }
 

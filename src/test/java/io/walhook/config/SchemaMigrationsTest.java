@@ -50,7 +50,8 @@ class SchemaMigrationsTest {
             "14|14|checkpoint timeline|SQL|db/migration/V14__checkpoint_timeline.sql|-1678512213|true",
             "15|15|queue run|SQL|db/migration/V15__queue_run.sql|2005555190|true",
             "16|16|gone endpoint|SQL|db/migration/V16__gone_endpoint.sql|1364916993|true",
-            "17|17|backfill id key|SQL|db/migration/V17__backfill_id_key.sql|-901254334|true");
+            "17|17|backfill id key|SQL|db/migration/V17__backfill_id_key.sql|-901254334|true",
+            "18|18|backfill moved|SQL|db/migration/V18__backfill_moved.sql|-1098151758|true");
 
     private static PGSimpleDataSource database(String prefix) throws SQLException {
         PostgresServer server = TestPostgres.shared();
@@ -123,6 +124,7 @@ class SchemaMigrationsTest {
     void aSchemaPartlyMigratedGetsOnlyWhatItLacks() throws Exception {
         PGSimpleDataSource dataSource = database("migrate_part");
         SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "DROP TABLE walhook.backfill_moved");
         sql(dataSource, "DROP TABLE walhook.backfill");
         sql(dataSource, "DROP TABLE walhook.activation");
         sql(dataSource, "ALTER TABLE walhook.parked_event DROP COLUMN address_parts");
@@ -131,8 +133,8 @@ class SchemaMigrationsTest {
         sql(dataSource, "DROP TABLE walhook.queue_run");
         sql(dataSource, "DROP TABLE walhook.gone_endpoint");
         sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17')");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(11);
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18')");
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isEqualTo(12);
         assertThat(history(dataSource, "walhook")).containsExactlyElementsOf(FLYWAY_ROWS);
         sql(dataSource, "SELECT system_id, timeline, earlier_history_up_to FROM walhook.checkpoint");
         sql(dataSource, "SELECT count(*) FROM walhook.backfill");
@@ -170,8 +172,8 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_newer");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (18, '18', 'later', 'SQL',"
-                + " 'db/migration/V18__later.sql', 5, current_user, 1, true)");
+                + " checksum, installed_by, execution_time, success) VALUES (19, '19', 'later', 'SQL',"
+                + " 'db/migration/V19__later.sql', 5, current_user, 1, true)");
         assertThat(SchemaMigrations.migrate(dataSource, "walhook")).isZero();
     }
 
@@ -179,6 +181,7 @@ class SchemaMigrationsTest {
     void aFailingMigrationLeavesNeitherItsChangesNorItsRecord() throws Exception {
         PGSimpleDataSource dataSource = database("migrate_rollback");
         SchemaMigrations.migrate(dataSource, "walhook");
+        sql(dataSource, "DROP TABLE walhook.backfill_moved");
         sql(dataSource, "DROP TABLE walhook.backfill");
         sql(dataSource, "DROP TABLE walhook.activation");
         sql(dataSource, "ALTER TABLE walhook.parked_event DROP COLUMN address_parts");
@@ -187,16 +190,16 @@ class SchemaMigrationsTest {
         sql(dataSource, "DROP TABLE walhook.queue_run");
         sql(dataSource, "DROP TABLE walhook.gone_endpoint");
         sql(dataSource, "ALTER TABLE walhook.checkpoint DROP COLUMN system_id, DROP COLUMN timeline, DROP COLUMN earlier_history_up_to");
-        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17')");
+        sql(dataSource, "DELETE FROM walhook.flyway_schema_history WHERE version IN ('7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18')");
         // V7's last statement creates the index backfill_initial: a table of that name makes it fail
         sql(dataSource, "CREATE TABLE walhook.backfill_initial ()");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("backfill_initial");
         assertThat(exists(dataSource, "walhook.backfill")).as("the file's first statements are undone too").isFalse();
-        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 11);
+        assertThat(history(dataSource, "walhook")).as("nor those after it").hasSize(FLYWAY_ROWS.size() - 12);
         assertThat(exists(dataSource, "walhook.activation")).isFalse();
         sql(dataSource, "DROP TABLE walhook.backfill_initial");
-        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(11);
+        assertThat(SchemaMigrations.migrate(dataSource, "walhook")).as("and it runs whole the next time").isEqualTo(12);
     }
 
     private static boolean exists(PGSimpleDataSource dataSource, String relation) throws SQLException {
@@ -317,7 +320,7 @@ class SchemaMigrationsTest {
         PGSimpleDataSource dataSource = database("migrate_dotted");
         SchemaMigrations.migrate(dataSource, "walhook");
         sql(dataSource, "INSERT INTO walhook.flyway_schema_history (installed_rank, version, description, type, script,"
-                + " checksum, installed_by, execution_time, success) VALUES (18, '7.1', 'hotfix', 'SQL',"
+                + " checksum, installed_by, execution_time, success) VALUES (19, '7.1', 'hotfix', 'SQL',"
                 + " 'V7_1__hotfix.sql', 5, current_user, 1, true)");
         assertThatThrownBy(() -> SchemaMigrations.migrate(dataSource, "walhook")).isInstanceOf(SQLException.class)
                 .hasMessageContaining("version '7.1' (V7_1__hotfix.sql)");

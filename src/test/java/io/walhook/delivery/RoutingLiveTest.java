@@ -106,6 +106,42 @@ class RoutingLiveTest {
         }
     }
 
+    /**
+     * What a backfill must save before a change is acknowledged (a row an update moved out of its
+     * reach) holds the change's transaction: the acknowledged position stays before it, later
+     * transactions routed meanwhile, until the hold is let go.
+     */
+    @Test
+    void aTransactionHeldWhileObservedIsAcknowledgedOnlyOnceLetGo() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "routing_hold")) {
+            source.sql("CREATE TABLE items (id int PRIMARY KEY)", "INSERT INTO items VALUES (1)");
+            source.prepare("*");
+            SubscriptionRegistry registry = new SubscriptionRegistry(List.of(), new SubscriptionStore(source.dataSource, "walhook"));
+            registry.refresh();
+            List<Runnable> holds = new CopyOnWriteArrayList<>();
+            List<String> observed = new CopyOnWriteArrayList<>();
+            io.walhook.source.ReplicationReader reader = source.startReader(r -> new RoutingLoop(r.events(), r.tracker(),
+                    registry, new EventEncoder("/walhook/test", Map.of()), (subscription, event, body, done) -> done.run(),
+                    DeliveryMetrics.NONE, (event, reads) -> {
+                        if (event.op() == io.walhook.change.Operation.UPDATE) {
+                            holds.add(reads.hold());
+                        }
+                        observed.add(event.op().name());
+                        return false;
+                    }));
+            io.walhook.pgoutput.Lsn beforeUpdate = io.walhook.pgoutput.Lsn.parse(source.queryOne("SELECT pg_current_wal_lsn()::text"));
+            source.sql("UPDATE items SET id = 2 WHERE id = 1", "INSERT INTO items VALUES (3)");
+            await().atMost(WAIT).until(() -> observed.contains("INSERT") && observed.contains("UPDATE"));
+            assertThat(holds).hasSize(1);
+            assertThat(reader.tracker().settled()).as("the held transaction is outstanding").isFalse();
+            assertThat(reader.tracker().watermark()).isLessThanOrEqualTo(beforeUpdate);
+
+            holds.get(0).run();
+            await().atMost(WAIT).until(() -> reader.tracker().watermark().compareTo(beforeUpdate) > 0
+                    && reader.tracker().settled());
+        }
+    }
+
     /** A routing loop over {@code registry} whose sender records what it is handed (and {@code handed}, each subscription). */
     private static RoutingLoop recording(io.walhook.source.ReplicationReader r, SubscriptionRegistry registry, List<Sent> sent,
             List<Subscription> handed) {
