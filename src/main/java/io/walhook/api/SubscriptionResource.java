@@ -325,14 +325,29 @@ public class SubscriptionResource {
      * second; this one, when reading fails, at its poller's next round, within 2 s.
      */
     private void applyHere() {
+        java.util.concurrent.CompletableFuture<Void> turns;
         try {
-            source.applied(store);
+            turns = source.applied(store);
         } catch (SQLException | RuntimeException e) {
             source.refreshSoon();
             LOG.warnf("a subscription was written; reading the subscriptions again failed (%s): routing takes the write up"
                     + " within 2 s", e.getMessage());
+            return;
+        }
+        try {
+            // a lane's turn under way starts its requests with the subscription as it was: the answer waits for it to
+            // end, so that nothing starts to a destination the caller is told was replaced (a turn is short: the wait
+            // is bounded only against a lane that cannot take its turn, walhook stopping)
+            turns.get(APPLY_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            LOG.debugf("a subscription was written; its delivery took it up later than %s", APPLY_WAIT);
         }
     }
+
+    /** How long an answer waits at most for delivery to take a write up ({@link #applyHere}). */
+    static final java.time.Duration APPLY_WAIT = java.time.Duration.ofSeconds(5);
 
     private void readOnly(String id) {
         if (id.startsWith(CONFIGURED)) {

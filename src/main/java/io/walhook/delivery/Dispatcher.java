@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Queue;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
@@ -497,8 +498,8 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * The subscriptions in force changed (reloaded, paused, resumed): lanes follow them, and the lanes
      * of subscriptions no longer in force stop.
      */
-    public void sync(Collection<Subscription> inForce) {
-        sync(inForce, Set.of(), id -> false);
+    public CompletableFuture<Void> sync(Collection<Subscription> inForce) {
+        return sync(inForce, Set.of(), id -> false);
     }
 
     /**
@@ -510,8 +511,14 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
      * subscription is in force in the latest refresh, asked before a lane is stopped (routing may
      * already route with a refresh newer than {@code inForce}, and have made a lane for a
      * subscription it adds).
+     *
+     * <p>Completes once each lane it changed (a new destination, paused, held) has ended the turn it
+     * was in: no request starts from then on with what the subscription was before. An API answer
+     * given before that let a turn under way go on starting requests to a destination the operator
+     * had just replaced.
      */
-    public synchronized void sync(Collection<Subscription> inForce, Set<String> held, Predicate<String> inForceNow) {
+    public synchronized CompletableFuture<Void> sync(Collection<Subscription> inForce, Set<String> held,
+            Predicate<String> inForceNow) {
         syncs++;
         Map<String, Subscription> byId = new java.util.HashMap<>();
         inForce.forEach(subscription -> byId.put(subscription.id(), subscription));
@@ -551,7 +558,10 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
                 toWake.add(lane); // held from now on: what it holds goes to its queue
             }
         }
-        toWake.forEach(Lane::nudge);
+        CompletableFuture<?>[] turns = new CompletableFuture<?>[toWake.size()];
+        for (int i = 0; i < turns.length; i++) {
+            turns[i] = toWake.get(i).nextTurn();
+        }
         toStart.forEach(this::lane);
         pausedAtSync = pausedNow;
         for (String id : List.copyOf(lanes.keySet())) {
@@ -571,6 +581,7 @@ public final class Dispatcher implements RoutingLoop.Sender, AutoCloseable {
             }
         }
         context.metrics().onlyInForce(ids);
+        return CompletableFuture.allOf(turns);
     }
 
     /**

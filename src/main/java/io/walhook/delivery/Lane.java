@@ -2321,6 +2321,19 @@ final class Lane {
     }
 
     /**
+     * Completes when the lane's next turn begins: the turn under way, if any, has ended, and every
+     * request from then on is started with the subscription as it is now.
+     */
+    CompletableFuture<Void> nextTurn() {
+        CompletableFuture<Void> begun = new CompletableFuture<>();
+        post(() -> begun.complete(null));
+        if (closed) {
+            begun.complete(null); // no turn comes (walhook stops): nothing starts either
+        }
+        return begun;
+    }
+
+    /**
      * Enabled again if a 410 disabled it and a replay asked unheard cleared its record since
      * ({@code recorded}: the endpoint key the state holds for it now, null for none); its 410
      * written again if it never was. An endpoint still gone answers 410 again, which disables it again.

@@ -468,17 +468,17 @@ public class ReplicationSource {
      * A subscription was written through this instance's API: the subscriptions are read again (through
      * {@code through}, the API's pool) and delivery told, before the API answers, so that the write
      * applies to every change committed after the answer (routing reads them at its next transaction).
+     * Completes once no request starts with what the subscriptions were before ({@link Dispatcher#sync}).
      */
-    public void applied(io.walhook.routing.SubscriptionStore through) throws SQLException {
+    public java.util.concurrent.CompletableFuture<Void> applied(io.walhook.routing.SubscriptionStore through)
+            throws SQLException {
         SubscriptionRegistry r = registry;
         if (r == null) {
-            return;
+            return java.util.concurrent.CompletableFuture.completedFuture(null);
         }
         r.refresh(through);
         SubscriptionPoller p = poller;
-        if (p != null) {
-            p.syncDelivery();
-        }
+        return p == null ? java.util.concurrent.CompletableFuture.completedFuture(null) : p.syncDelivery();
     }
 
     /** A write this instance's API answered could not be read again here: the poller reads it at its next round. */

@@ -102,17 +102,22 @@ final class SubscriptionPoller {
      * Tells the dispatcher the subscriptions in force, when a refresh changed them since it was last
      * told: by the refresh that made them, not by whether the caller's did (the API's threads refresh
      * too, and call this after). One at a time, each with the latest refresh: never an older one last.
+     * Completes once the lanes the latest sync changed ended their turns under way ({@link Dispatcher#sync}).
      */
-    synchronized void syncDelivery() {
+    synchronized java.util.concurrent.CompletableFuture<Void> syncDelivery() {
         SubscriptionRegistry.InForce now = registry.inForce();
         Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
         if (delivering != null && (delivering != syncedDispatcher || now.generation() != syncedGeneration)) {
-            delivering.sync(now.subscriptions(), now.held(), id -> registry.inForce().ids().contains(id));
+            syncedTurns = delivering.sync(now.subscriptions(), now.held(), id -> registry.inForce().ids().contains(id));
             backfillsChanged.run(); // a backfill whose subscription was held or missing may go on, or end
             syncedDispatcher = delivering;
             syncedGeneration = now.generation();
         }
+        return syncedTurns; // synced by another caller already (the notification's): its turns are this refresh's too
     }
+
+    /** The turns the last sync waits for. */
+    private java.util.concurrent.CompletableFuture<Void> syncedTurns = java.util.concurrent.CompletableFuture.completedFuture(null);
 
     void start() {
         thread.start();

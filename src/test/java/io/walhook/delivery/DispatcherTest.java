@@ -2201,6 +2201,55 @@ class DispatcherTest {
         }
     }
 
+    /**
+     * A destination replaced (an API edit) while its lane was in the middle of a turn, starting
+     * requests: the sync, and the API's answer after it, were done at once, and the turn went on
+     * starting requests to the old destination, one the operator may have replaced because it is
+     * no longer theirs. The sync now completes once the lane has ended that turn: nothing starts to
+     * the old destination after it.
+     */
+    @Test
+    void noRequestStartsToAReplacedDestinationOnceTheSyncThatReplacedItIsDone() throws Exception {
+        WebhookReceiver before = receiver(request -> 204);
+        WebhookReceiver after = receiver(request -> 204);
+        java.util.concurrent.CountDownLatch inTurn = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean applied = new java.util.concurrent.atomic.AtomicBoolean();
+        List<String> toOld = new CopyOnWriteArrayList<>();
+        List<String> toOldAfterApplied = new CopyOnWriteArrayList<>();
+        List<String> toNew = new CopyOnWriteArrayList<>();
+        Dispatcher dispatcher = dispatcher(s -> {
+            boolean old = ((Destination.Webhook) s.destination()).url().toString().startsWith(before.url("/"));
+            return request -> {
+                if (old) {
+                    if (applied.get()) {
+                        toOldAfterApplied.add(request.id());
+                    }
+                    toOld.add(request.id());
+                    if (inTurn.getCount() > 0) {
+                        inTurn.countDown();
+                        hold(goOn, 10); // the turn starting its requests, held at its first
+                    }
+                } else {
+                    toNew.add(request.id());
+                }
+                return java.util.concurrent.CompletableFuture.completedFuture(Transport.Attempt.DELIVERED);
+            };
+        });
+        Subscription first = webhook("config:one", "one", before, 1);
+        dispatcher.sync(List.of(first));
+        send(dispatcher, first, 20, 1);
+        assertThat(inTurn.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        java.util.concurrent.CompletableFuture<Void> synced = dispatcher.sync(List.of(webhook("config:one", "one", after, 1)));
+        synced.thenRun(() -> applied.set(true));
+        assertThat(synced).as("done while the lane's turn still starts requests with the old destination").isNotDone();
+        goOn.countDown();
+        synced.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        await().atMost(WAIT).until(() -> acknowledged.get() == 20);
+        assertThat(toOldAfterApplied).as("requests started to the old destination after the sync was done").isEmpty();
+        assertThat(toNew).as("the new destination has the rest").hasSize(20 - toOld.size()).isNotEmpty();
+    }
+
     @Test
     void aRequestWhoseTransportThrowsIsRetriedAndGivesBackItsPlaceAtTheDestination() throws Exception {
         // one request under way to the receiver at a time: a place kept by the failed start would stop it for good
