@@ -342,7 +342,8 @@ public class SubscriptionResource {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-            LOG.debugf("a subscription was written; its delivery took it up later than %s", APPLY_WAIT);
+            LOG.warnf("a subscription was written; its delivery took the write up later than %s after it: requests may"
+                    + " have started meanwhile with the subscription as it was", APPLY_WAIT);
         }
     }
 

@@ -671,6 +671,7 @@ final class Lane {
             context.lanes().execute(this::turn);
         } catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
             scheduled.set(false); // walhook stops: what is undelivered is read again on restart
+            noTurnComes();
         }
     }
 
@@ -2326,11 +2327,24 @@ final class Lane {
      */
     CompletableFuture<Void> nextTurn() {
         CompletableFuture<Void> begun = new CompletableFuture<>();
-        post(() -> begun.complete(null));
+        turnAwaited.add(begun);
+        post(() -> {
+            turnAwaited.remove(begun);
+            begun.complete(null);
+        });
         if (closed) {
-            begun.complete(null); // no turn comes (walhook stops): nothing starts either
+            noTurnComes(); // nothing starts either
         }
         return begun;
+    }
+
+    /** {@link #nextTurn}s not begun yet: let go when no turn comes (closed, or its executor refused it). */
+    private final ConcurrentLinkedQueue<CompletableFuture<Void>> turnAwaited = new ConcurrentLinkedQueue<>();
+
+    private void noTurnComes() {
+        for (CompletableFuture<Void> awaited; (awaited = turnAwaited.poll()) != null;) {
+            awaited.complete(null);
+        }
     }
 
     /**
@@ -2434,6 +2448,7 @@ final class Lane {
     /** Stops the lane at shutdown; what is undelivered is read again from the slot or the queue on restart. */
     void close() {
         closed = true;
+        noTurnComes(); // a turn queued may be dropped with the executor
         for (DestinationGate gate : waitedAt) {
             gate.forget(granted); // a place that frees goes to a lane that can use it, not through this one
         }

@@ -107,7 +107,9 @@ final class SubscriptionPoller {
     synchronized java.util.concurrent.CompletableFuture<Void> syncDelivery() {
         SubscriptionRegistry.InForce now = registry.inForce();
         Dispatcher delivering = dispatcher.get(); // after the refresh: a dispatcher made meanwhile saw it
-        if (delivering != null && (delivering != syncedDispatcher || now.generation() != syncedGeneration)) {
+        if (delivering == null) {
+            syncedTurns = java.util.concurrent.CompletableFuture.completedFuture(null); // not delivering here
+        } else if (delivering != syncedDispatcher || now.generation() != syncedGeneration) {
             syncedTurns = delivering.sync(now.subscriptions(), now.held(), id -> registry.inForce().ids().contains(id));
             backfillsChanged.run(); // a backfill whose subscription was held or missing may go on, or end
             syncedDispatcher = delivering;

@@ -2250,6 +2250,23 @@ class DispatcherTest {
         assertThat(toNew).as("the new destination has the rest").hasSize(20 - toOld.size()).isNotEmpty();
     }
 
+    /**
+     * A sync when no turn can come (walhook stopping, or another instance took the slot: the lanes'
+     * executor refuses work, and routing may still have made a lane) completes at once: an API
+     * write waited its whole bound for a turn that never came.
+     */
+    @Test
+    void aSyncOfLanesWhoseTurnsCannotComeIsDoneAtOnce() throws Exception {
+        WebhookReceiver before = receiver(request -> 204);
+        WebhookReceiver after = receiver(request -> 204);
+        Dispatcher dispatcher = dispatcher(Duration.ofMinutes(10));
+        dispatcher.close();
+        Subscription late = webhook("config:late", "late", before, 1);
+        send(dispatcher, late, 1, 1); // routing, still at it, makes its lane
+        dispatcher.sync(List.of(webhook("config:late", "late", after, 1)))
+                .get(2, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
     @Test
     void aRequestWhoseTransportThrowsIsRetriedAndGivesBackItsPlaceAtTheDestination() throws Exception {
         // one request under way to the receiver at a time: a place kept by the failed start would stop it for good
