@@ -826,7 +826,6 @@ public final class BackfillRunner implements Runnable {
                 movedRows.remove(run.backfill.id());
                 store.saveProgress(run.backfill.id(), tables, run.progress);
                 store.transition(run.backfill.id(), List.of(Backfill.State.RUNNING), Backfill.State.DONE, null);
-                store.forgetMoved(run.backfill.id(), null);
                 runs.remove(run.backfill.id());
                 LOG.infof("backfill %s done: %d rows sent", run.backfill.id(),
                         run.progress.values().stream().mapToLong(Backfill.TableProgress::rowsSent).sum());

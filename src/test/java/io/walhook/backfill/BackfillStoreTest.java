@@ -35,6 +35,36 @@ class BackfillStoreTest {
     }
 
     /**
+     * Rows moved out of a backfill's reach are kept once each (an update the stream sends again after
+     * a restart is saved again), across a pause, forgotten one by one as they are read, and all with
+     * the backfill's end: a paused backfill cancelled after a restart never loaded them to forget them.
+     * One saved for a backfill gone meanwhile is let go, not a failure of every later save.
+     */
+    @Test
+    void rowsMovedAreKeptOnceUntilReadOrUntilTheirBackfillEnds() throws Exception {
+        try (SourceFixture source = new SourceFixture(TestPostgres.shared(), "backfill_moved_store")) {
+            BackfillStore store = new BackfillStore(source.dataSource, "walhook");
+            UUID id = store.insertUnlessBusy(SUBSCRIPTION, Backfill.API, List.of("public.orders"), null, 100, null)
+                    .backfill().id();
+            Watermarks.Moved first = new Watermarks.Moved(id, "public.orders", List.of("7", "a,b"), io.walhook.pgoutput.Lsn.of(0x2000));
+            Watermarks.Moved second = new Watermarks.Moved(id, "public.orders", List.of("8", "c"), io.walhook.pgoutput.Lsn.of(0x3000));
+            Watermarks.Moved ofNoBackfill = new Watermarks.Moved(UUID.randomUUID(), "public.orders", List.of("9"),
+                    io.walhook.pgoutput.Lsn.of(0x3000));
+            store.saveMoved(List.of(first, second, ofNoBackfill));
+            store.saveMoved(List.of(first));
+            assertThat(store.moved(id, 10)).containsExactly(first, second);
+            assertThat(store.moved(id, 1)).containsExactly(first);
+            assertThat(store.movedTables(id)).containsExactly("public.orders");
+            assertThat(store.transition(id, List.of(Backfill.State.RUNNING), Backfill.State.PAUSED, null)).isTrue();
+            assertThat(store.moved(id, 10)).as("kept across a pause").containsExactly(first, second);
+            store.forgetMoved(List.of(first));
+            assertThat(store.moved(id, 10)).containsExactly(second);
+            assertThat(store.transition(id, List.of(Backfill.State.PAUSED), Backfill.State.CANCELLED, null)).isTrue();
+            assertThat(store.moved(id, 10)).as("gone with the backfill's end").isEmpty();
+        }
+    }
+
+    /**
      * Each backfill has a key of its own for its read events' ids, random (two backfills, two keys)
      * and kept (read again, the same); a backfill an older walhook inserted has none, and keeps its
      * ids, rather than one the column's default gave it, which the older walhook running it ignored.

@@ -57,35 +57,30 @@ class DestinationGateTest {
     @Test
     void aLaneThatFailedAndHoldsNoneIsNotStarvedByADrainOfLanesWaitingForTheirFirst() {
         Drain drain = new Drain(name -> true);
-        java.util.concurrent.atomic.AtomicLong now = drain.now;
-        DestinationGate gate = drain.gate;
-        java.util.ArrayDeque<Consumer<DestinationGate>> holders = drain.holders;
-        List<String> grants = drain.grants;
-        java.util.function.Function<String, Consumer<DestinationGate>> lane = drain::lane;
-        Consumer<DestinationGate> failed = lane.apply("failed");
-        Consumer<DestinationGate> failedToo = lane.apply("failed too");
-        assertThat(gate.tryEnter(failed, true)).isFalse();
-        assertThat(gate.tryEnter(failedToo, true)).isFalse();
+        Consumer<DestinationGate> failed = drain.lane("failed");
+        Consumer<DestinationGate> failedToo = drain.lane("failed too");
+        assertThat(drain.gate.tryEnter(failed, true)).isFalse();
+        assertThat(drain.gate.tryEnter(failedToo, true)).isFalse();
         // the drain: a newcomer waits for its first place, and each place that frees is a newcomer's
         for (int i = 0; i < 50; i++) {
-            assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
-            gate.leave(holders.poll());
-            now.addAndGet(java.time.Duration.ofMillis(10).toNanos());
+            assertThat(drain.gate.tryEnter(drain.lane("newcomer"))).isFalse();
+            drain.gate.leave(drain.holders.poll());
+            drain.now.addAndGet(java.time.Duration.ofMillis(10).toNanos());
         }
-        assertThat(grants).as("before either waited a second").containsOnly("newcomer");
+        assertThat(drain.grants).as("before either waited a second").containsOnly("newcomer");
 
-        now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
-        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
-        gate.leave(holders.poll());
-        assertThat(grants.get(grants.size() - 1)).isEqualTo("failed");
+        drain.now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
+        assertThat(drain.gate.tryEnter(drain.lane("newcomer"))).isFalse();
+        drain.gate.leave(drain.holders.poll());
+        assertThat(drain.grants.get(drain.grants.size() - 1)).isEqualTo("failed");
         // the other waits while the rescued one holds its place (one of 8 kept): newcomers meanwhile
-        gate.leave(holders.poll());
-        assertThat(grants.get(grants.size() - 1)).isEqualTo("newcomer");
-        Consumer<DestinationGate> rescued = holders.stream().filter(h -> h == failed).findFirst().orElseThrow();
-        holders.remove(rescued);
-        gate.leave(rescued, true);
-        assertThat(grants.get(grants.size() - 1)).isEqualTo("failed too");
-        assertThat(gate.inUse()).isEqualTo(8);
+        drain.gate.leave(drain.holders.poll());
+        assertThat(drain.grants.get(drain.grants.size() - 1)).isEqualTo("newcomer");
+        Consumer<DestinationGate> rescued = drain.holders.stream().filter(h -> h == failed).findFirst().orElseThrow();
+        drain.holders.remove(rescued);
+        drain.gate.leave(rescued, true);
+        assertThat(drain.grants.get(drain.grants.size() - 1)).isEqualTo("failed too");
+        assertThat(drain.gate.inUse()).isEqualTo(8);
     }
 
     /**
@@ -96,40 +91,35 @@ class DestinationGateTest {
     @Test
     void aRescuedLaneHandingBackAPlaceItDidNotUseIsStillCounted() {
         Drain drain = new Drain(name -> !name.startsWith("hanging"));
-        java.util.concurrent.atomic.AtomicLong now = drain.now;
-        DestinationGate gate = drain.gate;
-        java.util.ArrayDeque<Consumer<DestinationGate>> holders = drain.holders;
-        List<String> grants = drain.grants;
-        java.util.function.Function<String, Consumer<DestinationGate>> lane = drain::lane;
-        Consumer<DestinationGate> hanging = lane.apply("hanging");
-        Consumer<DestinationGate> other = lane.apply("hanging too");
-        assertThat(gate.tryEnter(hanging, true)).isFalse();
-        now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
-        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
-        gate.leave(holders.poll());
-        assertThat(grants).containsExactly("hanging"); // rescued: its probe hangs
+        Consumer<DestinationGate> hanging = drain.lane("hanging");
+        Consumer<DestinationGate> other = drain.lane("hanging too");
+        assertThat(drain.gate.tryEnter(hanging, true)).isFalse();
+        drain.now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
+        assertThat(drain.gate.tryEnter(drain.lane("newcomer"))).isFalse();
+        drain.gate.leave(drain.holders.poll());
+        assertThat(drain.grants).containsExactly("hanging"); // rescued: its probe hangs
         // it asks for one more place, gets it when two healthy ones end with nobody else waiting, and hands it back
-        assertThat(gate.tryEnter(hanging, true)).isFalse();
-        gate.leave(holders.poll()); // the newcomer waiting for its first
-        gate.leave(holders.poll());
-        gate.leave(holders.poll());
-        assertThat(grants).containsExactly("hanging", "newcomer", "hanging");
-        Consumer<DestinationGate> filling = lane.apply("healthy");
-        assertThat(gate.tryEnter(filling)).as("the place left free").isTrue();
-        holders.add(filling);
+        assertThat(drain.gate.tryEnter(hanging, true)).isFalse();
+        drain.gate.leave(drain.holders.poll()); // the newcomer waiting for its first
+        drain.gate.leave(drain.holders.poll());
+        drain.gate.leave(drain.holders.poll());
+        assertThat(drain.grants).containsExactly("hanging", "newcomer", "hanging");
+        Consumer<DestinationGate> filling = drain.lane("healthy");
+        assertThat(drain.gate.tryEnter(filling)).as("the place left free").isTrue();
+        drain.holders.add(filling);
         // another tenant whose endpoint hangs starves a second meanwhile
-        assertThat(gate.tryEnter(other, true)).isFalse();
-        now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
-        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
-        gate.leave(hanging); // the place it did not use, to the newcomer
-        assertThat(grants.get(grants.size() - 1)).isEqualTo("newcomer");
+        assertThat(drain.gate.tryEnter(other, true)).isFalse();
+        drain.now.addAndGet(DestinationGate.STARVED_AFTER.toNanos());
+        assertThat(drain.gate.tryEnter(drain.lane("newcomer"))).isFalse();
+        drain.gate.leave(hanging); // the place it did not use, to the newcomer
+        assertThat(drain.grants.get(drain.grants.size() - 1)).isEqualTo("newcomer");
         // a place frees: the other starved lane waits while the first holds its rescued place
-        assertThat(gate.tryEnter(lane.apply("newcomer"))).isFalse();
-        gate.leave(holders.poll());
-        assertThat(grants.get(grants.size() - 1)).isEqualTo("newcomer");
+        assertThat(drain.gate.tryEnter(drain.lane("newcomer"))).isFalse();
+        drain.gate.leave(drain.holders.poll());
+        assertThat(drain.grants.get(drain.grants.size() - 1)).isEqualTo("newcomer");
         // its probe fails, and it holds none: the other's turn
-        gate.leave(hanging, true);
-        assertThat(grants.get(grants.size() - 1)).isEqualTo("hanging too");
+        drain.gate.leave(hanging, true);
+        assertThat(drain.grants.get(drain.grants.size() - 1)).isEqualTo("hanging too");
     }
 
     /**
